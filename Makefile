@@ -1,0 +1,48 @@
+# The README's two commands: `make demo` and `make test`. Everything they need is
+# installed by the targets below (venv, npm packages, apt packages, the local kube-apiserver).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit synth bench kube clean
+
+$(INSTALLED): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "nodemedic needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+kube:
+	bash scripts/build-kube.sh
+
+demo: $(INSTALLED)
+	$(BIN)/nodemedic triage tests/events/kmsg/dmesg-sample.txt
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy agent lambdas
+
+unit: $(INSTALLED) node_modules/.installed kube
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+synth: $(INSTALLED) node_modules/.installed
+	npx cdk synth --quiet
+
+bench: $(INSTALLED)
+	$(BIN)/python bench/classifier.py
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

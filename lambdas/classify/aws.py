@@ -1,0 +1,105 @@
+"""The classifier's AWS side: threshold hits in DynamoDB, executions in Step Functions."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from botocore.exceptions import ClientError
+
+from lambdas.classify.service import Starter
+from lambdas.decision import Decision, recent
+
+_CONFLICT_RETRIES = 5
+
+
+class DynamoHitCounter:
+    """Hit times per (node, rule) in the idempotency table, under ``hits#`` keys.
+
+    Optimistic concurrency: two batches of one node can be classified at once, and a lost
+    update would hide a hit and delay a threshold.
+    """
+
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
+        self._table = table_name
+        self._client = client or boto3.client("dynamodb")
+
+    def add(self, key: str, times: Sequence[float], window: int) -> list[float]:
+        for _ in range(_CONFLICT_RETRIES):
+            item = self._client.get_item(
+                TableName=self._table, Key={"id": {"S": key}}, ConsistentRead=True
+            ).get("Item")
+            old = [float(v["N"]) for v in item["hits"]["L"]] if item else []
+            hits = recent([*old, *times], window)
+            version = int(item["version"]["N"]) if item else 0
+            try:
+                self._client.put_item(
+                    TableName=self._table,
+                    Item={
+                        "id": {"S": key},
+                        "hits": {"L": [{"N": str(Decimal(str(t)))} for t in hits]},
+                        "version": {"N": str(version + 1)},
+                        "expiration": {"N": str(int(max(hits)) + window)},
+                    },
+                    ConditionExpression="attribute_not_exists(id) OR version = :v",
+                    ExpressionAttributeValues={":v": {"N": str(version)}},
+                )
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+                continue
+            return hits
+        raise RuntimeError(f"could not record hits for {key}: too many concurrent writers")
+
+
+def execution_starter(
+    state_machine_arn: str, table_name: str, dedup_window: int, client: Any | None = None
+) -> Starter:
+    """Start one execution per decision id; repeats within ``dedup_window`` are answered
+    from the idempotency record, and a name Step Functions already knows is a duplicate."""
+    sfn = client or boto3.client("stepfunctions")
+    config = IdempotencyConfig(
+        event_key_jmespath="decision_id",
+        expires_after_seconds=dedup_window,
+        raise_on_no_idempotency_key=True,
+    )
+    store = DynamoDBPersistenceLayer(table_name=table_name)
+
+    def start_execution(request: dict[str, Any]) -> dict[str, Any]:
+        decision = request["decision"]
+        try:
+            sfn.start_execution(
+                stateMachineArn=state_machine_arn,
+                name=decision["decision_id"],
+                input=json.dumps(decision),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
+                raise
+            return {"caller": None}
+        return {"caller": request["caller"]}
+
+    start_once: Callable[..., dict[str, Any]] = idempotent_function(
+        start_execution, data_keyword_argument="request", persistence_store=store, config=config
+    )
+
+    def start(decision: Decision) -> bool:
+        # A repeat is answered with the first call's stored result; the caller nonce tells
+        # whether this call is the one that started the execution.
+        caller = uuid.uuid4().hex
+        record = decision.to_record()
+        outcome = start_once(
+            request={"decision_id": decision.decision_id, "caller": caller, "decision": record}
+        )
+        return bool(outcome["caller"] == caller)
+
+    return start

@@ -1,0 +1,84 @@
+"""CloudWatch Logs subscription → faults → remediation executions.
+
+Thin: decode, name the node, hand the lines to ``service.process_batch``. A payload that
+cannot be decoded raises ``MalformedPayload``: the asynchronous invocation fails and the
+event lands in the dead-letter queue whole, instead of being dropped or retried forever.
+"""
+
+from __future__ import annotations
+
+import binascii
+import os
+import zlib
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lambdas.classifier import default_classifier
+from lambdas.classify.aws import DynamoHitCounter, execution_starter
+from lambdas.classify.service import LogEvent, Starter, process_batch
+from lambdas.decision import DEFAULT_WINDOW, IdentityError, identity_of
+from lambdas.observability import logger, metrics
+
+
+class MalformedPayload(ValueError):
+    """The event is not a CloudWatch Logs subscription payload from a nodemedic agent."""
+
+
+@cache
+def _dependencies(
+    state_machine_arn: str, table: str, window: int
+) -> tuple[DynamoHitCounter, Starter]:
+    return DynamoHitCounter(table), execution_starter(state_machine_arn, table, window)
+
+
+def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
+    try:
+        data = CloudWatchLogsEvent(event).parse_logs_data()
+        events = [LogEvent(int(e.timestamp), str(e.message)) for e in data.log_events]
+        return data.message_type, data.log_group, data.log_stream, events
+    except (KeyError, TypeError, ValueError, binascii.Error, zlib.error) as exc:
+        raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        message_type, group, stream, events = _decode(event)
+        if message_type == "CONTROL_MESSAGE":
+            return {"lines": 0}
+        identity = identity_of(group, stream)
+    except (MalformedPayload, IdentityError) as exc:
+        metrics.add_metric(name="MalformedPayloads", unit=MetricUnit.Count, value=1)
+        logger.error("rejected payload", extra={"reason": str(exc)})
+        raise MalformedPayload(str(exc)) from exc
+    window = int(os.environ.get("NODEMEDIC_DEDUP_WINDOW", DEFAULT_WINDOW))
+    counter, start = _dependencies(
+        os.environ["STATE_MACHINE_ARN"], os.environ["IDEMPOTENCY_TABLE"], window
+    )
+    result = process_batch(
+        identity,
+        events,
+        classifier=default_classifier(),
+        counter=counter,
+        start=start,
+        dedup_window=window,
+    )
+    metrics.add_dimension(name="Cluster", value=identity.cluster)
+    metrics.add_metric(name="LinesClassified", unit=MetricUnit.Count, value=result.lines)
+    metrics.add_metric(name="FaultsFound", unit=MetricUnit.Count, value=result.faults)
+    metrics.add_metric(name="DecisionsStarted", unit=MetricUnit.Count, value=len(result.started))
+    summary = {
+        "instance_id": identity.instance_id,
+        "lines": result.lines,
+        "faults": result.faults,
+        "started": result.started,
+        "duplicates": result.duplicates,
+        "below_threshold": result.below_threshold,
+    }
+    logger.info("batch classified", extra=summary)
+    return summary

@@ -1,0 +1,93 @@
+"""One subscription batch (the lines of one node's stream) → decisions started.
+
+Plain logic: the counter and the starter are passed in, so the same code runs in the
+Lambda (DynamoDB, Step Functions) and in tests with in-memory stand-ins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from lambdas.catalog import Rule
+from lambdas.classifier import Classifier, Fault
+from lambdas.decision import Decision, Identity, decide
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    timestamp_ms: int
+    message: str
+
+
+class HitCounter(Protocol):
+    """Remembers a rule's recent hits on one node across batches and invocations."""
+
+    def add(self, key: str, times: Sequence[float], window: int) -> list[float]:
+        """Store ``times`` and return every hit of ``key`` within ``window`` s of the last."""
+        ...
+
+
+Starter = Callable[[Decision], bool]
+"""Starts the remediation of a decision; False when it was already started."""
+
+
+@dataclass
+class BatchResult:
+    lines: int = 0
+    faults: int = 0
+    started: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    below_threshold: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Hits:
+    fault: Fault
+    times: list[float]
+
+
+def _hit_key(identity: Identity, rule: Rule) -> str:
+    return f"hits#{identity.cluster}#{identity.instance_id}#{rule.id}"
+
+
+def process_batch(
+    identity: Identity,
+    events: Sequence[LogEvent],
+    *,
+    classifier: Classifier,
+    counter: HitCounter,
+    start: Starter,
+    dedup_window: int,
+) -> BatchResult:
+    """Classify every line; one decision per rule that fires, carrying its first line."""
+    result = BatchResult(lines=len(events))
+    by_rule: dict[str, _Hits] = {}
+    for event in events:
+        fault = classifier.classify(event.message, identity.source)
+        if fault is None:
+            continue
+        result.faults += 1
+        hits = by_rule.setdefault(fault.rule.id, _Hits(fault=fault, times=[]))
+        hits.times.append(event.timestamp_ms / 1000)
+    for rule_id, hits in by_rule.items():
+        rule = hits.fault.rule
+        times = sorted(hits.times)
+        if rule.threshold is not None:
+            times = counter.add(_hit_key(identity, rule), times, rule.threshold.window)
+            if len(times) < rule.threshold.count:
+                result.below_threshold.append(rule_id)
+                continue
+        decision = decide(
+            hits.fault,
+            identity,
+            first_seen=datetime.fromtimestamp(times[0], tz=UTC),
+            count=len(times),
+            window=dedup_window,
+        )
+        if decision is None:
+            continue
+        (result.started if start(decision) else result.duplicates).append(decision.decision_id)
+    return result

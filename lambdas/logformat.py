@@ -1,0 +1,65 @@
+"""Kernel log text as people paste it → the bare message the rules are written against.
+
+``dmesg``, ``journalctl -k`` and raw ``/dev/kmsg`` records wrap the same message in
+different prefixes; rules match the message alone, so the prefix must go first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+Format = Literal["kmsg", "dmesg", "journal", "plain"]
+
+_KMSG = re.compile(r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;")
+_DMESG = re.compile(r"^(?:<\d+>)?\[\s*(?:\d+\.\d+|[A-Z][a-z]{2} [^\]]+)\]\s?")
+_JOURNAL = re.compile(
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
+    r" \S+ kernel: "
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    line_no: int
+    """1-based line number in the input, for people to find the line again."""
+    raw: str
+    message: str
+
+
+def message_of(line: str) -> str | None:
+    """The kernel message in ``line``; None for lines that carry no message (a journal
+    banner, a kmsg continuation line holding ``KEY=value`` metadata, a blank line)."""
+    if not line.strip() or line.startswith(("-- ", " ")):
+        return None
+    for prefix in (_KMSG, _JOURNAL):
+        found = prefix.match(line)
+        if found:
+            line = line[found.end() :]
+            break
+    found = _DMESG.match(line)
+    if found:
+        line = line[found.end() :]
+    return line.rstrip("\r\n")
+
+
+def detect_format(lines: Iterable[str]) -> Format:
+    """The format of the first line that has a recognisable prefix (by a sample, not all)."""
+    for line in lines:
+        if _KMSG.match(line):
+            return "kmsg"
+        if _JOURNAL.match(line):
+            return "journal"
+        if _DMESG.match(line):
+            return "dmesg"
+    return "plain"
+
+
+def messages(lines: Iterable[str]) -> Iterator[LogLine]:
+    for line_no, line in enumerate(lines, start=1):
+        raw = line.rstrip("\r\n")
+        message = message_of(raw)
+        if message is not None:
+            yield LogLine(line_no=line_no, raw=raw, message=message)

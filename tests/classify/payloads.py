@@ -1,0 +1,21 @@
+"""Subscription payloads wrapped the way CloudWatch Logs wraps them."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+EVENTS = Path(__file__).parents[1] / "events" / "subscription"
+
+
+def decoded(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return data
+
+
+def wrap(data: dict[str, Any]) -> dict[str, Any]:
+    raw = gzip.compress(json.dumps(data).encode())
+    return {"awslogs": {"data": base64.b64encode(raw).decode()}}
