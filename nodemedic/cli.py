@@ -16,6 +16,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "catalog": ("nodemedic.catalogcmd", "configure", "run", "list rules, print the filter"),
     "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
     "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
+    "demo": ("nodemedic.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 
 

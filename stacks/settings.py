@@ -1,19 +1,31 @@
 """Per-cluster settings, read from the CDK context key ``nodemedic:clusters``.
 
 Every safety knob has its default here, next to its name, so the README and the stack can
-quote one place (as medik8s does for its health-check API).
+quote one place (as medik8s does for its health-check API). A value CloudFormation or the
+pipeline would only reject at deploy or run time is refused here, at synth.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
+_EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+_EMAIL = re.compile(r"^[^@\s\"'<>,;]+@[^@\s\"'<>,;]+\.[A-Za-z]{2,}$")
+_IAM_WILDCARDS = ("*", "?")
+MAX_GROUP_NAME = 255
+# fmt: off
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
+    1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)
+# fmt: on
+"""The values CloudWatch Logs accepts for a log group's RetentionInDays."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,8 @@ class ClusterSettings:
     recovery_mode: RecoveryMode = "Automatic"
     """``None`` = monitor only: label and condition, no cordon, no reboot or replace."""
     dry_run: bool = False
-    """Record and notify what would be done, change nothing on nodes or instances."""
+    """Mark only (label and condition, as recovery mode ``None``) and say in the notification
+    what would have been done; nothing is cordoned, drained, rebooted or replaced."""
     max_unhealthy_percent: int = 20
     """Breaker: no new action while more than this share of a node group is in remediation."""
     max_parallel: int = 2
@@ -45,7 +58,12 @@ class ClusterSettings:
     poll_seconds: int = 15
     """Interval of the state machine's wait loops (drain retries, reboot watch, breaker)."""
     log_retention_days: int = 30
+    """Days CloudWatch Logs keeps the node log group and the Lambdas' logs."""
     notification_emails: tuple[str, ...] = ()
+    """Addresses subscribed to the cluster's topic (remediation reports and alarms)."""
+
+    def __post_init__(self) -> None:
+        _check_values(self)
 
     @property
     def log_group_name(self) -> str:
@@ -56,32 +74,97 @@ class ClusterSettings:
         return self.eks_cluster_name or self.name
 
 
+def _check_types(values: Mapping[str, Any]) -> None:
+    """JSON from cdk.json or ``-c``: ``"node_groups": "trn1"`` would otherwise become the
+    groups ``t``, ``r``, ``n``, ``1``, and ``"dry_run": "false"`` a true value."""
+    for field in fields(ClusterSettings):
+        if field.name not in values:
+            continue
+        value = values[field.name]
+        kind = str if field.default is MISSING else type(field.default)
+        if kind is tuple:
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{field.name} must be a list of strings, not {value!r}")
+        elif kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{field.name} must be a whole number, not {value!r}")
+        elif not isinstance(value, kind):
+            raise ValueError(f"{field.name} must be a {kind.__name__}, not {value!r}")
+
+
+def _check_node_groups(groups: Sequence[str]) -> None:
+    """The names go into IAM ARNs, where ``*`` and ``?`` would widen what may be replaced."""
+    for group in groups:
+        if not 1 <= len(group) <= MAX_GROUP_NAME:
+            raise ValueError(
+                f"node group name {group!r} must have 1 to {MAX_GROUP_NAME} characters"
+            )
+        if any(wildcard in group for wildcard in _IAM_WILDCARDS):
+            raise ValueError(f"node group name {group!r}: wildcards are not allowed")
+    if len(set(groups)) != len(groups):
+        raise ValueError("node_groups lists a group twice")
+
+
 def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
     """Validate one context entry; a typo in a safety knob must fail the synth, not be ignored."""
     known = {f.name for f in fields(ClusterSettings)}
     unknown = set(raw) - known
     if unknown:
         raise ValueError(f"unknown cluster setting(s): {', '.join(sorted(unknown))}")
+    if "name" not in raw:
+        raise ValueError("every cluster needs a name")
+    _check_types(raw)
     values: dict[str, Any] = dict(raw)
     for key in ("node_groups", "notification_emails"):
         if key in values:
             values[key] = tuple(values[key])
-    settings = ClusterSettings(**values)
+    return ClusterSettings(**values)
+
+
+def _check_values(settings: ClusterSettings) -> None:
     if not _NAME.match(settings.name):
         raise ValueError(f"cluster name {settings.name!r} must match {_NAME.pattern}")
+    if settings.eks_cluster_name and not _EKS_NAME.match(settings.eks_cluster_name):
+        raise ValueError(
+            f"eks_cluster_name {settings.eks_cluster_name!r} is not an EKS cluster name "
+            f"({_EKS_NAME.pattern})"
+        )
     if settings.recovery_mode not in ("Automatic", "None"):
         raise ValueError(f"recovery_mode must be Automatic or None, not {settings.recovery_mode!r}")
     if not 0 <= settings.max_unhealthy_percent <= 100:
         raise ValueError("max_unhealthy_percent must be within 0..100")
-    for key in ("max_parallel", "drain_timeout", "reboot_timeout", "poll_seconds"):
+    for key in (
+        "max_parallel",
+        "drain_timeout",
+        "reboot_timeout",
+        "escalation_window",
+        "breaker_hold",
+        "poll_seconds",
+    ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")
-    return settings
+    if settings.log_retention_days not in LOG_RETENTION_DAYS:
+        raise ValueError(
+            f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "
+            f"Logs accepts; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+        )
+    _check_node_groups(settings.node_groups)
+    for address in settings.notification_emails:
+        if not _EMAIL.match(address):
+            raise ValueError(f"notification_emails: {address!r} is not an e-mail address")
 
 
 def parse_clusters(raw: Sequence[Mapping[str, Any]] | None) -> list[ClusterSettings]:
-    clusters = [parse_cluster(entry) for entry in raw or ()]
+    if raw is not None and not isinstance(raw, list | tuple):
+        raise ValueError(f"must be a list of clusters, not {type(raw).__name__}")
+    clusters = [parse_cluster(_entry(entry)) for entry in raw or ()]
     names = [c.name for c in clusters]
     if len(set(names)) != len(names):
         raise ValueError("cluster names must be unique")
     return clusters
+
+
+def _entry(entry: Any) -> Mapping[str, Any]:
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"each cluster is an object with at least a name, not {entry!r}")
+    return entry

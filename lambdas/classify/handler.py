@@ -79,6 +79,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "started": result.started,
         "duplicates": result.duplicates,
         "below_threshold": result.below_threshold,
+        "superseded": result.superseded,
     }
     logger.info("batch classified", extra=summary)
     return summary

@@ -41,12 +41,16 @@ class BatchResult:
     started: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     below_threshold: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
 
 
 @dataclass
 class _Hits:
     fault: Fault
     times: list[float]
+
+
+_STRENGTH = {"replace": 3, "reboot": 2, "notify": 1}
 
 
 def _hit_key(identity: Identity, rule: Rule) -> str:
@@ -62,16 +66,20 @@ def process_batch(
     start: Starter,
     dedup_window: int,
 ) -> BatchResult:
-    """Classify every line; one decision per rule that fires, carrying its first line."""
+    """Classify every line and start at most one remediation: the strongest action among
+    the rules that fired (the earliest on a tie); the others are reported as superseded.
+
+    One node gets one remediation at a time, so a GPU that falls off the bus, which logs
+    both an Xid 79 and "GPU has fallen off the bus", is replaced once, not raced twice.
+    """
     result = BatchResult(lines=len(events))
     by_rule: dict[str, _Hits] = {}
-    for event in events:
-        fault = classifier.classify(event.message, identity.source)
-        if fault is None:
-            continue
+    messages = [event.message for event in events]
+    for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
         hits = by_rule.setdefault(fault.rule.id, _Hits(fault=fault, times=[]))
-        hits.times.append(event.timestamp_ms / 1000)
+        hits.times.append(events[index].timestamp_ms / 1000)
+    decisions: list[tuple[Decision, float]] = []
     for rule_id, hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times)
@@ -87,7 +95,12 @@ def process_batch(
             count=len(times),
             window=dedup_window,
         )
-        if decision is None:
-            continue
-        (result.started if start(decision) else result.duplicates).append(decision.decision_id)
+        if decision is not None:
+            decisions.append((decision, times[0]))
+    if not decisions:
+        return result
+    decisions.sort(key=lambda pair: (-_STRENGTH[pair[0].action], pair[1]))
+    (strongest, _), *rest = decisions
+    result.superseded = [d.decision_id for d, _ in rest]
+    (result.started if start(strongest) else result.duplicates).append(strongest.decision_id)
     return result

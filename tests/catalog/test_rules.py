@@ -108,7 +108,7 @@ def test_user_rules_go_first_and_replace_builtins_by_id(
     mine = tmp_path / "mine.yaml"
     mine.write_text(
         rules_yaml(
-            rule("site-fan-failure", "fan \\\\d+ failed", "notify"),
+            rule("site-fan-failure", "fan \\d+ failed", "notify"),
             rule(victim.id, "never matches anything xyz", "notify"),
         )
     )

@@ -79,6 +79,9 @@ def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dic
     assert decision["first_seen"] == "2025-11-22T18:30:01Z"
     assert decision["schema"] == 1 and decision["source"] == "kmsg"
     assert result["started"] == [decision["decision_id"]]
+    # The "fallen off the bus" line is the same failure: one replacement, not two.
+    [superseded] = result["superseded"]
+    assert "nvidia-gpu-fallen-off-bus" in superseded
 
 
 def test_the_same_batch_delivered_twice_is_acted_on_once(aws: dict) -> None:

@@ -1,0 +1,161 @@
+"""The one interface every health check implements, and what checks share.
+
+A check returns result lines (``Result``); it raises ``ToolMissing`` when its tool or
+sysfs tree is not on this node, which the runner reports once as ``skipped``. Checks that
+watch cumulative counters keep a ``CounterBaseline`` so a counter that grew is reported
+once, not on every run, and not again after an agent restart on the same boot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from agent.checkpoint import write_atomically
+
+log = logging.getLogger(__name__)
+Status = Literal["ok", "warn", "fail", "skipped"]
+Figure = int | float | str
+_RANK = {"skipped": 0, "ok": 1, "warn": 2, "fail": 3}
+
+
+def utc_stamp(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    device: str
+    status: Status
+    reason: str
+    figures: Mapping[str, Figure] = field(default_factory=dict)
+    ts: str = ""
+
+    def to_json(self) -> str:
+        """Compact, keys in the contract's order (check, device, status, reason, figures, ts)."""
+        return json.dumps(
+            {
+                "check": self.check,
+                "device": self.device,
+                "status": self.status,
+                "reason": self.reason,
+                "figures": dict(self.figures),
+                "ts": self.ts,
+            },
+            separators=(",", ":"),
+        )
+
+
+def worst(results: Sequence[Result]) -> Status:
+    return max((r.status for r in results), key=_RANK.__getitem__, default="ok")
+
+
+def read_counter(path: Path) -> int | None:
+    """A sysfs counter file's value; None when the driver does not expose it."""
+    try:
+        return int(path.read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return None
+
+
+class ToolMissing(Exception):
+    """The check's tool or sysfs tree is not on this node."""
+
+
+class Check(ABC):
+    name: str
+
+    @abstractmethod
+    def run(self, ts: str) -> list[Result]:
+        """This run's results, stamped ``ts``; raises ToolMissing."""
+
+    def commit(self) -> Callable[[], None]:
+        """Something to call once this run's results are safe (acknowledged or spooled)."""
+        return _nothing
+
+
+def _nothing() -> None:
+    """Stateless checks have nothing to persist."""
+
+
+class CounterBaseline:
+    """The last value of each (device, counter) seen on this boot, kept on disk.
+
+    Counters count since the driver loaded, i.e. since boot: on a new boot the baseline
+    starts at zero, so errors counted before the agent started are reported too. The file
+    is only rewritten once the results reporting the growth are safe (``commit``); a crash
+    in between reports the growth again rather than never.
+    """
+
+    def __init__(self, path: Path, boot_id: str) -> None:
+        self._path = path
+        self._boot_id = boot_id
+        self._lock = threading.Lock()
+        self._seen: dict[str, dict[str, int]] = {}
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("boot_id") == boot_id:
+                self._seen = {d: dict(c) for d, c in saved["counters"].items()}
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s unreadable (%s); counting from zero", path, exc)
+
+    def growth(self, device: str, counter: str, value: int) -> int:
+        """How much ``counter`` grew since last seen (0 if not; a counter reset by a write
+        to its sysfs file is not growth)."""
+        with self._lock:
+            seen = self._seen.setdefault(device, {})
+            before = seen.get(counter, 0)
+            seen[counter] = value
+            return max(0, value - before)
+
+    def commit(self) -> Callable[[], None]:
+        with self._lock:
+            snapshot = {
+                "boot_id": self._boot_id,
+                "counters": {d: dict(c) for d, c in self._seen.items()},
+            }
+
+        def save() -> None:
+            write_atomically(self._path, json.dumps(snapshot).encode())
+
+        return save
+
+
+class Runner:
+    """Runs the checks; a missing tool is reported once until it comes back."""
+
+    def __init__(self, checks: Sequence[Check]) -> None:
+        self.checks = list(checks)
+        self._missing: set[str] = set()
+
+    def run(self, now: datetime) -> tuple[list[Result], list[Callable[[], None]]]:
+        ts = utc_stamp(now)
+        results: list[Result] = []
+        commits: list[Callable[[], None]] = []
+        for check in self.checks:
+            try:
+                found = check.run(ts)
+            except ToolMissing as exc:
+                if check.name not in self._missing:
+                    log.info("%s: %s; reported once as skipped", check.name, exc)
+                    self._missing.add(check.name)
+                    results.append(Result(check.name, "node", "skipped", "ToolMissing", {}, ts))
+                continue
+            except Exception:
+                # A bug in one check must not stop the others or the kernel log.
+                log.exception("%s failed to run", check.name)
+                continue
+            self._missing.discard(check.name)
+            results.extend(found)
+            commits.append(check.commit())
+        return results, commits

@@ -1,0 +1,314 @@
+"""``nodemedic agent`` and ``nodemedic inject``: argument parsing and start-up checks.
+
+Every knob has a documented default that suits a production node; the local mode and the
+tests override the endpoint, identity, kernel log source and timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from agent.batch import DEFAULT_BATCH_EVENTS, MAX_BATCH_EVENTS
+
+DEFAULT_METRICS_PORT = 9810
+MIN_SPOOL_BYTES = 8 * 1024 * 1024
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
+
+
+def configure_agent(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_argument_group("where to ship")
+    where.add_argument(
+        "--cluster",
+        default=os.environ.get("NODEMEDIC_CLUSTER"),
+        help="cluster name; logs go to /nodemedic/<cluster>/nodes (default: $NODEMEDIC_CLUSTER)",
+    )
+    where.add_argument("--instance-id", help="default: from IMDSv2")
+    where.add_argument("--region", help="default: from IMDSv2")
+    where.add_argument("--endpoint-url", help="CloudWatch Logs endpoint (moto in local mode)")
+    where.add_argument(
+        "--create-log-group",
+        action="store_true",
+        help="create the log group if missing (local mode; the stack owns it)",
+    )
+    source = parser.add_argument_group("kernel log")
+    source.add_argument(
+        "--kmsg",
+        default="/dev/kmsg",
+        help="/dev/kmsg, or a file of kmsg records or plain lines to follow (default: %(default)s)",
+    )
+    source.add_argument("--boot-id", help="default: read from --boot-id-file")
+    source.add_argument(
+        "--boot-id-file", default="/proc/sys/kernel/random/boot_id", help="(default: %(default)s)"
+    )
+    state = parser.add_argument_group("state and shipping")
+    state.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path("/var/lib/nodemedic"),
+        help="checkpoint, spool and counter baselines (default: %(default)s)",
+    )
+    state.add_argument(
+        "--spool-max-bytes",
+        type=int,
+        default=256 * 1024 * 1024,
+        help="bound of the on-disk spool; the oldest batches go first (default: 256 MiB)",
+    )
+    state.add_argument(
+        "--flush-interval",
+        type=float,
+        default=1.0,
+        help="longest a line waits before its batch is sent, seconds, at most 1 "
+        "(default: %(default)s)",
+    )
+    state.add_argument(
+        "--max-batch-events",
+        type=int,
+        default=DEFAULT_BATCH_EVENTS,
+        help="events per PutLogEvents call, at most 10000 (default: %(default)s)",
+    )
+    state.add_argument(
+        "--memory-batches",
+        type=int,
+        default=1,
+        help="batches kept in memory before spooling to disk (default: %(default)s)",
+    )
+    state.add_argument(
+        "--retry-base-delay",
+        type=_seconds,
+        default=0.2,
+        help="first backoff step, seconds (default: %(default)s)",
+    )
+    state.add_argument(
+        "--retry-max-delay",
+        type=_seconds,
+        default=30.0,
+        help="longest backoff, seconds (default: %(default)s)",
+    )
+    state.add_argument(
+        "--shutdown-grace",
+        type=_seconds,
+        default=5.0,
+        help="seconds to keep shipping after SIGTERM before spooling the rest "
+        "(default: %(default)s)",
+    )
+    checks = parser.add_argument_group("health checks")
+    checks.add_argument(
+        "--checks",
+        default="nvidia,neuron,efa",
+        help="comma-separated, empty for none (default: %(default)s)",
+    )
+    checks.add_argument(
+        "--check-interval",
+        type=_seconds,
+        default=60.0,
+        help="seconds between runs; they also run at start-up (default: %(default)s)",
+    )
+    checks.add_argument(
+        "--nvidia-smi",
+        default="nvidia-smi -q -x",
+        help="command printing nvidia-smi's XML report (default: %(default)s)",
+    )
+    checks.add_argument(
+        "--nvidia-smi-timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds before nvidia-smi counts as failed (default: %(default)s)",
+    )
+    checks.add_argument(
+        "--expect-gpus",
+        type=_count,
+        default=0,
+        help="GPUs this instance type has; fewer is GpuMissing (0: unchecked)",
+    )
+    checks.add_argument(
+        "--expect-neuron-devices",
+        type=_count,
+        default=0,
+        help="Neuron devices expected (0: unchecked)",
+    )
+    checks.add_argument(
+        "--expect-efa-devices", type=_count, default=0, help="EFA devices expected (0: unchecked)"
+    )
+    checks.add_argument(
+        "--sys-root",
+        type=Path,
+        default=Path("/sys"),
+        help="where the host's sysfs is mounted (default: %(default)s)",
+    )
+    ops = parser.add_argument_group("operations")
+    ops.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        help="Prometheus endpoint address (default: %(default)s)",
+    )
+    ops.add_argument(
+        "--metrics-port",
+        type=_count,
+        default=DEFAULT_METRICS_PORT,
+        help="Prometheus endpoint port, 0 for none (default: %(default)s)",
+    )
+    ops.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+def _fail(message: str) -> int:
+    print(f"nodemedic agent: {message}", file=sys.stderr)
+    return 2
+
+
+def _problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments, if anything (checked before touching the node)."""
+    from agent.main import CHECKS
+
+    unknown = {c for c in args.checks.split(",") if c} - set(CHECKS)
+    problems = [
+        (not args.cluster, "--cluster is required (or set NODEMEDIC_CLUSTER)"),
+        (not 0 < args.flush_interval <= 1, "--flush-interval must be in (0, 1] seconds"),
+        (
+            not 1 <= args.max_batch_events <= MAX_BATCH_EVENTS,
+            f"--max-batch-events must be in 1..{MAX_BATCH_EVENTS}",
+        ),
+        (
+            args.spool_max_bytes < MIN_SPOOL_BYTES,
+            f"--spool-max-bytes must be at least {MIN_SPOOL_BYTES} (8 MiB)",
+        ),
+        (
+            bool(unknown),
+            f"unknown check(s) {', '.join(sorted(unknown))}; known: {', '.join(CHECKS)}",
+        ),
+        (not Path(args.kmsg).exists(), f"{args.kmsg} does not exist"),
+    ]
+    return next((message for failed, message in problems if failed), None)
+
+
+def _identity(args: argparse.Namespace) -> tuple[str, str, str]:
+    """(instance id, region, boot id); raises IdentityError or OSError."""
+    from agent.imds import instance_identity
+
+    instance_id, region = args.instance_id, args.region
+    if not (instance_id and region):
+        found_id, found_region = instance_identity()
+        instance_id, region = instance_id or found_id, region or found_region
+    boot_id = args.boot_id or Path(args.boot_id_file).read_text(encoding="ascii").strip()
+    return instance_id, region, boot_id
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    from agent.imds import IdentityError
+    from agent.main import Agent, Config
+
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    problem = _problem(args)
+    if problem:
+        return _fail(problem)
+    # Before anything slow: a SIGTERM during start-up is a clean stop too.
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        instance_id, region, boot_id = _identity(args)
+        agent = Agent(
+            Config(
+                cluster=args.cluster,
+                instance_id=instance_id,
+                region=region,
+                boot_id=boot_id,
+                state_dir=args.state_dir,
+                kmsg=args.kmsg,
+                endpoint_url=args.endpoint_url,
+                create_log_group=args.create_log_group,
+                flush_interval=args.flush_interval,
+                max_batch_events=args.max_batch_events,
+                memory_batches=max(1, args.memory_batches),
+                spool_max_bytes=args.spool_max_bytes,
+                checks=tuple(c for c in args.checks.split(",") if c),
+                check_interval=args.check_interval,
+                nvidia_smi=args.nvidia_smi,
+                nvidia_smi_timeout=args.nvidia_smi_timeout,
+                expect_gpus=args.expect_gpus,
+                expect_neuron_devices=args.expect_neuron_devices,
+                expect_efa_devices=args.expect_efa_devices,
+                sys_root=args.sys_root,
+                metrics_address=args.metrics_address,
+                metrics_port=args.metrics_port,
+                retry_base_delay=args.retry_base_delay,
+                retry_max_delay=args.retry_max_delay,
+                shutdown_grace=args.shutdown_grace,
+            )
+        )
+    except (IdentityError, OSError, ValueError) as exc:
+        return _fail(str(exc))
+    agent.run(stop)
+    return 0
+
+
+def configure_inject(parser: argparse.ArgumentParser) -> None:
+    from agent.inject import KINDS
+
+    parser.add_argument("kind", choices=KINDS, help="xid <code> | neuron <TYPE> | rule <rule-id>")
+    parser.add_argument("value", help="Xid code, Neuron error type (e.g. DMA_ERROR) or rule id")
+    parser.add_argument(
+        "--to",
+        type=Path,
+        default=Path("/dev/kmsg"),
+        help="/dev/kmsg (root) or a file the agent follows (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="append to a file as a raw kmsg record instead of a plain line",
+    )
+    parser.add_argument("--count", type=_count, default=1, help="how many times")
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra rule file(s), as for the classifier",
+    )
+
+
+def run_inject(args: argparse.Namespace) -> int:
+    from agent.inject import LEVELS, InjectError, append_file, find_rule, line_for, write_device
+    from agent.kmsg import is_device
+    from lambdas.catalog import CatalogError, load_catalog
+
+    try:
+        rule = find_rule(load_catalog(args.catalog), args.kind, args.value)
+        line = line_for(rule)
+    except (InjectError, CatalogError) as exc:
+        print(f"nodemedic inject: {exc}", file=sys.stderr)
+        return 2
+    level = LEVELS[rule.severity]
+    try:
+        for _ in range(args.count):
+            if args.to.exists() and is_device(str(args.to)):
+                write_device(args.to, line, level)
+                written = f"<{level}>{line}"
+            else:
+                written = append_file(args.to, line, level, args.record)
+            print(f"{rule.id} -> {args.to}: {written}")
+    except PermissionError:
+        print(f"nodemedic inject: no permission to write {args.to} (root needed)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,44 @@
+"""The instance id and region, from the EC2 instance metadata service (IMDSv2).
+
+The instance id names the log streams, and the pipeline takes a node's identity from the
+stream name only, so it must come from EC2 itself, not from a hostname.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+ENDPOINT = "http://169.254.169.254"
+
+
+class IdentityError(RuntimeError):
+    pass
+
+
+def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> str:
+    request = urllib.request.Request(url, method=method, headers=headers)  # noqa: S310
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        body: bytes = response.read()
+    return body.decode("ascii").strip()
+
+
+def instance_identity(endpoint: str = ENDPOINT, timeout: float = 2.0) -> tuple[str, str]:
+    """(instance id, region); raises IdentityError off EC2 or when the metadata service is
+    unreachable (in a pod: hostNetwork, or a hop limit of 2)."""
+    try:
+        token = _request(
+            f"{endpoint}/latest/api/token",
+            "PUT",
+            {"X-aws-ec2-metadata-token-ttl-seconds": "300"},
+            timeout,
+        )
+        headers = {"X-aws-ec2-metadata-token": token}
+        instance_id = _request(f"{endpoint}/latest/meta-data/instance-id", "GET", headers, timeout)
+        region = _request(f"{endpoint}/latest/meta-data/placement/region", "GET", headers, timeout)
+    except (urllib.error.URLError, OSError) as exc:
+        raise IdentityError(
+            f"cannot read the instance identity from IMDSv2 at {endpoint} ({exc}); "
+            "off EC2, pass --instance-id and --region"
+        ) from exc
+    return instance_id, region

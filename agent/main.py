@@ -1,0 +1,272 @@
+"""The agent's loop: three threads that block instead of polling.
+
+- the collector (the calling thread) reads the kernel log, turns lines into events and
+  closes a batch when it is full or its oldest line is ``flush_interval`` old;
+- the checks thread runs the health checks at start-up and then every ``check_interval``;
+- the shipper thread sends batches oldest first, spooling to disk when it cannot.
+
+On stop (SIGTERM) the collector flushes, the shipper gets ``shutdown_grace`` seconds to
+send what it can, and the rest is spooled; the checkpoint is saved as batches become safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.batch import DEFAULT_BATCH_EVENTS, Batch, Batcher, clamp_ms
+from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
+from agent.checks.base import Check, CounterBaseline, Runner, worst
+from agent.checks.efa import Efa
+from agent.checks.neuron import NeuronSysfs
+from agent.checks.nvidia import NvidiaSmi
+from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
+from agent.metrics import Metrics, metrics_server, serve
+from agent.outbox import Outbox
+from agent.shipper import Shipper
+from agent.spool import Spool
+
+log = logging.getLogger(__name__)
+CHECKS = ("nvidia", "neuron", "efa")
+
+
+def log_group(cluster: str) -> str:
+    return f"/nodemedic/{cluster}/nodes"
+
+
+def kmsg_stream(instance_id: str) -> str:
+    return f"{instance_id}/kmsg"
+
+
+def health_stream(instance_id: str) -> str:
+    return f"{instance_id}/health"
+
+
+@dataclass
+class Config:
+    cluster: str
+    instance_id: str
+    region: str
+    boot_id: str
+    state_dir: Path
+    kmsg: str = "/dev/kmsg"
+    endpoint_url: str | None = None
+    create_log_group: bool = False
+    flush_interval: float = 1.0
+    max_batch_events: int = DEFAULT_BATCH_EVENTS
+    memory_batches: int = 1
+    spool_max_bytes: int = 256 * 1024 * 1024
+    checks: tuple[str, ...] = CHECKS
+    check_interval: float = 60.0
+    nvidia_smi: str = "nvidia-smi -q -x"
+    nvidia_smi_timeout: float = 60.0
+    expect_gpus: int = 0
+    expect_neuron_devices: int = 0
+    expect_efa_devices: int = 0
+    sys_root: Path = Path("/sys")
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int = 0
+    retry_base_delay: float = 0.2
+    retry_max_delay: float = 30.0
+    shutdown_grace: float = 5.0
+
+
+def logs_client(region: str, endpoint_url: str | None) -> Any:
+    """A CloudWatch Logs client that does not retry on its own: the shipper does, so it
+    can spool instead of blocking."""
+    import boto3
+    from botocore.config import Config as BotoConfig
+
+    client = boto3.session.Session().client(
+        "logs",
+        region_name=region,
+        endpoint_url=endpoint_url,
+        config=BotoConfig(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            connect_timeout=3,
+            read_timeout=20,
+            max_pool_connections=1,
+            parameter_validation=False,
+        ),
+    )
+    # botocore's loader keeps every JSON file it parsed for as long as the client lives
+    # (endpoints.json alone is 7 MB of objects); the client needs none of them after it is
+    # built, and freeing them leaves that memory for the agent's own batches.
+    loader = getattr(client, "_loader", None)
+    cache = getattr(loader, "_cache", None)
+    if isinstance(cache, dict):
+        cache.clear()
+    return client
+
+
+def build_checks(config: Config) -> list[Check]:
+    state = config.state_dir
+    checks: list[Check] = []
+    if "nvidia" in config.checks:
+        command = shlex.split(config.nvidia_smi)
+        checks.append(NvidiaSmi(command, config.expect_gpus, config.nvidia_smi_timeout))
+    if "neuron" in config.checks:
+        baseline = CounterBaseline(state / "neuron-counters.json", config.boot_id)
+        checks.append(NeuronSysfs(config.sys_root, baseline, config.expect_neuron_devices))
+    if "efa" in config.checks:
+        baseline = CounterBaseline(state / "efa-counters.json", config.boot_id)
+        checks.append(Efa(config.sys_root, baseline, config.expect_efa_devices))
+    return checks
+
+
+def start_position(
+    saved: Checkpoint | None, spool: Spool, boot_id: str, device: bool
+) -> Checkpoint:
+    """After the last safe record: the checkpoint, or a spooled batch saved after it."""
+    start = resume_point(saved, boot_id, -1 if device else 0)
+    for cursor in spool.cursors():
+        if cursor.boot_id == boot_id and cursor.seq > start.seq:
+            start = cursor
+    return start
+
+
+def open_reader(path: str, start: Checkpoint) -> Reader:
+    if is_device(path):
+        return DevKmsgReader(path, start.seq)
+    return FileKmsgReader(path, start.seq, start.offset)
+
+
+def batch_lines(lines: list[Line], batcher: Batcher, boot_id: str, boot_ms: int) -> list[Batch]:
+    """Feed kernel log lines to ``batcher``; returns the batches that filled up.
+
+    A record is stamped with its own time (boot time plus its kernel timestamp, clamped to
+    what the service accepts), a plain line with the time it was read. Each batch carries
+    the position of its last line, for the checkpoint.
+    """
+    now_ms = int(time.time() * 1000)
+    full: list[Batch] = []
+    previous: Line | None = None
+    for line in lines:
+        ts_us = line.ts_us
+        ts_ms = now_ms if ts_us is None else clamp_ms(boot_ms + ts_us // 1000, now_ms)
+        closed = batcher.add(ts_ms, line.message)
+        if closed is not None:
+            if previous is not None:
+                closed.cursor = Checkpoint(boot_id, previous.seq, previous.offset)
+            full.append(closed)
+        previous = line
+    if previous is not None:
+        batcher.position(Checkpoint(boot_id, previous.seq, previous.offset))
+    return full
+
+
+class Agent:
+    def __init__(
+        self, config: Config, client: Any | None = None, checks: list[Check] | None = None
+    ) -> None:
+        self.config = config
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics = Metrics()
+        self.spool = Spool(config.state_dir / "spool", config.spool_max_bytes)
+        store = CheckpointStore(config.state_dir / "checkpoint.json")
+        self.device = is_device(config.kmsg)
+        self.start = start_position(store.load(), self.spool, config.boot_id, self.device)
+        self.progress = Progress(store, self.start)
+        self.outbox = Outbox(self.spool, self.metrics, self.progress, config.memory_batches)
+        self.client = (
+            client if client is not None else logs_client(config.region, config.endpoint_url)
+        )
+        self.shipper = Shipper(
+            self.client,
+            log_group(config.cluster),
+            self.outbox,
+            self.metrics,
+            create_group=config.create_log_group,
+            base_delay=config.retry_base_delay,
+            max_delay=config.retry_max_delay,
+        )
+        self.runner = Runner(build_checks(config) if checks is None else checks)
+        self.server = (
+            metrics_server(self.metrics, config.metrics_address, config.metrics_port)
+            if config.metrics_port
+            else None
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        config = self.config
+        reader = open_reader(config.kmsg, self.start)
+        producers_done = threading.Event()
+        shipper = threading.Thread(
+            target=self.shipper.run, args=(producers_done, config.shutdown_grace), name="shipper"
+        )
+        checks = threading.Thread(target=self._check_loop, args=(stop,), name="checks", daemon=True)
+        if self.server is not None:
+            serve(self.server)
+        shipper.start()
+        checks.start()
+        log.info(
+            "agent started: group %s, kmsg %s from %s, %d checks",
+            log_group(config.cluster),
+            config.kmsg,
+            self.start,
+            len(self.runner.checks),
+        )
+        try:
+            self._collect(reader, stop)
+        finally:
+            reader.close()
+            checks.join(timeout=2.0)
+            producers_done.set()
+            shipper.join()
+            if self.server is not None:
+                self.server.shutdown()
+                self.server.server_close()
+        log.info("agent stopped at %s", self.progress.current)
+
+    def _collect(self, reader: Reader, stop: threading.Event) -> None:
+        config = self.config
+        batcher = Batcher(kmsg_stream(config.instance_id), max_events=config.max_batch_events)
+        boot_ms = int((time.time() - time.monotonic()) * 1000)
+        while not stop.is_set():
+            if batcher.pending:
+                timeout = batcher.opened_at + config.flush_interval - time.monotonic()
+            else:
+                timeout = 1.0
+            lines = reader.read(max(0.0, timeout))
+            if lines:
+                for batch in batch_lines(lines, batcher, config.boot_id, boot_ms):
+                    self.outbox.put(batch)
+                self.metrics.lines_read += len(lines)
+                self.metrics.records_lost += sum(line.lost for line in lines)
+            if batcher.pending and time.monotonic() - batcher.opened_at >= config.flush_interval:
+                self._put(batcher.flush())
+        self._put(batcher.flush())
+
+    def _put(self, batch: Batch | None) -> None:
+        if batch is not None:
+            self.outbox.put(batch)
+
+    def _check_loop(self, stop: threading.Event) -> None:
+        batcher = Batcher(health_stream(self.config.instance_id))
+        while not stop.is_set():
+            results, commits = self.runner.run(datetime.now(UTC))
+            now_ms = int(time.time() * 1000)
+            for result in results:
+                self._put(batcher.add(now_ms, result.to_json()))
+            last = batcher.flush()
+            if last is not None:
+                last.on_safe = _call_all(commits)
+                self.outbox.put(last)
+            for check in {r.check for r in results}:
+                self.metrics.check_status[check] = worst([r for r in results if r.check == check])
+            stop.wait(self.config.check_interval)
+
+
+def _call_all(commits: list[Callable[[], None]]) -> Callable[[], None]:
+    def call() -> None:
+        for commit in commits:
+            commit()
+
+    return call

@@ -1,0 +1,119 @@
+"""The agent's own numbers, in the Prometheus text format on a loopback HTTP endpoint.
+
+Counters are plain attributes bumped by one thread each (the collector, the shipper, the
+checks); CPython makes each ``+=`` of an int safe enough for monitoring, and a scrape
+that races an increment is off by one for one scrape, never corrupt.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STATUSES = ("ok", "warn", "fail", "skipped")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.lines_read = 0
+        self.events_shipped: Counter[str] = Counter()
+        self.events_spooled = 0
+        self.events_dropped = 0
+        self.events_rejected = 0
+        self.records_lost = 0
+        self.put_failures = 0
+        self.spool_bytes = 0
+        self.check_status: dict[str, str] = {}
+
+    def render(self) -> str:
+        out: list[str] = []
+
+        def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, int]]) -> None:
+            out.append(f"# HELP nodemedic_agent_{name} {help_text}")
+            out.append(f"# TYPE nodemedic_agent_{name} {kind}")
+            out.extend(f"nodemedic_agent_{name}{labels} {value}" for labels, value in samples)
+
+        metric("lines_read_total", "counter", "Kernel log lines read.", [("", self.lines_read)])
+        metric(
+            "events_shipped_total",
+            "counter",
+            "Events acknowledged by CloudWatch Logs, by stream.",
+            [(f'{{stream="{s}"}}', n) for s, n in sorted(self.events_shipped.items())],
+        )
+        metric(
+            "events_spooled_total",
+            "counter",
+            "Events written to the on-disk spool.",
+            [("", self.events_spooled)],
+        )
+        metric(
+            "events_dropped_total",
+            "counter",
+            "Events dropped because the spool was full (each drop is also shipped as a line).",
+            [("", self.events_dropped)],
+        )
+        metric(
+            "events_rejected_total",
+            "counter",
+            "Events CloudWatch Logs refused (too old or too new).",
+            [("", self.events_rejected)],
+        )
+        metric(
+            "kmsg_records_lost_total",
+            "counter",
+            "Kernel records overwritten in the ring buffer before the agent read them.",
+            [("", self.records_lost)],
+        )
+        metric(
+            "put_failures_total",
+            "counter",
+            "PutLogEvents calls that failed and were retried.",
+            [("", self.put_failures)],
+        )
+        metric("spool_bytes", "gauge", "Bytes waiting in the spool.", [("", self.spool_bytes)])
+        metric(
+            "check_status",
+            "gauge",
+            "1 for the status of each health check's last run (its worst result).",
+            [
+                (f'{{check="{check}",status="{status}"}}', int(status == current))
+                for check, current in sorted(self.check_status.items())
+                for status in STATUSES
+            ],
+        )
+        return "\n".join(out) + "\n"
+
+
+def metrics_server(metrics: Metrics, address: str, port: int) -> ThreadingHTTPServer:
+    """A server for ``/metrics``, bound now (a port in use fails at start-up, not later);
+    ``serve`` runs it."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = metrics.render().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Scrapes are not news."""
+
+    try:
+        server = ThreadingHTTPServer((address, port), Handler)
+    except OSError as exc:
+        raise OSError(f"metrics endpoint {address}:{port}: {exc.strerror}") from exc
+    server.daemon_threads = True
+    return server
+
+
+def serve(server: ThreadingHTTPServer) -> None:
+    """Serve on a daemon thread; the caller shuts the server down."""
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 1.0}, daemon=True
+    ).start()

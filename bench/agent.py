@@ -1,0 +1,258 @@
+"""The node agent's costs: parse rate, peak memory, idle CPU, and shipping throughput
+against watchtower (the usual Python CloudWatch Logs handler) in the same run.
+
+- parse: kmsg records (real messages from tests/events/kmsg, with continuation lines as
+  /dev/kmsg prints them) read from a file and batched, in one thread (one core);
+- peak RSS: ``python -m agent`` shipping a burst to a moto server, VmHWM at the end;
+- idle CPU: the same process with nothing to read, over ``--idle-seconds``;
+- throughput: lines acknowledged per second by the same moto server, for nodemedic (the
+  agent in-process, from a file) and for watchtower (a logging handler, same lines).
+
+    python bench/agent.py [--lines N] [--burst N] [--idle-seconds 30] [--ship-lines N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agent.batch import Batcher  # noqa: E402
+from agent.kmsg import FileKmsgReader  # noqa: E402
+from agent.main import Agent, Config, batch_lines, kmsg_stream  # noqa: E402
+
+EVENTS = ROOT / "tests" / "events" / "kmsg"
+REGION = "us-east-1"
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": REGION,
+}
+
+
+def messages() -> list[str]:
+    benign = [s for s in (EVENTS / "benign.txt").read_text().splitlines() if s and s[0] != "#"]
+    faults = [
+        s.split("\t", 1)[1]
+        for s in (EVENTS / "faults.txt").read_text().splitlines()
+        if s and s[0] != "#"
+    ]
+    return benign * 9 + faults
+
+
+def records(count: int, seed: int = 11) -> bytes:
+    """``count`` kmsg records; one in five carries device metadata lines."""
+    rng = random.Random(seed)
+    pool = messages()
+    out = []
+    ts = 5_000_000
+    for seq in range(count):
+        ts += rng.randint(1, 5000)
+        text = re.sub(r"pid=\d+", f"pid={rng.randint(100, 99999)}", rng.choice(pool))
+        out.append(f"{rng.choice((3, 4, 6))},{seq},{ts},-;{text}\n")
+        if seq % 5 == 0:
+            out.append(" SUBSYSTEM=pci\n DEVICE=+pci:0000:2b:00.0\n")
+    return "".join(out).encode()
+
+
+def parse_rate(count: int, directory: Path) -> float:
+    path = directory / "records"
+    path.write_bytes(records(count))
+    started = time.perf_counter()
+    reader = FileKmsgReader(str(path))
+    batcher = Batcher("i-0bench/kmsg")
+    seen = batches = 0
+    while lines := reader.read(0):
+        seen += len(lines)
+        batches += len(batch_lines(lines, batcher, "boot", 0))
+    elapsed = time.perf_counter() - started
+    assert seen == count, (seen, count)
+    return count / elapsed
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scrape(port: int, name: str) -> int:
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return sum(int(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name))
+
+
+def agent_process(directory: Path, endpoint: str, port: int) -> subprocess.Popen[bytes]:
+    kmsg = directory / "kmsg"
+    kmsg.touch()
+    args = [
+        "--cluster", "bench", "--instance-id", f"i-{port:017x}", "--region", REGION,
+        "--endpoint-url", endpoint, "--create-log-group", "--boot-id", "bench",
+        "--kmsg", str(kmsg), "--state-dir", str(directory / "state"),
+        "--metrics-port", str(port),
+    ]  # fmt: skip
+    env = {**os.environ, **AWS_ENV, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent", *args], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            scrape(port, "nodemedic_agent_lines_read_total")
+            return process
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def status_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def burst_and_idle(
+    directory: Path, endpoint: str, burst: int, idle_seconds: float
+) -> tuple[float, float, float, float]:
+    """(peak RSS MB, burst lines/s shipped, idle CPU %, RSS MB before the burst)."""
+    port = free_port()
+    process = agent_process(directory, endpoint, port)
+    try:
+        time.sleep(2.0)  # start-up (imports, first health checks) is not idle time
+        before = cpu_seconds(process.pid)
+        time.sleep(idle_seconds)
+        idle = (cpu_seconds(process.pid) - before) / idle_seconds * 100
+        rss_idle = status_kb(process.pid, "VmRSS") / 1024
+        data = records(burst)
+        started = time.perf_counter()
+        (directory / "kmsg").write_bytes(data)
+        while scrape(port, "nodemedic_agent_events_shipped_total") < burst:
+            time.sleep(0.05)
+        rate = burst / (time.perf_counter() - started)
+        peak = status_kb(process.pid, "VmHWM") / 1024
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return peak, rate, idle, rss_idle
+
+
+def nodemedic_throughput(directory: Path, endpoint: str, lines: list[str]) -> float:
+    kmsg = directory / "kmsg"
+    kmsg.write_text("".join(f"{line}\n" for line in lines))
+    config = Config(
+        cluster="bench", instance_id="i-0nodemedic", region=REGION, boot_id="bench",
+        state_dir=directory / "state", kmsg=str(kmsg), endpoint_url=endpoint,
+        create_log_group=True, checks=(),
+    )  # fmt: skip
+    agent = Agent(config)
+    stop = threading.Event()
+    started = time.perf_counter()
+    runner = threading.Thread(target=agent.run, args=(stop,))
+    runner.start()
+    stream = kmsg_stream(config.instance_id)
+    while agent.metrics.events_shipped[stream] < len(lines):
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    runner.join()
+    return len(lines) / elapsed
+
+
+def watchtower_throughput(endpoint: str, lines: list[str]) -> float:
+    import boto3
+    import watchtower
+
+    client = boto3.client("logs", endpoint_url=endpoint, region_name=REGION)
+    handler = watchtower.CloudWatchLogHandler(
+        log_group_name="/nodemedic/bench/watchtower",
+        log_stream_name="i-0watchtower/kmsg",
+        boto3_client=client,
+        send_interval=1,
+        create_log_group=True,
+    )
+    logger = logging.getLogger("bench.watchtower")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    started = time.perf_counter()
+    for line in lines:
+        logger.info(line)
+    handler.flush()
+    elapsed = time.perf_counter() - started
+    handler.close()
+    shipped = client.get_log_events(
+        logGroupName="/nodemedic/bench/watchtower", logStreamName="i-0watchtower/kmsg", limit=1
+    )
+    assert shipped["events"], "watchtower shipped nothing"
+    return len(lines) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lines", type=int, default=200_000, help="records for the parse rate")
+    parser.add_argument("--burst", type=int, default=100_000, help="lines in the RSS burst")
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="idle CPU window")
+    parser.add_argument(
+        "--ship-lines", type=int, default=50_000, help="lines for the throughput race"
+    )
+    args = parser.parse_args()
+    os.environ.update(AWS_ENV)
+    for noisy in ("agent", "werkzeug", "botocore"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        rate = parse_rate(args.lines, work)
+        print(f"parse+batch, one thread: {rate:,.0f} lines/s ({args.lines:,} records)")
+        print("  target >= 50,000 lines/s")
+        (work / "proc").mkdir()
+        peak, burst_rate, idle, rss_idle = burst_and_idle(
+            work / "proc", endpoint, args.burst, args.idle_seconds
+        )
+        print(
+            f"idle CPU over {args.idle_seconds:.0f} s: {idle:.3f} % of one core (target <= 0.5 %)"
+        )
+        print(f"RSS idle: {rss_idle:.1f} MB; peak after a {args.burst:,}-line burst: {peak:.1f} MB")
+        print("  target <= 60 MB peak")
+        print(f"burst shipped end to end by the agent process: {burst_rate:,.0f} lines/s")
+        lines = [
+            line.split(";", 1)[1]
+            for line in records(args.ship_lines).decode().splitlines()
+            if not line.startswith(" ")
+        ]
+        (work / "ship").mkdir()
+        ours = nodemedic_throughput(work / "ship", endpoint, lines)
+        theirs = watchtower_throughput(endpoint, lines)
+        print(f"shipping {len(lines):,} lines to the same moto server:")
+        print(f"  nodemedic  {ours:,.0f} lines/s")
+        print(f"  watchtower {theirs:,.0f} lines/s")
+        print(f"  ratio nodemedic/watchtower: {ours / theirs:.2f}x")
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""One drain round: evict a node's pods through the Eviction API, so PodDisruptionBudgets
+hold, and after the drain timeout delete whatever is left.
+
+The state machine calls a round again (with backoff while PDBs block) until ``done``.
+DaemonSet pods stay, as with ``kubectl drain``: their controller would put them straight
+back and ignores the cordon. Mirror pods stay: the kubelet owns them, the API cannot
+remove them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    owner_kind: str | None
+    owner_name: str | None
+
+
+@dataclass
+class DrainRound:
+    """``remaining`` counts pods still on the node after this round, evicted ones included
+    until their termination finishes; ``pods`` lists the pods the round found, with the
+    workload that owns each (the first round's list is the node's full set)."""
+
+    done: bool = False
+    remaining: int = 0
+    evicted: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    pods: list[PodRef] = field(default_factory=list)
+
+
+def drain(
+    core: client.CoreV1Api,
+    node: str,
+    *,
+    started_at: datetime.datetime,
+    timeout_seconds: int,
+    now: datetime.datetime | None = None,
+) -> DrainRound:
+    now = now or datetime.datetime.now(datetime.UTC)
+    overdue = now >= started_at + datetime.timedelta(seconds=timeout_seconds)
+    found = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    result = DrainRound()
+    for pod in found:
+        if _stays(pod):
+            continue
+        result.pods.append(pod_ref(pod))
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        if overdue:
+            _delete(core, pod)
+            gone = True
+            result.deleted.append(key)
+        elif pod.metadata.deletion_timestamp is not None:
+            gone = False  # evicted earlier, still terminating
+        else:
+            outcome = _evict(core, pod)
+            gone = outcome == "gone"
+            if outcome == "evicted":
+                result.evicted.append(key)
+            elif outcome == "blocked":
+                result.blocked.append(key)
+        result.remaining += not gone
+    result.done = result.remaining == 0
+    return result
+
+
+def pod_ref(pod: Any) -> PodRef:
+    """The pod's controller (Job, ReplicaSet, StatefulSet, a training operator's kind):
+    what has to be resumed once the node is back or replaced."""
+    owners = pod.metadata.owner_references or []
+    owner = next((o for o in owners if o.controller), owners[0] if owners else None)
+    return PodRef(
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
+        owner_kind=owner.kind if owner else None,
+        owner_name=owner.name if owner else None,
+    )
+
+
+def _stays(pod: Any) -> bool:
+    if MIRROR_ANNOTATION in (pod.metadata.annotations or {}):
+        return True
+    return any(o.controller and o.kind == "DaemonSet" for o in pod.metadata.owner_references or [])
+
+
+def _evict(core: client.CoreV1Api, pod: Any) -> str:
+    """``evicted``, ``blocked`` (HTTP 429: a PDB allows no disruption now) or ``gone``.
+
+    The body leaves ``apiVersion`` unset: the server then reads it as the Eviction version
+    it serves (policy/v1beta1 up to 1.21, policy/v1 later), so one call fits every cluster.
+    """
+    body = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name=pod.metadata.name, namespace=pod.metadata.namespace)
+    )
+    try:
+        core.create_namespaced_pod_eviction(pod.metadata.name, pod.metadata.namespace, body)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return "gone"
+        if exc.status == 429:
+            return "blocked"
+        raise
+    return "evicted"
+
+
+def _delete(core: client.CoreV1Api, pod: Any) -> None:
+    """Grace period 0: the drain timeout has already been the pods' grace."""
+    try:
+        core.delete_namespaced_pod(
+            pod.metadata.name,
+            pod.metadata.namespace,
+            # In the body: the API server ignores query options when a body is sent.
+            body=client.V1DeleteOptions(
+                grace_period_seconds=0, preconditions={"uid": pod.metadata.uid}
+            ),
+        )
+    except client.ApiException as exc:
+        if exc.status not in (404, 409):  # gone, or a new pod took the name
+            raise

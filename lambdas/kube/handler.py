@@ -1,0 +1,141 @@
+"""The Kubernetes Lambda: ``{"op": ..., ...}`` → one plain function → a JSON object.
+
+Ops and their fields are fixed in docs/contracts.md. A missing or mistyped field is a
+``BadRequest`` naming it, raised before the cluster is touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from kubernetes import client
+
+from lambdas.kube import drain, nodes
+from lambdas.kube.client import api_client
+from lambdas.observability import logger
+
+T = TypeVar("T")
+
+
+class BadRequest(ValueError):
+    """The event does not fit the op contract."""
+
+
+class Fields:
+    """Typed access to an event's fields; every failure names the field."""
+
+    def __init__(self, event: Mapping[str, Any]) -> None:
+        self._event = event
+
+    def _get(self, name: str) -> object:
+        if name not in self._event:
+            raise BadRequest(f"op {self._event.get('op')!r} needs field {name!r}")
+        return self._event[name]
+
+    def _typed(self, name: str, kind: type[T]) -> T:
+        value = self._get(name)
+        # bool is an int in Python, but a JSON true is no number of seconds.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise BadRequest(f"field {name!r} must be {kind.__name__}, got {value!r}")
+        return value
+
+    def text(self, name: str, *, empty_ok: bool = False) -> str:
+        value = self._typed(name, str)
+        if not value and not empty_ok:
+            raise BadRequest(f"field {name!r} must not be empty")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        return None if self._get(name) is None else self.text(name)
+
+    def flag(self, name: str) -> bool:
+        return self._typed(name, bool)
+
+    def seconds(self, name: str) -> int:
+        value = self._typed(name, int)
+        if value < 0:
+            raise BadRequest(f"field {name!r} must not be negative, got {value}")
+        return value
+
+    def time(self, name: str) -> datetime.datetime:
+        raw = self.text(name)
+        try:
+            at = datetime.datetime.fromisoformat(raw)
+        except ValueError as exc:
+            raise BadRequest(f"field {name!r} is not an ISO 8601 time: {raw!r}") from exc
+        return at if at.tzinfo else at.replace(tzinfo=datetime.UTC)
+
+
+Op = Callable[[client.CoreV1Api, Fields], dict[str, Any]]
+
+
+def _locate(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return dataclasses.asdict(nodes.locate(core, f.text("instance_id")))
+
+
+def _mark(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    nodes.mark(
+        core,
+        node,
+        fault_id=f.text("fault_id"),
+        condition=f.text("condition"),
+        condition_status=f.text("condition_status"),
+        reason=f.text("reason"),
+        # Free text for people; a fault without an evidence line still gets its mark.
+        message=f.text("message", empty_ok=True),
+        health_status=f.text("health_status"),
+        cordon=f.flag("cordon"),
+        taint=f.flag("taint"),
+    )
+    return {"node": node, "marked": True}
+
+
+def _drain(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    done = drain.drain(
+        core,
+        f.text("node"),
+        started_at=f.time("started_at"),
+        timeout_seconds=f.seconds("timeout_seconds"),
+    )
+    return dataclasses.asdict(done)
+
+
+def _node_status(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return dataclasses.asdict(nodes.boot_state(core, f.text("node"), f.optional_text("boot_id")))
+
+
+def _clear(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    nodes.clear(core, node, fault_id=f.text("fault_id"), condition=f.text("condition"))
+    return {"node": node, "cleared": True}
+
+
+def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    return {"node": node, "deleted": nodes.delete_node(core, node)}
+
+
+OPS: dict[str, Op] = {
+    "locate": _locate,
+    "mark": _mark,
+    "drain": _drain,
+    "node_status": _node_status,
+    "clear": _clear,
+    "delete_node": _delete_node,
+}
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    op = OPS.get(str(event.get("op"))) if isinstance(event, dict) else None
+    if op is None:
+        raise BadRequest(f"event must be an object with op one of {sorted(OPS)}: {event!r}")
+    logger.append_keys(op=event["op"], node=event.get("node"))
+    result = op(client.CoreV1Api(api_client()), Fields(event))
+    logger.info("done", extra={"result": result})
+    return result

@@ -1,0 +1,222 @@
+"""Nodes by instance id: find one, mark it unhealthy, clear it, watch it reboot, delete it.
+
+A Node is found by ``spec.providerID`` (``aws:///<az>/<instance-id>``): the instance id is
+the one identity the log stream carries, and hostnames differ between AMIs and CNIs.
+Every op is idempotent; the state machine may repeat any of them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+HEALTH_LABEL = "nodemedic.io/node-health-status"
+HEALTH_STATUSES = (
+    "Schedulable",
+    "Unschedulable",
+    "UnschedulablePendingReboot",
+    "UnschedulablePendingReplacement",
+)
+TAINT_KEY = "nodemedic.io/unhealthy"
+TAINT_EFFECT = "NoSchedule"
+CLEARED_REASON = "NodeMedicCleared"
+_MERGE = "application/merge-patch+json"
+_STRATEGIC = "application/strategic-merge-patch+json"
+_CONFLICT_RETRIES = 5
+_PAGE = 500
+
+
+class NodeNotFound(LookupError):
+    """The named Node does not exist (deleted, or replaced under another name)."""
+
+
+@dataclass(frozen=True)
+class Located:
+    node: str | None
+    boot_id: str | None
+    ready: bool
+
+
+@dataclass(frozen=True)
+class BootState:
+    ready: bool
+    boot_id: str | None
+    rebooted: bool
+
+
+def instance_of(provider_id: str) -> str:
+    """``aws:///us-east-1a/i-0abc`` → ``i-0abc``."""
+    return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
+
+
+def healthy_status(condition: str) -> str:
+    """A ``*Ready`` condition is True when healthy; any other condition is False."""
+    return "True" if condition.endswith("Ready") else "False"
+
+
+def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
+    token = None
+    while True:
+        page = core.list_node(limit=_PAGE, _continue=token)
+        for node in page.items:
+            if instance_of(node.spec.provider_id or "") == instance_id:
+                return node
+        token = page.metadata._continue
+        if not token:
+            return None
+
+
+def locate(core: client.CoreV1Api, instance_id: str) -> Located:
+    node = find_node(core, instance_id)
+    if node is None:
+        return Located(node=None, boot_id=None, ready=False)
+    return Located(node=node.metadata.name, boot_id=_boot_id(node), ready=_is_ready(node))
+
+
+def mark(
+    core: client.CoreV1Api,
+    name: str,
+    *,
+    fault_id: str,
+    condition: str,
+    condition_status: str,
+    reason: str,
+    message: str,
+    health_status: str,
+    cordon: bool,
+    taint: bool,
+) -> None:
+    """Condition and label always; the taint and the cordon only when asked, and a mark
+    without them never undoes an earlier cordon or taint."""
+    if health_status not in HEALTH_STATUSES:
+        raise ValueError(f"health_status {health_status!r} is not one of {HEALTH_STATUSES}")
+    if condition_status not in ("True", "False", "Unknown"):
+        raise ValueError(f"condition_status {condition_status!r} is not True/False/Unknown")
+    _set_condition(
+        core, name, kind=condition, status=condition_status, reason=reason, message=message
+    )
+
+    def change(node: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        if cordon:
+            spec["unschedulable"] = True
+        if taint:
+            ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
+            spec["taints"] = [*_other_taints(core, node), ours]
+        return {"metadata": {"labels": {HEALTH_LABEL: health_status}}, "spec": spec}
+
+    _update(core, name, change)
+
+
+def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
+    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+    _set_condition(
+        core,
+        name,
+        kind=condition,
+        status=healthy_status(condition),
+        reason=CLEARED_REASON,
+        message=f"nodemedic remediated {fault_id}",
+    )
+
+    def change(node: Any) -> dict[str, Any]:
+        return {
+            "metadata": {"labels": {HEALTH_LABEL: "Schedulable"}},
+            "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
+        }
+
+    _update(core, name, change)
+
+
+def boot_state(core: client.CoreV1Api, name: str, boot_id: str | None) -> BootState:
+    """``rebooted``: Ready again with a boot id other than the one seen before the reboot."""
+    try:
+        node = core.read_node(name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return BootState(ready=False, boot_id=None, rebooted=False)
+        raise
+    ready = _is_ready(node)
+    now = _boot_id(node)
+    return BootState(ready=ready, boot_id=now, rebooted=ready and now != boot_id)
+
+
+def delete_node(core: client.CoreV1Api, name: str) -> bool:
+    """True when this call deleted the Node, False when it was already gone."""
+    try:
+        core.delete_node(name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _read(core: client.CoreV1Api, name: str) -> Any:
+    try:
+        return core.read_node(name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            raise NodeNotFound(f"no Node named {name!r}") from exc
+        raise
+
+
+def _set_condition(
+    core: client.CoreV1Api, name: str, *, kind: str, status: str, reason: str, message: str
+) -> None:
+    """Strategic merge on ``type`` keeps the kubelet's and other agents' conditions; the
+    transition time moves only when the status does."""
+    node = _read(core, name)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    before = next((c for c in node.status.conditions or [] if c.type == kind), None)
+    transition = now
+    if before is not None and before.status == status:
+        transition = _timestamp(before.last_transition_time) or now
+    condition = {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": transition,
+    }
+    core.patch_node_status(name, {"status": {"conditions": [condition]}}, _content_type=_STRATEGIC)
+
+
+def _update(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str, Any]]) -> None:
+    """Read, change, write with the read's resourceVersion: taints are one list, and a
+    concurrent writer (the node lifecycle controller, an operator) must not be overwritten."""
+    for attempt in range(_CONFLICT_RETRIES):
+        node = _read(core, name)
+        patch = change(node)
+        patch["metadata"]["resourceVersion"] = node.metadata.resource_version
+        try:
+            core.patch_node(name, patch, _content_type=_MERGE)
+            return
+        except client.ApiException as exc:
+            if exc.status != 409 or attempt == _CONFLICT_RETRIES - 1:
+                raise
+
+
+def _other_taints(core: client.CoreV1Api, node: Any) -> list[dict[str, Any]]:
+    taints = [t for t in node.spec.taints or [] if t.key != TAINT_KEY]
+    serialized: list[dict[str, Any]] = core.api_client.sanitize_for_serialization(taints)
+    return serialized
+
+
+def _is_ready(node: Any) -> bool:
+    conditions = node.status.conditions if node.status else None
+    return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
+
+
+def _boot_id(node: Any) -> str | None:
+    info = node.status.node_info if node.status else None
+    return info.boot_id if info else None
+
+
+def _timestamp(value: datetime.datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None

@@ -1,0 +1,172 @@
+"""One ``nodemedic agent`` process per simulated machine, as the DaemonSet runs one per node.
+
+Each agent follows the kernel log of its machine's current boot: a file per boot, empty
+when the machine comes up, as the ring buffer of a freshly booted kernel is. A reboot
+stops the agent and starts a new one on the new boot's file; a machine that powers off
+loses its agent. Processes are started and stopped by one long-lived thread: a child's
+death signal (``PR_SET_PDEATHSIG``) follows the thread that forked it, and the callbacks
+that ask for agents run on short-lived timer threads.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodemedic.local.kubeapi import REPO, _die_with_parent
+
+RECORDED_NVIDIA_SMI = REPO / "tests" / "events" / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
+"""A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
+read it instead of a GPU."""
+_STOP_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    cluster: str
+    region: str
+    endpoint_url: str
+    workdir: Path
+    flush_interval: float = 0.2
+    environment: Mapping[str, str] | None = None
+
+
+@dataclass
+class _Running:
+    process: subprocess.Popen[bytes]
+    kmsg: Path
+    boot_id: str
+
+
+class AgentFleet:
+    """The agents of the local world, by instance id."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self._running: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+        self._requests: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="agent-fleet", daemon=True)
+        self._thread.start()
+
+    def kmsg(self, instance_id: str) -> Path:
+        """The kernel log of the instance's current boot, where faults are injected."""
+        with self._lock:
+            return self._running[instance_id].kmsg
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [r.process.pid for r in self._running.values()]
+
+    def start(self, instance_id: str, boot_id: str) -> Path:
+        """Start the agent of a machine that booted with ``boot_id``; its kernel log file
+        exists when this returns, the process soon after."""
+        node_dir = self.settings.workdir / instance_id
+        node_dir.mkdir(parents=True, exist_ok=True)
+        kmsg = node_dir / f"kmsg-{boot_id}.log"
+        kmsg.touch()
+        done = threading.Event()
+
+        def spawn() -> None:
+            try:
+                self._stop_now(instance_id)
+                process = self._spawn(instance_id, boot_id, kmsg, node_dir)
+                with self._lock:
+                    self._running[instance_id] = _Running(process, kmsg, boot_id)
+            finally:
+                done.set()
+
+        self._requests.put(spawn)
+        done.wait()
+        return kmsg
+
+    def stop(self, instance_id: str) -> None:
+        """The machine went down: its agent is gone (asynchronously)."""
+        self._requests.put(lambda: self._stop_now(instance_id))
+
+    def close(self) -> None:
+        """Stop every agent and the fleet's thread."""
+        self._requests.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            request = self._requests.get()
+            if request is None:
+                break
+            request()
+        # Everything at once: each agent takes a moment to ship what it holds.
+        with self._lock:
+            running = [r.process for r in self._running.values()]
+            self._running.clear()
+        for process in running:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in running:
+            _reap(process)
+
+    def _spawn(
+        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path
+    ) -> subprocess.Popen[bytes]:
+        s = self.settings
+        checks = (
+            ["--checks", "nvidia", "--nvidia-smi", f"cat {RECORDED_NVIDIA_SMI}"]
+            if RECORDED_NVIDIA_SMI.exists()
+            else ["--checks", ""]
+        )
+        args = [
+            sys.executable,
+            "-m",
+            "nodemedic.cli",
+            "agent",
+            f"--cluster={s.cluster}",
+            f"--instance-id={instance_id}",
+            f"--region={s.region}",
+            f"--endpoint-url={s.endpoint_url}",
+            f"--kmsg={kmsg}",
+            f"--boot-id={boot_id}",
+            f"--state-dir={node_dir / 'state'}",
+            f"--flush-interval={s.flush_interval}",
+            "--retry-max-delay=2",
+            "--shutdown-grace=2",
+            "--check-interval=3600",
+            "--metrics-port=0",
+            "--log-level=WARNING",
+            *checks,
+        ]
+        environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
+        environment.update(s.environment or {})
+        with (node_dir / "agent.log").open("ab") as log:
+            return subprocess.Popen(
+                args,
+                cwd=REPO,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches the demo, which stops the agents
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
+            )
+
+    def _stop_now(self, instance_id: str) -> None:
+        with self._lock:
+            running = self._running.pop(instance_id, None)
+        if running is None or running.process.poll() is not None:
+            return
+        running.process.send_signal(signal.SIGTERM)
+        _reap(running.process)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    try:
+        process.wait(timeout=_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

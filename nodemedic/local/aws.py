@@ -1,0 +1,461 @@
+"""Create in moto the resources a synthesized CloudFormation template defines.
+
+The local world deploys the very template ``cdk synth`` produces: tables, topics, queues,
+log groups and subscription filters, Lambda functions (a placeholder zip: the code runs
+in-process, see ``inprocess.py``), alarms, and the state machine with its definition's
+``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved against the moto resources.
+``atomic_writes`` restores DynamoDB's atomic conditional writes, which moto lacks.
+Resource types that change nothing observable locally (IAM policies, Lambda permissions,
+CDK metadata) are skipped; an intrinsic function this module does not know is an error,
+not a silently wrong value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import threading
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
+from typing import Any
+
+import boto3
+from moto.dynamodb.models import DynamoDBBackend
+
+Client = Callable[[str], Any]
+Created = tuple[str, dict[str, str]]
+"""A created resource's ``Ref`` value and its ``Fn::GetAtt`` attributes."""
+_SUB = re.compile(r"\$\{([^}!][^}]*)\}")
+_SKIPPED = {
+    "AWS::IAM::Policy",
+    "AWS::IAM::ManagedPolicy",
+    "AWS::Lambda::Permission",
+    "AWS::Lambda::EventInvokeConfig",
+    "AWS::SQS::QueuePolicy",
+    "AWS::SNS::TopicPolicy",
+    "AWS::CDK::Metadata",
+}
+
+
+class TemplateError(ValueError):
+    """The template uses something the local world cannot create faithfully."""
+
+
+@dataclass
+class Resource:
+    logical_id: str
+    type: str
+    ref: str
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def arn(self) -> str:
+        return self.attributes["Arn"]
+
+
+@dataclass
+class Deployment:
+    """What was created: resources by logical id, as CloudFormation would name them."""
+
+    stack_name: str
+    region: str
+    account: str
+    resources: dict[str, Resource] = field(default_factory=dict)
+
+    def of_type(self, type_: str) -> list[Resource]:
+        return [r for r in self.resources.values() if r.type == type_]
+
+    def find(self, type_: str, prefix: str = "") -> Resource:
+        """The one resource of ``type_`` whose logical id starts with ``prefix`` (CDK logical
+        ids begin with the construct path, e.g. ``RemediationStateMachine``)."""
+        found = [r for r in self.of_type(type_) if r.logical_id.startswith(prefix)]
+        if len(found) != 1:
+            names = [r.logical_id for r in found]
+            raise KeyError(f"expected one {type_} starting with {prefix!r}, found {names}")
+        return found[0]
+
+
+def placeholder_zip() -> bytes:
+    """A Lambda bundle with nothing in it: moto needs a zip, the handler runs in-process."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README.txt", "nodemedic local mode runs handlers in-process\n")
+    return buffer.getvalue()
+
+
+class _Resolver:
+    def __init__(self, template: Mapping[str, Any], deployment: Deployment) -> None:
+        self.template = template
+        self.deployment = deployment
+        self.pseudo = {
+            "AWS::Region": deployment.region,
+            "AWS::AccountId": deployment.account,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": deployment.stack_name,
+            "AWS::StackId": (
+                f"arn:aws:cloudformation:{deployment.region}:{deployment.account}:"
+                f"stack/{deployment.stack_name}/local"
+            ),
+        }
+
+    def ref(self, name: str) -> str:
+        if name in self.pseudo:
+            return self.pseudo[name]
+        if name in self.deployment.resources:
+            return self.deployment.resources[name].ref
+        parameter = self.template.get("Parameters", {}).get(name)
+        if parameter is not None and "Default" in parameter:
+            return str(parameter["Default"])
+        raise TemplateError(f"Ref to {name!r}, which is neither created nor a parameter")
+
+    def get_att(self, name: str, attribute: str) -> str:
+        resource = self.deployment.resources.get(name)
+        if resource is None or attribute not in resource.attributes:
+            raise TemplateError(f"Fn::GetAtt {name}.{attribute} is not known locally")
+        return resource.attributes[attribute]
+
+    def sub(self, text: str, variables: Mapping[str, Any]) -> str:
+        def one(match: re.Match[str]) -> str:
+            name = match[1]
+            if name in variables:
+                return str(self.resolve(variables[name]))
+            if "." in name and name.split(".", 1)[0] in self.deployment.resources:
+                logical, attribute = name.split(".", 1)
+                return self.get_att(logical, attribute)
+            return self.ref(name)
+
+        return _SUB.sub(one, text).replace("${!", "${")
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            function = self._functions.get(key)
+            if function is not None:
+                return function(arg)
+            if key.startswith("Fn::"):
+                raise TemplateError(f"{key} is not supported by the local world")
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    @property
+    def _functions(self) -> dict[str, Callable[[Any], Any]]:
+        return {
+            "Ref": self.ref,
+            "Fn::GetAtt": self._get_att,
+            "Fn::Join": self._join,
+            "Fn::Sub": self._sub,
+            "Fn::Select": self._select,
+            "Fn::Split": self._split,
+        }
+
+    def _get_att(self, arg: Any) -> str:
+        name, attribute = arg.split(".", 1) if isinstance(arg, str) else arg
+        return self.get_att(name, attribute)
+
+    def _join(self, arg: Any) -> str:
+        delimiter, parts = arg
+        return str(delimiter).join(str(p) for p in self.resolve(parts))
+
+    def _sub(self, arg: Any) -> str:
+        text, variables = (arg, {}) if isinstance(arg, str) else arg
+        return self.sub(text, variables)
+
+    def _select(self, arg: Any) -> Any:
+        index, items = arg
+        return self.resolve(items)[int(self.resolve(index))]
+
+    def _split(self, arg: Any) -> list[str]:
+        delimiter, text = arg
+        return str(self.resolve(text)).split(delimiter)
+
+
+def _references(value: Any) -> Iterator[str]:
+    """Logical ids a property value refers to (Ref, GetAtt, Sub)."""
+    if isinstance(value, list):
+        for v in value:
+            yield from _references(v)
+    elif isinstance(value, dict):
+        for key, arg in value.items():
+            if key == "Ref" and isinstance(arg, str):
+                yield arg
+            elif key == "Fn::GetAtt":
+                yield arg.split(".", 1)[0] if isinstance(arg, str) else arg[0]
+            elif key == "Fn::Sub":
+                text = arg if isinstance(arg, str) else arg[0]
+                yield from (m.split(".", 1)[0] for m in _SUB.findall(text))
+                if not isinstance(arg, str):
+                    yield from _references(arg[1])
+            else:
+                yield from _references(arg)
+
+
+def _physical_name(deployment: Deployment, logical_id: str, limit: int = 64) -> str:
+    return f"{deployment.stack_name}-{logical_id}"[:limit]
+
+
+def _ddb_table(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    ddb = client("dynamodb")
+    name = props.get("TableName") or _physical_name(d, lid, 255)
+    args: dict[str, Any] = {
+        "TableName": name,
+        "KeySchema": props["KeySchema"],
+        "AttributeDefinitions": props["AttributeDefinitions"],
+    }
+    if props.get("BillingMode") == "PAY_PER_REQUEST" or "ProvisionedThroughput" not in props:
+        args["BillingMode"] = "PAY_PER_REQUEST"
+    else:
+        args["ProvisionedThroughput"] = props["ProvisionedThroughput"]
+    if props.get("GlobalSecondaryIndexes"):
+        args["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+    if props.get("StreamSpecification"):
+        args["StreamSpecification"] = {"StreamEnabled": True, **props["StreamSpecification"]}
+    description = ddb.create_table(**args)["TableDescription"]
+    ttl = props.get("TimeToLiveSpecification")
+    if ttl and ttl.get("Enabled"):
+        ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+    attributes = {"Arn": description["TableArn"]}
+    if "LatestStreamArn" in description:
+        attributes["StreamArn"] = description["LatestStreamArn"]
+    return name, attributes
+
+
+def _iam_role(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("RoleName") or _physical_name(d, lid)
+    role = client("iam").create_role(
+        RoleName=name, AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"])
+    )["Role"]
+    return name, {"Arn": role["Arn"], "RoleId": role["RoleId"]}
+
+
+def _sns_topic(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("TopicName") or _physical_name(d, lid, 256)
+    attributes = {"FifoTopic": "true"} if props.get("FifoTopic") else {}
+    arn = client("sns").create_topic(Name=name, Attributes=attributes)["TopicArn"]
+    return arn, {"TopicArn": arn, "TopicName": name}
+
+
+def _sns_subscription(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    arn = client("sns").subscribe(
+        TopicArn=props["TopicArn"], Protocol=props["Protocol"], Endpoint=props["Endpoint"]
+    )["SubscriptionArn"]
+    return arn, {}
+
+
+def _sqs_queue(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    sqs = client("sqs")
+    name = props.get("QueueName") or _physical_name(d, lid, 80)
+    attributes = {
+        key: json.dumps(value) if isinstance(value, dict) else str(value)
+        for key, value in props.items()
+        if key in ("MessageRetentionPeriod", "VisibilityTimeout", "RedrivePolicy", "DelaySeconds")
+    }
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return url, {"Arn": arn, "QueueName": name, "QueueUrl": url}
+
+
+def _lambda_function(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("FunctionName") or _physical_name(d, lid)
+    args: dict[str, Any] = {
+        "FunctionName": name,
+        "Runtime": props.get("Runtime", "python3.11"),
+        "Role": props["Role"],
+        "Handler": props["Handler"],
+        "Code": {"ZipFile": placeholder_zip()},
+        "Timeout": int(props.get("Timeout", 3)),
+        "MemorySize": int(props.get("MemorySize", 128)),
+    }
+    if "Environment" in props:
+        args["Environment"] = {
+            "Variables": {k: str(v) for k, v in props["Environment"]["Variables"].items()}
+        }
+    if "DeadLetterConfig" in props:
+        args["DeadLetterConfig"] = props["DeadLetterConfig"]
+    arn = client("lambda").create_function(**args)["FunctionArn"]
+    return name, {"Arn": arn}
+
+
+def _log_group(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    logs = client("logs")
+    name = props.get("LogGroupName") or f"/{d.stack_name}/{lid}"
+    logs.create_log_group(logGroupName=name)
+    if "RetentionInDays" in props:
+        logs.put_retention_policy(logGroupName=name, retentionInDays=int(props["RetentionInDays"]))
+    arn = f"arn:aws:logs:{d.region}:{d.account}:log-group:{name}:*"
+    return name, {"Arn": arn}
+
+
+def _subscription_filter(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("FilterName") or _physical_name(d, lid, 512)
+    client("logs").put_subscription_filter(
+        logGroupName=props["LogGroupName"],
+        filterName=name,
+        filterPattern=props.get("FilterPattern", ""),
+        destinationArn=props["DestinationArn"],
+    )
+    return name, {}
+
+
+def _state_machine(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("StateMachineName") or _physical_name(d, lid, 80)
+    definition = props.get("DefinitionString")
+    if definition is None:
+        definition = json.dumps(props["Definition"])
+    for key, value in props.get("DefinitionSubstitutions", {}).items():
+        definition = definition.replace("${" + key + "}", str(value))
+    response = client("stepfunctions").create_state_machine(
+        name=name,
+        definition=definition,
+        roleArn=props["RoleArn"],
+        type=props.get("StateMachineType", "STANDARD"),
+    )
+    arn = response["stateMachineArn"]
+    return arn, {"Arn": arn, "Name": name}
+
+
+_ALARM_FIELDS = {
+    "AlarmName",
+    "AlarmDescription",
+    "ActionsEnabled",
+    "OKActions",
+    "AlarmActions",
+    "InsufficientDataActions",
+    "MetricName",
+    "Namespace",
+    "Statistic",
+    "ExtendedStatistic",
+    "Dimensions",
+    "Period",
+    "Unit",
+    "EvaluationPeriods",
+    "DatapointsToAlarm",
+    "Threshold",
+    "ComparisonOperator",
+    "TreatMissingData",
+    "Metrics",
+}
+
+
+def _alarm(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    """Stored, never evaluated (moto does not evaluate alarms)."""
+    args = {k: v for k, v in props.items() if k in _ALARM_FIELDS}
+    args.setdefault("AlarmName", _physical_name(d, lid, 255))
+    for key in ("Period", "EvaluationPeriods", "DatapointsToAlarm"):
+        if key in args:
+            args[key] = int(args[key])
+    if "Threshold" in args:
+        args["Threshold"] = float(args["Threshold"])
+    client("cloudwatch").put_metric_alarm(**args)
+    arn = f"arn:aws:cloudwatch:{d.region}:{d.account}:alarm:{args['AlarmName']}"
+    return args["AlarmName"], {"Arn": arn}
+
+
+def _dashboard(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("DashboardName") or _physical_name(d, lid, 255)
+    client("cloudwatch").put_dashboard(DashboardName=name, DashboardBody=props["DashboardBody"])
+    return name, {}
+
+
+_CREATORS: dict[str, Callable[[Client, Deployment, str, dict[str, Any]], Created]] = {
+    "AWS::IAM::Role": _iam_role,
+    "AWS::DynamoDB::Table": _ddb_table,
+    "AWS::DynamoDB::GlobalTable": _ddb_table,
+    "AWS::SNS::Topic": _sns_topic,
+    "AWS::SNS::Subscription": _sns_subscription,
+    "AWS::SQS::Queue": _sqs_queue,
+    "AWS::Lambda::Function": _lambda_function,
+    "AWS::Logs::LogGroup": _log_group,
+    "AWS::Logs::SubscriptionFilter": _subscription_filter,
+    "AWS::StepFunctions::StateMachine": _state_machine,
+    "AWS::CloudWatch::Alarm": _alarm,
+    "AWS::CloudWatch::Dashboard": _dashboard,
+}
+
+
+def deploy(
+    template: Mapping[str, Any],
+    *,
+    stack_name: str = "nodemedic",
+    region: str = "us-east-1",
+    endpoint_url: str | None = None,
+) -> Deployment:
+    """Create the template's resources in moto (in-process ``mock_aws`` or a moto server at
+    ``endpoint_url``), dependencies first."""
+
+    def client(service: str) -> Any:
+        return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
+
+    account = client("sts").get_caller_identity()["Account"]
+    deployment = Deployment(stack_name=stack_name, region=region, account=account)
+    resources: dict[str, Any] = dict(template.get("Resources", {}))
+    unknown = {
+        r["Type"]
+        for r in resources.values()
+        if r["Type"] not in _CREATORS and r["Type"] not in _SKIPPED
+    }
+    if unknown:
+        raise TemplateError(f"resource types the local world cannot create: {sorted(unknown)}")
+    graph = {
+        lid: {
+            dep
+            for dep in [*_references(r.get("Properties", {})), *_depends_on(r)]
+            if dep in resources
+        }
+        for lid, r in resources.items()
+    }
+    resolver = _Resolver(template, deployment)
+    for lid in TopologicalSorter(graph).static_order():
+        type_ = resources[lid]["Type"]
+        creator = _CREATORS.get(type_)
+        if creator is None:
+            continue
+        props = resolver.resolve(resources[lid].get("Properties", {}))
+        ref, attributes = creator(client, deployment, lid, props)
+        deployment.resources[lid] = Resource(lid, type_, ref, attributes)
+    return deployment
+
+
+def _depends_on(resource: Mapping[str, Any]) -> list[str]:
+    depends = resource.get("DependsOn", [])
+    return [depends] if isinstance(depends, str) else list(depends)
+
+
+_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+_write_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def atomic_writes() -> Iterator[None]:
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+
+    moto checks a ``ConditionExpression`` and then writes, without a lock; executions run
+    in threads, so two conditional writes (two admissions to the breaker, two node locks)
+    could both pass their condition. The breaker and the lock depend on DynamoDB's
+    guarantee, so the local world restores it by serializing the writes.
+    """
+    originals = {name: getattr(DynamoDBBackend, name) for name in _WRITES}
+
+    def serialized(original: Callable[..., Any]) -> Callable[..., Any]:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _write_lock:
+                return original(self, *args, **kwargs)
+
+        return write
+
+    for name, original in originals.items():
+        setattr(DynamoDBBackend, name, serialized(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(DynamoDBBackend, name, original)

@@ -1,0 +1,171 @@
+"""What moto's EC2 and Auto Scaling calls do to the (simulated) machines.
+
+moto records ``RebootInstances`` and ``SetInstanceHealth`` and nothing more. The local
+world needs their consequences: a rebooted instance's kubelet comes back with a new boot
+id, an instance set ``Unhealthy`` is terminated by its Auto Scaling group and its node
+goes away. ``Hypervisor`` hooks the moto backend methods and calls the machine-side
+callbacks (the simulated kubelet's) on a background thread, as a real machine reboots
+after the API call has returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from moto.autoscaling.models import AutoScalingBackend
+from moto.ec2.models.instances import InstanceBackend
+
+log = logging.getLogger(__name__)
+Callback = Callable[[str], None]
+_TERMINATING = "Terminating"
+
+
+class Hypervisor:
+    """The machines under the moto instances.
+
+    ``on_reboot(instance_id)``: the instance rebooted (the kubelet reports a new boot id).
+    ``on_power_off(instance_id)``: the instance is gone (its kubelet stops).
+    ``on_launch(instance_id)``: the Auto Scaling group launched a replacement.
+    ``terminate_after``: seconds from ``Unhealthy`` to the group terminating the instance
+    and launching its replacement; None keeps it ``Terminating`` (tests look at it there).
+    """
+
+    def __init__(
+        self,
+        *,
+        on_reboot: Callback,
+        on_power_off: Callback,
+        on_launch: Callback | None = None,
+        terminate_after: float | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        self.on_reboot = on_reboot
+        self.on_power_off = on_power_off
+        self.on_launch = on_launch
+        self.terminate_after = terminate_after
+        self.delay = delay
+        self.hung: set[str] = set()
+        self.powered_off: set[str] = set()
+        self.reboots: list[str] = []
+        self._lock = threading.Lock()
+
+    def hang(self, instance_id: str) -> None:
+        """Reboots of this instance never finish: no new boot id ever comes."""
+        self.hung.add(instance_id)
+
+    def _later(self, seconds: float, action: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                action()
+            except Exception:
+                log.exception("simulated machine action failed")
+
+        timer = threading.Timer(seconds, run)
+        timer.daemon = True
+        timer.start()
+
+    def rebooted(self, instance_ids: list[str]) -> None:
+        for instance_id in instance_ids:
+            with self._lock:
+                self.reboots.append(instance_id)
+            if instance_id in self.hung or instance_id in self.powered_off:
+                continue
+            self._later(self.delay, functools.partial(self.on_reboot, instance_id))
+
+    def powered_down(self, instance_ids: list[str]) -> None:
+        for instance_id in instance_ids:
+            with self._lock:
+                if instance_id in self.powered_off:
+                    continue
+                self.powered_off.add(instance_id)
+            self._later(self.delay, functools.partial(self.on_power_off, instance_id))
+
+    def health_set(self, backend: AutoScalingBackend, instance_id: str, status: str) -> None:
+        """An ``Unhealthy`` instance is replaced by its group, as EC2 Auto Scaling does."""
+        if status != "Unhealthy":
+            return
+        state = _instance_state(backend, instance_id)
+        if state is None:
+            return
+        state.lifecycle_state = _TERMINATING
+        state.instance._state.name = "shutting-down"
+        state.instance._state.code = 32
+        self.powered_down([instance_id])
+        if self.terminate_after is not None:
+            self._later(
+                self.terminate_after, functools.partial(self._replace, backend, instance_id)
+            )
+
+    def _replace(self, backend: AutoScalingBackend, instance_id: str) -> None:
+        state = _instance_state(backend, instance_id)
+        if state is None:
+            return
+        group = state.auto_scaling_group
+        before = {s.instance.id for s in group.instance_states}
+        backend.terminate_instance(instance_id, should_decrement=False)
+        launched = {s.instance.id for s in group.instance_states} - before
+        for new_id in sorted(launched):
+            if self.on_launch is not None:
+                self.on_launch(new_id)
+
+
+def _instance_state(backend: AutoScalingBackend, instance_id: str) -> Any:
+    for group in backend.autoscaling_groups.values():
+        for state in group.instance_states:
+            if state.instance.id == instance_id:
+                return state
+    return None
+
+
+_active: Hypervisor | None = None
+
+
+def _reboot_instances(self: Any, instance_ids: list[str]) -> Any:
+    result = _ORIGINAL["reboot"](self, instance_ids)
+    if _active is not None:
+        _active.rebooted(list(instance_ids))
+    return result
+
+
+def _terminate_instances(self: Any, instance_ids: list[str]) -> Any:
+    result = _ORIGINAL["terminate"](self, instance_ids)
+    if _active is not None:
+        _active.powered_down(list(instance_ids))
+    return result
+
+
+def _set_instance_health(self: Any, instance_id: str, health_status: str) -> None:
+    _ORIGINAL["health"](self, instance_id, health_status)
+    if _active is not None:
+        _active.health_set(self, instance_id, health_status)
+
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {
+    "reboot": InstanceBackend.reboot_instances,
+    "terminate": InstanceBackend.terminate_instances,
+    "health": AutoScalingBackend.set_instance_health,
+}
+
+
+@contextlib.contextmanager
+def machines(hypervisor: Hypervisor) -> Iterator[Hypervisor]:
+    """While active, moto's EC2 and Auto Scaling calls reach ``hypervisor``."""
+    global _active  # noqa: PLW0603 - moto's backends are process-wide, so is this hook
+    if _active is not None:
+        raise RuntimeError("a hypervisor is already running")
+    InstanceBackend.reboot_instances = _reboot_instances  # type: ignore[method-assign]
+    InstanceBackend.terminate_instances = _terminate_instances  # type: ignore[method-assign]
+    AutoScalingBackend.set_instance_health = _set_instance_health  # type: ignore[method-assign]
+    _active = hypervisor
+    try:
+        yield hypervisor
+    finally:
+        _active = None
+        InstanceBackend.reboot_instances = _ORIGINAL["reboot"]  # type: ignore[method-assign]
+        InstanceBackend.terminate_instances = _ORIGINAL["terminate"]  # type: ignore[method-assign]
+        AutoScalingBackend.set_instance_health = _ORIGINAL["health"]  # type: ignore[method-assign]

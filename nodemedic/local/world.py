@@ -1,0 +1,434 @@
+"""The local world: the whole nodemedic pipeline on one machine, with no AWS account.
+
+- AWS is a moto server on loopback, in this process so that ``handlers_in_process`` runs
+  the Lambda handlers, with Step Functions executing the state machine. Into it goes the
+  template ``cdk synth`` produces for the cluster (``stacks.synth``), deployed by
+  ``nodemedic.local.aws``; beside it an Auto Scaling node group of accelerator instances
+  (EKS owns node groups, the stack does not) and a queue subscribed to the notifications
+  topic, the inbox a person would read.
+- Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
+  instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
+  spread over the nodes with its PodDisruptionBudget (``workload.py``).
+- Each instance runs a real ``nodemedic agent`` process (``agents.py``) following its
+  kernel log file and shipping to the moto Logs endpoint. What moto's EC2 and Auto
+  Scaling calls do to the machines is played by ``hypervisor.py``: a reboot brings the
+  Node back with a new boot id and a new agent, an ``Unhealthy`` instance is terminated
+  and its replacement joins the cluster as a new Node.
+
+Everything started is stopped on the way out, whatever ends the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+from kubernetes import client
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+from nodemedic.local.agents import AgentFleet, AgentSettings
+from nodemedic.local.aws import Deployment, atomic_writes, deploy
+from nodemedic.local.hypervisor import Hypervisor, machines
+from nodemedic.local.inbox import Inbox
+from nodemedic.local.inprocess import handlers_in_process
+from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
+from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.watch import NodeWatch
+from nodemedic.local.workload import TrainingJob
+from stacks.settings import ClusterSettings
+
+REGION = "us-east-1"
+ZONES = ("us-east-1a", "us-east-1b")
+NODE_GROUP = "accelerated"
+INSTANCE_TYPE = "p5.48xlarge"
+DEVICES = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+REBOOT_SECONDS = 1.0
+"""How long a rebooting machine's Node stays NotReady."""
+TERMINATE_SECONDS = 1.0
+"""From ``Unhealthy`` to the group terminating the instance and launching its replacement."""
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}
+Say = Callable[[str], None]
+
+
+def demo_settings(**overrides: Any) -> ClusterSettings:
+    """The demo cluster: every wait of the state machine in seconds, not minutes."""
+    values: dict[str, Any] = {
+        "name": "demo",
+        "node_groups": (NODE_GROUP,),
+        "poll_seconds": 1,
+        "drain_timeout": 4,
+        "reboot_timeout": 20,
+        "breaker_hold": 120,
+        **overrides,
+    }
+    return ClusterSettings(**values)
+
+
+@dataclass(frozen=True)
+class Machine:
+    instance_id: str
+    node: str
+    zone: str
+
+
+@dataclass(frozen=True)
+class MachineEvent:
+    """Something that happened to a machine, seen from the hypervisor, at epoch ``at``."""
+
+    at: float
+    kind: str
+    """``reboot`` (RebootInstances reached it), ``back`` (up with a new boot id),
+    ``unhealthy`` (set Unhealthy: terminating, powered off), ``launched`` (a replacement
+    joined the cluster)."""
+    instance_id: str
+    detail: str = ""
+
+
+@dataclass
+class World:
+    settings: ClusterSettings
+    workdir: Path
+    endpoint: str
+    deployment: Deployment
+    cluster: LocalCluster
+    api: client.ApiClient
+    kubelet: SimulatedKubelet
+    watch: NodeWatch
+    job: TrainingJob
+    agents: AgentFleet
+    inbox: Inbox
+    machines: dict[str, Machine] = field(default_factory=dict)
+    events: list[MachineEvent] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def aws(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+
+    @property
+    def state_machine_arn(self) -> str:
+        return self.deployment.find("AWS::StepFunctions::StateMachine").ref
+
+    @property
+    def ledger_table(self) -> str:
+        return self.deployment.find("AWS::DynamoDB::Table", "RemediationLedger").ref
+
+    @property
+    def classifier_log_group(self) -> str:
+        function = self.deployment.find("AWS::Lambda::Function", "IngestClassifier").ref
+        return f"/aws/lambda/{function}"
+
+    def machine_events(self, instance_id: str, kind: str) -> list[MachineEvent]:
+        with self._lock:
+            return [e for e in self.events if e.instance_id == instance_id and e.kind == kind]
+
+    def _event(self, kind: str, instance_id: str, detail: str = "") -> None:
+        with self._lock:
+            self.events.append(MachineEvent(time.time(), kind, instance_id, detail))
+
+    # What the hypervisor does to a machine. Runs on its timer threads.
+
+    def rebooted(self, instance_id: str) -> None:
+        self._event("reboot", instance_id)
+        machine = self.machines[instance_id]
+        before = self.watch.latest(instance_id)
+        self.agents.stop(instance_id)
+        self.kubelet.reboot(machine.node, down_seconds=REBOOT_SECONDS)
+
+        def back() -> str | None:
+            seen = self.watch.latest(instance_id)
+            if seen and seen.ready and before and seen.boot_id != before.boot_id:
+                return seen.boot_id
+            return None
+
+        if self.watch.wait(lambda: back() is not None, timeout=30):
+            boot_id = back() or ""
+            self.agents.start(instance_id, boot_id)
+            self._event("back", instance_id, boot_id)
+
+    def powered_off(self, instance_id: str) -> None:
+        self._event("unhealthy", instance_id)
+        self.agents.stop(instance_id)
+
+    def launched(self, instance_id: str) -> None:
+        machine = _machine(self.aws("ec2"), instance_id)
+        node = self.kubelet.register(
+            machine.node,
+            instance_id,
+            az=machine.zone,
+            nodegroup=NODE_GROUP,
+            instance_type=INSTANCE_TYPE,
+            devices=DEVICES,
+        )
+        self.machines[instance_id] = machine
+        self.agents.start(instance_id, node.status.node_info.boot_id)
+        self._event("launched", instance_id, machine.node)
+
+
+@contextlib.contextmanager
+def local_world(
+    workdir: Path,
+    *,
+    settings: ClusterSettings | None = None,
+    nodes: int = 8,
+    workers: int = 6,
+    say: Say = print,
+) -> Iterator[World]:
+    """Start the world under ``workdir`` (logs of every process land there) and stop all of
+    it on the way out; ``say`` reports progress."""
+    settings = settings or demo_settings()
+    workdir.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    timings: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, CREDENTIALS))
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        stack.callback(server.stop)
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        # MOTO_PORT: where Step Functions sends the state machine's own AWS calls.
+        # AWS_ENDPOINT_URL: where the handlers running in this process send theirs.
+        stack.enter_context(
+            mock.patch.dict(os.environ, {"MOTO_PORT": str(port), "AWS_ENDPOINT_URL": endpoint})
+        )
+        _moto_api(endpoint, "reset")
+        _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
+        stack.callback(
+            _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
+        )
+        stack.enter_context(handlers_in_process())
+        stack.enter_context(atomic_writes())
+        say(f"AWS: moto server on {endpoint}")
+
+        # The AWS side (synth takes a while) is built while the control plane starts here:
+        # the control plane's processes die with the thread that started them.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-side") as pool:
+            aws_side: Future[tuple[Deployment, list[Machine]]] = pool.submit(
+                _build_aws, settings, workdir, endpoint, nodes, timings
+            )
+            cluster = stack.enter_context(_control_plane(workdir, say, timings))
+            deployment, first_machines = aws_side.result()
+        say(
+            f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
+            f"deployed in {timings['deploy']:.1f}s ({len(deployment.resources)} resources); "
+            f"node group {NODE_GROUP}: {len(first_machines)} x {INSTANCE_TYPE}"
+        )
+        stack.enter_context(
+            mock.patch.dict(os.environ, {"KUBECONFIG": str(cluster.remediator_kubeconfig)})
+        )
+        api = stack.enter_context(cluster.api_client())
+        kubelet = stack.enter_context(SimulatedKubelet(api))
+        watch = NodeWatch(cluster.api_client).start()
+        stack.callback(watch.stop)
+        boots = {
+            m.instance_id: kubelet.register(
+                m.node,
+                m.instance_id,
+                az=m.zone,
+                nodegroup=NODE_GROUP,
+                instance_type=INSTANCE_TYPE,
+                devices=DEVICES,
+            ).status.node_info.boot_id
+            for m in first_machines
+        }
+        job = TrainingJob(api, workers=min(workers, nodes))
+        job.create([m.node for m in first_machines])
+        job.start()
+        stack.callback(job.stop)
+        agents = AgentFleet(
+            AgentSettings(
+                cluster=settings.name,
+                region=REGION,
+                endpoint_url=endpoint,
+                workdir=workdir / "nodes",
+                environment={**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint},
+            )
+        )
+        stack.callback(agents.close)
+        aws = boto3.client
+        inbox = Inbox(
+            aws("sns", region_name=REGION, endpoint_url=endpoint),
+            aws("sqs", region_name=REGION, endpoint_url=endpoint),
+            deployment.find("AWS::SNS::Topic").ref,
+        )
+        world = World(
+            settings=settings,
+            workdir=workdir,
+            endpoint=endpoint,
+            deployment=deployment,
+            cluster=cluster,
+            api=api,
+            kubelet=kubelet,
+            watch=watch,
+            job=job,
+            agents=agents,
+            inbox=inbox,
+            machines={m.instance_id: m for m in first_machines},
+            timings=timings,
+        )
+        hypervisor = Hypervisor(
+            on_reboot=world.rebooted,
+            on_power_off=world.powered_off,
+            on_launch=world.launched,
+            terminate_after=TERMINATE_SECONDS,
+        )
+        stack.enter_context(machines(hypervisor))
+        started = time.monotonic()
+        for instance_id, boot_id in boots.items():
+            agents.start(instance_id, boot_id)
+        _wait_agents_shipping(world, list(boots), timeout=90)
+        timings["agents"] = time.monotonic() - started
+        say(
+            f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "
+            f"(up in {timings['agents']:.1f}s); training job {job.name}: "
+            f"{job.workers} workers, PodDisruptionBudget minAvailable {job.workers - 1}"
+        )
+        timings["world"] = time.monotonic() - began
+        yield world
+
+
+@contextlib.contextmanager
+def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterator[LocalCluster]:
+    binaries = binary_dir()
+    if not (binaries / "kube-apiserver").exists():
+        say(
+            f"Kubernetes: building kube-apiserver {KUBE_VERSION} from source into {binaries} "
+            "(first use only; this takes several minutes)..."
+        )
+        from nodemedic.local.kubeapi import ensure_binaries
+
+        began = time.monotonic()
+        ensure_binaries()
+        timings["kube_build"] = time.monotonic() - began
+        say(f"Kubernetes: built in {timings['kube_build']:.0f}s")
+    with local_cluster(workdir / "kube") as cluster:
+        timings["kube"] = cluster.started_in
+        say(f"Kubernetes: kube-apiserver {KUBE_VERSION} ready in {cluster.started_in:.1f}s")
+        yield cluster
+
+
+def _build_aws(
+    settings: ClusterSettings,
+    workdir: Path,
+    endpoint: str,
+    size: int,
+    timings: dict[str, float],
+) -> tuple[Deployment, list[Machine]]:
+    from stacks.pipeline import stack_name
+
+    began = time.monotonic()
+    template = _synthesize(settings, workdir / "synth.log")
+    timings["synth"] = time.monotonic() - began
+    began = time.monotonic()
+    deployment = deploy(template, stack_name=stack_name(settings), endpoint_url=endpoint)
+    timings["deploy"] = time.monotonic() - began
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
+    autoscaling = boto3.client("autoscaling", region_name=REGION, endpoint_url=endpoint)
+    instance_ids = _node_group(ec2, autoscaling, size)
+    return deployment, [_machine(ec2, i) for i in instance_ids]
+
+
+def _synthesize(settings: ClusterSettings, log: Path) -> dict[str, Any]:
+    """``stacks.synth.synth_template``, with the CDK's Node.js process writing its warnings
+    to ``log`` rather than over the demo's output."""
+    with _stderr_to(log):
+        from stacks.synth import synth_template
+
+        return synth_template(settings)
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while the block runs: child processes started
+    meanwhile (the jsii runtime) keep writing there."""
+    saved = os.dup(2)
+    with path.open("ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _node_group(ec2: Any, autoscaling: Any, size: int) -> list[str]:
+    """An Auto Scaling group of ``size`` accelerator instances over ``ZONES``; their ids."""
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    template = f"{NODE_GROUP}-nodes"
+    ec2.create_launch_template(
+        LaunchTemplateName=template,
+        LaunchTemplateData={"ImageId": image, "InstanceType": INSTANCE_TYPE},
+    )
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=NODE_GROUP,
+        LaunchTemplate={"LaunchTemplateName": template},
+        MinSize=size,
+        MaxSize=size,
+        DesiredCapacity=size,
+        AvailabilityZones=list(ZONES),
+    )
+    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[NODE_GROUP])
+    return sorted(i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"])
+
+
+def _machine(ec2: Any, instance_id: str) -> Machine:
+    """The Node an EKS instance registers as: named by its private DNS name."""
+    reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    instance = reservations[0]["Instances"][0]
+    return Machine(
+        instance_id=instance_id,
+        node=instance["PrivateDnsName"],
+        zone=instance["Placement"]["AvailabilityZone"],
+    )
+
+
+def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> None:
+    """moto's own API: ``reset`` empties every backend (the previous world's, too),
+    ``config`` sets what ``mock_aws(config=...)`` sets in-process."""
+    request = urllib.request.Request(  # noqa: S310 - a loopback http URL we built
+        f"{endpoint}/moto-api/{path}",
+        data=json.dumps(body or {}).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+        pass
+
+
+def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:
+    """Every agent is up once its first health results are in its ``/health`` stream."""
+    logs = world.aws("logs")
+    group = world.settings.log_group_name
+    deadline = time.monotonic() + timeout
+    while True:
+        streams = {
+            s["logStreamName"]
+            for page in logs.get_paginator("describe_log_streams").paginate(logGroupName=group)
+            for s in page["logStreams"]
+        }
+        missing = [i for i in instance_ids if f"{i}/health" not in streams]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"agents of {', '.join(missing)} shipped nothing in {timeout:.0f}s; "
+                f"see {world.workdir}/nodes/<instance-id>/agent.log"
+            )
+        time.sleep(0.25)

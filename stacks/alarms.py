@@ -1,0 +1,159 @@
+"""Alarms: one Metrics Insights alarm per fault metric that makes nodemedic act on a node
+(reboot or replace rules; notify-only metrics are on the dashboard), and alarms on the
+pipeline itself. Every alarm notifies the cluster's topic.
+
+CloudWatch evaluates a Metrics Insights alarm on the last three hours of data, one query
+per alarm, and allows 200 such alarms per account and Region by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from lambdas.catalog import Catalog
+from stacks.insights import insights_query, is_insights_query
+from stacks.metrics import BREAKER_HELD, METRICS_NAMESPACE
+from stacks.settings import ClusterSettings
+
+PERIOD = Duration.minutes(5)
+MAX_NAME = 255
+MAX_DESCRIPTION = 1024
+ACTING = ("reboot", "replace")
+
+
+@dataclass(frozen=True)
+class FaultMetric:
+    namespace: str
+    metric: str
+    rules: tuple[str, ...]
+    summary: str
+
+
+def fault_metrics(catalog: Catalog) -> list[FaultMetric]:
+    """The metrics of rules that reboot or replace, in catalog order, with their rules."""
+    found: dict[tuple[str, str], list[str]] = {}
+    summaries: dict[tuple[str, str], list[str]] = {}
+    for rule in catalog.rules:
+        if rule.action in ACTING:
+            key = (rule.namespace, rule.metric)
+            found.setdefault(key, []).append(rule.id)
+            if rule.summary and rule.summary not in summaries.setdefault(key, []):
+                summaries[key].append(rule.summary)
+    return [
+        FaultMetric(ns, metric, tuple(rules), "; ".join(summaries[(ns, metric)]))
+        for (ns, metric), rules in found.items()
+    ]
+
+
+class Alarms(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: ClusterSettings,
+        catalog: Catalog,
+        topic: sns.ITopic,
+        classifier: lambda_.IFunction,
+        kube: lambda_.IFunction,
+        dead_letters: sqs.IQueue,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, id)
+        self.settings = settings
+        self.action = actions.SnsAction(topic)
+        self.insights: list[cw.Alarm] = []
+        """The alarms on Metrics Insights queries (their own quota)."""
+        self.faults = [
+            self._alarm(
+                f"Fault{fault.namespace}{fault.metric}",
+                fault.metric,
+                cw.MathExpression(
+                    expression=insights_query(
+                        "MAX", fault.metric, fault.namespace, cluster=settings.name
+                    ),
+                    period=PERIOD,
+                    label=fault.metric,
+                ),
+                f"Fault {fault.metric} ({fault.namespace}) on a node of {settings.name}: "
+                f"{fault.summary}. Rules: {', '.join(fault.rules)}.",
+            )
+            for fault in fault_metrics(catalog)
+        ]
+        self.pipeline = [
+            self._alarm(
+                "ClassifierErrors",
+                "classifier-errors",
+                classifier.metric_errors(period=PERIOD, statistic="Sum"),
+                "The classifier Lambda failed; rejected payloads go to the dead-letter queue.",
+            ),
+            self._alarm(
+                "KubeErrors",
+                "kube-errors",
+                kube.metric_errors(period=PERIOD, statistic="Sum"),
+                "The Kubernetes Lambda failed (EKS API unreachable or access entry missing?).",
+            ),
+            self._alarm(
+                "DeadLetters",
+                "dead-letters",
+                dead_letters.metric_approximate_number_of_messages_visible(
+                    period=PERIOD, statistic="Maximum"
+                ),
+                "Log batches the classifier could not process wait in the dead-letter queue.",
+            ),
+            self._alarm(
+                "RemediationFailures",
+                "remediation-failures",
+                cw.MathExpression(
+                    expression="failed + timedOut + aborted",
+                    using_metrics={
+                        "failed": state_machine.metric_failed(period=PERIOD),
+                        "timedOut": state_machine.metric_timed_out(period=PERIOD),
+                        "aborted": state_machine.metric_aborted(period=PERIOD),
+                    },
+                    period=PERIOD,
+                    label="executions not succeeded",
+                ),
+                "A remediation execution failed, timed out or was aborted; the ledger and "
+                "the SNS message say where it stopped.",
+            ),
+            self._alarm(
+                "BreakerOpen",
+                "breaker-open",
+                cw.MathExpression(
+                    expression=insights_query(
+                        "SUM", BREAKER_HELD, METRICS_NAMESPACE, cluster=settings.name
+                    ),
+                    period=PERIOD,
+                    label=BREAKER_HELD,
+                ),
+                "The breaker is holding decisions back: a node group is at its limit of nodes "
+                "in remediation (max_parallel / max_unhealthy_percent).",
+            ),
+        ]
+
+    def _alarm(self, id: str, name: str, metric: cw.IMetric, description: str) -> cw.Alarm:
+        alarm = cw.Alarm(
+            self,
+            id,
+            alarm_name=f"nodemedic-{self.settings.name}-{name}"[:MAX_NAME],
+            alarm_description=description[:MAX_DESCRIPTION],
+            metric=metric,
+            threshold=1,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(self.action)
+        if isinstance(metric, cw.MathExpression) and is_insights_query(metric.expression):
+            self.insights.append(alarm)
+        return alarm

@@ -1,0 +1,234 @@
+"""The cluster's CloudWatch dashboard: faults per component, remediations by action and
+outcome, fault-to-action and remediation time, nodes in remediation against the breaker's
+limit and decisions held per node group, the classifier's throughput, the pipeline's
+alarms, and the latest node lines that match the catalog."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from lambdas.catalog import Catalog
+from lambdas.filterpattern import filter_terms
+from stacks.insights import insights_query, search_expressions
+from stacks.metrics import (
+    BREAKER_HELD,
+    CLASSIFIER_METRICS,
+    FAULT_TO_ACTION_SECONDS,
+    IN_REMEDIATION,
+    METRICS_NAMESPACE,
+    REMEDIATION_EXTRA_DIMENSIONS,
+    REMEDIATION_SECONDS,
+    REMEDIATIONS,
+)
+from stacks.settings import ClusterSettings
+
+PERIOD = Duration.minutes(5)
+PERCENTILES = ("p50", "p99")
+EVIDENCE_LINES = 50
+_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}/])")
+"""Regex metacharacters, and the slash that ends a Logs Insights regex."""
+
+
+def faults_by_component(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
+    """component → namespace → metrics of the rules that raise a fault, in catalog order."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for rule in catalog.rules:
+        if rule.action == "ignore":
+            continue
+        metrics = grouped.setdefault(rule.component, {}).setdefault(rule.namespace, [])
+        if rule.metric not in metrics:
+            metrics.append(rule.metric)
+    return grouped
+
+
+def component_sum(namespaces: dict[str, list[str]], *, cluster: str, period_seconds: int) -> str:
+    """One math expression: the sum of every metric of a component, all node groups."""
+    searches = [
+        search
+        for namespace, metrics in namespaces.items()
+        for search in search_expressions(
+            namespace, metrics, cluster=cluster, statistic="Sum", period_seconds=period_seconds
+        )
+    ]
+    if len(searches) == 1:
+        return f"SUM({searches[0]})"
+    return "SUM([" + ", ".join(f"SUM({s})" for s in searches) + "])"
+
+
+def evidence_query(terms: Sequence[str]) -> str:
+    """Logs Insights: the newest lines that pass the subscription filter, i.e. the lines
+    the classifier was shown."""
+    regex = "|".join(_SPECIAL.sub(r"\\\1", term) for term in terms)
+    return "\n".join(
+        [
+            "fields @timestamp, @logStream as node_stream, @message",
+            f"| filter @message like /{regex}/",
+            "| sort @timestamp desc",
+            f"| limit {EVIDENCE_LINES}",
+        ]
+    )
+
+
+def _insights(query: str, label: str | None = None) -> cw.MathExpression:
+    return cw.MathExpression(expression=query, period=PERIOD, label=label)
+
+
+def _per_node_group(metric: str, statistic: str, *, cluster: str) -> str:
+    """SEARCH for one line per node group: unlike Metrics Insights it has percentiles and
+    any time range."""
+    (search,) = search_expressions(
+        METRICS_NAMESPACE,
+        [metric],
+        cluster=cluster,
+        statistic=statistic,
+        period_seconds=int(PERIOD.to_seconds()),
+    )
+    return search
+
+
+def _line_per_node_group(expression: str, label: str = "") -> cw.MathExpression:
+    return cw.MathExpression(
+        expression=expression, period=PERIOD, label=f"{label} ${{PROP('Dim.NodeGroup')}}".strip()
+    )
+
+
+def _percentiles(title: str, metric: str, *, cluster: str) -> cw.GraphWidget:
+    return cw.GraphWidget(
+        title=title,
+        left=[
+            _line_per_node_group(_per_node_group(metric, p, cluster=cluster), p)
+            for p in PERCENTILES
+        ],
+        left_y_axis=cw.YAxisProps(label="seconds", show_units=False, min=0),
+        width=6,
+    )
+
+
+class Dashboard(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: ClusterSettings,
+        catalog: Catalog,
+        log_group: logs.ILogGroup,
+        alarms: Sequence[cw.IAlarm],
+    ) -> None:
+        super().__init__(scope, id)
+        cluster = settings.name
+        seconds = int(PERIOD.to_seconds())
+        faults = cw.GraphWidget(
+            title="Faults per component",
+            left=[
+                _insights(component_sum(ns, cluster=cluster, period_seconds=seconds), component)
+                for component, ns in faults_by_component(catalog).items()
+            ],
+            stacked=True,
+            width=12,
+        )
+        outcomes = cw.GraphWidget(
+            title="Remediations by action and outcome",
+            left=[
+                # No SCHEMA: a series without one of the dimensions shows under "Other"
+                # instead of vanishing.
+                _insights(
+                    insights_query(
+                        "SUM",
+                        REMEDIATIONS,
+                        METRICS_NAMESPACE,
+                        cluster=cluster,
+                        dimensions=None,
+                        group_by=REMEDIATION_EXTRA_DIMENSIONS,
+                    )
+                )
+            ],
+            stacked=True,
+            width=12,
+        )
+        fault_to_action = _percentiles(
+            "Fault to first action on the node, p50 and p99 (s)",
+            FAULT_TO_ACTION_SECONDS,
+            cluster=cluster,
+        )
+        duration = _percentiles(
+            "Decision to outcome, p50 and p99 (s)", REMEDIATION_SECONDS, cluster=cluster
+        )
+        in_remediation = cw.GraphWidget(
+            title="Nodes under remediation per node group (breaker limit)",
+            # A gauge published on change: the last value holds until the next one.
+            left=[
+                _line_per_node_group(
+                    f"FILL({_per_node_group(IN_REMEDIATION, 'Maximum', cluster=cluster)}, REPEAT)"
+                )
+            ],
+            left_annotations=[
+                cw.HorizontalAnnotation(
+                    value=settings.max_parallel,
+                    label=f"max_parallel = {settings.max_parallel}: the breaker holds new actions",
+                    color=cw.Color.RED,
+                )
+            ],
+            left_y_axis=cw.YAxisProps(label="nodes", show_units=False, min=0),
+            width=6,
+        )
+        breaker = cw.GraphWidget(
+            title="Breaker: decisions held per node group",
+            left=[
+                _insights(
+                    insights_query(
+                        "SUM",
+                        BREAKER_HELD,
+                        METRICS_NAMESPACE,
+                        cluster=cluster,
+                        group_by=("NodeGroup",),
+                    )
+                )
+            ],
+            width=6,
+        )
+        classifier = cw.GraphWidget(
+            title="Classifier: lines, faults, remediations started",
+            left=[
+                _insights(
+                    insights_query(
+                        "SUM", metric, METRICS_NAMESPACE, cluster=cluster, dimensions=None
+                    ),
+                    metric,
+                )
+                for metric in CLASSIFIER_METRICS
+            ],
+            width=12,
+        )
+        health = cw.AlarmStatusWidget(
+            title="Pipeline alarms",
+            alarms=list(alarms),
+            sort_by=cw.AlarmStatusWidgetSortBy.STATE_UPDATED_TIMESTAMP,
+            width=12,
+        )
+        evidence = cw.LogQueryWidget(
+            title="Latest node lines matching the fault catalog",
+            log_group_names=[log_group.log_group_name],
+            query_string=evidence_query(filter_terms(catalog)),
+            view=cw.LogQueryVisualizationType.TABLE,
+            width=24,
+            height=8,
+        )
+        self.dashboard = cw.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"nodemedic-{cluster}",
+            default_interval=Duration.hours(24),
+            widgets=[
+                [faults, outcomes],
+                [fault_to_action, duration, in_remediation, breaker],
+                [classifier, health],
+                [evidence],
+            ],
+        )

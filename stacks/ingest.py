@@ -1,0 +1,105 @@
+"""From the agents' log group to remediation executions: the log group, the subscription
+filter with the catalog's pattern, the classifier Lambda, its dead-letter queue and the
+idempotency table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_logs_destinations as destinations
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from lambdas.catalog import Catalog
+from lambdas.filterpattern import subscription_filter_pattern
+from stacks.functions import PythonFunction
+from stacks.loggroups import log_group
+from stacks.settings import ClusterSettings
+
+IDEMPOTENCY_KEY = "id"
+IDEMPOTENCY_TTL = "expiration"
+"""Powertools' idempotency attribute names (and the classifier's hit counter's)."""
+
+
+class Ingest(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: ClusterSettings,
+        catalog: Catalog,
+        code: lambda_.Code,
+        state_machine: sfn.IStateMachine,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.log_group = log_group(
+            self,
+            "NodeLogs",
+            name=settings.log_group_name,
+            retention_days=settings.log_retention_days,
+        )
+        self.idempotency = dynamodb.Table(
+            self,
+            "Idempotency",
+            partition_key=dynamodb.Attribute(
+                name=IDEMPOTENCY_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            time_to_live_attribute=IDEMPOTENCY_TTL,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            # Short-lived records (dedup window, threshold hits): nothing to keep.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # Receives the events the classifier rejected after its retries, whole, for a
+        # person to read: a malformed payload is never dropped.
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        classifier = PythonFunction(
+            self,
+            "Classifier",
+            settings=settings,
+            code=code,
+            handler="lambdas.classify.handler.handler",
+            service="nodemedic-classify",
+            description="classify node log lines, start remediations",
+            environment={
+                "STATE_MACHINE_ARN": state_machine.state_machine_arn,
+                "IDEMPOTENCY_TABLE": self.idempotency.table_name,
+                "CLUSTER_NAME": settings.name,
+                **(environment or {}),
+            },
+            dead_letter_queue=self.dead_letters,
+        )
+        self.classifier = classifier
+        self.function = classifier.function
+        state_machine.grant_start_execution(self.function)
+        self.idempotency.grant(
+            self.function,
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+        )
+        self.filter_pattern = subscription_filter_pattern(catalog)
+        self.subscription = logs.SubscriptionFilter(
+            self,
+            "Faults",
+            log_group=self.log_group,
+            destination=destinations.LambdaDestination(self.function),
+            filter_pattern=logs.FilterPattern.literal(self.filter_pattern),
+            filter_name="nodemedic-faults",
+        )

@@ -1,0 +1,59 @@
+"""The Kubernetes Lambda and its way into the cluster: an EKS access entry that maps the
+function's role to the ``nodemedic:remediator`` group bound by ``lambdas/kube/rbac.yaml``."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from stacks.functions import PythonFunction
+from stacks.settings import ClusterSettings
+
+KUBERNETES_GROUP = "nodemedic:remediator"
+"""The RBAC group of lambdas/kube/rbac.yaml; the access entry puts the role in it."""
+
+
+class KubeAccess(Construct):
+    def __init__(
+        self, scope: Construct, id: str, *, settings: ClusterSettings, code: lambda_.Code
+    ) -> None:
+        super().__init__(scope, id)
+        cluster = settings.kube_cluster
+        # A drain round evicts a node's pods one call each; a large node needs the minute.
+        fn = PythonFunction(
+            self,
+            "Kube",
+            settings=settings,
+            code=code,
+            handler="lambdas.kube.handler.handler",
+            service="nodemedic-kube",
+            description=f"Kubernetes API operations on EKS cluster {cluster}",
+            environment={"EKS_CLUSTER_NAME": cluster},
+            memory_size=512,
+            timeout_seconds=60,
+        )
+        self.function = fn.function
+        self.role = fn.role
+        # The endpoint and CA come from DescribeCluster; the bearer token is a presigned
+        # sts:GetCallerIdentity URL, which needs no permission.
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["eks:DescribeCluster"],
+                resources=[
+                    Stack.of(self).format_arn(
+                        service="eks", resource="cluster", resource_name=cluster
+                    )
+                ],
+            )
+        )
+        self.access_entry = eks.CfnAccessEntry(
+            self,
+            "AccessEntry",
+            cluster_name=cluster,
+            principal_arn=self.role.role_arn,
+            kubernetes_groups=[KUBERNETES_GROUP],
+            type="STANDARD",
+        )

@@ -1,0 +1,172 @@
+"""One cluster's whole nodemedic pipeline as one stack (issue 4).
+
+Agents → log group → subscription filter → classifier → remediation state machine →
+kube Lambda (EKS) / Auto Scaling / EC2 → SNS, with alarms and a dashboard generated from
+the fault catalog. The stack is environment-agnostic and looks nothing up, so it
+synthesizes offline without credentials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
+from constructs import Construct
+
+from lambdas.catalog import Catalog, load_catalog
+from stacks.agent_access import AgentAccess
+from stacks.alarms import Alarms
+from stacks.bundling import catalog_environment, lambda_code
+from stacks.dashboard import Dashboard
+from stacks.guardrails import guard_remediation
+from stacks.ingest import Ingest
+from stacks.kube_access import KubeAccess
+from stacks.metrics import METRICS_NAMESPACE
+from stacks.notifications import Notifications
+from stacks.remediation import Remediation
+from stacks.settings import ClusterSettings
+
+XRAY = (
+    "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions; "
+    "the role holds nothing else on '*'"
+)
+
+
+def stack_name(settings: ClusterSettings) -> str:
+    return f"nodemedic-{settings.name}"
+
+
+def acknowledge(construct: Construct, finding: str, reason: str) -> None:
+    """Accept one cdk-nag finding on ``construct`` and its children, with the reason."""
+    Validations.of(construct).acknowledge(
+        Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason)
+    )
+
+
+class PipelineStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: ClusterSettings,
+        catalog: Catalog | None = None,
+        catalog_files: Sequence[Path] = (),
+        **kwargs: Any,
+    ) -> None:
+        """``catalog_files``: the user's extra rule files ``catalog`` was loaded with; the
+        classifier gets copies, so it knows the rules the filter and alarms come from."""
+        super().__init__(
+            scope,
+            id,
+            description=f"nodemedic: detect and heal broken accelerator nodes of {settings.name}",
+            **kwargs,
+        )
+        catalog = catalog or load_catalog(catalog_files)
+        code = lambda_code(catalog_files)
+        self.notifications = Notifications(self, "Notifications", settings=settings)
+        topic = self.notifications.topic
+        self.kube = KubeAccess(self, "Kube", settings=settings, code=code)
+        self.remediation = Remediation(
+            self, "Remediation", settings=settings, kube_function=self.kube.function, topic=topic
+        )
+        state_machine = self.remediation.state_machine
+        # sns:Publish comes with the SnsPublish tasks; an encrypted topic also needs its key.
+        self.notifications.key.grant(state_machine, "kms:GenerateDataKey", "kms:Decrypt")
+        guard_remediation(
+            state_machine,
+            settings,
+            [METRICS_NAMESPACE, *(namespace for namespace, _ in catalog.metrics())],
+        )
+        self.ingest = Ingest(
+            self,
+            "Ingest",
+            settings=settings,
+            catalog=catalog,
+            code=code,
+            state_machine=state_machine,
+            environment=catalog_environment(catalog_files),
+        )
+        self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
+        self.alarms = Alarms(
+            self,
+            "Alarms",
+            settings=settings,
+            catalog=catalog,
+            topic=topic,
+            classifier=self.ingest.function,
+            kube=self.kube.function,
+            dead_letters=self.ingest.dead_letters,
+            state_machine=state_machine,
+        )
+        self.dashboard = Dashboard(
+            self,
+            "Dashboard",
+            settings=settings,
+            catalog=catalog,
+            log_group=self.ingest.log_group,
+            alarms=self.alarms.pipeline,
+        )
+        self._outputs()
+        self._acknowledge(settings)
+
+    def _outputs(self) -> None:
+        """What docs/deploy.md's steps after ``cdk deploy`` need."""
+        for name, value, description in (
+            ("LogGroup", self.ingest.log_group.log_group_name, "where the agents write"),
+            ("AgentRoleArn", self.agent.role.role_arn, "the agents' Pod Identity role"),
+            (
+                "AgentPolicyArn",
+                self.agent.policy.managed_policy_arn,
+                "the same permissions, to attach to a role of your own instead",
+            ),
+            ("KubeRoleArn", self.kube.role.role_arn, "mapped to group nodemedic:remediator"),
+            ("StateMachineArn", self.remediation.state_machine.state_machine_arn, "remediation"),
+            ("TopicArn", self.notifications.topic.topic_arn, "notifications and alarms"),
+            ("DeadLetterQueueUrl", self.ingest.dead_letters.queue_url, "rejected log batches"),
+            ("DashboardName", self.dashboard.dashboard.dashboard_name, "CloudWatch dashboard"),
+        ):
+            CfnOutput(self, name, value=value, description=description)
+
+    def _acknowledge(self, settings: ClusterSettings) -> None:
+        """cdk-nag (AwsSolutions) findings that are the least privilege possible."""
+        for role in (self.kube.role, self.ingest.classifier.role):
+            acknowledge(role, "IAM5[Resource::*]", XRAY)
+        acknowledge(
+            self.ingest.dead_letters,
+            "SQS3",
+            "This queue is itself the dead-letter queue (of the classifier's asynchronous "
+            "invocations); a queue behind it would only move the same events again",
+        )
+        machine = self.remediation.state_machine
+        acknowledge(
+            machine,
+            "IAM5[Resource::*]",
+            "Actions without resource-level permissions: X-Ray, CloudWatch Logs delivery, "
+            "autoscaling:Describe*, cloudwatch:PutMetricData (limited to nodemedic's "
+            "namespaces by a deny on cloudwatch:namespace, stacks/guardrails.py)",
+        )
+        acknowledge(
+            machine,
+            "IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*]",
+            "Instance ids are only known at run time; a deny on the "
+            "aws:autoscaling:groupName tag limits reboots to the configured node groups "
+            "(stacks/guardrails.py)",
+        )
+        for group in settings.node_groups:
+            acknowledge(
+                machine,
+                "IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
+                f"<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/{group}]",
+                "An Auto Scaling group's ARN contains a generated id; the name is fixed",
+            )
+        for invoked in (self.kube.function, self.remediation.policy_function):
+            token = self.resolve(invoked.function_arn)["Fn::GetAtt"][0]
+            acknowledge(
+                machine,
+                f"IAM5[Resource::<{token}.Arn>:*]",
+                "lambda:InvokeFunction on the function and its versions (Step Functions' "
+                "Lambda integration grant)",
+            )

@@ -1,0 +1,79 @@
+"""Building the CDK app, and synthesizing one cluster's stack in-process for the tests
+and the local mode.
+
+``synth_template`` uses the app context of cdk.json, as ``cdk synth`` does, so its
+template is the one ``cdk synth`` produces; it only skips bundling (the local mode runs
+handlers in-process), so it needs no network and no pip run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from lambdas.catalog import extra_paths_from_env, load_catalog
+from stacks.pipeline import PipelineStack, stack_name
+from stacks.settings import CONTEXT_KEY, ClusterSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+NO_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
+"""App context that stages assets without bundling them."""
+INSIGHTS_ALARM_QUOTA = 200
+"""Default quota of Metrics Insights alarms per account and Region."""
+
+
+def app_context() -> dict[str, Any]:
+    """cdk.json's context without the clusters: the feature flags every synth shares."""
+    context = json.loads((ROOT / "cdk.json").read_text(encoding="utf-8")).get("context", {})
+    return {key: value for key, value in context.items() if key != CONTEXT_KEY}
+
+
+def add_pipelines(
+    app: cdk.App,
+    clusters: Sequence[ClusterSettings],
+    *,
+    nag: bool = True,
+) -> list[PipelineStack]:
+    """One stack per cluster; with ``nag`` cdk-nag's AwsSolutions checks gate the synth.
+
+    The catalog is the built-in rules plus the files named in NODEMEDIC_CATALOG_EXTRA.
+    """
+    extra = extra_paths_from_env()
+    catalog = load_catalog()
+    stacks = [
+        PipelineStack(app, stack_name(s), settings=s, catalog=catalog, catalog_files=extra)
+        for s in clusters
+    ]
+    # Stacks are environment-agnostic: they may all go to one account and Region.
+    alarms = sum(len(stack.alarms.insights) for stack in stacks)
+    if alarms > INSIGHTS_ALARM_QUOTA:
+        for stack in stacks:
+            cdk.Annotations.of(stack).add_warning_v2(
+                "nodemedic:insights-alarm-quota",
+                f"{alarms} Metrics Insights alarms in all; the default quota is "
+                f"{INSIGHTS_ALARM_QUOTA} per account and Region: request an increase "
+                "before deploying to one account and Region",
+            )
+    if nag:
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return stacks
+
+
+def synth_template(settings: ClusterSettings) -> dict[str, Any]:
+    """The CloudFormation template of ``settings``'s PipelineStack (a fresh copy)."""
+    return copy.deepcopy(_template(settings))
+
+
+@cache
+def _template(settings: ClusterSettings) -> dict[str, Any]:
+    app = cdk.App(context={**app_context(), **NO_BUNDLING})
+    (stack,) = add_pipelines(app, [settings], nag=False)
+    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+    return template

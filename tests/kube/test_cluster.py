@@ -1,0 +1,48 @@
+"""The local control plane itself: real permissions, and nothing left running after it."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from nodemedic.local.kubeapi import LocalCluster, local_cluster
+
+pytestmark = pytest.mark.kube
+
+
+def test_the_remediator_may_do_only_what_rbac_yaml_grants(cluster: LocalCluster) -> None:
+    with cluster.api_client(cluster.remediator_kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        assert core.list_node().items is not None
+        forbidden: list[Callable[[], object]] = [
+            lambda: core.list_namespaced_secret("kube-system"),
+            lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}}),
+            lambda: core.delete_namespace("default"),
+        ]
+        for call in forbidden:
+            with pytest.raises(client.ApiException) as refused:
+                call()
+            assert refused.value.status == 403
+
+
+def test_the_apiserver_is_1_20_with_policy_v1beta1(cluster: LocalCluster) -> None:
+    with cluster.api_client() as api:
+        assert client.VersionApi(api).get_code().git_version == "v1.20.2"
+        versions = [v.version for v in client.PolicyApi(api).get_api_group().versions]
+    assert versions == ["v1beta1"]
+
+
+@pytest.mark.slow
+def test_every_process_stops_when_the_block_fails(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), local_cluster(tmp_path) as running:
+        processes = list(running.processes)
+        port = int(running.server.rsplit(":", 1)[1])
+        raise KeyboardInterrupt
+
+    assert [p.poll() is not None for p in processes] == [True, True, True]
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0

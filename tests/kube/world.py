@@ -1,0 +1,119 @@
+"""Objects the kube tests put on the cluster: pods bound to nodes, their owners, PDBs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
+T = TypeVar("T")
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    instance_id: str
+
+
+@dataclass
+class Context:
+    function_name: str = "nodemedic-kube"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:kube"
+    aws_request_id: str = "test-request"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "condition") -> T:
+    """``check()`` once it is truthy; the simulated kubelet and the controllers act within
+    a second, so the timeout only bounds a broken run."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def owner(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any]:
+    """Create a real Job / ReplicaSet / DaemonSet (no controller acts on it) and return an
+    ownerReference to it."""
+    labels = {"owner": name}
+    template: dict[str, Any] = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "trainer:1"}]},
+    }
+    spec: dict[str, Any] = {"template": template}
+    if kind == "Job":
+        template["spec"]["restartPolicy"] = "Never"
+    else:
+        spec["selector"] = {"matchLabels": labels}
+    version = "batch/v1" if kind == "Job" else "apps/v1"
+    made = (
+        DynamicClient(api)
+        .resources.get(api_version=version, kind=kind)
+        .create(namespace=namespace, body={"metadata": {"name": name}, "spec": spec})
+    )
+    return {
+        "apiVersion": version,
+        "kind": kind,
+        "name": name,
+        "uid": made.metadata.uid,
+        "controller": True,
+    }
+
+
+def bind_pod(
+    core: client.CoreV1Api,
+    namespace: str,
+    name: str,
+    node: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    owner: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> client.V1Pod:
+    """A pod placed on ``node`` as the scheduler would place it."""
+    metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
+    if owner:
+        metadata["ownerReferences"] = [dict(owner)]
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    spec = {"nodeName": node, "containers": [{"name": "main", "image": "trainer:1"}]}
+    return core.create_namespaced_pod(namespace, {"metadata": metadata, "spec": spec})
+
+
+def running(core: client.CoreV1Api, namespace: str, name: str) -> bool:
+    pod = core.read_namespaced_pod(name, namespace)
+    return bool(pod.status.phase == "Running")
+
+
+def exists(core: client.CoreV1Api, namespace: str, name: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, namespace)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def pdb(
+    api: client.ApiClient, namespace: str, name: str, labels: Mapping[str, str], **spec: Any
+) -> Any:
+    """A PodDisruptionBudget (policy/v1beta1, the only version 1.20 serves)."""
+    budgets = DynamicClient(api).resources.get(
+        api_version="policy/v1beta1", kind="PodDisruptionBudget"
+    )
+    body = {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": dict(labels)}, **spec}}
+    budgets.create(namespace=namespace, body=body)
+    return lambda: budgets.get(namespace=namespace, name=name).status

@@ -1,0 +1,14 @@
+"""Handlers the in-process Lambda tests deploy (referenced by their Handler strings)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"event": event, "greeting": os.environ["GREETING"], "function": context.function_name}
+
+
+def refuse(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    raise LookupError(f"no such node: {event.get('node')}")
