@@ -23,8 +23,10 @@ node_modules/.installed: package.json package-lock.json
 kube:
 	bash scripts/build-kube.sh
 
+# The local world: moto as AWS, a real kube-apiserver (built and cached on first use), one
+# agent per node, faults injected and healed. No AWS account, no Docker.
 demo: $(INSTALLED)
-	$(BIN)/nodemedic triage tests/events/kmsg/dmesg-sample.txt
+	$(BIN)/nodemedic demo
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -41,8 +43,10 @@ test: lint typecheck unit
 synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet
 
-bench: $(INSTALLED)
+bench: $(INSTALLED) kube
 	$(BIN)/python bench/classifier.py
+	$(BIN)/python bench/agent.py
+	$(BIN)/python bench/mttr.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

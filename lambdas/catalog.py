@@ -82,12 +82,17 @@ class Rule:
 
     @property
     def condition_status(self) -> str:
-        """Status of ``condition`` while the fault holds: ``*Ready`` conditions turn False."""
-        return "False" if self.condition.endswith("Ready") else "True"
+        return faulty_status(self.condition)
 
-    @property
-    def healthy_status(self) -> str:
-        return "True" if self.condition_status == "False" else "False"
+
+def faulty_status(condition: str) -> str:
+    """Status of a node condition while the fault holds: ``*Ready`` conditions turn False,
+    any other (``NeuronHasError``) turns True, as Kubernetes and the Neuron tooling use them."""
+    return "False" if condition.endswith("Ready") else "True"
+
+
+def healthy_status(condition: str) -> str:
+    return "True" if faulty_status(condition) == "False" else "False"
 
 
 @dataclass(frozen=True)

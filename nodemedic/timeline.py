@@ -401,7 +401,20 @@ def follow(
             break
         time.sleep(0.1)
     for run in runs:
-        missing = [s for s in run.fault.steps if s not in run.steps]
-        if missing and run.fault.expect != "nothing":
+        if not run.done:
+            missing = [s for s in run.fault.steps if s not in run.steps] or ["a quiet period"]
             run.problems.append(f"not observed within {timeout:.0f}s: {', '.join(missing)}")
             run.done = True
+
+
+def format_step(run: FaultRun, step: str, *, since: float | None = None) -> str:
+    """``+1.23s  node marked       cordoned, ...``; times from ``since`` (default: the
+    line written)."""
+    found = run.steps[step]
+    origin = run.written_at if since is None else since
+    detail = found.detail if step != "written" else _shorten(found.detail, 90)
+    return f"+{found.at - origin:6.2f}s  {run.label(step):<17} {detail}"
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -79,7 +79,7 @@ def _insights(query: str, label: str | None = None) -> cw.MathExpression:
     return cw.MathExpression(expression=query, period=PERIOD, label=label)
 
 
-def _per_node_group(metric: str, statistic: str, *, cluster: str) -> str:
+def _node_group_search(metric: str, statistic: str, *, cluster: str) -> str:
     """SEARCH for one line per node group: unlike Metrics Insights it has percentiles and
     any time range."""
     (search,) = search_expressions(
@@ -92,7 +92,7 @@ def _per_node_group(metric: str, statistic: str, *, cluster: str) -> str:
     return search
 
 
-def _line_per_node_group(expression: str, label: str = "") -> cw.MathExpression:
+def _line_node_group_search(expression: str, label: str = "") -> cw.MathExpression:
     return cw.MathExpression(
         expression=expression, period=PERIOD, label=f"{label} ${{PROP('Dim.NodeGroup')}}".strip()
     )
@@ -102,7 +102,7 @@ def _percentiles(title: str, metric: str, *, cluster: str) -> cw.GraphWidget:
     return cw.GraphWidget(
         title=title,
         left=[
-            _line_per_node_group(_per_node_group(metric, p, cluster=cluster), p)
+            _line_node_group_search(_node_group_search(metric, p, cluster=cluster), p)
             for p in PERCENTILES
         ],
         left_y_axis=cw.YAxisProps(label="seconds", show_units=False, min=0),
@@ -164,8 +164,8 @@ class Dashboard(Construct):
             title="Nodes under remediation per node group (breaker limit)",
             # A gauge published on change: the last value holds until the next one.
             left=[
-                _line_per_node_group(
-                    f"FILL({_per_node_group(IN_REMEDIATION, 'Maximum', cluster=cluster)}, REPEAT)"
+                _line_node_group_search(
+                    f"FILL({_node_group_search(IN_REMEDIATION, 'Maximum', cluster=cluster)}, REPEAT)"
                 )
             ],
             left_annotations=[

@@ -14,6 +14,8 @@ from typing import Any
 
 from kubernetes import client
 
+from lambdas.catalog import healthy_status
+
 HEALTH_LABEL = "nodemedic.io/node-health-status"
 HEALTH_STATUSES = (
     "Schedulable",
@@ -51,11 +53,6 @@ class BootState:
 def instance_of(provider_id: str) -> str:
     """``aws:///us-east-1a/i-0abc`` → ``i-0abc``."""
     return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
-
-
-def healthy_status(condition: str) -> str:
-    """A ``*Ready`` condition is True when healthy; any other condition is False."""
-    return "True" if condition.endswith("Ready") else "False"
 
 
 def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:

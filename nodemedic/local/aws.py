@@ -1,13 +1,26 @@
 """Create in moto the resources a synthesized CloudFormation template defines.
 
-The local world deploys the very template ``cdk synth`` produces: tables, topics, queues,
-log groups and subscription filters, Lambda functions (a placeholder zip: the code runs
-in-process, see ``inprocess.py``), alarms, and the state machine with its definition's
-``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved against the moto resources.
-``atomic_writes`` restores DynamoDB's atomic conditional writes, which moto lacks.
-Resource types that change nothing observable locally (IAM policies, Lambda permissions,
-CDK metadata) are skipped; an intrinsic function this module does not know is an error,
-not a silently wrong value.
+The local world deploys the very template ``cdk synth`` produces (``stacks.synth.
+synth_template``: the whole PipelineStack): KMS keys, IAM roles and policies, tables,
+topics and their policies, queues, log groups and subscription filters, Lambda functions
+(a placeholder zip: the code runs in-process, see ``inprocess.py``) and their
+permissions, alarms, the dashboard, and the state machine with its definition's
+``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved against the moto resources, then
+the stack's outputs. A resource type moto cannot hold is skipped only with a reason
+(``SKIPPED``); any other unknown type, and any intrinsic function this module does not
+know, is an error, not a silently wrong value.
+
+``node_group`` adds what the stack does not create but acts on: an Auto Scaling group of
+instances. ``atomic_writes`` restores DynamoDB's atomic conditional writes, which moto
+lacks.
+
+Public interface (used by the tests and the local demo):
+
+- ``deploy(template, *, stack_name, region, endpoint_url) -> Deployment``
+- ``Deployment.find(type, prefix)``, ``.of_type(type)``, ``.outputs``, ``.skipped``
+- ``node_group(name, size, *, region, endpoint_url, instance_type, availability_zone)``
+- ``atomic_writes()`` (context manager, in-process moto only)
+- ``QUICK_EC2``: environment for moto that skips loading its AMI catalog
 """
 
 from __future__ import annotations
@@ -30,15 +43,24 @@ Client = Callable[[str], Any]
 Created = tuple[str, dict[str, str]]
 """A created resource's ``Ref`` value and its ``Fn::GetAtt`` attributes."""
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
-_SKIPPED = {
-    "AWS::IAM::Policy",
-    "AWS::IAM::ManagedPolicy",
-    "AWS::Lambda::Permission",
-    "AWS::Lambda::EventInvokeConfig",
-    "AWS::SQS::QueuePolicy",
-    "AWS::SNS::TopicPolicy",
-    "AWS::CDK::Metadata",
+SKIPPED = {
+    "AWS::EKS::AccessEntry": (
+        "moto has no EKS access entries; locally the kube Lambda reaches the local "
+        "kube-apiserver through KUBECONFIG as the nodemedic:remediator group, which is "
+        "what the entry grants on EKS"
+    ),
+    "AWS::EKS::PodIdentityAssociation": (
+        "moto has no EKS Pod Identity; locally the agent writes with the local credentials"
+    ),
+    "AWS::Lambda::EventInvokeConfig": "moto does not retry asynchronous invocations",
+    "AWS::CDK::Metadata": "CDK version reporting, no resource",
 }
+"""Resource types the local world cannot create, with the reason it can do without them."""
+QUICK_EC2 = {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}
+"""Environment for moto (set before its EC2 backend starts): skip loading the catalog of
+public AMIs, seconds per fresh backend; ``node_group`` needs none of them."""
+DEFAULT_AZ = "us-east-1a"
+_AWS_MANAGED = "arn:aws:iam::aws:policy/"
 
 
 class TemplateError(ValueError):
@@ -65,6 +87,10 @@ class Deployment:
     region: str
     account: str
     resources: dict[str, Resource] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    """The stack's outputs by name (``StateMachineArn``, ``TopicArn``, ...), resolved."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Logical ids of the resources not created, with the reason (``SKIPPED``)."""
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources.values() if r.type == type_]
@@ -108,6 +134,8 @@ class _Resolver:
             return self.pseudo[name]
         if name in self.deployment.resources:
             return self.deployment.resources[name].ref
+        if name in self.deployment.skipped:
+            raise TemplateError(f"Ref to {name!r}, skipped: {self.deployment.skipped[name]}")
         parameter = self.template.get("Parameters", {}).get(name)
         if parameter is not None and "Default" in parameter:
             return str(parameter["Default"])
@@ -228,18 +256,87 @@ def _ddb_table(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -
 
 
 def _iam_role(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    iam = client("iam")
     name = props.get("RoleName") or _physical_name(d, lid)
-    role = client("iam").create_role(
-        RoleName=name, AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"])
+    role = iam.create_role(
+        RoleName=name,
+        Path=props.get("Path", "/"),
+        Description=props.get("Description", ""),
+        AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"]),
     )["Role"]
+    for arn in props.get("ManagedPolicyArns", []):
+        # AWS managed policies exist in moto only when it loads all of them (seconds);
+        # moto enforces no IAM, so attaching one would change nothing locally.
+        if not arn.startswith(_AWS_MANAGED):
+            iam.attach_role_policy(RoleName=name, PolicyArn=arn)
+    for policy in props.get("Policies", []):
+        iam.put_role_policy(
+            RoleName=name,
+            PolicyName=policy["PolicyName"],
+            PolicyDocument=json.dumps(policy["PolicyDocument"]),
+        )
     return name, {"Arn": role["Arn"], "RoleId": role["RoleId"]}
+
+
+def _iam_policy(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    """An inline policy on each of its roles."""
+    name = props.get("PolicyName") or _physical_name(d, lid, 128)
+    for role in props.get("Roles", []):
+        client("iam").put_role_policy(
+            RoleName=role, PolicyName=name, PolicyDocument=json.dumps(props["PolicyDocument"])
+        )
+    return name, {"Id": name}
+
+
+def _managed_policy(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    iam = client("iam")
+    name = props.get("ManagedPolicyName") or _physical_name(d, lid, 128)
+    arn = iam.create_policy(
+        PolicyName=name,
+        Path=props.get("Path", "/"),
+        Description=props.get("Description", ""),
+        PolicyDocument=json.dumps(props["PolicyDocument"]),
+    )["Policy"]["Arn"]
+    for role in props.get("Roles", []):
+        iam.attach_role_policy(RoleName=role, PolicyArn=arn)
+    return arn, {"PolicyArn": arn}
+
+
+def _kms_key(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    kms = client("kms")
+    args: dict[str, Any] = {
+        "Description": props.get("Description", ""),
+        "KeyUsage": props.get("KeyUsage", "ENCRYPT_DECRYPT"),
+        "KeySpec": props.get("KeySpec", "SYMMETRIC_DEFAULT"),
+    }
+    if "KeyPolicy" in props:
+        args["Policy"] = json.dumps(props["KeyPolicy"])
+    metadata = kms.create_key(**args)["KeyMetadata"]
+    if props.get("EnableKeyRotation"):
+        kms.enable_key_rotation(KeyId=metadata["KeyId"])
+    return metadata["KeyId"], {"Arn": metadata["Arn"], "KeyId": metadata["KeyId"]}
+
+
+def _kms_alias(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    client("kms").create_alias(AliasName=props["AliasName"], TargetKeyId=props["TargetKeyId"])
+    return props["AliasName"], {}
 
 
 def _sns_topic(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
     name = props.get("TopicName") or _physical_name(d, lid, 256)
-    attributes = {"FifoTopic": "true"} if props.get("FifoTopic") else {}
+    attributes = _attributes(props, ("DisplayName", "FifoTopic", "KmsMasterKeyId"))
     arn = client("sns").create_topic(Name=name, Attributes=attributes)["TopicArn"]
     return arn, {"TopicArn": arn, "TopicName": name}
+
+
+def _topic_policy(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    for topic in props["Topics"]:
+        client("sns").set_topic_attributes(
+            TopicArn=topic,
+            AttributeName="Policy",
+            AttributeValue=json.dumps(props["PolicyDocument"]),
+        )
+    return lid, {}
 
 
 def _sns_subscription(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
@@ -249,19 +346,47 @@ def _sns_subscription(client: Client, d: Deployment, lid: str, props: dict[str, 
     return arn, {}
 
 
+def _attributes(props: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """SNS and SQS attributes are strings: objects as JSON, booleans as ``true``/``false``."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return json.dumps(value) if isinstance(value, dict) else str(value)
+
+    return {name: text(props[name]) for name in names if name in props}
+
+
 def _sqs_queue(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
     sqs = client("sqs")
     name = props.get("QueueName") or _physical_name(d, lid, 80)
-    attributes = {
-        key: json.dumps(value) if isinstance(value, dict) else str(value)
-        for key, value in props.items()
-        if key in ("MessageRetentionPeriod", "VisibilityTimeout", "RedrivePolicy", "DelaySeconds")
-    }
+    attributes = _attributes(
+        props,
+        (
+            "DelaySeconds",
+            "FifoQueue",
+            "KmsMasterKeyId",
+            "MaximumMessageSize",
+            "MessageRetentionPeriod",
+            "ReceiveMessageWaitTimeSeconds",
+            "RedrivePolicy",
+            "SqsManagedSseEnabled",
+            "VisibilityTimeout",
+        ),
+    )
     url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
     return url, {"Arn": arn, "QueueName": name, "QueueUrl": url}
+
+
+def _queue_policy(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    for url in props["Queues"]:
+        client("sqs").set_queue_attributes(
+            QueueUrl=url, Attributes={"Policy": json.dumps(props["PolicyDocument"])}
+        )
+    return lid, {}
 
 
 def _lambda_function(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
@@ -279,10 +404,25 @@ def _lambda_function(client: Client, d: Deployment, lid: str, props: dict[str, A
         args["Environment"] = {
             "Variables": {k: str(v) for k, v in props["Environment"]["Variables"].items()}
         }
-    if "DeadLetterConfig" in props:
-        args["DeadLetterConfig"] = props["DeadLetterConfig"]
+    for key in ("DeadLetterConfig", "Description", "TracingConfig", "Architectures"):
+        if key in props:
+            args[key] = props[key]
     arn = client("lambda").create_function(**args)["FunctionArn"]
     return name, {"Arn": arn}
+
+
+def _lambda_permission(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    args = {
+        "FunctionName": props["FunctionName"],
+        "StatementId": lid,
+        "Action": props["Action"],
+        "Principal": props["Principal"],
+    }
+    for key in ("SourceArn", "SourceAccount"):
+        if key in props:
+            args[key] = props[key]
+    client("lambda").add_permission(**args)
+    return lid, {}
 
 
 def _log_group(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
@@ -313,11 +453,16 @@ def _state_machine(client: Client, d: Deployment, lid: str, props: dict[str, Any
         definition = json.dumps(props["Definition"])
     for key, value in props.get("DefinitionSubstitutions", {}).items():
         definition = definition.replace("${" + key + "}", str(value))
+    # The logging configuration is not passed on: moto would only store it, and the local
+    # world reads executions through their history instead.
     response = client("stepfunctions").create_state_machine(
         name=name,
         definition=definition,
         roleArn=props["RoleArn"],
         type=props.get("StateMachineType", "STANDARD"),
+        tracingConfiguration={
+            "enabled": bool(props.get("TracingConfiguration", {}).get("Enabled"))
+        },
     )
     arn = response["stateMachineArn"]
     return arn, {"Arn": arn, "Name": name}
@@ -367,13 +512,20 @@ def _dashboard(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -
 
 
 _CREATORS: dict[str, Callable[[Client, Deployment, str, dict[str, Any]], Created]] = {
+    "AWS::KMS::Key": _kms_key,
+    "AWS::KMS::Alias": _kms_alias,
     "AWS::IAM::Role": _iam_role,
+    "AWS::IAM::Policy": _iam_policy,
+    "AWS::IAM::ManagedPolicy": _managed_policy,
     "AWS::DynamoDB::Table": _ddb_table,
     "AWS::DynamoDB::GlobalTable": _ddb_table,
     "AWS::SNS::Topic": _sns_topic,
+    "AWS::SNS::TopicPolicy": _topic_policy,
     "AWS::SNS::Subscription": _sns_subscription,
     "AWS::SQS::Queue": _sqs_queue,
+    "AWS::SQS::QueuePolicy": _queue_policy,
     "AWS::Lambda::Function": _lambda_function,
+    "AWS::Lambda::Permission": _lambda_permission,
     "AWS::Logs::LogGroup": _log_group,
     "AWS::Logs::SubscriptionFilter": _subscription_filter,
     "AWS::StepFunctions::StateMachine": _state_machine,
@@ -390,18 +542,17 @@ def deploy(
     endpoint_url: str | None = None,
 ) -> Deployment:
     """Create the template's resources in moto (in-process ``mock_aws`` or a moto server at
-    ``endpoint_url``), dependencies first."""
+    ``endpoint_url``), dependencies first, then resolve its outputs.
 
-    def client(service: str) -> Any:
-        return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
-
+    Physical names are ``<stack_name>-<logical id>`` where the template gives none, so two
+    stacks (two clusters) can live in one moto world.
+    """
+    client = _clients(region, endpoint_url)
     account = client("sts").get_caller_identity()["Account"]
     deployment = Deployment(stack_name=stack_name, region=region, account=account)
     resources: dict[str, Any] = dict(template.get("Resources", {}))
     unknown = {
-        r["Type"]
-        for r in resources.values()
-        if r["Type"] not in _CREATORS and r["Type"] not in _SKIPPED
+        r["Type"] for r in resources.values() if r["Type"] not in _CREATORS.keys() | SKIPPED.keys()
     }
     if unknown:
         raise TemplateError(f"resource types the local world cannot create: {sorted(unknown)}")
@@ -418,11 +569,55 @@ def deploy(
         type_ = resources[lid]["Type"]
         creator = _CREATORS.get(type_)
         if creator is None:
+            deployment.skipped[lid] = SKIPPED[type_]
             continue
         props = resolver.resolve(resources[lid].get("Properties", {}))
         ref, attributes = creator(client, deployment, lid, props)
         deployment.resources[lid] = Resource(lid, type_, ref, attributes)
+    deployment.outputs = {
+        name: str(resolver.resolve(output["Value"]))
+        for name, output in template.get("Outputs", {}).items()
+    }
     return deployment
+
+
+def _clients(region: str, endpoint_url: str | None) -> Client:
+    def client(service: str) -> Any:
+        return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
+
+    return client
+
+
+def node_group(
+    name: str,
+    size: int,
+    *,
+    region: str = "us-east-1",
+    endpoint_url: str | None = None,
+    instance_type: str = "trn1.32xlarge",
+    availability_zone: str = DEFAULT_AZ,
+) -> list[str]:
+    """An Auto Scaling group of ``size`` running instances, as an EKS managed node group
+    is; their instance ids, sorted. Each instance carries the ``aws:autoscaling:groupName``
+    tag the remediation role's reboot guardrail reads."""
+    client = _clients(region, endpoint_url)
+    template = f"{name}-nodes"
+    client("ec2").create_launch_template(
+        LaunchTemplateName=template,
+        # moto validates no image id; a real group's would be the EKS accelerated AMI.
+        LaunchTemplateData={"ImageId": "ami-0a1b2c3d4e5f60718", "InstanceType": instance_type},
+    )
+    autoscaling = client("autoscaling")
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchTemplate={"LaunchTemplateName": template},
+        MinSize=size,
+        MaxSize=size,
+        DesiredCapacity=size,
+        AvailabilityZones=[availability_zone],
+    )
+    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])
+    return sorted(i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"])
 
 
 def _depends_on(resource: Mapping[str, Any]) -> list[str]:

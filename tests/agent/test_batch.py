@@ -8,6 +8,7 @@ from agent.batch import (
     MAX_BATCH_BYTES,
     MAX_BATCH_EVENTS,
     MAX_BATCH_SPAN_MS,
+    MAX_EVENT_BYTES,
     MAX_MESSAGE_BYTES,
     Batch,
     Batcher,
@@ -41,10 +42,11 @@ def test_byte_limit_counts_26_bytes_per_event_and_utf8_size() -> None:
 
 
 def test_a_batch_can_be_filled_exactly_to_the_limit() -> None:
-    half = MAX_BATCH_BYTES // 2 - EVENT_OVERHEAD
-    batches = fill(Batcher("s"), [(1, "a" * half), (1, "b" * half), (1, "c")])
-    assert [len(b.events) for b in batches] == [2, 1]
+    largest = [(1, letter * MAX_MESSAGE_BYTES) for letter in "abcd"]  # 4 x 256 KB = 1 MiB
+    batches = fill(Batcher("s"), [*largest, (1, "e")])
+    assert [len(b.events) for b in batches] == [4, 1]
     assert batches[0].size == MAX_BATCH_BYTES
+    assert [m for _, m in batches[0].events] == [m for _, m in largest], "none cut"
 
 
 def test_no_batch_spans_more_than_24_hours() -> None:
@@ -67,7 +69,7 @@ def test_an_oversized_message_is_cut_with_a_visible_marker() -> None:
     two_mb = "x" * (2 * 1024 * 1024)
     (batch,) = fill(Batcher("s"), [(1, two_mb)])
     ((_, shipped),) = batch.events
-    assert utf8_size(shipped) <= MAX_MESSAGE_BYTES
+    assert utf8_size(shipped) + EVENT_OVERHEAD == MAX_EVENT_BYTES == 256 * 1024
     assert shipped.startswith("x" * 1000)
     assert shipped.endswith(
         f"[nodemedic: truncated, {2 * 1024 * 1024} bytes, first {len(shipped.split(' [')[0])} kept]"

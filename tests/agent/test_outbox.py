@@ -73,6 +73,44 @@ def test_a_full_spool_drops_the_oldest_and_ships_the_count(tmp_path: Path) -> No
     assert len(kept) * 2 + dropped == 12
 
 
+def test_a_dropped_note_hands_its_count_to_the_next(tmp_path: Path) -> None:
+    metrics = Metrics()
+    size = len(batch("s", "x" * 1000).events[0][1])
+    outbox = Outbox(Spool(tmp_path, max_bytes=2 * (size + 300)), metrics)
+    outbox.to_disk(True)
+    for n in range(12):  # notes are dropped too as the spool keeps overflowing
+        outbox.put(batch("s", f"{n}" * 1000))
+    shipped = [m for b in drain(outbox) for m in b]
+    notes = [m for m in shipped if m.startswith("nodemedic:")]
+    kept = [m for m in shipped if not m.startswith("nodemedic:")]
+    reported = sum(int(n.split("dropped ")[1].split()[0]) for n in notes)
+    assert reported == metrics.events_dropped == 12 - len(kept)
+
+
+def test_the_batch_being_sent_is_not_dropped_from_a_full_spool(tmp_path: Path) -> None:
+    metrics = Metrics()
+    size = len(batch("s", "x" * 1000).events[0][1])
+    outbox = Outbox(Spool(tmp_path, max_bytes=3 * (size + 300)), metrics)
+    outbox.to_disk(True)
+    outbox.put(batch("s", "a" * 1000))
+    sending = outbox.peek(0)
+    assert sending is not None
+    for n in range(5):  # the spool overflows while "a" is on its way
+        outbox.put(batch("s", f"{n}" * 1000))
+    outbox.acked(sending)  # the service took it: not a loss
+    rest = [m for b in drain(outbox) for m in b]
+    assert "a" * 1000 not in rest
+    dropped = metrics.events_dropped
+    assert dropped > 0 and 1 + dropped + sum(not m.startswith("nodemedic:") for m in rest) == 6
+    outbox.put(batch("s", "b" * 1000))
+    failed = outbox.peek(0)
+    assert failed is not None
+    outbox.release()  # not delivered; waiting to retry, it is the oldest like any other
+    for n in range(5):
+        outbox.put(batch("s", f"{n}" * 1000))
+    assert "b" * 1000 not in [m for b in drain(outbox) for m in b]
+
+
 def test_checkpoint_counts_a_spooled_batch_as_safe(tmp_path: Path) -> None:
     store = CheckpointStore(tmp_path / "checkpoint.json")
     progress = Progress(store, Checkpoint("boot", 0))

@@ -1,115 +1,148 @@
-"""Throttling, 5xx and refused batches: retried with backoff, never reordered, never lost
-silently. (Real outages against a CloudWatch Logs server are in test_agent.py.)"""
+"""Throttling, 5xx and refused batches: retried with exponential backoff and jitter, never
+reordered, never lost silently. The shipper talks to the moto server through the agent's
+own boto3 client; the failures are real HTTP error answers, in CloudWatch Logs' wire format,
+put in front of chosen PutLogEvents calls (outages of the whole endpoint are in
+test_agent.py)."""
 
 from __future__ import annotations
 
+import json
+import random
 import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.awsrequest import AWSResponse
 
 from agent.batch import Batch
+from agent.main import logs_client
 from agent.metrics import Metrics
 from agent.outbox import Outbox
 from agent.shipper import Shipper, backoff
 from agent.spool import Spool
+from tests.agent.conftest import GROUP, REGION, messages
+
+THROTTLED = (400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
+UNAVAILABLE = (503, None)
+INTERNAL = (500, {"__type": "InternalFailure", "message": "internal error"})
+REFUSED = (400, {"__type": "InvalidParameterException", "message": "log events too old"})
 
 
-def error(code: str, status: int = 400) -> ClientError:
-    return ClientError(
-        {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
-        "PutLogEvents",
-    )
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self) -> Iterator[bytes]:
+        yield self.data
 
 
-class ScriptedLogs:
-    """A CloudWatch Logs client whose PutLogEvents answers follow a script."""
+class FailFirst:
+    """Answers the next PutLogEvents calls with the scripted HTTP errors, then lets them
+    through to the server; records when each call was made."""
 
-    def __init__(self, script: list[Exception | None]) -> None:
-        self.script = script
-        self.accepted: list[list[dict[str, Any]]] = []
-        self.streams: list[str] = []
+    def __init__(self, client: Any, script: list[tuple[int, dict[str, str] | None]]) -> None:
+        self.script = list(script)
+        self.calls: list[float] = []
+        client.meta.events.register("before-send.cloudwatch-logs.PutLogEvents", self)
 
-    def create_log_stream(self, logGroupName: str, logStreamName: str) -> None:
-        self.streams.append(logStreamName)
-
-    def put_log_events(
-        self, logGroupName: str, logStreamName: str, logEvents: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        step = self.script.pop(0) if self.script else None
-        if step is not None:
-            raise step
-        self.accepted.append(logEvents)
-        return {}
+    def __call__(self, request: Any, **_: Any) -> AWSResponse | None:
+        self.calls.append(time.monotonic())
+        if not self.script:
+            return None
+        status, body = self.script.pop(0)
+        data = b"" if body is None else json.dumps(body).encode()
+        headers = {"x-amzn-RequestId": "00000000-0000-0000-0000-000000000000"}
+        if body is not None:
+            headers["Content-Type"] = "application/x-amz-json-1.1"
+        return AWSResponse(request.url, status, headers, _Body(data))
 
 
 def ship(
-    tmp_path: Path, client: ScriptedLogs, batches: list[Batch], grace: float = 10.0
+    tmp_path: Path,
+    client: Any,
+    batches: list[Batch],
+    *,
+    grace: float = 10.0,
+    rng: Callable[[], float] = random.random,
 ) -> tuple[Metrics, Outbox]:
     metrics = Metrics()
-    outbox = Outbox(Spool(tmp_path, 64 * 1024 * 1024), metrics)
+    outbox = Outbox(Spool(tmp_path / "spool", 64 * 1024 * 1024), metrics)
     for batch in batches:
         outbox.put(batch)
     done = threading.Event()
     done.set()  # producers finished: ship what is there, then stop
     shipper = Shipper(
-        client, "/nodemedic/demo/nodes", outbox, metrics, base_delay=0.001, max_delay=0.01
+        client, GROUP, outbox, metrics, create_group=True, base_delay=0.05, max_delay=2.0, rng=rng
     )
     shipper.run(done, grace)
     return metrics, outbox
 
 
-def batch(*messages: str) -> Batch:
-    return Batch("i-0abc/kmsg", [(1_700_000_000_000, m) for m in messages], 0)
+def batch(stream: str, *texts: str, ts: int | None = None) -> Batch:
+    stamp = int(time.time() * 1000) if ts is None else ts
+    return Batch(stream, [(stamp, text) for text in texts])
 
 
-def test_throttling_and_server_errors_are_retried_in_order(tmp_path: Path) -> None:
-    client = ScriptedLogs(
-        [
-            error("ThrottlingException"),
-            error("ServiceUnavailableException", 503),
-            None,
-            EndpointConnectionError(endpoint_url="https://logs.us-east-1.amazonaws.com"),
-            None,
-        ]
-    )
-    metrics, outbox = ship(tmp_path, client, [batch("a", "b"), batch("c")])
-    assert [[e["message"] for e in events] for events in client.accepted] == [["a", "b"], ["c"]]
-    assert client.streams == ["i-0abc/kmsg"]
-    assert metrics.put_failures == 3 and metrics.events_shipped["i-0abc/kmsg"] == 3
-    assert len(outbox) == 0
-
-
-def test_an_outage_moves_everything_to_disk_in_order(tmp_path: Path) -> None:
-    down = [EndpointConnectionError(endpoint_url="x")] * 100_000
+def test_throttling_and_server_errors_are_retried_with_growing_delays(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+) -> None:
+    client = logs_client(REGION, moto_url)
+    failures = FailFirst(client, [THROTTLED, UNAVAILABLE, INTERNAL, THROTTLED])
+    stream = f"{instance_id}/kmsg"
     metrics, outbox = ship(
-        tmp_path, ScriptedLogs(down), [batch("a"), batch("b"), batch("c")], grace=0.3
+        tmp_path, client, [batch(stream, "a", "b"), batch(stream, "c")], rng=lambda: 1.0
     )
-    assert metrics.events_spooled == 3 and len(outbox) == 3
-    client = ScriptedLogs([])
-    ship(tmp_path, client, [batch("d")])  # the service is back (and the agent restarted)
-    assert [[e["message"] for e in events] for events in client.accepted] == [
-        ["a"],
-        ["b"],
-        ["c"],
-        ["d"],
-    ]
+    assert messages(logs, stream) == ["a", "b", "c"]
+    assert metrics.put_failures == 4 and metrics.events_shipped[stream] == 3
+    assert len(outbox) == 0
+    # Four failed attempts at the first batch, then it and the second one go through.
+    # With the jitter pinned at its top, the waits double: 0.1, 0.2, 0.4, 0.8 s.
+    gaps = [later - earlier for earlier, later in zip(failures.calls, failures.calls[1:])]
+    assert len(gaps) == 5
+    for gap, delay in zip(gaps, (0.1, 0.2, 0.4, 0.8), strict=False):
+        assert delay <= gap < delay + 1.0, gaps
 
 
-def test_a_refused_batch_is_restamped_once_then_dropped_and_counted(tmp_path: Path) -> None:
-    client = ScriptedLogs([error("InvalidParameterException"), None])
-    metrics, _ = ship(tmp_path, client, [batch("a")])
-    assert client.accepted and client.accepted[0][0]["timestamp"] > 1_700_000_000_000
-    client = ScriptedLogs(
-        [error("InvalidParameterException"), error("InvalidParameterException"), None]
-    )
-    metrics, outbox = ship(tmp_path, client, [batch("refused"), batch("next")])
-    assert metrics.events_dropped == 1 and len(outbox) == 0
-    assert [[e["message"] for e in events] for events in client.accepted] == [["next"]]
-
-
-def test_backoff_is_jittered_and_capped() -> None:
+def test_backoff_is_full_jitter_capped() -> None:
     assert backoff(1, 0.2, 30.0, lambda: 1.0) == 0.4
     assert backoff(10, 0.2, 30.0, lambda: 1.0) == 30.0
     assert backoff(10, 0.2, 30.0, lambda: 0.5) == 15.0
+    assert backoff(100, 0.2, 30.0, lambda: 0.0) == 0.0
+    # Agents throttled together do not retry together.
+    waits = {backoff(3, 0.2, 30.0, random.random) for _ in range(50)}
+    assert len(waits) == 50 and all(0 <= w <= 1.6 for w in waits)
+
+
+def test_a_refused_batch_is_restamped_once_then_dropped_and_counted(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+) -> None:
+    client = logs_client(REGION, moto_url)
+    FailFirst(client, [REFUSED])
+    stream = f"{instance_id}/kmsg"
+    stale = int(time.time() * 1000) - 3_600_000
+    ship(tmp_path, client, [batch(stream, "restamped", ts=stale)])
+    (event,) = logs.get_log_events(logGroupName=GROUP, logStreamName=stream)["events"]
+    assert event["message"] == "restamped" and event["timestamp"] > stale + 3_000_000
+
+    FailFirst(client, [REFUSED, REFUSED])
+    metrics, outbox = ship(tmp_path, client, [batch(stream, "refused"), batch(stream, "next")])
+    assert metrics.events_dropped == 1 and len(outbox) == 0
+    assert messages(logs, stream) == ["restamped", "next"]
+
+
+def test_a_long_failure_moves_everything_to_disk_in_order(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+) -> None:
+    client = logs_client(REGION, moto_url)
+    FailFirst(client, [UNAVAILABLE] * 1000)
+    stream = f"{instance_id}/kmsg"
+    metrics, outbox = ship(
+        tmp_path, client, [batch(stream, "a"), batch(stream, "b"), batch(stream, "c")], grace=0.5
+    )
+    assert metrics.events_spooled == 3 and len(outbox) == 3
+    assert messages(logs, stream) == []
+    # The service answers again (and the agent was restarted meanwhile).
+    ship(tmp_path, logs_client(REGION, moto_url), [batch(stream, "d")])
+    assert messages(logs, stream) == ["a", "b", "c", "d"]
