@@ -139,18 +139,26 @@ def _prefilter(groups: Iterable[_Group]) -> re.Pattern[str] | None:
     """One regex that finds a line holding any group's needle, or None when some group
     has no needle (then every line must be tried group by group).
 
-    Needles are trimmed of the spaces and punctuation they start or end with: a trimmed
-    needle is still required, and the scan then stops at far fewer places of a line.
+    Needles are trimmed of the spaces and punctuation they start or end with (a trimmed
+    needle is still required, and the scan then stops at far fewer places of a line), and
+    merged into a trie so that ``re`` follows one branch per character, not every needle.
     """
-    needles = []
+    trie: dict[str, Any] = {}
     for group in groups:
         if group.needle is None:
             return None
-        needles.append(group.needle.strip(" :,.") or group.needle)
-    if not needles:
-        return None
-    alternatives = sorted({re.escape(n) for n in needles}, key=len, reverse=True)
-    return re.compile("|".join(alternatives))
+        node = trie
+        for char in group.needle.strip(" :,.") or group.needle:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return re.compile(_alternation(trie)) if trie else None
+
+
+def _alternation(node: dict[str, Any]) -> str:
+    if "" in node:  # a needle ends here: a longer one sharing this start adds nothing
+        return ""
+    branches = [re.escape(char) + _alternation(child) for char, child in sorted(node.items())]
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
 class Classifier:
