@@ -41,8 +41,11 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("NODEMEDIC_CLUSTER"),
         help="cluster name; logs go to /nodemedic/<cluster>/nodes (default: $NODEMEDIC_CLUSTER)",
     )
-    where.add_argument("--instance-id", help="default: from IMDSv2")
-    where.add_argument("--region", help="default: from IMDSv2")
+    where.add_argument(
+        "--instance-id",
+        help="EC2 instance id; names the streams <id>/kmsg and <id>/health (default: IMDSv2)",
+    )
+    where.add_argument("--region", help="region of the log group (default: IMDSv2)")
     where.add_argument("--endpoint-url", help="CloudWatch Logs endpoint (moto in local mode)")
     where.add_argument(
         "--create-log-group",
@@ -53,9 +56,14 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--kmsg",
         default="/dev/kmsg",
-        help="/dev/kmsg, or a file of kmsg records or plain lines to follow (default: %(default)s)",
+        help="/dev/kmsg, or an existing file of kmsg records or plain lines to follow like "
+        "tail -f (default: %(default)s)",
     )
-    source.add_argument("--boot-id", help="default: read from --boot-id-file")
+    source.add_argument(
+        "--boot-id",
+        help="boot id kept with the checkpoint; a new one reads the kernel log from its start "
+        "(default: read from --boot-id-file)",
+    )
     source.add_argument(
         "--boot-id-file", default="/proc/sys/kernel/random/boot_id", help="(default: %(default)s)"
     )
@@ -164,9 +172,14 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=_count,
         default=DEFAULT_METRICS_PORT,
-        help="Prometheus endpoint port, 0 for none (default: %(default)s)",
+        help="Prometheus endpoint port, 0 for none; one agent per port (default: %(default)s)",
     )
-    ops.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    ops.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="the agent's own log, on stderr (default: %(default)s)",
+    )
 
 
 def _fail(message: str) -> int:

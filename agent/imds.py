@@ -6,10 +6,13 @@ stream name only, so it must come from EC2 itself, not from a hostname.
 
 from __future__ import annotations
 
+import os
 import urllib.error
 import urllib.request
 
 ENDPOINT = "http://169.254.169.254"
+ENDPOINT_VARIABLE = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
+"""The AWS SDKs' setting for another metadata endpoint (the local mode's moto server)."""
 
 
 class IdentityError(RuntimeError):
@@ -23,9 +26,10 @@ def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> 
     return body.decode("ascii").strip()
 
 
-def instance_identity(endpoint: str = ENDPOINT, timeout: float = 2.0) -> tuple[str, str]:
+def instance_identity(endpoint: str | None = None, timeout: float = 2.0) -> tuple[str, str]:
     """(instance id, region); raises IdentityError off EC2 or when the metadata service is
     unreachable (in a pod: hostNetwork, or a hop limit of 2)."""
+    endpoint = (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
     try:
         token = _request(
             f"{endpoint}/latest/api/token",

@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-_RECORD = re.compile(rb"(\d+),(\d+),(\d+),[^;]*;")
+from lambdas.logformat import KMSG_PREFIX
+
+_RECORD = re.compile(KMSG_PREFIX.encode())
 _ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
 _CONTINUATION = re.compile(rb" [A-Z0-9_]+=")
 MAX_RECORD_BYTES = 8192
@@ -73,7 +75,7 @@ def parse_record(data: bytes) -> Record | None:
         return None
     end = data.find(b"\n", head.end())
     message = data[head.end() :] if end < 0 else data[head.end() : end]
-    return Record(int(head[2]), int(head[3]), _text(unescape(message)))
+    return Record(int(head["seq"]), int(head["ts"]), _text(unescape(message)))
 
 
 class Reader(Protocol):
@@ -182,20 +184,15 @@ class FileKmsgReader:
         return lines
 
     def _split(self, data: bytes, lines: list[Line]) -> None:
-        buffer = self._pending + data
-        start = 0
-        while True:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                break
-            self._offset += end + 1 - start
+        whole = (self._pending + data).split(b"\n")
+        self._pending = whole.pop()
+        for raw in whole:
+            self._offset += len(raw) + 1
             if self._skipping:
-                self._skipping = False
+                self._skipping = False  # the end of a line that was cut
             else:
                 self._line_no += 1
-                self._emit(buffer[start:end], lines)
-            start = end + 1
-        self._pending = buffer[start:]
+                self._emit(raw, lines)
         if len(self._pending) > MAX_LINE_BYTES and not self._skipping:
             # No newline in sight: ship what we have (the batcher truncates it visibly)
             # and drop the rest of this line as it arrives.
@@ -210,7 +207,8 @@ class FileKmsgReader:
 
     def _emit(self, raw: bytes, lines: list[Line]) -> None:
         raw = raw.removesuffix(b"\r")
-        if not raw or raw.isspace() or _CONTINUATION.match(raw):
+        # Blank and continuation lines start with a byte <= b" " (checked first: speed).
+        if not raw or (raw[0] <= 32 and (raw.isspace() or _CONTINUATION.match(raw))):
             return
         record = parse_record(raw)
         if record is None:

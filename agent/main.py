@@ -124,7 +124,9 @@ def build_checks(config: Config) -> list[Check]:
 def start_position(
     saved: Checkpoint | None, spool: Spool, boot_id: str, device: bool
 ) -> Checkpoint:
-    """After the last safe record: the checkpoint, or a spooled batch saved after it."""
+    """After the last safe record: the checkpoint, or a spooled batch saved after it (the
+    agent stopped between spooling a batch and saving the checkpoint; every batch before a
+    spooled one is spooled or acknowledged, see ``outbox``)."""
     start = resume_point(saved, boot_id, -1 if device else 0)
     for cursor in spool.cursors():
         if cursor.boot_id == boot_id and cursor.seq > start.seq:
@@ -171,8 +173,8 @@ class Agent:
         self.metrics = Metrics()
         self.spool = Spool(config.state_dir / "spool", config.spool_max_bytes)
         store = CheckpointStore(config.state_dir / "checkpoint.json")
-        self.device = is_device(config.kmsg)
-        self.start = start_position(store.load(), self.spool, config.boot_id, self.device)
+        device = is_device(config.kmsg)
+        self.start = start_position(store.load(), self.spool, config.boot_id, device)
         self.progress = Progress(store, self.start)
         self.outbox = Outbox(self.spool, self.metrics, self.progress, config.memory_batches)
         self.client = (
@@ -230,10 +232,9 @@ class Agent:
         batcher = Batcher(kmsg_stream(config.instance_id), max_events=config.max_batch_events)
         boot_ms = int((time.time() - time.monotonic()) * 1000)
         while not stop.is_set():
+            timeout = config.flush_interval  # also how long a stop may wait for the reader
             if batcher.pending:
-                timeout = batcher.opened_at + config.flush_interval - time.monotonic()
-            else:
-                timeout = 1.0
+                timeout += batcher.opened_at - time.monotonic()
             lines = reader.read(max(0.0, timeout))
             if lines:
                 for batch in batch_lines(lines, batcher, config.boot_id, boot_ms):

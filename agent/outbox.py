@@ -2,9 +2,9 @@
 
 Every batch gets an increasing id when it is made. The shipper always takes the lowest
 id, whether it sits in memory or in the spool, so spilling to disk under a burst or an
-outage never reorders a stream. Memory holds a handful of batches; anything beyond goes
-to the spool, so a burst costs disk, not RAM. A batch becomes *safe* (the checkpoint may
-move past it) when it is acknowledged or spooled.
+outage never reorders a stream. Memory holds a handful of batches; when they are not
+enough, they and the new one go to the spool, so a burst costs disk, not RAM. A batch
+becomes *safe* (the checkpoint may move past it) when it is acknowledged or spooled.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import Counter, deque
 from agent.batch import EVENT_OVERHEAD, Batch, utf8_size
 from agent.checkpoint import Progress
 from agent.metrics import Metrics
-from agent.spool import Spool
+from agent.spool import Damaged, Entry, Spool
 
 
 def dropped_message(count: int) -> str:
@@ -50,6 +50,11 @@ class Outbox:
             if batch.cursor is not None and self._progress is not None:
                 self._progress.issued(batch.id, batch.cursor)
             if self._to_disk or len(self._memory) >= self._max_memory:
+                # Older batches go to disk first: a batch on disk never has one that is
+                # only in memory before it, so after a crash everything up to the newest
+                # spooled batch is in the spool or was acknowledged (``start_position``).
+                while self._memory:
+                    self._store(self._memory.popleft())
                 self._store(batch)
             else:
                 self._memory.append(batch)
@@ -57,22 +62,35 @@ class Outbox:
 
     def _store(self, batch: Batch) -> None:
         dropped = self._spool.put(batch, keep=self._in_flight)
-        self._metrics.events_spooled += len(batch.events)
+        if not batch.reports:
+            self._metrics.events_spooled += len(batch.events)
         self._safe(batch)
+        self._lost(dropped)
+        self._metrics.spool_bytes = self._spool.bytes
+
+    def _lost(self, entries: list[Entry]) -> None:
+        """Count the events of spooled batches that will never ship, and say so."""
         counts: Counter[str] = Counter()
-        for entry in dropped:
-            # A dropped note hands its count on to the next one: the count of lost
-            # evidence always reaches the service, in the newest note of its stream.
+        for entry in entries:
+            # A lost note hands its count on: lost evidence is always counted once.
             counts[entry.stream] += entry.reports or entry.count
             self._metrics.events_dropped += 0 if entry.reports else entry.count
         for stream, count in counts.items():
-            message = dropped_message(count)
-            note = Batch(stream, [(int(time.time() * 1000), message)], reports=count)
-            note.size = utf8_size(message) + EVENT_OVERHEAD
-            note.id = self._next_id
-            self._next_id += 1
-            self._store(note)
-        self._metrics.spool_bytes = self._spool.bytes
+            self._note(stream, count)
+
+    def _note(self, stream: str, count: int) -> None:
+        """Say that ``count`` events of ``stream`` were dropped, in a note placed after the
+        newest batch. A note still waiting is folded into the new one, so an outage that
+        drops a thousand batches ships one note, not a thousand."""
+        for waiting in self._spool.notes(stream):
+            if waiting != self._in_flight:
+                count += self._spool.remove(waiting).reports
+        message = dropped_message(count)
+        note = Batch(stream, [(int(time.time() * 1000), message)], reports=count)
+        note.size = utf8_size(message) + EVENT_OVERHEAD
+        note.id = self._next_id
+        self._next_id += 1
+        self._store(note)
 
     def _safe(self, batch: Batch) -> None:
         if batch.cursor is not None and self._progress is not None:
@@ -91,12 +109,14 @@ class Outbox:
                     self._in_flight = self._memory[0].id
                     return self._memory[0]
                 if head is not None:
-                    batch = self._spool.load(head)
-                    if batch is not None:
-                        self._in_flight = batch.id
-                        return batch
-                    self._metrics.spool_bytes = self._spool.bytes
-                    continue
+                    try:
+                        batch = self._spool.load(head)
+                    except Damaged as damaged:
+                        self._lost([damaged.entry])
+                        self._metrics.spool_bytes = self._spool.bytes
+                        continue
+                    self._in_flight = batch.id
+                    return batch
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None

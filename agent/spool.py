@@ -20,6 +20,14 @@ log = logging.getLogger(__name__)
 SUFFIX = ".batch"
 
 
+class Damaged(Exception):
+    """A spooled batch that cannot be read back (its ``Entry`` is the argument)."""
+
+    def __init__(self, entry: Entry) -> None:
+        super().__init__(entry)
+        self.entry = entry
+
+
 @dataclass(frozen=True)
 class Entry:
     stream: str
@@ -102,12 +110,11 @@ class Spool:
             if self.bytes <= self.max_bytes or oldest == batch.id:
                 break
             if oldest != keep:
-                dropped.append(self._index[oldest])
-                self.remove(oldest)
+                dropped.append(self.remove(oldest))
         return dropped
 
-    def load(self, batch_id: int) -> Batch | None:
-        """The batch, or None if its file is damaged (it is set aside and counted lost)."""
+    def load(self, batch_id: int) -> Batch:
+        """The batch; raises Damaged (and sets the file aside) if it cannot be read."""
         entry = self._index[batch_id]
         path = self._path(batch_id)
         try:
@@ -117,15 +124,19 @@ class Spool:
         except (OSError, ValueError, TypeError) as exc:
             log.error("spool: batch %s is damaged (%s); %d events lost", batch_id, exc, entry.count)
             path.rename(path.with_suffix(".corrupt"))
-            self._forget(batch_id)
-            return None
+            raise Damaged(self._forget(batch_id)) from exc
         size = sum(utf8_size(m) + EVENT_OVERHEAD for _, m in events)
         return Batch(entry.stream, events, size, entry.cursor, batch_id)
 
-    def remove(self, batch_id: int) -> None:
-        self._path(batch_id).unlink(missing_ok=True)
-        self._forget(batch_id)
+    def notes(self, stream: str) -> list[int]:
+        """The spool-full notes of ``stream`` waiting here."""
+        return [i for i, e in self._index.items() if e.reports and e.stream == stream]
 
-    def _forget(self, batch_id: int) -> None:
+    def remove(self, batch_id: int) -> Entry:
+        self._path(batch_id).unlink(missing_ok=True)
+        return self._forget(batch_id)
+
+    def _forget(self, batch_id: int) -> Entry:
         entry = self._index.pop(batch_id)
         self.bytes -= entry.size
+        return entry

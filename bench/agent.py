@@ -68,19 +68,21 @@ def records(count: int, seed: int = 11) -> bytes:
     return "".join(out).encode()
 
 
-def parse_rate(count: int, directory: Path) -> float:
+def parse_rate(count: int, directory: Path) -> tuple[float, float]:
+    """(lines per CPU second of the parsing thread, lines per wall-clock second): the first
+    is what one core does, the second what it did on this machine, busy or not."""
     path = directory / "records"
     path.write_bytes(records(count))
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.thread_time()
     reader = FileKmsgReader(str(path))
     batcher = Batcher("i-0bench/kmsg")
-    seen = batches = 0
+    seen = 0
     while lines := reader.read(0):
         seen += len(lines)
-        batches += len(batch_lines(lines, batcher, "boot", 0))
-    elapsed = time.perf_counter() - started
+        batch_lines(lines, batcher, "boot", 0)
+    cpu, elapsed = time.thread_time() - cpu_started, time.perf_counter() - started
     assert seen == count, (seen, count)
-    return count / elapsed
+    return count / cpu, count / elapsed
 
 
 def free_port() -> int:
@@ -226,9 +228,12 @@ def main() -> None:
     endpoint = f"http://{host}:{port}"
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rate = parse_rate(args.lines, work)
-        print(f"parse+batch, one thread: {rate:,.0f} lines/s ({args.lines:,} records)")
-        print("  target >= 50,000 lines/s")
+        per_cpu, per_wall = parse_rate(args.lines, work)
+        print(
+            f"parse+batch, one thread: {per_cpu:,.0f} lines per CPU second "
+            f"({per_wall:,.0f} per wall-clock second; {args.lines:,} records)"
+        )
+        print("  target >= 50,000 lines/s on one core")
         (work / "proc").mkdir()
         peak, burst_rate, idle, rss_idle = burst_and_idle(
             work / "proc", endpoint, args.burst, args.idle_seconds

@@ -13,7 +13,10 @@ from typing import Literal
 
 Format = Literal["kmsg", "dmesg", "journal", "plain"]
 
-_KMSG = re.compile(r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;")
+KMSG_PREFIX = r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;"
+"""The ``priority,sequence,timestamp_us,flags;`` head of a /dev/kmsg record (the agent
+matches it on raw bytes, before the ``\\xNN`` escapes are decoded)."""
+_KMSG = re.compile(KMSG_PREFIX)
 _DMESG = re.compile(r"^(?:<\d+>)?\[\s*(?:\d+\.\d+|[A-Z][a-z]{2} [^\]]+)\]\s?")
 _JOURNAL = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"

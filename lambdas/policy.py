@@ -166,7 +166,11 @@ def _mode(action: str, group: Group | None, policy: Policy) -> tuple[Mode, str, 
     if policy.recovery_mode != "Automatic":
         raise PolicyError(f"recovery_mode must be Automatic or None, not {policy.recovery_mode!r}")
     if policy.dry_run:
-        return "monitor", "dry-run", f"dry run: would {action}"
+        return (
+            "monitor",
+            "dry-run",
+            f"dry run: would cordon, drain and {action} the node; label and condition only",
+        )
     return "act", "", f"{action} (policy: Automatic)"
 
 

@@ -128,7 +128,9 @@ def run_storm(world: World, say: Say) -> Result:
     count = math.ceil(len(world.machines) * STORM_SHARE)
     chosen = targets(world, count)
     settings = world.settings
-    limit = admission_limit(len(world.machines), settings.max_unhealthy_percent, settings.max_parallel)
+    limit = admission_limit(
+        len(world.machines), settings.max_unhealthy_percent, settings.max_parallel
+    )
     breaker = BreakerView(limit)
     say("")
     say(

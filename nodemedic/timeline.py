@@ -4,7 +4,8 @@ itself recorded, never by the demo's own clock at the moment it looked:
 =============  ==================================================================
 line written   the kernel log file's modification time after ``nodemedic inject``
 shipped        CloudWatch Logs' ingestion time of the event in ``<instance>/kmsg``
-classified     the time of the classifier's invocation output in its log group
+classified     the earliest record of the classifier's verdict: the execution it
+               started, or else its invocation's output in its log group
 started        the Step Functions execution's start date
 marked         the Node watch event showing it cordoned / tainted / labelled
 drained        the execution history's ``Drained`` state
@@ -17,7 +18,6 @@ notified       the SQS ``SentTimestamp`` of the SNS message about the instance
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -159,7 +159,7 @@ def inject(world: World, machine: Machine, fault: Fault) -> FaultRun:
         line=found["line"],
         boot_id=seen.boot_id if seen else "",
     )
-    run.steps["written"] = Step(os.stat(kmsg).st_mtime, run.line)
+    run.steps["written"] = Step(kmsg.stat().st_mtime, run.line)
     return run
 
 
@@ -216,25 +216,32 @@ class Observer:
         try:
             events = self.logs.filter_log_events(
                 logGroupName=self.world.classifier_log_group,
-                startTime=int(shipped.at * 1000) - 1000,
+                startTime=round(shipped.at * 1000),
             )["events"]
         except self.logs.exceptions.ResourceNotFoundException:
             return None
+        # Delivery runs within the PutLogEvents call that ingested the line: the first
+        # invocation for the node from that moment on is the one that saw it.
         for event in sorted(events, key=lambda e: e["timestamp"]):
             summary = _json_object(event["message"])
             if summary.get("instance_id") != run.machine.instance_id:
                 continue
-            if event["timestamp"] / 1000 < shipped.at - 1:
+            if event["timestamp"] < round(shipped.at * 1000):
                 continue
+            at = event["timestamp"] / 1000
             started = summary.get("started") or summary.get("duplicates") or []
             if started:
                 run.decision_id = str(started[0])
-                detail = f"{run.rule} -> {run.fault.expect}, decision {run.decision_id}"
+                detail = f"{run.rule} -> {run.fault.expect}"
+                # The classifier starts the execution before its output is logged.
+                execution = self._started(run)
+                if execution is not None:
+                    at = min(at, execution.at)
             elif summary.get("below_threshold"):
                 detail = f"{run.rule}: below its threshold, nothing yet"
             else:
                 detail = "no fault: the catalog ignores this line"
-            return Step(event["timestamp"] / 1000, detail)
+            return Step(at, detail)
         return None
 
     def _started(self, run: FaultRun) -> Step | None:
@@ -274,9 +281,7 @@ class Observer:
             )
             if seen is None:
                 return None
-            return Step(
-                seen.at, f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})"
-            )
+            return Step(seen.at, f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})")
         unhealthy = [
             e for e in self.world.machine_events(instance_id, "unhealthy") if e.at >= run.written_at
         ]
@@ -389,12 +394,17 @@ def follow(
     shown: dict[int, int] = {id(r): 0 for r in runs}
     deadline = time.monotonic() + timeout
     while True:
-        for run in runs:
+        ready: list[tuple[float, int, FaultRun, str]] = []
+        for index, run in enumerate(runs):
             observer.update(run)
             order = run.fault.steps
             while shown[id(run)] < len(order) and order[shown[id(run)]] in run.steps:
-                show(run, order[shown[id(run)]])
+                step = order[shown[id(run)]]
+                ready.append((run.steps[step].at, index, run, step))
                 shown[id(run)] += 1
+        # Several runs' steps seen in one round are shown in the order they happened.
+        for _, _, run, step in sorted(ready, key=lambda r: (r[0], r[1])):
+            show(run, step)
         if tick is not None:
             tick()
         if all(r.done for r in runs) or time.monotonic() > deadline:

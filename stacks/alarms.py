@@ -21,7 +21,7 @@ from constructs import Construct
 
 from lambdas.catalog import Catalog
 from stacks.insights import insights_query, is_insights_query
-from stacks.metrics import BREAKER_HELD, METRICS_NAMESPACE
+from stacks.metrics import BREAKER_METRIC, METRICS_NAMESPACE
 from stacks.settings import ClusterSettings
 
 PERIOD = Duration.minutes(5)
@@ -131,10 +131,10 @@ class Alarms(Construct):
                 "breaker-open",
                 cw.MathExpression(
                     expression=insights_query(
-                        "SUM", BREAKER_HELD, METRICS_NAMESPACE, cluster=settings.name
+                        "SUM", BREAKER_METRIC, METRICS_NAMESPACE, cluster=settings.name
                     ),
                     period=PERIOD,
-                    label=BREAKER_HELD,
+                    label=BREAKER_METRIC,
                 ),
                 "The breaker is holding decisions back: a node group is at its limit of nodes "
                 "in remediation (max_parallel / max_unhealthy_percent).",

@@ -17,14 +17,14 @@ from lambdas.catalog import Catalog
 from lambdas.filterpattern import filter_terms
 from stacks.insights import insights_query, search_expressions
 from stacks.metrics import (
-    BREAKER_HELD,
+    BREAKER_METRIC,
     CLASSIFIER_METRICS,
-    FAULT_TO_ACTION_SECONDS,
-    IN_REMEDIATION,
+    FAULT_TO_ACTION_METRIC,
+    IN_REMEDIATION_METRIC,
     METRICS_NAMESPACE,
     REMEDIATION_EXTRA_DIMENSIONS,
-    REMEDIATION_SECONDS,
-    REMEDIATIONS,
+    REMEDIATION_SECONDS_METRIC,
+    REMEDIATIONS_METRIC,
 )
 from stacks.settings import ClusterSettings
 
@@ -75,8 +75,10 @@ def evidence_query(terms: Sequence[str]) -> str:
     )
 
 
-def _insights(query: str, label: str | None = None) -> cw.MathExpression:
-    return cw.MathExpression(expression=query, period=PERIOD, label=label)
+def _expression(expression: str, label: str = "") -> cw.MathExpression:
+    """Without a label each series is named by its group or dimensions; CDK's default
+    would name every one of them after the query text."""
+    return cw.MathExpression(expression=expression, period=PERIOD, label=label)
 
 
 def _node_group_search(metric: str, statistic: str, *, cluster: str) -> str:
@@ -92,17 +94,15 @@ def _node_group_search(metric: str, statistic: str, *, cluster: str) -> str:
     return search
 
 
-def _line_node_group_search(expression: str, label: str = "") -> cw.MathExpression:
-    return cw.MathExpression(
-        expression=expression, period=PERIOD, label=f"{label} ${{PROP('Dim.NodeGroup')}}".strip()
-    )
+def _line_per_node_group(expression: str, label: str = "") -> cw.MathExpression:
+    return _expression(expression, f"{label} ${{PROP('Dim.NodeGroup')}}".strip())
 
 
 def _percentiles(title: str, metric: str, *, cluster: str) -> cw.GraphWidget:
     return cw.GraphWidget(
         title=title,
         left=[
-            _line_node_group_search(_node_group_search(metric, p, cluster=cluster), p)
+            _line_per_node_group(_node_group_search(metric, p, cluster=cluster), p)
             for p in PERCENTILES
         ],
         left_y_axis=cw.YAxisProps(label="seconds", show_units=False, min=0),
@@ -127,7 +127,7 @@ class Dashboard(Construct):
         faults = cw.GraphWidget(
             title="Faults per component",
             left=[
-                _insights(component_sum(ns, cluster=cluster, period_seconds=seconds), component)
+                _expression(component_sum(ns, cluster=cluster, period_seconds=seconds), component)
                 for component, ns in faults_by_component(catalog).items()
             ],
             stacked=True,
@@ -138,10 +138,10 @@ class Dashboard(Construct):
             left=[
                 # No SCHEMA: a series without one of the dimensions shows under "Other"
                 # instead of vanishing.
-                _insights(
+                _expression(
                     insights_query(
                         "SUM",
-                        REMEDIATIONS,
+                        REMEDIATIONS_METRIC,
                         METRICS_NAMESPACE,
                         cluster=cluster,
                         dimensions=None,
@@ -154,20 +154,17 @@ class Dashboard(Construct):
         )
         fault_to_action = _percentiles(
             "Fault to first action on the node, p50 and p99 (s)",
-            FAULT_TO_ACTION_SECONDS,
+            FAULT_TO_ACTION_METRIC,
             cluster=cluster,
         )
         duration = _percentiles(
-            "Decision to outcome, p50 and p99 (s)", REMEDIATION_SECONDS, cluster=cluster
+            "Decision to outcome, p50 and p99 (s)", REMEDIATION_SECONDS_METRIC, cluster=cluster
         )
+        # A gauge published on change: the last value holds until the next one.
+        nodes = _node_group_search(IN_REMEDIATION_METRIC, "Maximum", cluster=cluster)
         in_remediation = cw.GraphWidget(
             title="Nodes under remediation per node group (breaker limit)",
-            # A gauge published on change: the last value holds until the next one.
-            left=[
-                _line_node_group_search(
-                    f"FILL({_node_group_search(IN_REMEDIATION, 'Maximum', cluster=cluster)}, REPEAT)"
-                )
-            ],
+            left=[_line_per_node_group(f"FILL({nodes}, REPEAT)")],
             left_annotations=[
                 cw.HorizontalAnnotation(
                     value=settings.max_parallel,
@@ -181,10 +178,10 @@ class Dashboard(Construct):
         breaker = cw.GraphWidget(
             title="Breaker: decisions held per node group",
             left=[
-                _insights(
+                _expression(
                     insights_query(
                         "SUM",
-                        BREAKER_HELD,
+                        BREAKER_METRIC,
                         METRICS_NAMESPACE,
                         cluster=cluster,
                         group_by=("NodeGroup",),
@@ -196,7 +193,7 @@ class Dashboard(Construct):
         classifier = cw.GraphWidget(
             title="Classifier: lines, faults, remediations started",
             left=[
-                _insights(
+                _expression(
                     insights_query(
                         "SUM", metric, METRICS_NAMESPACE, cluster=cluster, dimensions=None
                     ),

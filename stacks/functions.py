@@ -14,11 +14,13 @@ from constructs import Construct
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.loggroups import log_group
 from stacks.metrics import METRICS_NAMESPACE
+from stacks.nag import XRAY, acknowledge
 from stacks.settings import ClusterSettings
 
 
 class PythonFunction(Construct):
-    """A function whose role may write only its own log group (no AWS managed policy)."""
+    """A function whose role may write only its own log group (no AWS managed policy) and
+    send its traces to X-Ray."""
 
     def __init__(
         self,
@@ -65,3 +67,4 @@ class PythonFunction(Construct):
             },
             dead_letter_queue=dead_letter_queue,
         )
+        acknowledge(self.role, "IAM5[Resource::*]", XRAY)

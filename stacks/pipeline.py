@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from lambdas.catalog import Catalog, load_catalog
@@ -24,25 +24,14 @@ from stacks.guardrails import guard_remediation
 from stacks.ingest import Ingest
 from stacks.kube_access import KubeAccess
 from stacks.metrics import METRICS_NAMESPACE
+from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.remediation import Remediation
 from stacks.settings import ClusterSettings
 
-XRAY = (
-    "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions; "
-    "the role holds nothing else on '*'"
-)
-
 
 def stack_name(settings: ClusterSettings) -> str:
     return f"nodemedic-{settings.name}"
-
-
-def acknowledge(construct: Construct, finding: str, reason: str) -> None:
-    """Accept one cdk-nag finding on ``construct`` and its children, with the reason."""
-    Validations.of(construct).acknowledge(
-        Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason)
-    )
 
 
 class PipelineStack(Stack):
@@ -132,14 +121,6 @@ class PipelineStack(Stack):
 
     def _acknowledge(self, settings: ClusterSettings) -> None:
         """cdk-nag (AwsSolutions) findings that are the least privilege possible."""
-        for role in (self.kube.role, self.ingest.classifier.role):
-            acknowledge(role, "IAM5[Resource::*]", XRAY)
-        acknowledge(
-            self.ingest.dead_letters,
-            "SQS3",
-            "This queue is itself the dead-letter queue (of the classifier's asynchronous "
-            "invocations); a queue behind it would only move the same events again",
-        )
         machine = self.remediation.state_machine
         acknowledge(
             machine,

@@ -14,7 +14,7 @@ cannot do (the policy Lambda, lambdas/policy.py):
    was already rebooted for the same fault).
 3. monitor (recovery_mode None, dry_run, a group outside ``node_groups``): label and
    condition only. act: "Admit" through the breaker (a conditional update of the group's
-   holder set), holding and polling while the group is at its limit; each round of the
+   holder set), holding and polling while the group is at its limit; once a minute the
    hold also sweeps holders whose execution is gone, so the breaker cannot latch shut.
 4. "Mark" (condition, label, taint, cordon), drain rounds until done, then reboot (watch
    for a new boot id, escalate to replace when none comes or the fault recurs) or replace
@@ -22,6 +22,12 @@ cannot do (the policy Lambda, lambdas/policy.py):
 5. Report: pipeline metrics, SNS, close the ledger, release the breaker slot and the lock.
    Any failure on the way is caught: the ledger says where it stopped, the slot and lock
    are released, SNS says so, and the execution ends in "Remediation failed".
+
+Metrics (stacks/metrics.py; namespace NodeMedic, dimensions Cluster and NodeGroup):
+``Remediations`` (plus ``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision,
+``BreakerHeld`` per hold, ``InRemediation`` (the group's breaker holders, a gauge published
+at every admission and release) and ``FaultToActionSeconds`` (the fault's ``first_seen``
+to the first mark on the node); the fault's own catalog metric in its namespace.
 
 Ledger items (partition ``pk``, sort ``sk``):
 ``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings;
@@ -37,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aws_cdk import Duration, RemovalPolicy, Stack, aws_lambda
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations, aws_lambda
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -48,6 +54,16 @@ from constructs import Construct
 
 from lambdas import policy
 from lambdas.decision import SCHEMA, Decision
+from stacks.functions import PythonFunction
+from stacks.guardrails import node_group_arns
+from stacks.metrics import (
+    BREAKER_METRIC,
+    FAULT_TO_ACTION_METRIC,
+    IN_REMEDIATION_METRIC,
+    METRICS_NAMESPACE,
+    REMEDIATION_SECONDS_METRIC,
+    REMEDIATIONS_METRIC,
+)
 from stacks.settings import ClusterSettings
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +72,10 @@ _CONDITIONAL = "DynamoDB.ConditionalCheckFailedException"
 _TERMINATING = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated")
 _INSTANCE = "$.decision.instance_id"
 Value = tasks.DynamoAttributeValue
+SWEEP_SECONDS = 60
+"""How often a held decision sweeps the breaker's stale holders. A holder is stale only once
+its node lock has expired, hours after its execution began, so a minute more is nothing;
+sweeping every round would cost a read and a transaction per holder each poll."""
 _Task = TypeVar("_Task", bound=sfn.TaskStateBase | sfn.Map)
 
 
@@ -116,15 +136,25 @@ class Remediation(Construct):
             ),
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.policy_function = aws_lambda.Function(
+        self.policy = PythonFunction(
             self,
             "Policy",
-            runtime=aws_lambda.Runtime.PYTHON_3_11,
-            handler="lambdas.policy_handler.handler",
+            settings=settings,
             code=_policy_code(),
+            handler="lambdas.policy_handler.handler",
+            service="nodemedic-policy",
+            description="remediation policy arithmetic",
+            environment={},
             memory_size=128,
-            timeout=Duration.seconds(10),
-            description=f"nodemedic {settings.name}: remediation policy arithmetic",
+            timeout_seconds=10,
+        )
+        self.policy_function = self.policy.function
+        Validations.of(self.policy.role).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                reason="X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level "
+                "permissions; the role holds nothing else on '*'",
+            )
         )
         timeout = policy.execution_timeout(
             breaker_hold=settings.breaker_hold,
@@ -329,6 +359,55 @@ class _Flow:
             guard=guard,
         )
 
+    def _in_remediation(self, id: str, count: str, *, guard: bool = True) -> tasks.CallAwsService:
+        """The gauge of the group's breaker holders (nodes in remediation), as it now is."""
+        return self._metrics(
+            id,
+            METRICS_NAMESPACE,
+            [
+                {
+                    "name": IN_REMEDIATION_METRIC,
+                    "value": sfn.JsonPath.number_at(count),
+                    "unit": "Count",
+                }
+            ],
+            guard=guard,
+        )
+
+    def _elapsed(self, id: str, since: str, until: str, result_path: str) -> tasks.LambdaInvoke:
+        """Seconds between two ISO times (policy Lambda: States Language has no date math)."""
+        task = tasks.LambdaInvoke(
+            self.scope,
+            id,
+            lambda_function=self.policy_function,
+            payload=sfn.TaskInput.from_object({"op": "elapsed", "since": since, "until": until}),
+            payload_response_only=True,
+            result_path=result_path,
+        )
+        self._guard(task)
+        return task
+
+    def _fault_to_action(self, suffix: str = "") -> sfn.Chain:
+        """FaultToActionSeconds: from the fault line's time to the first mark on the node."""
+        elapsed = self._elapsed(
+            f"Fault to action{suffix}",
+            _path("$.decision.first_seen"),
+            _path("$.times.marked.at"),
+            "$.fault_to_action",
+        )
+        metric = self._metrics(
+            f"Publish fault-to-action time{suffix}",
+            METRICS_NAMESPACE,
+            [
+                {
+                    "name": FAULT_TO_ACTION_METRIC,
+                    "value": sfn.JsonPath.number_at("$.fault_to_action.seconds"),
+                    "unit": "Seconds",
+                }
+            ],
+        )
+        return elapsed.next(metric)
+
     def _notify(
         self, id: str, subject: str, message: Mapping[str, Any], *, guard: bool = True
     ) -> tasks.SnsPublish:
@@ -403,7 +482,9 @@ class _Flow:
                 "group": {"name": policy.NO_GROUP, "size": 0, "found": False},
                 "node": {"node": "", "boot_id": ""},
                 "step": {"name": "planning"},
-                "hold": {"held": False, "rounds": 0},
+                # Until "Plan" replaces it: a failure before it still has an action to report.
+                "plan": {"action": _path("$.action")},
+                "hold": {"held": False, "rounds": 0, "sweep_at": 1},
                 "escalation": {"escalated": False, "reason": None},
                 "times": {},
             },
@@ -618,6 +699,8 @@ class _Flow:
         )
         monitor = self._step("Start monitoring", "monitoring")
         monitor.next(self._mark("Mark (monitor only)", cordon=False)).next(
+            self._fault_to_action(" (monitor only)")
+        ).next(
             self._pass("Monitored", "$.outcome", name=sfn.JsonPath.string_at("$.plan.outcome"))
         ).next(report)
         lock.next(locate).next(
@@ -649,7 +732,13 @@ class _Flow:
                 ":now": Value.from_string(_NOW),
                 ":limit": _n("$.plan.limit"),
             },
-            result_selector=_at(),
+            return_values=tasks.DynamoReturnValues.ALL_NEW,
+            result_selector={
+                **_at(),
+                "holders": sfn.JsonPath.array_length(
+                    sfn.JsonPath.list_at("$.Attributes.holders.SS")
+                ),
+            },
             result_path="$.slot",
         )
         held_before = sfn.Choice(s, "Held before?")
@@ -665,6 +754,7 @@ class _Flow:
                     _fmt("nodemedic held: {}", _INSTANCE),
                     {
                         "outcome": "held",
+                        "action": sfn.JsonPath.string_at("$.plan.action"),
                         "summary": _fmt(
                             "breaker open: {} of the {} nodes of group {} are in remediation "
                             "(max_parallel {}, max_unhealthy_percent {}); this decision "
@@ -682,8 +772,8 @@ class _Flow:
             .next(
                 self._metrics(
                     "Publish held metric",
-                    "NodeMedic",
-                    [{"name": "BreakerHeld", "value": 1, "unit": "Count"}],
+                    METRICS_NAMESPACE,
+                    [{"name": BREAKER_METRIC, "value": 1, "unit": "Count"}],
                 )
             )
             .next(expired)
@@ -694,8 +784,26 @@ class _Flow:
             sfn.Condition.number_greater_than_equals("$.hold.rounds", hold_rounds),
             self._outcome("Held too long", "held").next(report),
         ).otherwise(hold_wait)
-        hold_wait.next(self._counter("Count hold", "$.hold", held=True)).next(self._sweep(admit))
-        admit.next(self._act(report))
+        hold_wait.next(
+            self._counter(
+                "Count hold",
+                "$.hold",
+                held=True,
+                sweep_at=sfn.JsonPath.number_at("$.hold.sweep_at"),
+            )
+        ).next(
+            sfn.Choice(s, "Sweep due?")
+            .when(
+                sfn.Condition.number_greater_than_equals_json_path(
+                    "$.hold.rounds", "$.hold.sweep_at"
+                ),
+                self._sweep(admit),
+            )
+            .otherwise(admit)
+        )
+        admit.next(self._in_remediation("Publish nodes in remediation", "$.slot.holders")).next(
+            self._act(report)
+        )
         return admit
 
     def _sweep(self, admit: sfn.IChainable) -> sfn.IChainable:
@@ -772,10 +880,21 @@ class _Flow:
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(remove)
         self._guard(sweep)
+        swept = self._pass(
+            "Next sweep",
+            "$.hold",
+            held=True,
+            rounds=sfn.JsonPath.number_at("$.hold.rounds"),
+            sweep_at=sfn.JsonPath.math_add(
+                sfn.JsonPath.number_at("$.hold.rounds"),
+                policy.rounds(SWEEP_SECONDS, self.settings.poll_seconds),
+            ),
+        )
+        swept.next(admit)
         read.next(
             sfn.Choice(s, "Any holders?")
-            .when(sfn.Condition.is_present("$.breaker.Item.holders.SS"), sweep.next(admit))
-            .otherwise(admit)
+            .when(sfn.Condition.is_present("$.breaker.Item.holders.SS"), sweep.next(swept))
+            .otherwise(swept)
         )
         return read
 
@@ -857,6 +976,7 @@ class _Flow:
         drain_wait.next(self._counter("Count drain", "$.drain", **keep_drain)).next(drain_round)
         (
             start.next(self._mark("Mark", cordon=True))
+            .next(self._fault_to_action())
             .next(self._step("Start draining", "draining"))
             .next(
                 self._pass(
@@ -1009,15 +1129,8 @@ class _Flow:
     def _replace(self, report: sfn.IChainable) -> sfn.IChainable:
         s = self.scope
         st = self.settings
-        stack = Stack.of(s)
-        groups = [
-            stack.format_arn(
-                service="autoscaling",
-                resource="autoScalingGroup",
-                resource_name=f"*:autoScalingGroupName/{name}",
-            )
-            for name in st.node_groups
-        ] or ["*"]
+        # With no node group configured, stacks/guardrails.py denies every group.
+        groups = node_group_arns(Stack.of(s), st.node_groups) or ["*"]
         unhealthy = self._aws(
             "Set instance unhealthy",
             "autoscaling",
@@ -1094,7 +1207,26 @@ class _Flow:
                 ":me": Value.from_string_set(sfn.JsonPath.list_at("$.keys.instance_ids")),
                 ":now": Value.from_string(_NOW),
             },
-            result_path=sfn.JsonPath.DISCARD,
+            return_values=tasks.DynamoReturnValues.ALL_NEW,
+            result_path="$.released",
+        )
+        # DynamoDB drops a set that becomes empty: no holders left is no attribute.
+        gauge = self._in_remediation(
+            f"{prefix}publish nodes in remediation", "$.released.count", guard=not best_effort
+        )
+        left = (
+            sfn.Choice(s, f"{prefix}holders left?")
+            .when(
+                sfn.Condition.is_present("$.released.Attributes.holders.SS"),
+                self._pass(
+                    f"{prefix}count holders",
+                    "$.released",
+                    count=sfn.JsonPath.array_length(
+                        sfn.JsonPath.list_at("$.released.Attributes.holders.SS")
+                    ),
+                ).next(gauge),
+            )
+            .otherwise(self._pass(f"{prefix}no holders", "$.released", count=0).next(gauge))
         )
         lock = tasks.DynamoDeleteItem(
             s,
@@ -1110,13 +1242,16 @@ class _Flow:
             .when(sfn.Condition.is_present("$.lock"), lock)
             .otherwise(then)
         )
-        slot.next(lock_choice)
+        slot.next(left)
+        gauge.next(lock_choice)
         lock.next(then)
-        for task in (slot, lock):
-            if best_effort:
-                task.add_catch(lock_choice if task is slot else then, result_path="$.release_error")
-            else:
-                self._guard(task)
+        if best_effort:
+            slot.add_catch(lock_choice, result_path="$.release_error")
+            gauge.add_catch(lock_choice, result_path="$.release_error")
+            lock.add_catch(then, result_path="$.release_error")
+        else:
+            self._guard(slot)
+            self._guard(lock)
         return (
             sfn.Choice(s, f"{prefix}holds slot?")
             .when(sfn.Condition.is_present("$.slot"), slot)
@@ -1125,32 +1260,25 @@ class _Flow:
 
     def _report(self) -> sfn.IChainable:
         s = self.scope
-        elapsed = tasks.LambdaInvoke(
-            s,
-            "Elapsed",
-            lambda_function=self.policy_function,
-            payload=sfn.TaskInput.from_object(
-                {"op": "elapsed", "since": sfn.JsonPath.string_at("$.started_at"), "until": _NOW}
-            ),
-            payload_response_only=True,
-            result_path="$.elapsed",
-        )
-        self._guard(elapsed)
+        elapsed = self._elapsed("Elapsed", _path("$.started_at"), _NOW, "$.elapsed")
         outcome = sfn.JsonPath.string_at("$.outcome.name")
         metrics = self._metrics(
             "Publish outcome metrics",
-            "NodeMedic",
+            METRICS_NAMESPACE,
             [
                 {
-                    "name": "RemediationSeconds",
+                    "name": REMEDIATION_SECONDS_METRIC,
                     "value": sfn.JsonPath.number_at("$.elapsed.seconds"),
                     "unit": "Seconds",
                 },
                 {
-                    "name": "Remediations",
+                    "name": REMEDIATIONS_METRIC,
                     "value": 1,
                     "unit": "Count",
-                    "dimensions": [{"Name": "Outcome", "Value": outcome}],
+                    "dimensions": [
+                        {"Name": "Action", "Value": sfn.JsonPath.string_at("$.plan.action")},
+                        {"Name": "Outcome", "Value": outcome},
+                    ],
                 },
             ],
         )
@@ -1159,6 +1287,7 @@ class _Flow:
             _fmt("nodemedic {}: {}", "$.outcome.name", _INSTANCE),
             {
                 "outcome": outcome,
+                "action": sfn.JsonPath.string_at("$.plan.action"),
                 "summary": _fmt(
                     "{}: {} on {} (node {}, group {}) after {} s; {}",
                     "$.outcome.name",
@@ -1225,13 +1354,16 @@ class _Flow:
         )
         metric = self._metrics(
             "Publish failure metric",
-            "NodeMedic",
+            METRICS_NAMESPACE,
             [
                 {
-                    "name": "Remediations",
+                    "name": REMEDIATIONS_METRIC,
                     "value": 1,
                     "unit": "Count",
-                    "dimensions": [{"Name": "Outcome", "Value": "failed"}],
+                    "dimensions": [
+                        {"Name": "Action", "Value": sfn.JsonPath.string_at("$.plan.action")},
+                        {"Name": "Outcome", "Value": "failed"},
+                    ],
                 }
             ],
             guard=False,

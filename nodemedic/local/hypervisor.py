@@ -6,6 +6,13 @@ id, an instance set ``Unhealthy`` is terminated by its Auto Scaling group and it
 goes away. ``Hypervisor`` hooks the moto backend methods and calls the machine-side
 callbacks (the simulated kubelet's) on a background thread, as a real machine reboots
 after the API call has returned.
+
+Public interface (used by the tests and the local demo):
+
+- ``Hypervisor(on_reboot, on_power_off, on_launch=None, terminate_after=None, delay=0)``:
+  ``hang(instance_id)`` (its reboots never finish), ``reboots`` (instance ids, in order)
+- ``machines(hypervisor)``: context manager; while active, moto's ``RebootInstances``,
+  ``TerminateInstances`` and ``SetInstanceHealth`` reach the hypervisor
 """
 
 from __future__ import annotations

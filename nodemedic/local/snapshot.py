@@ -34,9 +34,7 @@ def _cluster(world: World) -> dict[str, Any]:
                 "unschedulable": bool(node.spec.unschedulable),
                 "health": (node.metadata.labels or {}).get(HEALTH_LABEL),
                 "taints": [f"{t.key}={t.value or ''}:{t.effect}" for t in node.spec.taints or []],
-                "conditions": {
-                    c.type: c.status for c in conditions if c.type != "Ready"
-                },
+                "conditions": {c.type: c.status for c in conditions if c.type != "Ready"},
                 "boot_id": node.status.node_info.boot_id,
                 "worker": workers.get(node.metadata.name),
             }
@@ -103,7 +101,18 @@ def _metrics(world: World) -> list[dict[str, Any]]:
     now = datetime.datetime.now(datetime.UTC)
     found = []
     for namespace in NAMESPACES:
-        for metric in cloudwatch.list_metrics(Namespace=namespace)["Metrics"]:
+        listed = {
+            (
+                m["MetricName"],
+                tuple(sorted((d["Name"], d["Value"]) for d in m.get("Dimensions", []))),
+            )
+            for m in cloudwatch.list_metrics(Namespace=namespace)["Metrics"]
+        }
+        for name, dimensions in sorted(listed):
+            metric = {
+                "MetricName": name,
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions],
+            }
             stats = cloudwatch.get_metric_statistics(
                 Namespace=namespace,
                 MetricName=metric["MetricName"],
@@ -127,14 +136,16 @@ def _metrics(world: World) -> list[dict[str, Any]]:
 
 def render(state: dict[str, Any], *, since: float) -> list[str]:
     """The snapshot as text; notification times relative to ``since``."""
+    nodes = state["cluster"]["nodes"]
+    width = max([len("NODE"), *(len(n["name"]) for n in nodes)])
     lines = ["", "Cluster: nodes"]
     lines.append(
-        f"  {'NODE':<28} {'INSTANCE':<20} {'READY':<5} {'SCHED':<5} {'HEALTH':<32} "
+        f"  {'NODE':<{width}} {'INSTANCE':<20} {'READY':<5} {'SCHED':<5} {'HEALTH':<32} "
         f"{'BOOT':<8} {'WORKER':<6} TAINTS"
     )
-    for n in state["cluster"]["nodes"]:
+    for n in nodes:
         lines.append(
-            f"  {n['name']:<28} {n['instance_id']:<20} {_yes(n['ready']):<5} "
+            f"  {n['name']:<{width}} {n['instance_id']:<20} {_yes(n['ready']):<5} "
             f"{_yes(not n['unschedulable']):<5} {n['health'] or '-':<32} {n['boot_id'][:8]:<8} "
             f"{'-' if n['worker'] is None else n['worker']:<6} {', '.join(n['taints']) or '-'}"
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -38,7 +39,7 @@ from kubernetes import client
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.agents import AgentFleet, AgentSettings
-from nodemedic.local.aws import Deployment, atomic_writes, deploy
+from nodemedic.local.aws import QUICK_EC2, Deployment, atomic_writes, deploy, node_group
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inbox import Inbox
 from nodemedic.local.inprocess import handlers_in_process
@@ -49,7 +50,7 @@ from nodemedic.local.workload import TrainingJob
 from stacks.settings import ClusterSettings
 
 REGION = "us-east-1"
-ZONES = ("us-east-1a", "us-east-1b")
+ZONE = "us-east-1a"
 NODE_GROUP = "accelerated"
 INSTANCE_TYPE = "p5.48xlarge"
 DEVICES = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
@@ -198,24 +199,7 @@ def local_world(
     began = time.monotonic()
     timings: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.dict(os.environ, CREDENTIALS))
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        stack.callback(server.stop)
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        # MOTO_PORT: where Step Functions sends the state machine's own AWS calls.
-        # AWS_ENDPOINT_URL: where the handlers running in this process send theirs.
-        stack.enter_context(
-            mock.patch.dict(os.environ, {"MOTO_PORT": str(port), "AWS_ENDPOINT_URL": endpoint})
-        )
-        _moto_api(endpoint, "reset")
-        _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
-        stack.callback(
-            _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
-        )
-        stack.enter_context(handlers_in_process())
-        stack.enter_context(atomic_writes())
+        endpoint = stack.enter_context(_moto_server())
         say(f"AWS: moto server on {endpoint}")
 
         # The AWS side (synth takes a while) is built while the control plane starts here:
@@ -306,6 +290,35 @@ def local_world(
 
 
 @contextlib.contextmanager
+def _moto_server() -> Iterator[str]:
+    """moto as a server on loopback, in this process; its endpoint URL."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, {**CREDENTIALS, **QUICK_EC2}))
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        stack.callback(server.stop)
+        host, port = server.get_host_and_port()
+        # One line per request on stderr otherwise.
+        requests_log = logging.getLogger("werkzeug")
+        stack.callback(requests_log.setLevel, requests_log.level)
+        requests_log.setLevel(logging.WARNING)
+        endpoint = f"http://{host}:{port}"
+        # MOTO_PORT: where Step Functions sends the state machine's own AWS calls.
+        # AWS_ENDPOINT_URL: where the handlers running in this process send theirs.
+        stack.enter_context(
+            mock.patch.dict(os.environ, {"MOTO_PORT": str(port), "AWS_ENDPOINT_URL": endpoint})
+        )
+        _moto_api(endpoint, "reset")
+        _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
+        stack.callback(
+            _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
+        )
+        stack.enter_context(handlers_in_process())
+        stack.enter_context(atomic_writes())
+        yield endpoint
+
+
+@contextlib.contextmanager
 def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterator[LocalCluster]:
     binaries = binary_dir()
     if not (binaries / "kube-apiserver").exists():
@@ -333,60 +346,24 @@ def _build_aws(
     timings: dict[str, float],
 ) -> tuple[Deployment, list[Machine]]:
     from stacks.pipeline import stack_name
+    from stacks.synth import synth_template
 
     began = time.monotonic()
-    template = _synthesize(settings, workdir / "synth.log")
+    template = synth_template(settings)
     timings["synth"] = time.monotonic() - began
     began = time.monotonic()
     deployment = deploy(template, stack_name=stack_name(settings), endpoint_url=endpoint)
     timings["deploy"] = time.monotonic() - began
+    instance_ids = node_group(
+        NODE_GROUP,
+        size,
+        region=REGION,
+        endpoint_url=endpoint,
+        instance_type=INSTANCE_TYPE,
+        availability_zone=ZONE,
+    )
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
-    autoscaling = boto3.client("autoscaling", region_name=REGION, endpoint_url=endpoint)
-    instance_ids = _node_group(ec2, autoscaling, size)
     return deployment, [_machine(ec2, i) for i in instance_ids]
-
-
-def _synthesize(settings: ClusterSettings, log: Path) -> dict[str, Any]:
-    """``stacks.synth.synth_template``, with the CDK's Node.js process writing its warnings
-    to ``log`` rather than over the demo's output."""
-    with _stderr_to(log):
-        from stacks.synth import synth_template
-
-        return synth_template(settings)
-
-
-@contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Point file descriptor 2 at ``path`` while the block runs: child processes started
-    meanwhile (the jsii runtime) keep writing there."""
-    saved = os.dup(2)
-    with path.open("ab") as log:
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def _node_group(ec2: Any, autoscaling: Any, size: int) -> list[str]:
-    """An Auto Scaling group of ``size`` accelerator instances over ``ZONES``; their ids."""
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    template = f"{NODE_GROUP}-nodes"
-    ec2.create_launch_template(
-        LaunchTemplateName=template,
-        LaunchTemplateData={"ImageId": image, "InstanceType": INSTANCE_TYPE},
-    )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName=NODE_GROUP,
-        LaunchTemplate={"LaunchTemplateName": template},
-        MinSize=size,
-        MaxSize=size,
-        DesiredCapacity=size,
-        AvailabilityZones=list(ZONES),
-    )
-    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[NODE_GROUP])
-    return sorted(i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"])
 
 
 def _machine(ec2: Any, instance_id: str) -> Machine:
@@ -413,22 +390,19 @@ def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> N
 
 
 def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:
-    """Every agent is up once its first health results are in its ``/health`` stream."""
+    """Every agent is up once the classifier has seen its first health results."""
     logs = world.aws("logs")
-    group = world.settings.log_group_name
     deadline = time.monotonic() + timeout
-    while True:
-        streams = {
-            s["logStreamName"]
-            for page in logs.get_paginator("describe_log_streams").paginate(logGroupName=group)
-            for s in page["logStreams"]
-        }
-        missing = [i for i in instance_ids if f"{i}/health" not in streams]
-        if not missing:
-            return
+    missing = set(instance_ids)
+    while missing:
         if time.monotonic() > deadline:
             raise TimeoutError(
-                f"agents of {', '.join(missing)} shipped nothing in {timeout:.0f}s; "
+                f"agents of {', '.join(sorted(missing))} shipped nothing in {timeout:.0f}s; "
                 f"see {world.workdir}/nodes/<instance-id>/agent.log"
             )
         time.sleep(0.25)
+        with contextlib.suppress(logs.exceptions.ResourceNotFoundException):
+            for page in logs.get_paginator("filter_log_events").paginate(
+                logGroupName=world.classifier_log_group
+            ):
+                missing -= {i for i in missing for e in page["events"] if i in e["message"]}

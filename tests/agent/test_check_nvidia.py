@@ -56,7 +56,7 @@ def test_healthy_recordings_are_healthy() -> None:
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "status", "reason", "figures"),
+    ("old", "new", "status", "reason", "figures", "fault"),
     [
         (
             b"<dram_uncorrectable>0</dram_uncorrectable>",
@@ -64,6 +64,7 @@ def test_healthy_recordings_are_healthy() -> None:
             "fail",
             "EccUncorrectable",
             {"ecc_uncorrected_volatile": 3, "ecc_uncorrected_aggregate": 0},
+            "nvidia-smi-ecc-uncorrectable",
         ),
         (
             b"<remapped_row_pending>No</remapped_row_pending>",
@@ -71,6 +72,7 @@ def test_healthy_recordings_are_healthy() -> None:
             "warn",
             "RowRemapPending",
             {"remapped_rows_pending": 1, "remapped_row_corr": 0, "remapped_row_unc": 0},
+            "nvidia-smi-row-remap-pending",
         ),
         (
             b"<remapped_row_failure>No</remapped_row_failure>",
@@ -78,6 +80,7 @@ def test_healthy_recordings_are_healthy() -> None:
             "fail",
             "RowRemapFailure",
             {"remapped_rows_failure": 1, "remapped_row_corr": 0, "remapped_row_unc": 0},
+            "nvidia-smi-row-remap-failure",
         ),
         (
             b"<clocks_event_reason_hw_slowdown>Not Active",
@@ -85,6 +88,7 @@ def test_healthy_recordings_are_healthy() -> None:
             "warn",
             "HwSlowdown",
             {"clocks_event_reasons": 0x1 | 0x8},
+            "nvidia-smi-hw-slowdown",
         ),
         (
             b"<clocks_event_reason_hw_power_brake_slowdown>Not Active",
@@ -92,11 +96,12 @@ def test_healthy_recordings_are_healthy() -> None:
             "warn",
             "PowerBrake",
             {"clocks_event_reasons": 0x1 | 0x80},
+            "nvidia-smi-power-brake",
         ),
     ],
 )
 def test_each_fault_on_the_current_driver_layout(
-    old: bytes, new: bytes, status: str, reason: str, figures: dict[str, int]
+    *, old: bytes, new: bytes, status: str, reason: str, figures: dict[str, int], fault: str
 ) -> None:
     results = evaluate(on_second_l4(old, new), 2, TS)
     assert summary(results) == [
@@ -104,6 +109,10 @@ def test_each_fault_on_the_current_driver_layout(
         ("00000000:C1:00.0", status, reason),
     ]
     assert results[1].figures == figures
+    # The catalog's health rule turns the line into the fault; the healthy GPU is no fault.
+    healthy, faulty = (classify(r.to_json(), "health") for r in results)
+    assert healthy is None and faulty is not None and faulty.rule.id == fault
+    assert faulty.groups == {"device": "00000000:C1:00.0"}
 
 
 def test_fewer_gpus_than_the_instance_type_has() -> None:
@@ -148,6 +157,8 @@ def test_a_failing_or_hanging_nvidia_smi_is_smi_failed() -> None:
     assert hung[0].reason == "SmiFailed" and hung[0].figures == {"timeout_s": 0.3}
     garbage = run(NvidiaSmi(["echo", "No devices were found"]))
     assert garbage[0].reason == "SmiFailed"
+    fault = classify(hung[0].to_json(), "health")
+    assert fault is not None and fault.rule.id == "nvidia-smi-failed"
 
 
 def test_a_missing_nvidia_smi_is_reported_once_as_skipped(tmp_path: Path) -> None:
@@ -156,6 +167,7 @@ def test_a_missing_nvidia_smi_is_reported_once_as_skipped(tmp_path: Path) -> Non
     now = datetime(2026, 11, 22, tzinfo=UTC)
     first, _ = runner.run(now)
     assert summary(first) == [("node", "skipped", "ToolMissing")]
+    assert classify(first[0].to_json(), "health") is None, "no GPU is not a GPU fault"
     assert runner.run(now)[0] == []
     check.command = ["cat", str(SMI / "tesla-p100-healthy.xml")]  # the driver got installed
     assert summary(runner.run(now)[0]) == [("00000000:00:04.0", "ok", "Healthy")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.inject import InjectError, find_rule, line_for, write_device
+from agent.inject import InjectError, append_file, find_rule, line_for, write_device
 from agent.kmsg import DevKmsgReader, FileKmsgReader
 from lambdas.catalog import load_catalog
 from lambdas.classifier import classify
@@ -38,6 +38,25 @@ def test_inject_xid_neuron_and_rule_lines_classify_as_their_fault(tmp_path: Path
     assert raw[2].startswith("4,2,") and raw[2].endswith(
         ";nodemedic: kmsg ring buffer overwritten, 1423 records lost"
     )
+
+
+def test_every_kernel_fault_in_the_catalog_can_be_injected_and_reads_back_as_itself(
+    tmp_path: Path,
+) -> None:
+    catalog = load_catalog()
+    target = tmp_path / "kmsg"
+    faults = [r for r in catalog.rules if r.source == "kmsg" and r.action != "ignore"]
+    for n, rule in enumerate(faults):
+        if (xid := rule.id.removeprefix("nvidia-xid-")).isdigit():
+            assert find_rule(catalog, "xid", xid) is rule
+        if rule.example.startswith("NEURON_HW_ERR="):
+            kind = rule.example.split("=", 1)[1].split()[0]
+            assert find_rule(catalog, "neuron", kind) is rule
+        append_file(target, line_for(find_rule(catalog, "rule", rule.id)), 4, record=n % 2 == 1)
+    read = [line.message for line in FileKmsgReader(str(target), max_lines=10_000).read(0)]
+    found = [fault.rule.id if (fault := classify(line)) else None for line in read]
+    assert found == [rule.id for rule in faults]
+    assert len(faults) > 150
 
 
 def test_appending_never_joins_an_unterminated_line(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent.batch import Batch
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress
+from agent.main import start_position
 from agent.metrics import Metrics
 from agent.outbox import Outbox, dropped_message
 from agent.spool import Spool
@@ -73,7 +74,7 @@ def test_a_full_spool_drops_the_oldest_and_ships_the_count(tmp_path: Path) -> No
     assert len(kept) * 2 + dropped == 12
 
 
-def test_a_dropped_note_hands_its_count_to_the_next(tmp_path: Path) -> None:
+def test_one_note_counts_everything_an_outage_dropped(tmp_path: Path) -> None:
     metrics = Metrics()
     size = len(batch("s", "x" * 1000).events[0][1])
     outbox = Outbox(Spool(tmp_path, max_bytes=2 * (size + 300)), metrics)
@@ -83,8 +84,8 @@ def test_a_dropped_note_hands_its_count_to_the_next(tmp_path: Path) -> None:
     shipped = [m for b in drain(outbox) for m in b]
     notes = [m for m in shipped if m.startswith("nodemedic:")]
     kept = [m for m in shipped if not m.startswith("nodemedic:")]
-    reported = sum(int(n.split("dropped ")[1].split()[0]) for n in notes)
-    assert reported == metrics.events_dropped == 12 - len(kept)
+    assert notes == [dropped_message(12 - len(kept))] and shipped[-1] == notes[0]
+    assert metrics.events_dropped == 12 - len(kept)
 
 
 def test_the_batch_being_sent_is_not_dropped_from_a_full_spool(tmp_path: Path) -> None:
@@ -119,12 +120,31 @@ def test_checkpoint_counts_a_spooled_batch_as_safe(tmp_path: Path) -> None:
     )
     outbox.put(batch("k", "a", seq=10))  # in memory: not yet safe
     assert store.load() is None
-    outbox.put(batch("k", "b", seq=20))  # memory full: spooled, but 10 is still in flight
-    assert store.load() is None
     head = outbox.peek(0)
     assert head is not None
     outbox.acked(head)
-    assert store.load() == Checkpoint("boot", 20)
+    assert store.load() == Checkpoint("boot", 10)
+    outbox.put(batch("k", "b", seq=20))
+    outbox.put(batch("k", "c", seq=30))  # memory full: both go to disk, both safe
+    assert store.load() == Checkpoint("boot", 30)
+    assert drain(outbox) == [["b"], ["c"]]
+
+
+def test_after_a_crash_every_record_is_spooled_or_read_again(tmp_path: Path) -> None:
+    """A batch waits in memory while newer ones overflow to disk, then the agent is killed:
+    each record must be in the spool or after the point the restarted agent reads from."""
+    store = CheckpointStore(tmp_path / "checkpoint.json")
+    progress = Progress(store, Checkpoint("boot", 0))
+    outbox = Outbox(Spool(tmp_path / "spool", 64 * 1024 * 1024), Metrics(), progress)
+    for first in (1, 4, 7):
+        outbox.put(batch("k", *(str(n) for n in range(first, first + 3)), seq=first + 2))
+    del outbox  # SIGKILL: what was in memory is gone
+    spool = Spool(tmp_path / "spool", 64 * 1024 * 1024)
+    resume = start_position(store.load(), spool, "boot", device=True)
+    spooled = {m for b in drain(Outbox(spool, Metrics())) for m in b}
+    read_again = {str(n) for n in range(resume.seq + 1, 10)}
+    assert spooled | read_again == {str(n) for n in range(1, 10)}
+    assert not spooled & read_again, "nothing twice"
 
 
 def test_a_damaged_spool_file_is_set_aside_and_the_rest_ships(tmp_path: Path) -> None:
@@ -135,5 +155,5 @@ def test_a_damaged_spool_file_is_set_aside_and_the_rest_ships(tmp_path: Path) ->
     middle = sorted(tmp_path.glob("*.batch"))[1]
     header = middle.read_bytes().split(b"\n", 1)[0]
     middle.write_bytes(header + b"\n[[1, ")
-    assert drain(outbox) == [["m0"], ["m2"]]
+    assert drain(outbox) == [["m0"], ["m2"], [dropped_message(1)]], "the loss is told"
     assert len(list(tmp_path.glob("*.corrupt"))) == 1

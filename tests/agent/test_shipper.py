@@ -6,6 +6,7 @@ test_agent.py)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import threading
@@ -99,7 +100,7 @@ def test_throttling_and_server_errors_are_retried_with_growing_delays(
     assert len(outbox) == 0
     # Four failed attempts at the first batch, then it and the second one go through.
     # With the jitter pinned at its top, the waits double: 0.1, 0.2, 0.4, 0.8 s.
-    gaps = [later - earlier for earlier, later in zip(failures.calls, failures.calls[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(failures.calls)]
     assert len(gaps) == 5
     for gap, delay in zip(gaps, (0.1, 0.2, 0.4, 0.8), strict=False):
         assert delay <= gap < delay + 1.0, gaps

@@ -36,12 +36,17 @@ def one(template: Template, type_: str, prefix: str = "") -> tuple[str, dict[str
 
 
 def statements(template: Template, role_id: str) -> Iterator[dict[str, Any]]:
-    """Every statement of every inline and managed policy attached to the role."""
-    for policy in template["Resources"].values():
+    """Every statement of every inline and managed policy attached to the role, from
+    either side of the attachment."""
+    role = template["Resources"][role_id]["Properties"]
+    for inline in role.get("Policies", []):
+        yield from inline["PolicyDocument"]["Statement"]
+    attached = role.get("ManagedPolicyArns", [])
+    for policy_id, policy in template["Resources"].items():
         if policy["Type"] not in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
             continue
         props = policy["Properties"]
-        if {"Ref": role_id} in props.get("Roles", []):
+        if {"Ref": role_id} in props.get("Roles", []) or {"Ref": policy_id} in attached:
             yield from props["PolicyDocument"]["Statement"]
 
 
@@ -58,7 +63,7 @@ def render(value: Any) -> str:
         delimiter, parts = value["Fn::Join"]
         return str(delimiter).join(render(p) for p in parts)
     if "Ref" in value:
-        return "${" + value["Ref"] + "}"
+        return "${" + str(value["Ref"]) + "}"
     if "Fn::GetAtt" in value:
         return "${" + ".".join(value["Fn::GetAtt"]) + "}"
     raise AssertionError(f"unexpected intrinsic {value}")

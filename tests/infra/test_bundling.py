@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def test_local_bundling_copies_dependencies_and_the_package(
 
 
 def test_a_failing_pip_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bundling.sys, "executable", "/bin/false")
+    monkeypatch.setattr(sys, "executable", "/bin/false")
     with pytest.raises(bundling.BundlingError, match="PyPI must be reachable"):
         bundling.resolve(("pyyaml==6.0.3",))
 

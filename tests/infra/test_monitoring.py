@@ -9,7 +9,17 @@ from typing import Any
 from lambdas.catalog import load_catalog
 from lambdas.filterpattern import filter_terms
 from stacks.dashboard import EVIDENCE_LINES
-from tests.infra.conftest import Template, one, render, resources
+from stacks.insights import DIMENSIONS
+from stacks.metrics import (
+    BREAKER_METRIC,
+    FAULT_TO_ACTION_METRIC,
+    IN_REMEDIATION_METRIC,
+    METRICS_NAMESPACE,
+    REMEDIATION_EXTRA_DIMENSIONS,
+    REMEDIATION_SECONDS_METRIC,
+    REMEDIATIONS_METRIC,
+)
+from tests.infra.conftest import SETTINGS, Template, one, render, resources
 
 QUERY = re.compile(
     r'^SELECT MAX\("(?P<metric>[^"]+)"\) FROM SCHEMA\("(?P<namespace>[^"]+)", "Cluster", '
@@ -108,7 +118,8 @@ def _widget(body: dict[str, Any], title_start: str) -> dict[str, Any]:
     (widget,) = [
         w for w in body["widgets"] if w["properties"].get("title", "").startswith(title_start)
     ]
-    return widget["properties"]
+    properties: dict[str, Any] = widget["properties"]
+    return properties
 
 
 def _expressions(widget: dict[str, Any]) -> list[str]:
@@ -132,20 +143,98 @@ def test_the_dashboard_graphs_faults_per_component(template: Template) -> None:
             assert f'MetricName="{rule.metric}"' in text
 
 
-def test_the_dashboard_shows_remediation_and_breaker_state(template: Template) -> None:
+def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Template) -> None:
     body = _dashboard(template)
-    (outcomes,) = _expressions(_widget(body, "Remediations by outcome"))
-    assert outcomes.endswith('GROUP BY "Outcome"')
-    assert 'SUM("Remediations")' in outcomes
-    durations = _widget(body, "Time from decision to outcome")
-    assert [m[0]["label"] for m in durations["metrics"]] == ["p50", "p99"]
-    assert all("RemediationSeconds" in e for e in _expressions(durations))
-    (nodes,) = _expressions(_widget(body, "Nodes under remediation"))
-    assert nodes.endswith('GROUP BY "NodeGroup"')
+    (outcomes,) = _expressions(_widget(body, "Remediations by action and outcome"))
+    assert outcomes == (
+        'SELECT SUM("Remediations") FROM "NodeMedic" WHERE "Cluster" = \'demo\' '
+        'GROUP BY "Action", "Outcome"'
+    )
+    for title, metric in (
+        ("Fault to first action", "FaultToActionSeconds"),
+        ("Decision to outcome", "RemediationSeconds"),
+    ):
+        widget = _widget(body, title)
+        assert [m[0]["label"].split()[0] for m in widget["metrics"]] == ["p50", "p99"]
+        for expression, statistic in zip(_expressions(widget), ("p50", "p99"), strict=True):
+            assert expression == (
+                'SEARCH(\'{"NodeMedic","Cluster","NodeGroup"} Cluster="demo" AND '
+                f"(MetricName=\"{metric}\")', '{statistic}', 300)"
+            )
+    nodes = _widget(body, "Nodes under remediation per node group")
+    (gauge,) = _expressions(nodes)
+    assert gauge.startswith("FILL(SEARCH(") and gauge.endswith(", REPEAT)")
+    assert 'MetricName="InRemediation"' in gauge
+    (limit,) = nodes["annotations"]["horizontal"]
+    assert limit["value"] == SETTINGS.max_parallel
     (held,) = _expressions(_widget(body, "Breaker"))
-    assert 'SUM("BreakerHeld")' in held
-    alarms = _widget(body, "Pipeline alarms")
-    assert len(alarms["alarms"]) == 5
+    assert held.startswith(
+        'SELECT SUM("BreakerHeld") FROM SCHEMA("NodeMedic", "Cluster", "NodeGroup")'
+    )
+    assert held.endswith('GROUP BY "NodeGroup"')
+    alarms = _widget(body, "Pipeline alarms")["alarms"]
+    pipeline = {
+        f"${{{k}.Arn}}"
+        for k, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if not any(QUERY.match(q.get("Expression", "")) for q in a["Properties"].get("Metrics", []))
+    }
+    assert set(alarms) == pipeline
+    assert len(alarms) == 5
+
+
+def _put_metric_data(template: Template) -> list[dict[str, Any]]:
+    """The parameters of every putMetricData task of the state machine, in any branch."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if str(node.get("Resource", "")).endswith(":aws-sdk:cloudwatch:putMetricData"):
+                found.append(node["Parameters"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    walk(json.loads(render(machine["Properties"]["DefinitionString"])))
+    return found
+
+
+def _published(template: Template) -> dict[tuple[str, str], set[frozenset[str]]]:
+    """(namespace, metric) → the sets of dimension names it is published with; names the
+    state machine takes from the decision are shown as their path."""
+    published: dict[tuple[str, str], set[frozenset[str]]] = {}
+    for parameters in _put_metric_data(template):
+        namespace = parameters.get("Namespace") or parameters["Namespace.$"]
+        for datum in parameters["MetricData"]:
+            metric = datum.get("MetricName") or datum["MetricName.$"]
+            names = frozenset(d["Name"] for d in datum["Dimensions"])
+            published.setdefault((namespace, metric), set()).add(names)
+            cluster = [d for d in datum["Dimensions"] if d["Name"] == "Cluster"]
+            # The classifier puts its CLUSTER_NAME (the settings' name) in the decision.
+            assert cluster == [{"Name": "Cluster", "Value.$": "$.decision.cluster"}], metric
+    return published
+
+
+def test_the_state_machine_publishes_what_the_alarms_and_dashboard_read(
+    template: Template,
+) -> None:
+    published = _published(template)
+    per_node_group = {frozenset(DIMENSIONS)}
+    # The catalog's fault metric: the Metrics Insights alarms' SCHEMA(namespace, dims).
+    assert published[("$.decision.metric_namespace", "$.decision.metric")] == per_node_group
+    for metric in (
+        REMEDIATION_SECONDS_METRIC,
+        FAULT_TO_ACTION_METRIC,
+        IN_REMEDIATION_METRIC,
+        BREAKER_METRIC,
+    ):
+        assert published.get((METRICS_NAMESPACE, metric)) == per_node_group, metric
+    # Every execution's end, the failed ones too, with what the dashboard groups by.
+    assert published[(METRICS_NAMESPACE, REMEDIATIONS_METRIC)] == {
+        frozenset((*DIMENSIONS, *REMEDIATION_EXTRA_DIMENSIONS))
+    }
 
 
 def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Template) -> None:

@@ -8,20 +8,24 @@ from typing import Any
 
 import aws_cdk as cdk
 import yaml
+from aws_cdk import assertions
+from aws_cdk import aws_stepfunctions as sfn
 
 from lambdas.catalog import load_catalog
 from lambdas.filterpattern import subscription_filter_pattern
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
+from stacks.guardrails import guard_remediation
 from stacks.kube_access import KUBERNETES_GROUP
 from stacks.pipeline import PipelineStack
+from stacks.settings import ClusterSettings
 from stacks.synth import NO_BUNDLING
 from tests.infra.conftest import SETTINGS, Template, actions, one, render, resources, statements
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _function(template: Template, handler: str) -> tuple[str, dict]:
+def _function(template: Template, handler: str) -> tuple[str, dict[str, Any]]:
     (found,) = [
         (k, r)
         for k, r in resources(template, "AWS::Lambda::Function").items()
@@ -30,7 +34,7 @@ def _function(template: Template, handler: str) -> tuple[str, dict]:
     return found
 
 
-def _role_of(function: dict) -> str:
+def _role_of(function: dict[str, Any]) -> str:
     return str(function["Properties"]["Role"]["Fn::GetAtt"][0])
 
 
@@ -51,6 +55,8 @@ def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Temp
     assert association["Properties"]["Namespace"] == AGENT_NAMESPACE
     assert association["Properties"]["ServiceAccount"] == AGENT_SERVICE_ACCOUNT
     role_id = association["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    # The managed policy's one statement is all the agents may do.
+    assert list(statements(template, role_id)) == [statement]
     trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
     (trust_statement,) = trust["Statement"]
     assert trust_statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
@@ -161,6 +167,72 @@ def test_the_kube_lambda_enters_the_cluster_as_the_rbac_group(template: Template
     ]
 
 
+GUARDED = {
+    "ec2:rebootinstances": "RebootOnlyConfiguredNodeGroups",
+    "autoscaling:setinstancehealth": "ReplaceOnlyInConfiguredNodeGroups",
+    "cloudwatch:putmetricdata": "MetricsOnlyToNodeMedicNamespaces",
+}
+"""Actions whose scope rests on a condition or a name pattern: the deny that limits each."""
+WITHOUT_RESOURCE_LEVEL = {
+    "xray:puttracesegments",
+    "xray:puttelemetryrecords",
+    "xray:getsamplingrules",
+    "xray:getsamplingtargets",
+    "logs:createlogdelivery",
+    "logs:getlogdelivery",
+    "logs:updatelogdelivery",
+    "logs:deletelogdelivery",
+    "logs:listlogdeliveries",
+    "logs:putresourcepolicy",
+    "logs:describeresourcepolicies",
+    "logs:describeloggroups",
+    "autoscaling:describeautoscalinginstances",
+    "autoscaling:describeautoscalinggroups",
+    "cloudwatch:putmetricdata",
+}
+"""Actions IAM cannot limit by resource (Step Functions' log delivery and X-Ray included)."""
+
+
+def _roles(template: Template) -> dict[str, list[dict[str, Any]]]:
+    return {
+        role_id: list(statements(template, role_id))
+        for role_id in resources(template, "AWS::IAM::Role")
+    }
+
+
+def _lower(statement: dict[str, Any]) -> set[str]:
+    return {a.lower() for a in actions(statement)}
+
+
+def test_no_role_may_act_on_everything(template: Template) -> None:
+    """'*' as the resource only where IAM knows no narrower one, and no AWS managed
+    policy (they grant more than a role here needs)."""
+    for role_id, granted in _roles(template).items():
+        attached = template["Resources"][role_id]["Properties"].get("ManagedPolicyArns", [])
+        assert all(set(arn) == {"Ref"} for arn in attached), role_id
+        for statement in granted:
+            assert "*" not in actions(statement), role_id
+            assert not any(a.endswith(":*") for a in actions(statement)), role_id
+            if statement["Effect"] == "Allow" and statement["Resource"] == "*":
+                assert _lower(statement) <= WITHOUT_RESOURCE_LEVEL, (role_id, statement)
+
+
+def test_only_the_state_machine_may_reboot_replace_or_publish_metrics(
+    template: Template,
+) -> None:
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    machine_role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    for role_id, granted in _roles(template).items():
+        allowed = set().union(*(_lower(s) for s in granted if s["Effect"] == "Allow"))
+        if role_id != machine_role:
+            assert not allowed & set(GUARDED), role_id
+            continue
+        denies = {s["Sid"]: s for s in granted if s["Effect"] == "Deny"}
+        for action, sid in GUARDED.items():
+            assert action in allowed
+            assert _lower(denies[sid]) == {action}
+
+
 def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
     template: Template,
 ) -> None:
@@ -168,7 +240,8 @@ def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
     role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
     denies = {s["Sid"]: s for s in statements(template, role_id) if s["Effect"] == "Deny"}
     reboot = denies["RebootOnlyConfiguredNodeGroups"]
-    assert reboot["Action"] == "ec2:RebootInstances"
+    assert reboot["Resource"] == "*"
+    # The tag Auto Scaling puts on every instance it launches.
     assert reboot["Condition"] == {
         "StringNotEquals": {"aws:ResourceTag/aws:autoscaling:groupName": ["demo-trn1", "demo-p5"]}
     }
@@ -179,9 +252,32 @@ def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
         for group in ("demo-trn1", "demo-p5")
     ]
     metrics = denies["MetricsOnlyToNodeMedicNamespaces"]
+    assert metrics["Resource"] == "*"
     assert metrics["Condition"] == {
         "StringNotEquals": {"cloudwatch:namespace": ["NeuronHealthCheck", "NodeMedic"]}
     }
+    # Whatever the allow says, the names it may replace are the configured groups'.
+    (allow,) = [
+        s
+        for s in statements(template, role_id)
+        if s["Effect"] == "Allow" and "autoscaling:setinstancehealth" in _lower(s)
+    ]
+    for arn in allow["Resource"]:
+        assert render(arn).rsplit("/", 1)[1] in SETTINGS.node_groups
+
+
+def test_without_node_groups_remediation_may_reboot_and_replace_nothing() -> None:
+    stack = cdk.Stack(cdk.App(), "guard")
+    machine = sfn.StateMachine(
+        stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "P"))
+    )
+    guard_remediation(machine, ClusterSettings(name="watch"), ["NodeMedic"])
+    (policy,) = assertions.Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+    denies = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    for sid in ("RebootOnlyConfiguredNodeGroups", "ReplaceOnlyInConfiguredNodeGroups"):
+        assert denies[sid]["Effect"] == "Deny"
+        assert denies[sid]["Resource"] == "*"
+        assert "Condition" not in denies[sid]
 
 
 def test_the_topic_is_encrypted_and_mails_the_configured_addresses(template: Template) -> None:
@@ -208,8 +304,8 @@ def test_the_topic_is_encrypted_and_mails_the_configured_addresses(template: Tem
 def test_functions_log_to_their_own_group_with_the_retention(template: Template) -> None:
     groups = resources(template, "AWS::Logs::LogGroup")
     for function_id, function in resources(template, "AWS::Lambda::Function").items():
-        if function_id.startswith("Remediation"):
-            continue
+        assert function["Properties"]["Runtime"] == RUNTIME.name, function_id
+        assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}, function_id
         logging = function["Properties"]["LoggingConfig"]["LogGroup"]
         assert groups[logging["Ref"]]["Properties"]["RetentionInDays"] == 14
         role = template["Resources"][_role_of(function)]["Properties"]

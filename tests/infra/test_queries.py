@@ -6,7 +6,12 @@ import re
 
 import pytest
 
-from stacks.insights import MAX_SEARCH_LENGTH, insights_query, search_expressions
+from stacks.insights import (
+    MAX_SEARCH_LENGTH,
+    insights_query,
+    is_insights_query,
+    search_expressions,
+)
 
 
 def test_identifiers_are_quoted_because_cluster_is_a_reserved_word() -> None:
@@ -22,13 +27,19 @@ def test_a_query_may_group_and_ignore_the_schema() -> None:
         "Remediations",
         "NodeMedic",
         cluster="c1",
-        dimensions=("Cluster", "Outcome"),
-        group_by="Outcome",
+        dimensions=("Cluster", "Action", "Outcome"),
+        group_by=("Action", "Outcome"),
     )
-    assert grouped.endswith('WHERE "Cluster" = \'c1\' GROUP BY "Outcome"')
-    assert 'SCHEMA("NodeMedic", "Cluster", "Outcome")' in grouped
+    assert grouped.endswith('WHERE "Cluster" = \'c1\' GROUP BY "Action", "Outcome"')
+    assert 'SCHEMA("NodeMedic", "Cluster", "Action", "Outcome")' in grouped
     anywhere = insights_query("SUM", "FaultsFound", "NodeMedic", cluster="c1", dimensions=None)
     assert 'FROM "NodeMedic" WHERE' in anywhere
+
+
+def test_metric_math_is_not_a_metrics_insights_query() -> None:
+    assert is_insights_query(insights_query("MAX", "X", "NodeMedic", cluster="c1"))
+    assert not is_insights_query("failed + timedOut + aborted")
+    assert not is_insights_query("SUM(SEARCH('{NodeMedic} SELECT', 'Sum', 300))")
 
 
 def test_a_quote_in_a_name_is_refused() -> None:

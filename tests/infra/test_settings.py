@@ -3,6 +3,10 @@ the synth now, with a message naming the setting."""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -85,7 +89,7 @@ def test_settings_made_in_code_are_checked_too() -> None:
 
 @pytest.mark.parametrize("value", [{"name": "demo"}, "demo", ["demo"]])
 def test_the_cluster_list_must_be_a_list_of_objects(value: Any) -> None:
-    with pytest.raises(ValueError, match="list of clusters|each cluster is an object"):
+    with pytest.raises(ValueError, match=r"list of clusters|each cluster is an object"):
         parse_clusters(value)
 
 
@@ -99,3 +103,22 @@ def test_the_accepted_retentions_are_cloudwatch_logs_own() -> None:
     groups = assertions.Template.from_stack(stack).find_resources("AWS::Logs::LogGroup")
     synthesized = sorted(g["Properties"]["RetentionInDays"] for g in groups.values())
     assert synthesized == sorted(LOG_RETENTION_DAYS)
+
+
+def _as_documented(default: Any) -> str:
+    """How the guide writes a default: JSON, strings bare."""
+    if isinstance(default, str):
+        return f"`{default}`"
+    return f"`{json.dumps(list(default) if isinstance(default, tuple) else default)}`"
+
+
+def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", guide, flags=re.MULTILINE))
+    for field in fields(ClusterSettings):
+        if field.default is MISSING:
+            assert rows[field.name] == "(required)"
+        elif field.name == "eks_cluster_name":
+            assert rows[field.name] == "`name`"  # its default: the cluster's name
+        else:
+            assert rows[field.name] == _as_documented(field.default), field.name

@@ -1,48 +1,88 @@
-"""Shared pieces of the remediation tests: the synthesized template and its state machine."""
+"""Shared pieces of the remediation tests.
+
+The state machine under test is the one ``cdk synth`` produces: the whole PipelineStack
+of ``stacks.synth.synth_template``, deployed into moto by ``nodemedic.local.aws.deploy``.
+Three clusters' stacks, one per recovery setting, can share one moto world: ``demo``
+acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their settings
+are also the ones the definition tests read, so the suite synthesizes three stacks.
+
+Kubernetes is one real kube-apiserver per session with simulated kubelets
+(``nodemedic.local.kubeapi``, ``kubelet``); each test makes its own node group, so tests
+share nothing but the control plane.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import time
-from functools import cache
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from kubernetes import client
 
-from nodemedic.local.aws import Deployment
+from lambdas.classifier import default_classifier
+from lambdas.decision import Identity, decide
+from nodemedic.local.aws import QUICK_EC2, Deployment, node_group
+from nodemedic.local.inbox import Inbox
+from nodemedic.local.kubeapi import LocalCluster, local_cluster
+from nodemedic.local.kubelet import SimulatedKubelet
 from stacks.settings import ClusterSettings
+from stacks.synth import synth_template
 
-ROOT = Path(__file__).resolve().parents[2]
-# Tiny waits: every loop of the state machine polls once a second.
+REGION = "us-east-1"
+MOTO = {"stepfunctions": {"execute_state_machine": True}}
 FAST = {"poll_seconds": 1, "drain_timeout": 4, "reboot_timeout": 4, "breaker_hold": 60}
+"""Every wait loop of the state machine polls once a second and gives up within seconds."""
+NODE_GROUPS = (
+    "trn1-dma",
+    "p5-reboot",
+    "p5-hang",
+    "trn1-wide",
+    "trn1-twice",
+    "p5-notify",
+    "p5-ghost",
+    "trn1-watch",
+    "trn1-dry",
+)
+"""The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
+ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
+WATCH = ClusterSettings(
+    name="watch",
+    recovery_mode="None",
+    node_groups=NODE_GROUPS,
+    max_unhealthy_percent=10,
+    max_parallel=3,
+    escalation_window=1200,
+    **FAST,
+)
+DRY = ClusterSettings(
+    name="dry",
+    dry_run=True,
+    node_groups=NODE_GROUPS,
+    # A dry run never waits, so its waits can show how settings become loop bounds.
+    poll_seconds=7,
+    drain_timeout=70,
+    reboot_timeout=140,
+    breaker_hold=700,
+)
+EXAMPLES = {rule.id: rule.example for rule in default_classifier().catalog.rules}
 
 
-@cache
-def synth_template(settings: ClusterSettings) -> dict[str, Any]:
-    """The CloudFormation template ``cdk synth`` produces for the remediation construct,
-    in-process and offline."""
-    os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE", "1")
-    import aws_cdk as cdk
-    from aws_cdk import assertions, aws_lambda, aws_sns
+@pytest.fixture(scope="session", autouse=True)
+def quick_ec2() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in QUICK_EC2.items():
+            patch.setenv(name, value)
+        yield
 
-    from stacks.remediation import Remediation
 
-    app = cdk.App()
-    stack = cdk.Stack(app, f"nodemedic-{settings.name}")
-    kube = aws_lambda.Function(
-        stack,
-        "Kube",
-        runtime=aws_lambda.Runtime.PYTHON_3_11,
-        handler="lambdas.kube.handler.handler",
-        code=aws_lambda.Code.from_asset(str(ROOT), exclude=["*", ".*", "!lambdas", "!lambdas/**"]),
-    )
-    topic = aws_sns.Topic(stack, "Topic")
-    Remediation(stack, "Remediation", settings=settings, kube_function=kube, topic=topic)
-    template: dict[str, Any] = assertions.Template.from_stack(stack).to_json()
-    return template
+@pytest.fixture(scope="session")
+def default_template() -> dict[str, Any]:
+    return synth_template(ACTING)
 
 
 def state_machine_definition(template: dict[str, Any]) -> dict[str, Any]:
@@ -62,107 +102,50 @@ def _placeholder(reference: dict[str, Any]) -> str:
     return "${" + name + "}"
 
 
-@pytest.fixture(scope="session")
-def default_template() -> dict[str, Any]:
-    return synth_template(ClusterSettings(name="demo", node_groups=("ng-1",), **FAST))
+def iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-REGION = "us-east-1"
-MOTO = {"stepfunctions": {"execute_state_machine": True}}
-
-
-def decision(instance_id: str, cluster: str = "demo", **overrides: Any) -> dict[str, Any]:
-    """A Neuron DMA_ERROR decision record (docs/contracts.md) for ``instance_id``."""
-    record = {
-        "schema": 1,
-        "decision_id": f"{instance_id}-dma",
-        "cluster": cluster,
-        "instance_id": instance_id,
-        "fault_id": "neuron-dma-error",
-        "component": "neuron",
-        "action": "replace",
-        "severity": "fatal",
-        "condition": "NeuronHasError",
-        "condition_status": "True",
-        "metric": "NeuronHasError_DMA_ERROR",
-        "metric_namespace": "NeuronHealthCheck",
-        "health_status": "UnschedulablePendingReplacement",
-        "evidence_line": "kernel: neuron 0000:10:1c.0: NEURON_HW_ERR=DMA_ERROR nc=3 queue=7",
-        "source": "kmsg",
-        "first_seen": "2026-11-22T18:30:00Z",
-        "count": 1,
-    }
-    record.update(overrides)
-    return record
-
-
-def node_group(name: str, size: int) -> list[str]:
-    """An Auto Scaling group of ``size`` Trainium instances in moto; their ids."""
-    ec2 = boto3.client("ec2", region_name=REGION)
-    autoscaling = boto3.client("autoscaling", region_name=REGION)
-    template = f"{name}-nodes"
-    if not ec2.describe_launch_templates(
-        Filters=[{"Name": "launch-template-name", "Values": [template]}]
-    )["LaunchTemplates"]:
-        image = ec2.describe_images()["Images"][0]["ImageId"]
-        ec2.create_launch_template(
-            LaunchTemplateName=template,
-            LaunchTemplateData={"ImageId": image, "InstanceType": "trn1.32xlarge"},
-        )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName=name,
-        LaunchTemplate={"LaunchTemplateName": template},
-        MinSize=size,
-        MaxSize=size,
-        DesiredCapacity=size,
-        AvailabilityZones=[f"{REGION}a"],
+def decision(
+    instance_id: str,
+    fault_id: str = "neuron-dma-error",
+    *,
+    cluster: str = "demo",
+    line: str | None = None,
+    first_seen: datetime | None = None,
+) -> dict[str, Any]:
+    """The decision record the classifier makes of ``line`` (the rule's catalog example by
+    default) on ``instance_id``'s node, first seen now."""
+    text = line or EXAMPLES[fault_id]
+    fault = default_classifier().classify(text)
+    assert fault is not None and fault.rule.id == fault_id, (text, fault)
+    made = decide(
+        fault,
+        Identity(cluster=cluster, instance_id=instance_id, source="kmsg"),
+        first_seen=first_seen or datetime.now(UTC),
     )
-    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])
-    return sorted(i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"])
+    assert made is not None
+    return made.to_record()
 
 
-class Inbox:
-    """The topic's messages, read through an SQS subscription as a person's mail would be."""
-
-    def __init__(self, topic_arn: str) -> None:
-        self.sqs = boto3.client("sqs", region_name=REGION)
-        self.url = self.sqs.create_queue(QueueName=f"inbox-{topic_arn.rsplit(':', 1)[1]}")[
-            "QueueUrl"
-        ]
-        arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        boto3.client("sns", region_name=REGION).subscribe(
-            TopicArn=topic_arn, Protocol="sqs", Endpoint=arn
-        )
-        self.received: list[dict[str, Any]] = []
-
-    def messages(self) -> list[dict[str, Any]]:
-        while True:
-            batch = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
-            if not batch:
-                return self.received
-            for message in batch:
-                envelope = json.loads(message["Body"])
-                self.received.append(
-                    {"subject": envelope.get("Subject"), **json.loads(envelope["Message"])}
-                )
-                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
-
-    def about(self, instance_id: str) -> list[dict[str, Any]]:
-        return [m for m in self.messages() if m.get("instance_id") == instance_id]
+def instances(name: str, size: int, **launch: Any) -> list[str]:
+    """An Auto Scaling group of ``size`` instances in moto; their ids."""
+    return node_group(name, size, region=REGION, **launch)
 
 
-class Machine:
-    """One deployed remediation state machine and what it writes to."""
+class Pipeline:
+    """One cluster's deployed stack: its state machine and what it writes to."""
 
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
-        self.arn = deployment.find("AWS::StepFunctions::StateMachine").ref
-        self.table = deployment.find("AWS::DynamoDB::Table").ref
-        self.inbox = Inbox(deployment.find("AWS::SNS::Topic").ref)
+        self.arn = deployment.outputs["StateMachineArn"]
+        self.table = deployment.find("AWS::DynamoDB::Table", "RemediationLedger").ref
+        self.inbox = Inbox(
+            boto3.client("sns", region_name=REGION),
+            boto3.client("sqs", region_name=REGION),
+            deployment.outputs["TopicArn"],
+            name=f"{deployment.stack_name}-inbox",
+        )
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.dynamodb = boto3.client("dynamodb", region_name=REGION)
 
@@ -184,6 +167,21 @@ class Machine:
     def run(self, record: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
         return self.finish(self.start(record), timeout)
 
+    def executions(self, instance_id: str) -> list[str]:
+        """The executions started for the instance (by the classifier, say), oldest first."""
+        listed = self.sfn.list_executions(stateMachineArn=self.arn)["executions"]
+        found = [e for e in listed if e["name"].startswith(instance_id)]
+        return [e["executionArn"] for e in sorted(found, key=lambda e: e["startDate"])]
+
+    def outputs(self, execution_arn: str, state: str) -> list[dict[str, Any]]:
+        """The output of each time the execution left ``state``, in order."""
+        events = self.sfn.get_execution_history(executionArn=execution_arn)["events"]
+        return [
+            json.loads(e["stateExitedEventDetails"]["output"])
+            for e in events
+            if e["type"].endswith("StateExited") and e["stateExitedEventDetails"]["name"] == state
+        ]
+
     def item(self, pk: str, sk: str) -> dict[str, Any] | None:
         found = self.dynamodb.get_item(
             TableName=self.table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
@@ -195,7 +193,60 @@ class Machine:
     def ledger(self, record: dict[str, Any]) -> dict[str, Any] | None:
         return self.item(record["instance_id"], f"decision#{record['decision_id']}")
 
+    def messages(self, instance_id: str) -> list[dict[str, Any]]:
+        """The SNS messages about the instance, as mailed: subject and JSON body."""
+        return [{"subject": n.subject, **n.body} for n in self.inbox.about(instance_id)]
 
-def metric_names(namespace: str) -> set[str]:
+
+def metric_names(namespace: str, **dimensions: str) -> set[str]:
+    """Metrics of ``namespace`` that carry (at least) these dimension values."""
     cloudwatch = boto3.client("cloudwatch", region_name=REGION)
-    return {m["MetricName"] for m in cloudwatch.list_metrics(Namespace=namespace)["Metrics"]}
+    found = cloudwatch.list_metrics(
+        Namespace=namespace,
+        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+    )["Metrics"]
+    return {m["MetricName"] for m in found}
+
+
+def datapoints(namespace: str, metric: str, **dimensions: str) -> list[float]:
+    """Every value published for the metric with exactly these dimensions, as CloudWatch
+    would chart them at one-second resolution."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    now = time.time()
+    stats = cloudwatch.get_metric_statistics(
+        Namespace=namespace,
+        MetricName=metric,
+        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+        StartTime=datetime.fromtimestamp(now - 3600, UTC),
+        EndTime=datetime.fromtimestamp(now + 60, UTC),
+        Period=1,
+        Statistics=["Maximum", "SampleCount"],
+    )["Datapoints"]
+    return [p["Maximum"] for p in sorted(stats, key=lambda p: p["Timestamp"])]
+
+
+# The local Kubernetes: one control plane for the session -----------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    workdir: Path = tmp_path_factory.mktemp("kube")
+    with local_cluster(workdir) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def admin(cluster: LocalCluster) -> Iterator[client.ApiClient]:
+    with cluster.api_client() as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
+def core(admin: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(admin)
+
+
+@pytest.fixture(scope="session")
+def kubelet(admin: client.ApiClient) -> Iterator[SimulatedKubelet]:
+    with SimulatedKubelet(admin) as running:
+        yield running

@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from lambdas import policy
-from stacks.settings import ClusterSettings
-from tests.remediation.conftest import FAST, state_machine_definition, synth_template
+from stacks.synth import synth_template
+from tests.remediation.conftest import (
+    DRY,
+    FAST,
+    NODE_GROUPS,
+    WATCH,
+    state_machine_definition,
+)
 
 NATIVE = {
     "arn:${AWS::Partition}:states:::dynamodb:putItem",
@@ -73,6 +79,7 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
     failure_chain = {
         "Record failure",
         "Failed: release slot",
+        "Failed: publish nodes in remediation",
         "Failed: release lock",
         "Notify failure",
         "Publish failure metric",
@@ -93,11 +100,13 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
 
 
 def test_waits_and_loop_bounds_come_from_the_settings() -> None:
-    settings = ClusterSettings(
-        name="slow", poll_seconds=7, drain_timeout=70, reboot_timeout=140, breaker_hold=700
+    assert (DRY.poll_seconds, DRY.drain_timeout, DRY.reboot_timeout, DRY.breaker_hold) == (
+        7,
+        70,
+        140,
+        700,
     )
-    template = synth_template(settings)
-    definition = state_machine_definition(template)
+    definition = state_machine_definition(synth_template(DRY))
     waits = {name: s for name, s in states(definition) if s["Type"] == "Wait"}
     assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {7, "$.drain.wait"}
     assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
@@ -118,22 +127,12 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
 
 
 def test_the_plan_receives_the_cluster_safety_settings() -> None:
-    settings = ClusterSettings(
-        name="careful",
-        recovery_mode="None",
-        dry_run=True,
-        node_groups=("gpu-a", "gpu-b"),
-        max_unhealthy_percent=10,
-        max_parallel=3,
-        escalation_window=1200,
-        **FAST,
-    )
-    definition = state_machine_definition(synth_template(settings))
+    definition = state_machine_definition(synth_template(WATCH))
     sent = definition["States"]["Plan"]["Parameters"]["policy"]
     assert sent == {
         "recovery_mode": "None",
-        "dry_run": True,
-        "node_groups": ["gpu-a", "gpu-b"],
+        "dry_run": False,
+        "node_groups": list(NODE_GROUPS),
         "max_unhealthy_percent": 10,
         "max_parallel": 3,
         "escalation_window": 1200,
@@ -144,7 +143,9 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             poll_seconds=FAST["poll_seconds"],
         ),
     }
-    assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "careful"
+    assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
+    dry = state_machine_definition(synth_template(DRY))["States"]["Plan"]["Parameters"]["policy"]
+    assert (dry["recovery_mode"], dry["dry_run"]) == ("Automatic", True)
 
 
 def test_set_instance_health_is_allowed_on_the_managed_node_groups_only(
@@ -157,6 +158,8 @@ def test_set_instance_health_is_allowed_on_the_managed_node_groups_only(
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]
     ]
     (health,) = (s for s in statements if s["Action"] == "autoscaling:setInstanceHealth")
-    resource = json.dumps(health["Resource"])
-    assert "autoScalingGroupName/ng-1" in resource
-    assert '"*"' not in resource
+    arns = [json.dumps(arn) for arn in health["Resource"]]
+    assert len(arns) == len(NODE_GROUPS)
+    for arn, group in zip(arns, NODE_GROUPS, strict=True):
+        assert arn.endswith(f':autoScalingGroup:*:autoScalingGroupName/{group}"]]}}'), arn
+    assert not any('"*"' in arn for arn in arns)

@@ -1,0 +1,166 @@
+"""The default demo end to end: four lines injected with ``nodemedic inject`` on four nodes
+(Neuron DMA error, Xid 48, a benign Xid 63, Xid 13), then the final state of the cluster
+and of AWS, read back through their APIs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client
+
+from lambdas.kube.nodes import HEALTH_LABEL, TAINT_KEY
+from nodemedic.local.world import NODE_GROUP, World
+from nodemedic.scenarios import Result, run_default
+from nodemedic.timeline import FaultRun
+from tests.e2e.conftest import group_instances, instance_state, node_or_none, workers_by_node
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def result(world: World) -> Result:
+    began = time.monotonic()
+    found = run_default(world, print)
+    print(f"default scenario: {time.monotonic() - began:.1f}s")
+    return found
+
+
+def by_expectation(result: Result, expect: str) -> FaultRun:
+    (run,) = [r for r in result.runs if r.fault.expect == expect]
+    return run
+
+
+def test_every_fault_has_its_expected_outcome(result: Result) -> None:
+    assert result.ok, [(r.fault.title, r.problems) for r in result.runs]
+    assert [(r.fault.expect, r.outcome) for r in result.runs] == [
+        ("replace", "replaced"),
+        ("reboot", "rebooted"),
+        ("nothing", None),
+        ("notify", "notified"),
+    ]
+    # The four lines went to four different nodes.
+    assert len({r.machine.instance_id for r in result.runs}) == 4
+
+
+def test_each_step_is_timed_in_order_from_real_records(result: Result) -> None:
+    for run in result.runs:
+        times = [run.since_written(step) for step in run.fault.steps]
+        assert all(t is not None for t in times), (run.fault.title, times)
+        assert times == sorted(times), (run.fault.title, times)
+        assert times[-1] is not None and times[-1] < 30, run.fault.title
+
+
+def test_the_neuron_dma_error_replaced_the_instance(world: World, result: Result) -> None:
+    run = by_expectation(result, "replace")
+    instance_id, name = run.machine.instance_id, run.machine.node
+    # Node deleted, instance left the group terminated, a replacement joined as a new Node.
+    assert node_or_none(world, name) is None
+    members = group_instances(world)
+    assert instance_id not in members
+    assert instance_state(world, instance_id) == "terminated"
+    assert len(members) == 8
+    assert {m["LifecycleState"] for m in members.values()} == {"InService"}
+    (launched,) = [e for e in world.events if e.kind == "launched" and e.at > run.written_at]
+    joined = node_or_none(world, launched.detail)
+    assert joined is not None
+    assert joined.spec.provider_id.endswith(f"/{launched.instance_id}")
+    # While it was going, the node was cordoned, tainted and labelled for replacement.
+    marked = world.watch.first(instance_id, run.written_at, lambda s: s.unschedulable)
+    assert marked is not None
+    assert marked.health == "UnschedulablePendingReplacement"
+    assert f"{TAINT_KEY}=neuron-dma-error:NoSchedule" in marked.taints
+    # Its training worker was evicted and runs elsewhere.
+    assert name not in workers_by_node(world)
+
+
+def test_the_xid_48_rebooted_the_node_and_gave_it_back(world: World, result: Result) -> None:
+    run = by_expectation(result, "reboot")
+    node = node_or_none(world, run.machine.node)
+    assert node is not None
+    assert node.status.node_info.boot_id != run.boot_id
+    assert not node.spec.unschedulable
+    assert not [t for t in node.spec.taints or [] if t.key == TAINT_KEY]
+    assert node.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    conditions = {c.type: c.status for c in node.status.conditions}
+    assert conditions["Ready"] == "True"
+    assert conditions["AcceleratedHardwareReady"] == "True"
+    assert group_instances(world)[run.machine.instance_id]["HealthStatus"] == "Healthy"
+    assert [e.instance_id for e in world.events if e.kind == "reboot"] == [run.machine.instance_id]
+    # Drained before the reboot: its worker moved and did not come back.
+    history = world.watch.history(run.machine.instance_id, run.written_at)
+    assert any(s.health == "UnschedulablePendingReboot" and s.unschedulable for s in history)
+    assert run.machine.node not in workers_by_node(world)
+
+
+def test_the_benign_line_changed_nothing(world: World, result: Result) -> None:
+    run = by_expectation(result, "nothing")
+    instance_id = run.machine.instance_id
+    assert run.steps["classified"].detail.startswith("no fault")
+    assert world.inbox.about(instance_id) == []
+    assert not [s for s in world.watch.history(instance_id) if s.unschedulable or s.tainted]
+    executions = world.aws("stepfunctions").list_executions(
+        stateMachineArn=world.state_machine_arn
+    )["executions"]
+    assert not [e for e in executions if e["name"].startswith(instance_id)]
+    assert workers_by_node(world)[run.machine.node] == ["Running"]
+
+
+def test_the_xid_13_only_notified(world: World, result: Result) -> None:
+    run = by_expectation(result, "notify")
+    instance_id = run.machine.instance_id
+    (message,) = world.inbox.about(instance_id)
+    assert message.subject == f"nodemedic notified: {instance_id}"
+    assert message.body["fault_id"] == "nvidia-xid-13"
+    assert message.body["evidence_line"] == run.line
+    assert message.body["node_group"] == NODE_GROUP
+    node = node_or_none(world, run.machine.node)
+    assert node is not None
+    assert not node.spec.unschedulable
+    assert HEALTH_LABEL not in (node.metadata.labels or {})
+    assert not [s for s in world.watch.history(instance_id) if s.unschedulable or s.tainted]
+    assert workers_by_node(world)[run.machine.node] == ["Running"]
+
+
+def test_the_mail_and_the_metrics_tell_what_happened(world: World, result: Result) -> None:
+    replaced = by_expectation(result, "replace")
+    rebooted = by_expectation(result, "reboot")
+    mail = {m.instance_id: m for m in world.inbox.messages()}
+    assert set(mail) == {replaced.machine.instance_id, rebooted.machine.instance_id} | {
+        by_expectation(result, "notify").machine.instance_id
+    }
+    assert mail[replaced.machine.instance_id].subject == (
+        f"nodemedic replaced: {replaced.machine.instance_id}"
+    )
+    assert mail[replaced.machine.instance_id].body["evidence_line"] == replaced.line
+    assert mail[rebooted.machine.instance_id].body["node"] == rebooted.machine.node
+    cloudwatch = world.aws("cloudwatch")
+    neuron = {
+        m["MetricName"] for m in cloudwatch.list_metrics(Namespace="NeuronHealthCheck")["Metrics"]
+    }
+    assert "NeuronHasError_DMA_ERROR" in neuron
+    outcomes = {
+        d["Value"]
+        for m in cloudwatch.list_metrics(Namespace="NodeMedic", MetricName="Remediations")[
+            "Metrics"
+        ]
+        for d in m["Dimensions"]
+        if d["Name"] == "Outcome"
+    }
+    assert outcomes == {"replaced", "rebooted", "notified"}
+
+
+def test_every_training_worker_runs_again(world: World, result: Result) -> None:
+    core = client.CoreV1Api(world.api)
+    deadline = time.monotonic() + 10
+    while True:
+        placed = workers_by_node(world)
+        if sum(len(p) for p in placed.values()) == 6 and all(
+            p == ["Running"] for p in placed.values()
+        ):
+            break
+        assert time.monotonic() < deadline, placed
+        time.sleep(0.2)
+    nodes = {n.metadata.name: n for n in core.list_node().items}
+    for name in placed:
+        assert not nodes[name].spec.unschedulable

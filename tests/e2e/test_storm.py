@@ -1,0 +1,97 @@
+"""The storm end to end: 60 % of the nodes report a fatal fault at once. The breaker lets
+at most its limit into remediation together, holds the rest, and lets them proceed as
+slots free up; every faulty instance ends up replaced and the job runs again."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from nodemedic.local.watch import NodeSeen
+from nodemedic.local.world import World
+from nodemedic.scenarios import Result, run_storm
+from tests.e2e.conftest import group_instances, instance_state, node_or_none, workers_by_node
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
+
+
+@pytest.fixture(scope="module")
+def result(world: World) -> Result:
+    began = time.monotonic()
+    found = run_storm(world, print)
+    print(f"storm scenario: {time.monotonic() - began:.1f}s")
+    return found
+
+
+def most_cordoned_at_once(seen: list[NodeSeen]) -> int:
+    """Replays the Node watch: the most nodes cordoned at one moment."""
+    cordoned: set[str] = set()
+    most = 0
+    for event in sorted(seen, key=lambda s: s.at):
+        if event.unschedulable and event.event != "DELETED":
+            cordoned.add(event.name)
+        else:
+            cordoned.discard(event.name)
+        most = max(most, len(cordoned))
+    return most
+
+
+def test_five_of_eight_nodes_fail_and_all_are_replaced(world: World, result: Result) -> None:
+    assert result.ok, (result.problems, [(r.machine.node, r.problems) for r in result.runs])
+    assert len(result.runs) == 5
+    members = group_instances(world)
+    assert len(members) == 8
+    assert {m["LifecycleState"] for m in members.values()} == {"InService"}
+    assert {m["HealthStatus"] for m in members.values()} == {"Healthy"}
+    for run in result.runs:
+        assert run.outcome == "replaced"
+        assert run.machine.instance_id not in members
+        assert instance_state(world, run.machine.instance_id) == "terminated"
+        assert node_or_none(world, run.machine.node) is None
+
+
+def test_the_breaker_never_let_more_than_its_limit_out(world: World, result: Result) -> None:
+    assert result.breaker is not None
+    assert result.breaker.limit == LIMIT
+    assert most_cordoned_at_once(world.watch.seen) == LIMIT
+    assert result.breaker.most == LIMIT
+    # And gave every slot back.
+    breaker = world.aws("dynamodb").get_item(
+        TableName=world.ledger_table,
+        Key={"pk": {"S": "group#accelerated"}, "sk": {"S": "breaker"}},
+        ConsistentRead=True,
+    )["Item"]
+    assert "holders" not in breaker or breaker["holders"]["SS"] == []
+
+
+def test_the_rest_were_held_then_admitted(world: World, result: Result) -> None:
+    mail = world.inbox.messages()
+    held = [m for m in mail if m.outcome == "held"]
+    assert len(held) == len(result.runs) - LIMIT
+    for message in held:
+        assert message.subject == f"nodemedic held: {message.instance_id}"
+        assert "breaker open" in message.body["summary"]
+        replaced = [
+            m for m in mail if m.instance_id == message.instance_id and m.outcome == "replaced"
+        ]
+        assert replaced and replaced[0].sent_at > message.sent_at
+    executions = world.aws("stepfunctions").list_executions(
+        stateMachineArn=world.state_machine_arn
+    )["executions"]
+    assert sorted(e["status"] for e in executions) == ["SUCCEEDED"] * len(result.runs)
+
+
+def test_the_training_job_runs_again_on_healthy_nodes(world: World, result: Result) -> None:
+    faulty = {r.machine.node for r in result.runs}
+    deadline = time.monotonic() + 15
+    while True:
+        placed = workers_by_node(world)
+        if sum(len(p) for p in placed.values()) == 6 and all(
+            p == ["Running"] for p in placed.values()
+        ):
+            break
+        assert time.monotonic() < deadline, placed
+        time.sleep(0.2)
+    assert not faulty & set(placed)
