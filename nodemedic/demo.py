@@ -9,17 +9,18 @@ process it started is stopped on the way out, also on Ctrl-C and SIGTERM.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
+
+from nodemedic.local.console import chatter_to, copy_of
 
 Say = Callable[[str], None]
 
@@ -61,15 +62,18 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Copies of the terminal's descriptors: while the world runs, what its parts print
-    # (handler logs, moto's notes) goes to its log file instead (``_chatter_to``).
-    out = _copy(sys.stderr if args.json else sys.stdout)
-    results = _copy(sys.stdout)
+    # (handler logs, moto's notes) goes to its log file instead (``chatter_to``).
+    out = copy_of(sys.stderr if args.json else sys.stdout)
+    results = copy_of(sys.stdout)
 
     def say(text: str) -> None:
         print(text, file=out, flush=True)
 
     if args.nodes < 4:
         say("nodemedic demo: --nodes must be at least 4")
+        return 2
+    if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
+        say(f"nodemedic demo: {args.workdir} is not empty (it would hold a fresh world)")
         return 2
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -88,30 +92,6 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _copy(stream: TextIO) -> TextIO:
-    return os.fdopen(os.dup(stream.fileno()), "w", buffering=1)
-
-
-@contextlib.contextmanager
-def _chatter_to(path: Path) -> Iterator[None]:
-    """Point descriptors 1 and 2 at ``path`` while the block runs."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for fd, copy in enumerate(saved, start=1):
-            os.dup2(copy, fd)
-            os.close(copy)
-
-
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
     from nodemedic.local.snapshot import render, snapshot
     from nodemedic.local.world import local_world
@@ -120,7 +100,7 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
     log = workdir / "world.log"
     say(f"nodemedic demo ({args.scenario}): starting the local world in {workdir} (log: {log})")
     began = time.time()
-    with _chatter_to(log), local_world(workdir, nodes=args.nodes, say=say) as world:
+    with chatter_to(log), local_world(workdir, nodes=args.nodes, say=say) as world:
         say(f"World up in {world.timings['world']:.1f}s.")
         scenario_began = time.time()
         result = SCENARIOS[args.scenario](world, say)

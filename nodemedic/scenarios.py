@@ -85,7 +85,7 @@ class Result:
 def targets(world: World, count: int) -> list[Machine]:
     """``count`` healthy machines, those running training workers first, in node order."""
     workers = world.job.nodes_running_workers()
-    healthy = [m for m in world.machines.values() if _healthy(world, m)]
+    healthy = [m for m in world.live_machines() if _healthy(world, m)]
     healthy.sort(key=lambda m: (m.node not in workers, m.node))
     if len(healthy) < count:
         raise RuntimeError(f"{count} healthy nodes needed, {len(healthy)} available")
@@ -100,7 +100,6 @@ def _healthy(world: World, machine: Machine) -> bool:
         and seen.ready
         and not seen.unschedulable
         and not seen.tainted
-        and not world.machine_events(machine.instance_id, "unhealthy")
     )
 
 
@@ -125,16 +124,15 @@ def run_default(world: World, say: Say) -> Result:
 
 def run_storm(world: World, say: Say) -> Result:
     observer = Observer(world)
-    count = math.ceil(len(world.machines) * STORM_SHARE)
+    size = len(world.live_machines())
+    count = math.ceil(size * STORM_SHARE)
     chosen = targets(world, count)
     settings = world.settings
-    limit = admission_limit(
-        len(world.machines), settings.max_unhealthy_percent, settings.max_parallel
-    )
+    limit = admission_limit(size, settings.max_unhealthy_percent, settings.max_parallel)
     breaker = BreakerView(limit)
     say("")
     say(
-        f"Storm: {count} of {len(world.machines)} nodes report '{STORM_FAULT.title}' at once; "
+        f"Storm: {count} of {size} nodes report '{STORM_FAULT.title}' at once; "
         f"breaker limit {limit} (max_parallel {settings.max_parallel}, "
         f"max_unhealthy_percent {settings.max_unhealthy_percent})"
     )

@@ -1,14 +1,16 @@
 """The local world: the whole nodemedic pipeline on one machine, with no AWS account.
 
 - AWS is a moto server on loopback, in this process so that ``handlers_in_process`` runs
-  the Lambda handlers, with Step Functions executing the state machine. Into it goes the
-  template ``cdk synth`` produces for the cluster (``stacks.synth``), deployed by
-  ``nodemedic.local.aws``; beside it an Auto Scaling node group of accelerator instances
-  (EKS owns node groups, the stack does not) and a queue subscribed to the notifications
-  topic, the inbox a person would read.
+  the Lambda handlers, with Step Functions executing the state machine (its definition
+  parsed once, ``stepfunctions.py``). Into it goes the template ``cdk synth`` produces
+  for the cluster (``stacks.synth``), deployed by ``nodemedic.local.aws``; beside it an
+  Auto Scaling node group of accelerator instances (``aws.node_group``: EKS owns node
+  groups, the stack does not) and a queue subscribed to the notifications topic, the
+  inbox a person would read (``inbox.py``).
 - Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
   instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
-  spread over the nodes with its PodDisruptionBudget (``workload.py``).
+  spread over the nodes with its PodDisruptionBudget (``workload.py``), and a watch that
+  records every change to the Nodes (``watch.py``).
 - Each instance runs a real ``nodemedic agent`` process (``agents.py``) following its
   kernel log file and shipping to the moto Logs endpoint. What moto's EC2 and Auto
   Scaling calls do to the machines is played by ``hypervisor.py``: a reboot brings the
@@ -24,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import urllib.request
@@ -45,6 +48,7 @@ from nodemedic.local.inbox import Inbox
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from nodemedic.local.workload import TrainingJob
 from stacks.settings import ClusterSettings
@@ -136,6 +140,13 @@ class World:
         function = self.deployment.find("AWS::Lambda::Function", "IngestClassifier").ref
         return f"/aws/lambda/{function}"
 
+    def live_machines(self) -> list[Machine]:
+        """The machines not (yet) terminated by their group, in node order."""
+        with self._lock:
+            gone = {e.instance_id for e in self.events if e.kind == "unhealthy"}
+            live = [m for m in self.machines.values() if m.instance_id not in gone]
+        return sorted(live, key=lambda m: m.node)
+
     def machine_events(self, instance_id: str, kind: str) -> list[MachineEvent]:
         with self._lock:
             return [e for e in self.events if e.instance_id == instance_id and e.kind == kind]
@@ -178,7 +189,8 @@ class World:
             instance_type=INSTANCE_TYPE,
             devices=DEVICES,
         )
-        self.machines[instance_id] = machine
+        with self._lock:
+            self.machines[instance_id] = machine
         self.agents.start(instance_id, node.status.node_info.boot_id)
         self._event("launched", instance_id, machine.node)
 
@@ -247,10 +259,9 @@ def local_world(
             )
         )
         stack.callback(agents.close)
-        aws = boto3.client
         inbox = Inbox(
-            aws("sns", region_name=REGION, endpoint_url=endpoint),
-            aws("sqs", region_name=REGION, endpoint_url=endpoint),
+            boto3.client("sns", region_name=REGION, endpoint_url=endpoint),
+            boto3.client("sqs", region_name=REGION, endpoint_url=endpoint),
             deployment.find("AWS::SNS::Topic").ref,
         )
         world = World(
@@ -315,13 +326,30 @@ def _moto_server() -> Iterator[str]:
         )
         stack.enter_context(handlers_in_process())
         stack.enter_context(atomic_writes())
+        stack.enter_context(definitions_parsed_once())
+        _cold_start()
+        stack.callback(_cold_start)
         yield endpoint
+
+
+def _cold_start() -> None:
+    """Forget what the handlers cached, as a new Lambda container would: clients made for
+    another moto endpoint (an earlier world in this process, or an in-process mock)."""
+    for name, module in list(sys.modules.items()):
+        if name != "lambdas" and not name.startswith("lambdas."):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                clear()
 
 
 @contextlib.contextmanager
 def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterator[LocalCluster]:
     binaries = binary_dir()
-    if not (binaries / "kube-apiserver").exists():
+    if not all(
+        (binaries / name).exists() for name in ("kube-apiserver", "kube-controller-manager")
+    ):
         say(
             f"Kubernetes: building kube-apiserver {KUBE_VERSION} from source into {binaries} "
             "(first use only; this takes several minutes)..."

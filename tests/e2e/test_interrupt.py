@@ -67,8 +67,13 @@ def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> None:
         start_new_session=True,  # its own process group, as a shell gives a foreground job
     )
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in demo.stdout or []], daemon=True).start()
-    output = []
+
+    def read() -> None:
+        for line in demo.stdout or []:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    output: list[str] = []
     try:
         while not any(line.startswith("World up") for line in output):
             output.append(lines.get(timeout=300))

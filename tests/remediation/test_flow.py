@@ -389,11 +389,12 @@ def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_the
 
     executions = [pipeline.start(record) for record in records]
     results = [pipeline.finish(execution, timeout=120) for execution in executions]
-    for r, rec in zip(results, records):
-        if r["status"] != "SUCCEEDED":
-            print("FAILEDX", pipeline.ledger(rec))
 
-    assert [r["status"] for r in results] == ["SUCCEEDED"] * len(wide)
+    assert [r["status"] for r in results] == ["SUCCEEDED"] * len(wide), [
+        pipeline.ledger(record)
+        for record, result in zip(records, results, strict=True)
+        if result["status"] != "SUCCEEDED"
+    ]
     for e in executions[:1] + executions[-1:]:
         hist = pipeline.sfn.get_execution_history(executionArn=e, maxResults=1000)["events"]
         t0 = hist[0]["timestamp"]

@@ -1,0 +1,192 @@
+"""Time to remediate in the local world: faults injected one after another, each through the
+whole pipeline (agent → CloudWatch Logs → subscription → classifier → Step Functions →
+kube Lambda → Auto Scaling), timed by what the world recorded (``nodemedic.timeline``).
+
+Prints p50/p99 of line written → node cordoned and line written → Auto Scaling instance
+Unhealthy, and the share of the latter spent in each stage. The baseline, measured in the
+same run: the same decision started directly on the state machine (no agent, no Logs, no
+classifier) → node cordoned, which is what detection adds to.
+
+    python bench/mttr.py [--faults 20] [--baseline 5] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nodemedic.local.console import chatter_to, copy_of
+from nodemedic.local.world import Machine, World, local_world
+from nodemedic.timeline import Fault, FaultRun, Observer, follow, inject
+
+FAULT = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
+TARGET_P50, TARGET_P99 = 2.0, 5.0
+SETTLED = 5.0
+"""Seconds a replacement's agent gets to start before a fault goes to its node."""
+STAGES = (
+    ("written", "shipped", "agent batch + PutLogEvents"),
+    ("shipped", "classified", "subscription delivery + classifier"),
+    ("classified", "started", "classifier starts the execution"),
+    ("started", "cordoned", "plan, lock, breaker, locate, mark"),
+    ("cordoned", "drained", "drain (Eviction API)"),
+    ("drained", "unhealthy", "SetInstanceHealth Unhealthy"),
+)
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest rank: the smallest value with at least ``share`` of the values at or below."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def next_machine(world: World, used: set[str]) -> Machine:
+    """A healthy machine not faulted yet, the longest-running first; a fresh replacement
+    only once its agent has had time to start."""
+    launched = {e.instance_id: e.at for e in world.events if e.kind == "launched"}
+    while True:
+        for machine in sorted(world.live_machines(), key=lambda m: launched.get(m.instance_id, 0)):
+            seen = world.watch.latest(machine.instance_id)
+            if (
+                machine.instance_id not in used
+                and seen is not None
+                and seen.ready
+                and not seen.unschedulable
+                and time.time() - launched.get(machine.instance_id, 0) > SETTLED
+            ):
+                return machine
+        time.sleep(0.2)
+
+
+def cordoned_at(world: World, run: FaultRun) -> float | None:
+    seen = world.watch.first(run.machine.instance_id, run.written_at, lambda s: s.unschedulable)
+    return None if seen is None else seen.at
+
+
+def measure(
+    world: World, count: int, say: Callable[[str], None]
+) -> tuple[list[dict[str, float]], dict[str, Any]]:
+    """The samples (seconds from the line written, by step) and the last decision record."""
+    observer = Observer(world)
+    used: set[str] = set()
+    samples = []
+    for number in range(1, count + 1):
+        machine = next_machine(world, used)
+        used.add(machine.instance_id)
+        run = inject(world, machine, FAULT)
+        follow(observer, [run], lambda r, s: None, timeout=60)
+        cordoned = cordoned_at(world, run)
+        if run.problems or cordoned is None:
+            raise RuntimeError(f"fault {number} on {machine.node}: {run.problems}")
+        times = {step: found.at for step, found in run.steps.items()}
+        times["cordoned"] = cordoned
+        times["unhealthy"] = times["acted"]
+        samples.append({k: v - run.written_at for k, v in times.items()})
+        say(
+            f"  fault {number:2d} on {machine.node:<31} cordoned +{samples[-1]['cordoned']:.2f}s"
+            f"  Unhealthy +{samples[-1]['unhealthy']:.2f}s"
+        )
+        # The next fault starts when this execution has ended (slot and lock released).
+        execution = _finished(observer.sfn, observer.execution_arn(run) or "")
+    return samples, json.loads(execution["input"])
+
+
+def _finished(sfn: Any, arn: str) -> dict[str, Any]:
+    while (found := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        time.sleep(0.2)
+    result: dict[str, Any] = found
+    return result
+
+
+def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
+    """Decision started directly → node cordoned, on fresh nodes."""
+    sfn = world.aws("stepfunctions")
+    used: set[str] = set()
+    found = []
+    for _ in range(count):
+        machine = next_machine(world, used)
+        used.add(machine.instance_id)
+        decision_id = f"{machine.instance_id}-bench-{uuid.uuid4().hex[:8]}"
+        record = {
+            **template,
+            "decision_id": decision_id,
+            "instance_id": machine.instance_id,
+            "first_seen": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        began = time.time()
+        arn = sfn.start_execution(
+            stateMachineArn=world.state_machine_arn, name=decision_id, input=json.dumps(record)
+        )["executionArn"]
+        while (
+            seen := world.watch.first(machine.instance_id, began, lambda s: s.unschedulable)
+        ) is None:
+            time.sleep(0.05)
+        found.append(seen.at - began)
+        _finished(sfn, arn)
+    return found
+
+
+def report(samples: list[dict[str, float]], base: list[float]) -> None:
+    print(f"MTTR in the local world: {len(samples)} x '{FAULT.title}' -> replace, one at a time")
+    print(f"  {'':<34} {'p50':>7} {'p99':>7} {'max':>7}")
+    for key, name in (
+        ("cordoned", "line written -> node cordoned"),
+        ("unhealthy", "line written -> ASG Unhealthy"),
+    ):
+        values = [s[key] for s in samples]
+        print(
+            f"  {name:<34} {percentile(values, 0.5):6.2f}s {percentile(values, 0.99):6.2f}s "
+            f"{max(values):6.2f}s"
+        )
+    cordoned = [s["cordoned"] for s in samples]
+    met = percentile(cordoned, 0.5) <= TARGET_P50 and percentile(cordoned, 0.99) <= TARGET_P99
+    print(
+        f"  target for line written -> cordoned: p50 <= {TARGET_P50:g}s, p99 <= {TARGET_P99:g}s: "
+        f"{'met' if met else 'NOT met'}"
+    )
+    total = statistics.mean(s["unhealthy"] for s in samples)
+    print(f"  share of line written -> ASG Unhealthy (mean {total:.2f}s) by stage:")
+    for start, end, name in STAGES:
+        spent = statistics.mean(s[end] - s.get(start, 0.0) for s in samples)
+        print(f"    {start + ' -> ' + end:<24} {name:<36} {spent:6.2f}s {spent / total:6.1%}")
+    if base:
+        ratio = percentile(cordoned, 0.5) / percentile(base, 0.5)
+        print(
+            f"  baseline, decision started directly -> cordoned ({len(base)} runs): "
+            f"p50 {percentile(base, 0.5):.2f}s; end to end is {ratio:.2f}x the baseline"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--faults", type=int, default=20)
+    parser.add_argument("--baseline", type=int, default=5)
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args()
+
+    progress = copy_of(sys.stderr)
+
+    def say(text: str) -> None:
+        print(text, file=progress, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="nodemedic-bench-") as temporary:
+        workdir = args.workdir or Path(temporary)
+        say(f"local world in {workdir}; what its parts print: {workdir / 'world.log'}")
+        with chatter_to(workdir / "world.log"), local_world(workdir, say=say) as world:
+            samples, template = measure(world, args.faults, say)
+            base = baseline(world, template, args.baseline)
+    report(samples, base)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
