@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classifier import default_classifier
-from lambdas.classify.aws import DynamoHitCounter, execution_starter
+from lambdas.classify.aws import DynamoHitCounter, execution_starter, idempotency_config
 from lambdas.classify.service import LogEvent, Starter, process_batch
 from lambdas.decision import DEFAULT_WINDOW, IdentityError, identity_of
 from lambdas.observability import logger, metrics
@@ -44,7 +44,7 @@ def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
         raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
@@ -57,6 +57,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
     window = int(os.environ.get("NODEMEDIC_DEDUP_WINDOW", DEFAULT_WINDOW))
+    idempotency_config(window).register_lambda_context(context)
     counter, start = _dependencies(
         os.environ["STATE_MACHINE_ARN"], os.environ["IDEMPOTENCY_TABLE"], window
     )

@@ -130,7 +130,7 @@ OPS: dict[str, Op] = {
 }
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     op = OPS.get(str(event.get("op"))) if isinstance(event, dict) else None
     if op is None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodemedic.local.kubeapi import REPO, _die_with_parent
+from nodemedic.local.kubeapi import REPO, die_with_parent
 
 RECORDED_NVIDIA_SMI = REPO / "tests" / "events" / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
 """A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
@@ -152,7 +152,7 @@ class AgentFleet:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches the demo, which stops the agents
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
             )
 
     def _stop_now(self, instance_id: str) -> None:

@@ -159,7 +159,7 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child: a test run killed hard must not leave a control plane behind."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -172,7 +172,7 @@ def _spawn(name: str, args: Sequence[str], workdir: Path) -> subprocess.Popen[by
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches us; we stop them in order
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
+            preexec_fn=die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
         )
 
 
