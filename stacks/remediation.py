@@ -27,7 +27,7 @@ Metrics (stacks/metrics.py; namespace NodeMedic, dimensions Cluster and NodeGrou
 ``Remediations`` (plus ``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision,
 ``BreakerHeld`` per hold, ``InRemediation`` (the group's breaker holders, a gauge published
 at every admission and release) and ``FaultToActionSeconds`` (the fault's ``first_seen``
-to the first mark on the node); the fault's own catalog metric in its namespace.
+to the cordon); the fault's own catalog metric in its namespace.
 
 Ledger items (partition ``pk``, sort ``sk``):
 ``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings;
@@ -387,16 +387,17 @@ class _Flow:
         self._guard(task)
         return task
 
-    def _fault_to_action(self, suffix: str = "") -> sfn.Chain:
-        """FaultToActionSeconds: from the fault line's time to the first mark on the node."""
+    def _fault_to_action(self) -> sfn.Chain:
+        """FaultToActionSeconds: from the fault line's time to the cordon, how long a faulty
+        node kept taking work (acting only: a monitored node is never cordoned)."""
         elapsed = self._elapsed(
-            f"Fault to action{suffix}",
+            "Fault to action",
             _path("$.decision.first_seen"),
             _path("$.times.marked.at"),
             "$.fault_to_action",
         )
         metric = self._metrics(
-            f"Publish fault-to-action time{suffix}",
+            "Publish fault-to-action time",
             METRICS_NAMESPACE,
             [
                 {
@@ -699,8 +700,6 @@ class _Flow:
         )
         monitor = self._step("Start monitoring", "monitoring")
         monitor.next(self._mark("Mark (monitor only)", cordon=False)).next(
-            self._fault_to_action(" (monitor only)")
-        ).next(
             self._pass("Monitored", "$.outcome", name=sfn.JsonPath.string_at("$.plan.outcome"))
         ).next(report)
         lock.next(locate).next(

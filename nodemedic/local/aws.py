@@ -408,6 +408,8 @@ def _lambda_function(client: Client, d: Deployment, lid: str, props: dict[str, A
         args["Environment"] = {
             "Variables": {k: str(v) for k, v in props["Environment"]["Variables"].items()}
         }
+    # moto accepts and drops DeadLetterConfig and LoggingConfig: a failed asynchronous
+    # invocation is not re-queued, and the function logs to /aws/lambda/<name>.
     for key in ("DeadLetterConfig", "Description", "TracingConfig", "Architectures"):
         if key in props:
             args[key] = props[key]

@@ -7,8 +7,15 @@ by a call of the function's own handler, found by its ``Handler`` string (for ex
 paths that invoke functions go through it: Step Functions ``lambda:invoke`` tasks and
 CloudWatch Logs subscription delivery.
 
-Invocations run one at a time, because a handler reads its configuration from
-``os.environ`` and each function has its own.
+A handler reads its configuration from ``os.environ`` and each function has its own. The
+function's variables are an overlay seen by the invoking thread only (``ThreadEnviron``):
+other threads, moto's Step Functions tasks making their boto3 clients among them, must not
+see the process environment change under them (a variable removed while botocore copies
+the environment is a ``KeyError`` in an unrelated task). Invocations still run one at a
+time: Powertools keeps its log keys and metrics in module-level state.
+
+Public interface: ``handlers_in_process()`` (context manager), ``invoke(function, event)``,
+``resolve_handler(spec)``, ``Context``.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import os
 import threading
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,18 +65,74 @@ def resolve_handler(spec: str) -> Handler:
     return handler
 
 
-@contextlib.contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
+class ThreadEnviron(MutableMapping[str, str]):
+    """``os.environ`` with a per-thread overlay: inside ``overlay(variables)`` the calling
+    thread sees ``variables`` on top of the process environment (and its own changes go to
+    the overlay); every other thread sees the process environment, unchanged."""
+
+    _REMOVED = None
+
+    def __init__(self, process: MutableMapping[str, str]) -> None:
+        self.process = process
+        self._local = threading.local()
+
+    def _layer(self) -> dict[str, str | None] | None:
+        layer: dict[str, str | None] | None = getattr(self._local, "layer", None)
+        return layer
+
+    @contextlib.contextmanager
+    def overlay(self, variables: dict[str, str]) -> Iterator[None]:
+        outer = self._layer()
+        self._local.layer = {**(outer or {}), **variables}
+        try:
+            yield
+        finally:
+            self._local.layer = outer
+
+    def __getitem__(self, key: str) -> str:
+        layer = self._layer()
+        if layer is not None and key in layer:
+            value = layer[key]
             if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+                raise KeyError(key)
+            return value
+        return self.process[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        layer = self._layer()
+        if layer is None:
+            self.process[key] = value
+        else:
+            layer[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        layer = self._layer()
+        if layer is None:
+            del self.process[key]
+        elif key not in self:
+            raise KeyError(key)
+        else:
+            layer[key] = self._REMOVED
+
+    def __iter__(self) -> Iterator[str]:
+        layer = self._layer() or {}
+        process = list(self.process)
+        keys = [k for k in process if layer.get(k, "") is not None]
+        keys += [k for k, v in layer.items() if v is not None and k not in self.process]
+        return iter(keys)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self)
+
+
+def _overlay(variables: dict[str, str]) -> contextlib.AbstractContextManager[None]:
+    environ = os.environ
+    if not isinstance(environ, ThreadEnviron):
+        raise RuntimeError("handlers run in-process only inside handlers_in_process()")
+    return environ.overlay(variables)
 
 
 def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
@@ -99,7 +162,7 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
     captured = io.StringIO()
     log_handler = logging.StreamHandler(captured)
     root = logging.getLogger()
-    with _lock, _environment(variables):
+    with _lock, _overlay(variables):
         root.addHandler(log_handler)
         try:
             result = resolve_handler(function.handler)(event, context)
@@ -129,10 +192,15 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
 
 @contextlib.contextmanager
 def handlers_in_process() -> Iterator[None]:
-    """While active, every moto Lambda invocation runs its handler in this process."""
+    """While active, every moto Lambda invocation runs its handler in this process (and
+    ``os.environ`` is a ``ThreadEnviron`` over the process environment)."""
     original = LambdaFunction._invoke_lambda
+    process = os.environ
+    # Not meant to change the environment: a view of it, restored on the way out.
+    os.environ = ThreadEnviron(process)  # type: ignore[assignment]  # noqa: B003
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
     try:
         yield
     finally:
         LambdaFunction._invoke_lambda = original  # type: ignore[method-assign]
+        os.environ = process  # noqa: B003

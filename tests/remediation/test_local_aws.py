@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,18 +14,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.local.aws import TemplateError, atomic_writes, deploy
+from nodemedic.local.aws import SKIPPED, TemplateError, atomic_writes, deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
-from nodemedic.local.inprocess import handlers_in_process
-from tests.remediation.conftest import (
-    MOTO,
-    REGION,
-    Machine,
-    decision,
-    metric_names,
-    node_group,
-    state_machine_definition,
-)
+from nodemedic.local.inprocess import ThreadEnviron, handlers_in_process
+from tests.remediation.conftest import MOTO, REGION, instances, state_machine_definition
 
 ROLE = {
     "Type": "AWS::IAM::Role",
@@ -73,30 +66,65 @@ def invoke(name: str, event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_deploy_resolves_the_state_machine_against_the_moto_resources(
+def test_the_whole_stack_deploys_with_its_references_resolved(
     aws: None, default_template: dict[str, Any]
 ) -> None:
     deployment = deploy(default_template, stack_name="nodemedic-demo")
-    machine = deployment.find("AWS::StepFunctions::StateMachine")
-    text = boto3.client("stepfunctions", region_name=REGION).describe_state_machine(
-        stateMachineArn=machine.ref
-    )["definition"]
+
+    # Every resource is created, or skipped with the reason moto can do without it.
+    resources = default_template["Resources"]
+    assert set(deployment.resources) | set(deployment.skipped) == set(resources)
+    for logical_id, reason in deployment.skipped.items():
+        assert reason == SKIPPED[resources[logical_id]["Type"]]
+    assert {resources[k]["Type"] for k in deployment.skipped} == {
+        "AWS::EKS::AccessEntry",
+        "AWS::EKS::PodIdentityAssociation",
+    }
+    outputs = deployment.outputs
+    assert set(outputs) == set(default_template["Outputs"])
+    assert not any("Fn::" in value or "${" in value for value in outputs.values())
+    # The state machine: the template's states, every reference filled in.
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    text = sfn.describe_state_machine(stateMachineArn=outputs["StateMachineArn"])["definition"]
     assert "Fn::" not in text
     assert "${" not in text
     states = json.loads(text)["States"]
-    table = deployment.find("AWS::DynamoDB::Table").ref
-    assert states["Record decision"]["Parameters"]["TableName"] == table
-    assert states["Locate node"]["Resource"] == deployment.find("AWS::Lambda::Function", "Kube").arn
-    assert states["Notify outcome"]["Parameters"]["TopicArn"] == (
-        deployment.find("AWS::SNS::Topic").ref
-    )
-    assert states["Record decision"]["Resource"] == "arn:aws:states:::dynamodb:putItem"
-    kube = boto3.client("lambda", region_name=REGION).get_function(
-        FunctionName=deployment.find("AWS::Lambda::Function", "Kube").ref
-    )
-    assert kube["Configuration"]["Handler"] == "lambdas.kube.handler.handler"
-    # Same states as the template, only the references filled in.
     assert set(states) == set(state_machine_definition(default_template)["States"])
+    ledger = deployment.find("AWS::DynamoDB::Table", "RemediationLedger").ref
+    assert states["Record decision"]["Parameters"]["TableName"] == ledger
+    kube = deployment.find("AWS::Lambda::Function", "KubeFunction")
+    assert states["Locate node"]["Resource"] == kube.arn
+    assert states["Notify outcome"]["Parameters"]["TopicArn"] == outputs["TopicArn"]
+    functions = boto3.client("lambda", region_name=REGION)
+    handler = functions.get_function(FunctionName=kube.ref)["Configuration"]["Handler"]
+    assert handler == "lambdas.kube.handler.handler"
+    # The classifier: fed by the node log group, starting the state machine.
+    classifier = deployment.find("AWS::Lambda::Function", "IngestClassifierFunction")
+    (subscription,) = boto3.client("logs", region_name=REGION).describe_subscription_filters(
+        logGroupName=outputs["LogGroup"]
+    )["subscriptionFilters"]
+    assert subscription["destinationArn"] == classifier.arn
+    configuration = functions.get_function_configuration(FunctionName=classifier.ref)
+    # moto keeps no DeadLetterConfig; the queue is there, as the output says.
+    assert (
+        deployment.find("AWS::SQS::Queue", "IngestDeadLetters").ref
+        == (outputs["DeadLetterQueueUrl"])
+    )
+    assert (
+        configuration["Environment"]["Variables"]["STATE_MACHINE_ARN"]
+        == (outputs["StateMachineArn"])
+    )
+    # The topic is encrypted with the stack's key; the agents' policy is on their role.
+    topic = boto3.client("sns", region_name=REGION).get_topic_attributes(
+        TopicArn=outputs["TopicArn"]
+    )["Attributes"]
+    assert topic["KmsMasterKeyId"] == deployment.find("AWS::KMS::Key").arn
+    attached = boto3.client("iam", region_name=REGION).list_attached_role_policies(
+        RoleName=deployment.find("AWS::IAM::Role", "AgentRole").ref
+    )["AttachedPolicies"]
+    assert [p["PolicyArn"] for p in attached] == [outputs["AgentPolicyArn"]]
+    alarms = boto3.client("cloudwatch", region_name=REGION).describe_alarms(MaxRecords=100)
+    assert len(alarms["MetricAlarms"]) == len(deployment.of_type("AWS::CloudWatch::Alarm"))
 
 
 def test_deploy_resolves_sub_select_and_split(aws: None) -> None:
@@ -252,7 +280,7 @@ def recorder() -> Recorder:
 
 
 def test_a_reboot_reaches_the_machine_unless_it_hangs(aws: None, recorder: Recorder) -> None:
-    first, second = node_group("ng-1", 2)
+    first, second = instances("ng-1", 2)
     hypervisor = Hypervisor(on_reboot=recorder("reboot"), on_power_off=recorder("off"))
     hypervisor.hang(second)
     with machines(hypervisor):
@@ -265,7 +293,7 @@ def test_a_reboot_reaches_the_machine_unless_it_hangs(aws: None, recorder: Recor
 def test_an_unhealthy_instance_is_terminating_and_its_machine_goes_away(
     aws: None, recorder: Recorder
 ) -> None:
-    first, _ = node_group("ng-1", 2)
+    first, _ = instances("ng-1", 2)
     hypervisor = Hypervisor(on_reboot=recorder("reboot"), on_power_off=recorder("off"))
     autoscaling = boto3.client("autoscaling", region_name=REGION)
     with machines(hypervisor):
@@ -287,7 +315,7 @@ def test_an_unhealthy_instance_is_terminating_and_its_machine_goes_away(
 def test_the_group_replaces_an_unhealthy_instance_when_asked_to(
     aws: None, recorder: Recorder
 ) -> None:
-    first, second = node_group("ng-1", 2)
+    first, second = instances("ng-1", 2)
     hypervisor = Hypervisor(
         on_reboot=recorder("reboot"),
         on_power_off=recorder("off"),
@@ -309,59 +337,24 @@ def test_the_group_replaces_an_unhealthy_instance_when_asked_to(
     assert state["Reservations"][0]["Instances"][0]["State"]["Name"] == "terminated"
 
 
-def test_a_notify_decision_is_recorded_measured_and_mailed_without_touching_the_node(
-    aws: None, default_template: dict[str, Any]
-) -> None:
-    (instance,) = node_group("ng-1", 1)
-    machine = Machine(deploy(default_template, stack_name="nodemedic-demo"))
-    record = decision(
-        instance,
-        decision_id="xid13",
-        fault_id="nvidia-xid-13",
-        component="gpu",
-        action="notify",
-        severity="warning",
-        condition="AcceleratedHardwareReady",
-        condition_status="False",
-        metric="NvidiaXid_13",
-        metric_namespace="NodeMedic",
-        health_status="Schedulable",
-        evidence_line="NVRM: Xid (PCI:0000:2b:00): 13, Graphics Exception",
-    )
-    # No kube Lambda call happens on this path (the kube handler need not even exist).
-    result = machine.run(record)
-    assert result["status"] == "SUCCEEDED", result
-    ledger = machine.ledger(record)
-    assert ledger is not None
-    assert (ledger["state"], ledger["outcome"], ledger["node_group"]) == (
-        "closed",
-        "notified",
-        "ng-1",
-    )
-    (message,) = machine.inbox.about(instance)
-    assert message["outcome"] == "notified"
-    assert message["evidence_line"] == record["evidence_line"]
-    assert message["subject"] == f"nodemedic notified: {instance}"
-    assert {"NvidiaXid_13", "Remediations", "RemediationSeconds"} <= metric_names("NodeMedic")
-    assert machine.item(instance, "inflight") is None
+def test_a_handlers_variables_are_seen_by_its_own_thread_only(aws: None) -> None:
+    seen: dict[str, str | None] = {}
+    inside, done = threading.Event(), threading.Event()
 
+    def elsewhere() -> None:
+        inside.wait(5)
+        seen["elsewhere"] = os.environ.get("GREETING")
+        done.set()
 
-@pytest.mark.parametrize(
-    ("change", "error"),
-    [
-        ({"cluster": "elsewhere"}, "WrongCluster"),
-        ({"schema": 2}, "InvalidDecision"),
-        ({"count": "1"}, "InvalidDecision"),
-        ({"evidence_line": None}, "InvalidDecision"),
-    ],
-)
-def test_a_decision_it_must_not_act_on_fails_without_a_trace(
-    aws: None, default_template: dict[str, Any], change: dict[str, Any], error: str
-) -> None:
-    (instance,) = node_group("ng-1", 1)
-    machine = Machine(deploy(default_template, stack_name="nodemedic-demo"))
-    record = {k: v for k, v in {**decision(instance), **change}.items() if v is not None}
-    result = machine.run(record)
-    assert (result["status"], result["error"]) == ("FAILED", error)
-    assert machine.ledger(record) is None
-    assert machine.inbox.messages() == []
+    other = threading.Thread(target=elsewhere)
+    other.start()
+    environ = os.environ
+    assert isinstance(environ, ThreadEnviron)
+    with environ.overlay({"GREETING": "hello"}):
+        os.environ["FAREWELL"] = "bye"
+        inside.set()
+        done.wait(5)
+        seen["inside"] = os.environ.get("GREETING")
+    other.join()
+    assert seen == {"elsewhere": None, "inside": "hello"}
+    assert "GREETING" not in os.environ and "FAREWELL" not in os.environ

@@ -75,7 +75,9 @@ def test_plan_mode(
 
 def test_dry_run_says_what_it_would_do() -> None:
     result = plan(DECISION, Group("g", 4), None, NOW, Policy(dry_run=True))
-    assert "would replace" in result.reason
+    assert result.reason.startswith("dry run: would cordon, drain and replace the node")
+    reboot = plan(REBOOT, Group("g", 4), None, NOW, Policy(dry_run=True))
+    assert reboot.reason.startswith("dry run: would cordon, drain and reboot the node")
 
 
 def test_a_reboot_within_the_escalation_window_becomes_a_replacement() -> None:

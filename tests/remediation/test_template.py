@@ -120,6 +120,9 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     assert bound("Rebooted?", "$.watch.rounds") == 20
     assert bound("Terminating?", "$.term.rounds") == 20
     assert bound("Drained?", "$.drain.rounds") == policy.drain_rounds(70, 7)
+    # A held decision sweeps stale breaker holders once a minute: every 9th round of 7 s.
+    sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
+    assert sweep == "States.MathAdd($.hold.rounds, 9)"
     timeout = policy.execution_timeout(
         breaker_hold=700, drain_timeout=70, reboot_timeout=140, poll_seconds=7
     )
