@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations, aws_lambda
+from aws_cdk import Duration, RemovalPolicy, Stack, aws_lambda
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -149,13 +149,6 @@ class Remediation(Construct):
             timeout_seconds=10,
         )
         self.policy_function = self.policy.function
-        Validations.of(self.policy.role).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                reason="X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level "
-                "permissions; the role holds nothing else on '*'",
-            )
-        )
         timeout = policy.execution_timeout(
             breaker_hold=settings.breaker_hold,
             drain_timeout=settings.drain_timeout,

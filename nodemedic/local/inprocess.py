@@ -26,6 +26,7 @@ import io
 import json
 import logging
 import os
+import sys
 import threading
 import traceback
 import uuid
@@ -190,17 +191,32 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
     return body, is_error, logs
 
 
+def cold_start() -> None:
+    """Forget what the handlers cached, as a new Lambda container would: clients made for
+    another moto endpoint (an earlier world in this process, or an in-process mock)."""
+    for name, module in list(sys.modules.items()):
+        if name != "lambdas" and not name.startswith("lambdas."):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                clear()
+
+
 @contextlib.contextmanager
 def handlers_in_process() -> Iterator[None]:
     """While active, every moto Lambda invocation runs its handler in this process (and
-    ``os.environ`` is a ``ThreadEnviron`` over the process environment)."""
+    ``os.environ`` is a ``ThreadEnviron`` over the process environment). The handlers
+    start cold and are left cold: nothing they cached outlives the block."""
     original = LambdaFunction._invoke_lambda
     process = os.environ
     # Not meant to change the environment: a view of it, restored on the way out.
     os.environ = ThreadEnviron(process)  # type: ignore[assignment]  # noqa: B003
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+    cold_start()
     try:
         yield
     finally:
+        cold_start()
         LambdaFunction._invoke_lambda = original  # type: ignore[method-assign]
         os.environ = process  # noqa: B003

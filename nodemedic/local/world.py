@@ -26,7 +26,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 import threading
 import time
 import urllib.request
@@ -327,21 +326,7 @@ def _moto_server() -> Iterator[str]:
         stack.enter_context(handlers_in_process())
         stack.enter_context(atomic_writes())
         stack.enter_context(definitions_parsed_once())
-        _cold_start()
-        stack.callback(_cold_start)
         yield endpoint
-
-
-def _cold_start() -> None:
-    """Forget what the handlers cached, as a new Lambda container would: clients made for
-    another moto endpoint (an earlier world in this process, or an in-process mock)."""
-    for name, module in list(sys.modules.items()):
-        if name != "lambdas" and not name.startswith("lambdas."):
-            continue
-        for value in list(vars(module).values()):
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == name:
-                clear()
 
 
 @contextlib.contextmanager

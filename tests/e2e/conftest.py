@@ -20,7 +20,7 @@ from kubernetes import client
 from nodemedic.local.world import NODE_GROUP, World, local_world
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     workdir: Path = tmp_path_factory.mktemp("world")
     with local_world(workdir) as running:

@@ -46,7 +46,7 @@ def presigned_url(token: str) -> str:
 
 
 def test_token_is_a_presigned_get_caller_identity_naming_the_cluster(credentials: None) -> None:
-    url = urlsplit(presigned_url(presigned_token(boto3.client("sts"), "training-east")))
+    url = urlsplit(presigned_url(presigned_token(boto3.Session().client("sts"), "training-east")))
     query = {k: v[0] for k, v in parse_qs(url.query).items()}
 
     assert (url.scheme, url.netloc) == ("https", f"sts.{REGION}.amazonaws.com")
@@ -59,7 +59,7 @@ def test_token_is_a_presigned_get_caller_identity_naming_the_cluster(credentials
 
 
 def test_the_cluster_header_is_signed_only_for_the_token(credentials: None) -> None:
-    sts = boto3.client("sts")
+    sts = boto3.Session().client("sts")
     presigned_token(sts, "a")
 
     plain = sts.generate_presigned_url("get_caller_identity", Params={}, ExpiresIn=60)
@@ -89,7 +89,7 @@ def test_token_is_kept_until_a_minute_before_it_expires(monkeypatch: pytest.Monk
 
 
 def test_eks_client_talks_to_the_described_cluster(aws: None) -> None:
-    eks = boto3.client("eks")
+    eks = boto3.Session().client("eks")
     eks.create_cluster(
         name="training-east",
         roleArn="arn:aws:iam::123456789012:role/eks",
