@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import client
-
 from lambdas.kube.nodes import HEALTH_LABEL, TAINT_KEY
 from lambdas.policy import admission_limit
 from nodemedic.local.world import NODE_GROUP, Machine, World
@@ -240,20 +238,10 @@ def verify(world: World, run: FaultRun) -> None:
     problems += check(world, run)
 
 
-def _node(world: World, name: str) -> client.V1Node | None:
-    try:
-        node: client.V1Node = client.CoreV1Api(world.api).read_node(name)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return node
-
-
 def _replaced(world: World, run: FaultRun) -> list[str]:
     problems = []
     instance_id, name = run.machine.instance_id, run.machine.node
-    if _node(world, name) is not None:
+    if world.node(name) is not None:
         problems.append(f"node {name} still exists")
     found = world.aws("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance_id])
     for instance in found["AutoScalingInstances"]:
@@ -261,7 +249,7 @@ def _replaced(world: World, run: FaultRun) -> list[str]:
             problems.append(f"{instance_id} is {instance['HealthStatus']} in its group")
     if not world.machine_events(instance_id, "unhealthy"):
         problems.append(f"{instance_id} was never set Unhealthy")
-    state = _instance_state(world, instance_id)
+    state = world.instance_state(instance_id)
     if state not in ("shutting-down", "terminated"):
         problems.append(f"{instance_id} is {state}, not terminated")
     if name in world.job.nodes_running_workers():
@@ -274,7 +262,7 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
     problems = []
     if not world.machine_events(instance_id, "reboot"):
         problems.append(f"{instance_id} was never rebooted")
-    node = _node(world, name)
+    node = world.node(name)
     if node is None:
         return [*problems, f"node {name} is gone"]
     if node.status.node_info.boot_id == run.boot_id:
@@ -286,7 +274,7 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
     label = (node.metadata.labels or {}).get(HEALTH_LABEL)
     if label != "Schedulable":
         problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
-    if _instance_state(world, instance_id) != "running":
+    if world.instance_state(instance_id) != "running":
         problems.append(f"{instance_id} is not running")
     return problems
 
@@ -297,7 +285,7 @@ def _untouched(world: World, run: FaultRun) -> list[str]:
     problems = []
     if world.watch.first(run.machine.instance_id, run.written_at, _out) is not None:
         problems.append(f"{name} was cordoned or tainted")
-    node = _node(world, name)
+    node = world.node(name)
     if node is None:
         return [*problems, f"node {name} is gone"]
     label = (node.metadata.labels or {}).get(HEALTH_LABEL)
@@ -330,8 +318,3 @@ def _nothing(world: World, run: FaultRun) -> list[str]:
 
 def _out(seen: Any) -> bool:
     return bool(seen.unschedulable or seen.tainted)
-
-
-def _instance_state(world: World, instance_id: str) -> str:
-    reservations = world.aws("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
-    return str(reservations[0]["Instances"][0]["State"]["Name"])

@@ -4,6 +4,7 @@ A check returns result lines (``Result``); it raises ``ToolMissing`` when its to
 sysfs tree is not on this node, which the runner reports once as ``skipped``. Checks that
 watch cumulative counters keep a ``CounterBaseline`` so a counter that grew is reported
 once, not on every run, and not again after an agent restart on the same boot.
+``SysfsDevices`` is what the sysfs-based checks (Neuron, EFA) have in common.
 """
 
 from __future__ import annotations
@@ -129,6 +130,53 @@ class CounterBaseline:
             write_atomically(self._path, json.dumps(snapshot).encode())
 
         return save
+
+
+class SysfsDevices(Check):
+    """A check of the devices one driver lists under a sysfs directory, whose cumulative
+    counters a ``CounterBaseline`` watches.
+
+    The drivers differ in which entries are devices and what their counters mean
+    (``device_results``); the rest is the same for each: no directory or no device is
+    ``ToolMissing`` (unless devices are expected), fewer devices than expected fails the
+    node, and the baseline is saved once the results are safe.
+    """
+
+    sysfs_dir: str
+    kind: str
+    """Names the devices and driver in the ToolMissing messages."""
+
+    def __init__(
+        self, sys_root: Path, baseline: CounterBaseline, expected_devices: int = 0
+    ) -> None:
+        self.root = sys_root / self.sysfs_dir
+        self.baseline = baseline
+        self.expected_devices = expected_devices
+
+    @abstractmethod
+    def devices(self) -> list[Path]:
+        """This driver's devices under ``root``, in report order."""
+
+    @abstractmethod
+    def device_results(self, device: Path, ts: str) -> list[Result]:
+        """One device's results; counter growth comes from ``baseline``."""
+
+    def run(self, ts: str) -> list[Result]:
+        if not self.root.is_dir():
+            raise ToolMissing(f"{self.root} not found (no {self.kind} driver)")
+        devices = self.devices()
+        if not devices and not self.expected_devices:
+            raise ToolMissing(f"no {self.kind} devices under {self.root}")
+        results: list[Result] = []
+        if len(devices) < self.expected_devices:
+            figures: dict[str, Figure] = {"expected": self.expected_devices, "found": len(devices)}
+            results.append(Result(self.name, "node", "fail", "DeviceMissing", figures, ts))
+        for device in devices:
+            results.extend(self.device_results(device, ts))
+        return results
+
+    def commit(self) -> Callable[[], None]:
+        return self.baseline.commit()
 
 
 class Runner:

@@ -9,10 +9,9 @@ devices in the class directory (mlx5, ...) are not EFA and are left alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from agent.checks.base import Check, CounterBaseline, Figure, Result, ToolMissing, read_counter
+from agent.checks.base import Figure, Result, SysfsDevices, read_counter
 
 NAME = "efa"
 SYSFS_DIR = "class/infiniband"
@@ -50,38 +49,21 @@ def error_counters(device: Path) -> dict[str, int]:
     return found
 
 
-class Efa(Check):
+class Efa(SysfsDevices):
     name = NAME
+    sysfs_dir = SYSFS_DIR
+    kind = "EFA"
 
-    def __init__(
-        self, sys_root: Path, baseline: CounterBaseline, expected_devices: int = 0
-    ) -> None:
-        self.root = sys_root / SYSFS_DIR
-        self.baseline = baseline
-        self.expected_devices = expected_devices
+    def devices(self) -> list[Path]:
+        return sorted(d for d in self.root.iterdir() if is_efa(d))
 
-    def run(self, ts: str) -> list[Result]:
-        if not self.root.is_dir():
-            raise ToolMissing(f"{self.root} not found (no RDMA devices)")
-        devices = sorted(d for d in self.root.iterdir() if is_efa(d))
-        if not devices and not self.expected_devices:
-            raise ToolMissing(f"no EFA devices under {self.root}")
-        results: list[Result] = []
-        if len(devices) < self.expected_devices:
-            figures: dict[str, Figure] = {"expected": self.expected_devices, "found": len(devices)}
-            results.append(Result(NAME, "node", "fail", "DeviceMissing", figures, ts))
-        for device in devices:
-            counters = error_counters(device)
-            grown: dict[str, Figure] = {
-                name: value
-                for name, value in counters.items()
-                if self.baseline.growth(device.name, name, value)
-            }
-            if grown:
-                results.append(Result(NAME, device.name, "warn", "ErrorCounters", grown, ts))
-            else:
-                results.append(Result(NAME, device.name, "ok", "Healthy", dict(counters), ts))
-        return results
-
-    def commit(self) -> Callable[[], None]:
-        return self.baseline.commit()
+    def device_results(self, device: Path, ts: str) -> list[Result]:
+        counters = error_counters(device)
+        grown: dict[str, Figure] = {
+            name: value
+            for name, value in counters.items()
+            if self.baseline.growth(device.name, name, value)
+        }
+        if grown:
+            return [Result(NAME, device.name, "warn", "ErrorCounters", grown, ts)]
+        return [Result(NAME, device.name, "ok", "Healthy", dict(counters), ts)]

@@ -10,10 +10,9 @@ the node: fewer devices than expected. Layout: tests/events/neuron-sysfs/SOURCES
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
-from agent.checks.base import Check, CounterBaseline, Figure, Result, ToolMissing, read_counter
+from agent.checks.base import Result, SysfsDevices, read_counter
 
 NAME = "neuron-sysfs"
 SYSFS_DIR = "devices/virtual/neuron_device"
@@ -40,48 +39,25 @@ def device_counters(device: Path) -> dict[str, int]:
     return {name: value for name, value in readings.items() if value is not None}
 
 
-class NeuronSysfs(Check):
+class NeuronSysfs(SysfsDevices):
     name = NAME
+    sysfs_dir = SYSFS_DIR
+    kind = "Neuron"
 
-    def __init__(
-        self, sys_root: Path, baseline: CounterBaseline, expected_devices: int = 0
-    ) -> None:
-        self.root = sys_root / SYSFS_DIR
-        self.baseline = baseline
-        self.expected_devices = expected_devices
-
-    def run(self, ts: str) -> list[Result]:
-        if not self.root.is_dir():
-            raise ToolMissing(f"{self.root} not found (no Neuron driver)")
-        devices = sorted(
+    def devices(self) -> list[Path]:
+        return sorted(
             (p for p in self.root.iterdir() if _DEVICE.match(p.name)),
             key=lambda p: int(p.name[len("neuron") :]),
         )
-        if not devices and not self.expected_devices:
-            raise ToolMissing(f"no Neuron devices under {self.root}")
-        results: list[Result] = []
-        if len(devices) < self.expected_devices:
-            figures: dict[str, Figure] = {"expected": self.expected_devices, "found": len(devices)}
-            results.append(Result(NAME, "node", "fail", "DeviceMissing", figures, ts))
-        for device in devices:
-            readings = device_counters(device)
-            grown = [
-                Result(
-                    NAME,
-                    device.name,
-                    "fail",
-                    reason,
-                    {name: readings[name], "increase": increase},
-                    ts,
-                )
-                for name, reason in COUNTERS
-                if name in readings
-                and (increase := self.baseline.growth(device.name, name, readings[name]))
-            ]
-            results.extend(
-                grown or [Result(NAME, device.name, "ok", "Healthy", dict(readings), ts)]
-            )
-        return results
 
-    def commit(self) -> Callable[[], None]:
-        return self.baseline.commit()
+    def device_results(self, device: Path, ts: str) -> list[Result]:
+        readings = device_counters(device)
+        grown = [
+            Result(
+                NAME, device.name, "fail", reason, {name: readings[name], "increase": increase}, ts
+            )
+            for name, reason in COUNTERS
+            if name in readings
+            and (increase := self.baseline.growth(device.name, name, readings[name]))
+        ]
+        return grown or [Result(NAME, device.name, "ok", "Healthy", dict(readings), ts)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import logging
 import threading
 import time
 import uuid
@@ -19,11 +18,11 @@ from types import TracebackType
 from typing import Any
 
 from kubernetes import client
-from urllib3.exceptions import HTTPError
+
+from nodemedic.local.passes import Passes
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 STRATEGIC = "application/strategic-merge-patch+json"
-_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -48,8 +47,7 @@ class SimulatedKubelet:
         self.interval = interval
         self._nodes: dict[str, _Node] = {}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._passes = Passes("simulated-kubelet")
 
     def register(
         self,
@@ -119,16 +117,11 @@ class SimulatedKubelet:
                 self._run(pod, bound)
 
     def start(self) -> SimulatedKubelet:
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._loop, name="simulated-kubelet", daemon=True)
-        self._thread.start()
+        self._passes.start(self.sync, self.interval)
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._passes.stop()
 
     def __enter__(self) -> SimulatedKubelet:
         return self.start()
@@ -140,14 +133,6 @@ class SimulatedKubelet:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-    def _loop(self) -> None:
-        while not self._stopping.wait(self.interval):
-            try:
-                self.sync()
-            except (client.ApiException, HTTPError) as exc:
-                # A pass lost to a conflict or a restarting API server is redone next pass.
-                _log.debug("kubelet pass failed: %s", exc)
 
     def _patch_node_status(self, name: str, *, ready: bool, boot_id: str | None = None) -> None:
         status: dict[str, Any] = {"conditions": [_ready_condition(ready=ready)]}

@@ -11,19 +11,17 @@ replacement joins, which is what a person watching the job sees on EKS.
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
-from urllib3.exceptions import HTTPError
+
+from nodemedic.local.passes import Passes
 
 WORKER_LABEL = "training.nodemedic.io/worker"
 JOB_LABEL = "job-name"
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,8 +42,7 @@ class TrainingJob:
     workers: int = 6
     interval: float = 0.2
     placements: list[Placement] = field(default_factory=list)
-    _stopping: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _passes: Passes = field(default_factory=lambda: Passes("training-job"))
     _owner: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -102,16 +99,11 @@ class TrainingJob:
             self._create_worker(worker, node)
 
     def start(self) -> TrainingJob:
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._loop, name="training-job", daemon=True)
-        self._thread.start()
+        self._passes.start(self.sync, self.interval)
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._passes.stop()
 
     def pods(self) -> list[client.V1Pod]:
         pods: list[client.V1Pod] = self.core.list_namespaced_pod(
@@ -141,13 +133,6 @@ class TrainingJob:
         free = [n for n in _schedulable_nodes(self.core) if n not in busy]
         for pod, node in zip(pending, free, strict=False):
             self._bind(pod, node)
-
-    def _loop(self) -> None:
-        while not self._stopping.wait(self.interval):
-            try:
-                self.sync()
-            except (client.ApiException, HTTPError) as exc:
-                _log.debug("training job pass failed: %s", exc)
 
     def _create_worker(self, worker: int, node: str | None) -> None:
         spec: dict[str, Any] = {

@@ -139,6 +139,21 @@ class World:
         function = self.deployment.find("AWS::Lambda::Function", "IngestClassifier").ref
         return f"/aws/lambda/{function}"
 
+    def node(self, name: str) -> client.V1Node | None:
+        """The Node by name, or None once it is deleted."""
+        try:
+            node: client.V1Node = client.CoreV1Api(self.api).read_node(name)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return node
+
+    def instance_state(self, instance_id: str) -> str:
+        """What EC2 says of the instance: ``running``, ``shutting-down``, ``terminated``..."""
+        reservations = self.aws("ec2").describe_instances(InstanceIds=[instance_id])
+        return str(reservations["Reservations"][0]["Instances"][0]["State"]["Name"])
+
     def live_machines(self) -> list[Machine]:
         """The machines not (yet) terminated by their group, in node order."""
         with self._lock:

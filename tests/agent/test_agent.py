@@ -371,11 +371,17 @@ def cli_args(tmp_path: Path, endpoint: str, instance_id: str, *extra: str) -> li
     ]  # fmt: skip
 
 
+@pytest.fixture
+def kmsg(tmp_path: Path) -> Path:
+    """The empty file ``cli_args`` has the agent follow as its kernel log."""
+    path = tmp_path / "kmsg"
+    path.touch()
+    return path
+
+
 def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
-    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str, kmsg: Path
 ) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
     port = free_port()
     args = cli_args(
         tmp_path, moto_url, instance_id, "--metrics-port", str(port), "--flush-interval", "1"
@@ -400,10 +406,8 @@ def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
 
 
 def test_sigkill_and_restart_lose_nothing_and_repeat_at_most_one_batch(
-    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str, kmsg: Path
 ) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
     args = cli_args(tmp_path, moto_url, instance_id, "--max-batch-events", "100")
     stream = kmsg_stream(instance_id)
     process = agent_process(args)
@@ -442,10 +446,8 @@ def status_kb(pid: int, field: str) -> int:
 
 @pytest.mark.slow
 def test_a_burst_of_100k_lines_is_shipped_with_bounded_memory(
-    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str, kmsg: Path
 ) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
     port = free_port()
     process = agent_process(cli_args(tmp_path, moto_url, instance_id, "--metrics-port", str(port)))
     stream = kmsg_stream(instance_id)

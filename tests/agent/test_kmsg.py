@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -126,10 +127,14 @@ def test_invalid_utf8_and_huge_lines_are_kept_and_bounded(tmp_path: Path) -> Non
     assert [(line.seq, line.message) for line in lines[3:]] == [(4, "after")]
 
 
+Script = list[bytes | type[OSError]]
+DeviceLines = Callable[[int, Script], list[Line]]
+
+
 class FakeDevice:
     """os.read for DevKmsgReader: one record per read, EPIPE when the ring buffer moved on."""
 
-    def __init__(self, script: list[bytes | type[OSError]]) -> None:
+    def __init__(self, script: Script) -> None:
         self.script = list(script)
 
     def read(self, fd: int, size: int) -> bytes:
@@ -141,28 +146,28 @@ class FakeDevice:
         raise step()
 
 
-def device_lines(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, after: int, script: list[bytes | type[OSError]]
-) -> list[Line]:
-    fake = tmp_path / "kmsg"
-    fake.write_bytes(b"")
-    reader = DevKmsgReader(str(fake), after)
-    monkeypatch.setattr(os, "read", FakeDevice(script).read)
-    try:
-        return reader.read(0)
-    finally:
-        monkeypatch.undo()
-        reader.close()
+@pytest.fixture
+def device_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> DeviceLines:
+    """Reads a scripted /dev/kmsg once, after checkpoint ``after``."""
+
+    def read(after: int, script: Script) -> list[Line]:
+        fake = tmp_path / "kmsg"
+        fake.write_bytes(b"")
+        reader = DevKmsgReader(str(fake), after)
+        monkeypatch.setattr(os, "read", FakeDevice(script).read)
+        try:
+            return reader.read(0)
+        finally:
+            monkeypatch.undo()
+            reader.close()
+
+    return read
 
 
-def test_overwritten_records_become_a_line_of_their_own(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_overwritten_records_become_a_line_of_their_own(device_lines: DeviceLines) -> None:
     lines = device_lines(
-        monkeypatch,
-        tmp_path,
-        after=-1,
-        script=[
+        -1,
+        [
             b"6,0,10,-;first\n",
             b"6,1,20,-;second\n",
             BrokenPipeError,
@@ -179,20 +184,13 @@ def test_overwritten_records_become_a_line_of_their_own(
 
 
 def test_a_restart_skips_what_was_shipped_and_reports_what_it_missed(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    device_lines: DeviceLines,
 ) -> None:
     # Same boot, checkpoint at 41: 40 and 41 are skipped, 42..44 were overwritten while down.
-    lines = device_lines(
-        monkeypatch,
-        tmp_path,
-        after=41,
-        script=[b"6,40,1,-;old\n", b"6,41,2,-;old\n", b"6,45,3,-;new\n"],
-    )
+    lines = device_lines(41, [b"6,40,1,-;old\n", b"6,41,2,-;old\n", b"6,45,3,-;new\n"])
     assert [(line.seq, line.message) for line in lines] == [(44, lost_message(3)), (45, "new")]
     # Resumed exactly where the buffer continues: nothing lost, nothing repeated.
-    lines = device_lines(
-        monkeypatch, tmp_path, after=41, script=[b"6,41,2,-;old\n", b"6,42,3,-;next\n"]
-    )
+    lines = device_lines(41, [b"6,41,2,-;old\n", b"6,42,3,-;next\n"])
     assert [(line.seq, line.message) for line in lines] == [(42, "next")]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -13,20 +12,11 @@ from moto import mock_aws
 
 from lambdas.catalog import load_catalog
 from tests.classify.payloads import decoded, wrap
+from tests.lambda_context import lambda_context
 
 REGION = "us-east-1"
 TABLE = "nodemedic-idempotency"
-
-
-@dataclass
-class Context:
-    function_name: str = "nodemedic-classify"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:classify"
-    aws_request_id: str = "test-request"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+CONTEXT = lambda_context("classify", memory_mb=256, timeout_seconds=30)
 
 
 @pytest.fixture
@@ -66,7 +56,7 @@ def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dict) -> None:
-    result = aws["handler"](wrap(decoded("xid79-with-noise.json")), Context())
+    result = aws["handler"](wrap(decoded("xid79-with-noise.json")), CONTEXT)
     assert result["lines"] == 4 and result["faults"] == 3
     [decision] = executions(aws)
     assert decision["instance_id"] == "i-0a1b2c3d4e5f60718"  # the stream, not the message
@@ -86,8 +76,8 @@ def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dic
 
 def test_the_same_batch_delivered_twice_is_acted_on_once(aws: dict) -> None:
     payload = wrap(decoded("xid79-with-noise.json"))
-    first = aws["handler"](payload, Context())
-    second = aws["handler"](payload, Context())
+    first = aws["handler"](payload, CONTEXT)
+    second = aws["handler"](payload, CONTEXT)
     assert len(executions(aws)) == 1
     assert second["started"] == [] and second["duplicates"] == first["started"]
 
@@ -98,13 +88,13 @@ def test_a_threshold_rule_waits_for_its_count(aws: dict) -> None:
     data = decoded("xid79-with-noise.json")
     data["logEvents"] = [{"id": "1", "timestamp": 1763836200000, "message": rule.example}]
     assert rule.threshold.count > 1
-    first = aws["handler"](wrap(data), Context())
+    first = aws["handler"](wrap(data), CONTEXT)
     assert first["below_threshold"] == [rule.id]
     assert executions(aws) == []
     for n in range(1, rule.threshold.count):
         data["logEvents"][0]["timestamp"] += 1000
         data["logEvents"][0]["id"] = str(n + 1)
-        aws["handler"](wrap(data), Context())
+        aws["handler"](wrap(data), CONTEXT)
     [decision] = executions(aws)
     assert decision["fault_id"] == rule.id and decision["count"] == rule.threshold.count
 
@@ -118,15 +108,15 @@ def test_hits_further_apart_than_the_window_do_not_add_up(aws: dict) -> None:
     assert rule.threshold is not None
     data = decoded("xid79-with-noise.json")
     data["logEvents"] = [{"id": "1", "timestamp": 1763836200000, "message": rule.example}]
-    aws["handler"](wrap(data), Context())
+    aws["handler"](wrap(data), CONTEXT)
     data["logEvents"][0]["timestamp"] += (rule.threshold.window + 1) * 1000
-    result = aws["handler"](wrap(data), Context())
+    result = aws["handler"](wrap(data), CONTEXT)
     assert result["below_threshold"] == [rule.id]
     assert executions(aws) == []
 
 
 def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: dict) -> None:
-    result = aws["handler"](wrap(decoded("health-mixed.json")), Context())
+    result = aws["handler"](wrap(decoded("health-mixed.json")), CONTEXT)
     [decision] = executions(aws)
     assert decision["source"] == "health" and decision["action"] == "replace"
     assert '"reason":"RowRemapFailure"' in decision["evidence_line"]
@@ -134,7 +124,7 @@ def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: di
 
 
 def test_a_control_message_does_nothing(aws: dict) -> None:
-    assert aws["handler"](wrap(decoded("control-message.json")), Context()) == {"lines": 0}
+    assert aws["handler"](wrap(decoded("control-message.json")), CONTEXT) == {"lines": 0}
     assert executions(aws) == []
 
 
@@ -152,12 +142,12 @@ def test_malformed_payloads_fail_with_a_clear_error_for_the_dead_letter_queue(
     aws: dict, event: dict
 ) -> None:
     with pytest.raises(aws["module"].MalformedPayload, match="subscription payload"):
-        aws["handler"](event, Context())
+        aws["handler"](event, CONTEXT)
 
 
 def test_a_stream_that_does_not_name_a_node_is_refused(aws: dict) -> None:
     data = decoded("xid79-with-noise.json")
     data["logStream"] = "some-other-writer"
     with pytest.raises(aws["module"].MalformedPayload, match="is not <instance-id>"):
-        aws["handler"](wrap(data), Context())
+        aws["handler"](wrap(data), CONTEXT)
     assert executions(aws) == []

@@ -10,14 +10,15 @@ DynamoDB).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from nodemedic.local.world import NODE_GROUP, World, local_world
+from nodemedic.scenarios import SCENARIOS, Result
 
 
 @pytest.fixture(scope="package")
@@ -27,14 +28,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield running
 
 
-def node_or_none(world: World, name: str) -> client.V1Node | None:
-    try:
-        node: client.V1Node = client.CoreV1Api(world.api).read_node(name)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return node
+def run_scenario(world: World, name: str) -> Result:
+    """The demo's scenario ``name`` as ``nodemedic demo`` runs it, printing its progress and
+    how long it took (``pytest -s`` shows both)."""
+    began = time.monotonic()
+    found = SCENARIOS[name](world, print)
+    print(f"{name} scenario: {time.monotonic() - began:.1f}s")
+    return found
 
 
 def group_instances(world: World) -> dict[str, dict[str, Any]]:
@@ -45,11 +45,6 @@ def group_instances(world: World) -> dict[str, dict[str, Any]]:
     return {i["InstanceId"]: i for i in group["Instances"]}
 
 
-def instance_state(world: World, instance_id: str) -> str:
-    reservations = world.aws("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
-    return str(reservations[0]["Instances"][0]["State"]["Name"])
-
-
 def workers_by_node(world: World) -> dict[str, list[str]]:
     """Node → phases of the training workers bound to it (terminating pods excluded)."""
     found: dict[str, list[str]] = {}
@@ -57,3 +52,17 @@ def workers_by_node(world: World) -> dict[str, list[str]]:
         if pod.metadata.deletion_timestamp is None and pod.spec.node_name:
             found.setdefault(pod.spec.node_name, []).append(pod.status.phase)
     return found
+
+
+def workers_running_again(world: World, timeout: float) -> dict[str, list[str]]:
+    """``workers_by_node`` once every training worker runs again, one per node; the job's
+    controllers reschedule within a few passes, so ``timeout`` only bounds a broken run."""
+    deadline = time.monotonic() + timeout
+    while True:
+        placed = workers_by_node(world)
+        if sum(len(p) for p in placed.values()) == world.job.workers and all(
+            p == ["Running"] for p in placed.values()
+        ):
+            return placed
+        assert time.monotonic() < deadline, placed
+        time.sleep(0.2)

@@ -4,26 +4,21 @@ and of AWS, read back through their APIs."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kubernetes import client
 
 from lambdas.kube.nodes import HEALTH_LABEL, TAINT_KEY
 from nodemedic.local.world import NODE_GROUP, World
-from nodemedic.scenarios import Result, run_default
+from nodemedic.scenarios import Result
 from nodemedic.timeline import FaultRun
-from tests.e2e.conftest import group_instances, instance_state, node_or_none, workers_by_node
+from tests.e2e.conftest import group_instances, run_scenario, workers_by_node, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def result(world: World) -> Result:
-    began = time.monotonic()
-    found = run_default(world, print)
-    print(f"default scenario: {time.monotonic() - began:.1f}s")
-    return found
+    return run_scenario(world, "default")
 
 
 def by_expectation(result: Result, expect: str) -> FaultRun:
@@ -56,14 +51,14 @@ def test_the_neuron_dma_error_replaced_the_instance(world: World, result: Result
     run = by_expectation(result, "replace")
     instance_id, name = run.machine.instance_id, run.machine.node
     # Node deleted, instance left the group terminated, a replacement joined as a new Node.
-    assert node_or_none(world, name) is None
+    assert world.node(name) is None
     members = group_instances(world)
     assert instance_id not in members
-    assert instance_state(world, instance_id) == "terminated"
+    assert world.instance_state(instance_id) == "terminated"
     assert len(members) == 8
     assert {m["LifecycleState"] for m in members.values()} == {"InService"}
     (launched,) = [e for e in world.events if e.kind == "launched" and e.at > run.written_at]
-    joined = node_or_none(world, launched.detail)
+    joined = world.node(launched.detail)
     assert joined is not None
     assert joined.spec.provider_id.endswith(f"/{launched.instance_id}")
     # While it was going, the node was cordoned, tainted and labelled for replacement.
@@ -77,7 +72,7 @@ def test_the_neuron_dma_error_replaced_the_instance(world: World, result: Result
 
 def test_the_xid_48_rebooted_the_node_and_gave_it_back(world: World, result: Result) -> None:
     run = by_expectation(result, "reboot")
-    node = node_or_none(world, run.machine.node)
+    node = world.node(run.machine.node)
     assert node is not None
     assert node.status.node_info.boot_id != run.boot_id
     assert not node.spec.unschedulable
@@ -115,7 +110,7 @@ def test_the_xid_13_only_notified(world: World, result: Result) -> None:
     assert message.body["fault_id"] == "nvidia-xid-13"
     assert message.body["evidence_line"] == run.line
     assert message.body["node_group"] == NODE_GROUP
-    node = node_or_none(world, run.machine.node)
+    node = world.node(run.machine.node)
     assert node is not None
     assert not node.spec.unschedulable
     assert HEALTH_LABEL not in (node.metadata.labels or {})
@@ -153,15 +148,7 @@ def test_the_mail_and_the_metrics_tell_what_happened(world: World, result: Resul
 
 def test_every_training_worker_runs_again(world: World, result: Result) -> None:
     core = client.CoreV1Api(world.api)
-    deadline = time.monotonic() + 10
-    while True:
-        placed = workers_by_node(world)
-        if sum(len(p) for p in placed.values()) == 6 and all(
-            p == ["Running"] for p in placed.values()
-        ):
-            break
-        assert time.monotonic() < deadline, placed
-        time.sleep(0.2)
+    placed = workers_running_again(world, timeout=10)
     nodes = {n.metadata.name: n for n in core.list_node().items}
     for name in placed:
         assert not nodes[name].spec.unschedulable

@@ -4,14 +4,12 @@ slots free up; every faulty instance ends up replaced and the job runs again."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
-from nodemedic.scenarios import Result, run_storm
-from tests.e2e.conftest import group_instances, instance_state, node_or_none, workers_by_node
+from nodemedic.scenarios import Result
+from tests.e2e.conftest import group_instances, run_scenario, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
@@ -19,10 +17,7 @@ LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
 
 @pytest.fixture(scope="module")
 def result(world: World) -> Result:
-    began = time.monotonic()
-    found = run_storm(world, print)
-    print(f"storm scenario: {time.monotonic() - began:.1f}s")
-    return found
+    return run_scenario(world, "storm")
 
 
 def began(result: Result) -> float:
@@ -52,8 +47,8 @@ def test_five_of_eight_nodes_fail_and_all_are_replaced(world: World, result: Res
     for run in result.runs:
         assert run.outcome == "replaced"
         assert run.machine.instance_id not in members
-        assert instance_state(world, run.machine.instance_id) == "terminated"
-        assert node_or_none(world, run.machine.node) is None
+        assert world.instance_state(run.machine.instance_id) == "terminated"
+        assert world.node(run.machine.node) is None
 
 
 def test_the_breaker_never_let_more_than_its_limit_out(world: World, result: Result) -> None:
@@ -92,13 +87,5 @@ def test_the_rest_were_held_then_admitted(world: World, result: Result) -> None:
 
 def test_the_training_job_runs_again_on_healthy_nodes(world: World, result: Result) -> None:
     faulty = {r.machine.node for r in result.runs}
-    deadline = time.monotonic() + 15
-    while True:
-        placed = workers_by_node(world)
-        if sum(len(p) for p in placed.values()) == 6 and all(
-            p == ["Running"] for p in placed.values()
-        ):
-            break
-        assert time.monotonic() < deadline, placed
-        time.sleep(0.2)
+    placed = workers_running_again(world, timeout=15)
     assert not faulty & set(placed)

@@ -11,24 +11,12 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 T = TypeVar("T")
-REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
 class Node:
     name: str
     instance_id: str
-
-
-@dataclass
-class Context:
-    function_name: str = "nodemedic-kube"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:kube"
-    aws_request_id: str = "test-request"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "condition") -> T:

@@ -7,8 +7,8 @@ acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their 
 are also the ones the definition tests read, so the suite synthesizes three stacks.
 
 Kubernetes is one real kube-apiserver per session with simulated kubelets
-(``nodemedic.local.kubeapi``, ``kubelet``); each test makes its own node group, so tests
-share nothing but the control plane.
+(``tests.kube_fixtures``); each test makes its own node group, so tests share nothing but
+the control plane.
 """
 
 from __future__ import annotations
@@ -17,21 +17,20 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from kubernetes import client
 
 from lambdas.classifier import default_classifier
 from lambdas.decision import Identity, decide
 from nodemedic.local.aws import QUICK_EC2, Deployment, node_group
 from nodemedic.local.inbox import Inbox
-from nodemedic.local.kubeapi import LocalCluster, local_cluster
-from nodemedic.local.kubelet import SimulatedKubelet
 from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
+from tests.kube_fixtures import admin, cluster, core, kubelet, namespace
+
+__all__ = ["admin", "cluster", "core", "kubelet", "namespace"]
 
 REGION = "us-east-1"
 MOTO = {"stepfunctions": {"execute_state_machine": True}}
@@ -223,30 +222,3 @@ def datapoints(namespace: str, metric: str, **dimensions: str) -> list[float]:
         Statistics=["Maximum", "SampleCount"],
     )["Datapoints"]
     return [p["Maximum"] for p in sorted(stats, key=lambda p: p["Timestamp"])]
-
-
-# The local Kubernetes: one control plane for the session -----------------------------
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    workdir: Path = tmp_path_factory.mktemp("kube")
-    with local_cluster(workdir) as running:
-        yield running
-
-
-@pytest.fixture(scope="session")
-def admin(cluster: LocalCluster) -> Iterator[client.ApiClient]:
-    with cluster.api_client() as api:
-        yield api
-
-
-@pytest.fixture(scope="session")
-def core(admin: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(admin)
-
-
-@pytest.fixture(scope="session")
-def kubelet(admin: client.ApiClient) -> Iterator[SimulatedKubelet]:
-    with SimulatedKubelet(admin) as running:
-        yield running

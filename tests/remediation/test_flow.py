@@ -151,14 +151,6 @@ def own_nodes(world: World) -> Iterator[None]:
             world.core.delete_node(world.nodes[instance_id])
 
 
-@pytest.fixture
-def namespace(core: client.CoreV1Api) -> Iterator[str]:
-    name = f"train-{secrets.token_hex(4)}"
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
-
-
 def condition(node: client.V1Node, kind: str) -> client.V1NodeCondition:
     (found,) = [c for c in node.status.conditions if c.type == kind]
     return found

@@ -1,0 +1,48 @@
+"""The local Kubernetes the kube and remediation tests share: one real kube-apiserver
+(v1.20.2, built and cached by scripts/build-kube.sh on first use) per session, simulated
+kubelets, and a fresh namespace per test. A conftest imports these fixtures to offer them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from nodemedic.local.kubeapi import LocalCluster, local_cluster
+from nodemedic.local.kubelet import SimulatedKubelet
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    workdir: Path = tmp_path_factory.mktemp("kube")
+    with local_cluster(workdir) as running:
+        print(f"local kube-apiserver ready in {running.started_in:.1f}s")
+        yield running
+
+
+@pytest.fixture(scope="session")
+def admin(cluster: LocalCluster) -> Iterator[client.ApiClient]:
+    with cluster.api_client() as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
+def core(admin: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(admin)
+
+
+@pytest.fixture(scope="session")
+def kubelet(admin: client.ApiClient) -> Iterator[SimulatedKubelet]:
+    with SimulatedKubelet(admin) as running:
+        yield running
+
+
+@pytest.fixture
+def namespace(core: client.CoreV1Api) -> Iterator[str]:
+    name = f"train-{secrets.token_hex(4)}"
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
