@@ -21,6 +21,7 @@ Source = Literal["kmsg", "health"]
 Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"]
 Severity = Literal["info", "warning", "critical", "fatal"]
 Action = Literal["ignore", "notify", "reboot", "replace"]
+"""From the weakest to the strongest: a batch that calls for several starts the last one."""
 
 EXTRA_ENV = "NODEMEDIC_CATALOG_EXTRA"
 DEFAULT_NAMESPACE = "NodeMedic"

@@ -207,9 +207,6 @@ class Classifier:
         prefilter = self._prefilters[source]
         if prefilter is not None and prefilter.search(text) is None:
             return None
-        return self._first_fault(line, text, source)
-
-    def _first_fault(self, line: str, text: str, source: Source) -> Fault | None:
         best: tuple[int, Rule, re.Match[str]] | None = None
         for group in self._groups[source]:
             if best is not None and group.first > best[0]:

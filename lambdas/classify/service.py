@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, get_args
 
-from lambdas.catalog import Rule
+from lambdas.catalog import Action, Rule
 from lambdas.classifier import Classifier, Fault
 from lambdas.decision import Decision, Identity, decide
 
@@ -50,7 +50,7 @@ class _Hits:
     times: list[float]
 
 
-_STRENGTH = {"replace": 3, "reboot": 2, "notify": 1}
+_STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
 
 
 def _hit_key(identity: Identity, rule: Rule) -> str:
