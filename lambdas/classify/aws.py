@@ -6,7 +6,6 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from functools import cache
 from typing import Any
 
 import boto3
@@ -62,24 +61,20 @@ class DynamoHitCounter:
         raise RuntimeError(f"could not record hits for {key}: too many concurrent writers")
 
 
-@cache
-def idempotency_config(dedup_window: int) -> IdempotencyConfig:
-    """One config per process: the handler registers each invocation's context on it, so
+def execution_starter(
+    state_machine_arn: str, table_name: str, dedup_window: int, client: Any | None = None
+) -> tuple[Starter, IdempotencyConfig]:
+    """Start one execution per decision id; repeats within ``dedup_window`` are answered
+    from the idempotency record, and a name Step Functions already knows is a duplicate.
+
+    The config comes back too: the handler registers each invocation's context on it, so
     an in-progress record expires with the invocation that wrote it, not an hour later."""
-    return IdempotencyConfig(
+    sfn = client or boto3.client("stepfunctions")
+    config = IdempotencyConfig(
         event_key_jmespath="decision_id",
         expires_after_seconds=dedup_window,
         raise_on_no_idempotency_key=True,
     )
-
-
-def execution_starter(
-    state_machine_arn: str, table_name: str, dedup_window: int, client: Any | None = None
-) -> Starter:
-    """Start one execution per decision id; repeats within ``dedup_window`` are answered
-    from the idempotency record, and a name Step Functions already knows is a duplicate."""
-    sfn = client or boto3.client("stepfunctions")
-    config = idempotency_config(dedup_window)
     store = DynamoDBPersistenceLayer(table_name=table_name)
 
     def start_execution(request: dict[str, Any]) -> dict[str, Any]:
@@ -110,4 +105,4 @@ def execution_starter(
         )
         return bool(outcome["caller"] == caller)
 
-    return start
+    return start, config

@@ -15,10 +15,11 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classifier import default_classifier
-from lambdas.classify.aws import DynamoHitCounter, execution_starter, idempotency_config
+from lambdas.classify.aws import DynamoHitCounter, execution_starter
 from lambdas.classify.service import LogEvent, Starter, process_batch
 from lambdas.decision import DEFAULT_WINDOW, IdentityError, identity_of
 from lambdas.observability import logger, metrics
@@ -31,8 +32,8 @@ class MalformedPayload(ValueError):
 @cache
 def _dependencies(
     state_machine_arn: str, table: str, window: int
-) -> tuple[DynamoHitCounter, Starter]:
-    return DynamoHitCounter(table), execution_starter(state_machine_arn, table, window)
+) -> tuple[DynamoHitCounter, Starter, IdempotencyConfig]:
+    return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window)
 
 
 def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
@@ -57,10 +58,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
     window = int(os.environ.get("NODEMEDIC_DEDUP_WINDOW", DEFAULT_WINDOW))
-    idempotency_config(window).register_lambda_context(context)
-    counter, start = _dependencies(
+    counter, start, idempotency = _dependencies(
         os.environ["STATE_MACHINE_ARN"], os.environ["IDEMPOTENCY_TABLE"], window
     )
+    idempotency.register_lambda_context(context)
     result = process_batch(
         identity,
         events,

@@ -132,11 +132,9 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
 def boot_state(core: client.CoreV1Api, name: str, boot_id: str | None) -> BootState:
     """``rebooted``: Ready again with a boot id other than the one seen before the reboot."""
     try:
-        node = core.read_node(name)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return BootState(ready=False, boot_id=None, rebooted=False)
-        raise
+        node = _read(core, name)
+    except NodeNotFound:
+        return BootState(ready=False, boot_id=None, rebooted=False)
     ready = _is_ready(node)
     now = _boot_id(node)
     return BootState(ready=ready, boot_id=now, rebooted=ready and now != boot_id)
