@@ -10,8 +10,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import get_args
 
-STATUSES = ("ok", "warn", "fail", "skipped")
+from agent.checks.base import Status
+
+STATUSES = get_args(Status)
 
 
 class Metrics:

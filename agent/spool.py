@@ -106,6 +106,8 @@ class Spool:
         )
         self.bytes += size
         dropped: list[Entry] = []
+        if self.bytes <= self.max_bytes:  # nearly always: no need to order the index
+            return dropped
         for oldest in sorted(self._index):
             if self.bytes <= self.max_bytes or oldest == batch.id:
                 break

@@ -27,9 +27,10 @@ from typing import Any
 
 from nodemedic.local.console import chatter_to, copy_of
 from nodemedic.local.world import Machine, World, local_world
-from nodemedic.timeline import Fault, FaultRun, Observer, follow, inject
+from nodemedic.scenarios import DMA_ERROR
+from nodemedic.timeline import FaultRun, Observer, follow, inject
 
-FAULT = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
+FAULT = DMA_ERROR
 TARGET_P50, TARGET_P99 = 2.0, 5.0
 SETTLED = 5.0
 """Seconds a replacement's agent gets to start before a fault goes to its node."""

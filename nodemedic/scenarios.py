@@ -22,13 +22,14 @@ from nodemedic.local.world import NODE_GROUP, Machine, World
 from nodemedic.timeline import Fault, FaultRun, Observer, follow, format_step, inject
 
 Say = Callable[[str], None]
+DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
 DEFAULT = (
-    Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error"),
+    DMA_ERROR,
     Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)"),
     Fault("xid", "63", "nothing", "benign driver line: a row remapped (Xid 63)"),
     Fault("xid", "13", "notify", "application fault: graphics exception (Xid 13)"),
 )
-STORM_FAULT = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
+STORM_FAULT = DMA_ERROR
 STORM_SHARE = 0.6
 FAULT_TIMEOUT = 60.0
 STORM_TIMEOUT = 150.0

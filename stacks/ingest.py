@@ -84,7 +84,6 @@ class Ingest(Construct):
             },
             dead_letter_queue=self.dead_letters,
         )
-        self.classifier = classifier
         self.function = classifier.function
         state_machine.grant_start_execution(self.function)
         self.idempotency.grant(

@@ -15,7 +15,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from lambdas.catalog import Catalog, load_catalog
+from lambdas.catalog import Catalog
 from stacks.agent_access import AgentAccess
 from stacks.alarms import Alarms
 from stacks.bundling import catalog_environment, lambda_code
@@ -41,7 +41,7 @@ class PipelineStack(Stack):
         id: str,
         *,
         settings: ClusterSettings,
-        catalog: Catalog | None = None,
+        catalog: Catalog,
         catalog_files: Sequence[Path] = (),
         **kwargs: Any,
     ) -> None:
@@ -53,7 +53,6 @@ class PipelineStack(Stack):
             description=f"nodemedic: detect and heal broken accelerator nodes of {settings.name}",
             **kwargs,
         )
-        catalog = catalog or load_catalog(catalog_files)
         code = lambda_code(catalog_files)
         self.notifications = Notifications(self, "Notifications", settings=settings)
         topic = self.notifications.topic

@@ -42,7 +42,6 @@ class AgentSettings:
 class _Running:
     process: subprocess.Popen[bytes]
     kmsg: Path
-    boot_id: str
 
 
 class AgentFleet:
@@ -61,10 +60,6 @@ class AgentFleet:
         with self._lock:
             return self._running[instance_id].kmsg
 
-    def pids(self) -> list[int]:
-        with self._lock:
-            return [r.process.pid for r in self._running.values()]
-
     def start(self, instance_id: str, boot_id: str) -> Path:
         """Start the agent of a machine that booted with ``boot_id``; its kernel log file
         exists when this returns, the process soon after."""
@@ -79,7 +74,7 @@ class AgentFleet:
                 self._stop_now(instance_id)
                 process = self._spawn(instance_id, boot_id, kmsg, node_dir)
                 with self._lock:
-                    self._running[instance_id] = _Running(process, kmsg, boot_id)
+                    self._running[instance_id] = _Running(process, kmsg)
             finally:
                 done.set()
 

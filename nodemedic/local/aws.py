@@ -12,15 +12,16 @@ know, is an error, not a silently wrong value.
 
 ``node_group`` adds what the stack does not create but acts on: an Auto Scaling group of
 instances. Two adapters make moto behave as AWS does where nodemedic depends on it:
-``atomic_writes`` restores DynamoDB's atomic conditional writes, and ``parse_once`` keeps
-moto from parsing the state machine's definition again for every execution.
+``atomic_writes`` restores DynamoDB's atomic conditional writes, and
+``nodemedic.local.stepfunctions.definitions_parsed_once`` keeps moto from parsing the state
+machine's definition again for every execution.
 
 Public interface (used by the tests and the local demo):
 
 - ``deploy(template, *, stack_name, region, endpoint_url) -> Deployment``
 - ``Deployment.find(type, prefix)``, ``.of_type(type)``, ``.outputs``, ``.skipped``
 - ``node_group(name, size, *, region, endpoint_url, instance_type, availability_zone)``
-- ``atomic_writes()``, ``parse_once()``: context managers patching the moto backends of
+- ``atomic_writes()``: a context manager patching the moto backends of
   this process (``mock_aws`` or a ``ThreadedMotoServer`` started in it)
 - ``QUICK_EC2``: environment for moto that skips loading its AMI catalog
 """
@@ -35,13 +36,12 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from graphlib import TopologicalSorter
 from typing import Any
 
 import boto3
 from moto.dynamodb.models import DynamoDBBackend
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
 Client = Callable[[str], Any]
 Created = tuple[str, dict[str, str]]
@@ -588,6 +588,7 @@ def deploy(
 
 
 def _clients(region: str, endpoint_url: str | None) -> Client:
+    @cache  # one client per service for the whole deployment, not one per resource
     def client(service: str) -> Any:
         return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
 
@@ -660,34 +661,3 @@ def atomic_writes() -> Iterator[None]:
     finally:
         for name, original in originals.items():
             setattr(DynamoDBBackend, name, original)
-
-
-_trees: dict[str, Any] = {}
-"""ANTLR parse trees by definition text."""
-
-
-@contextlib.contextmanager
-def parse_once() -> Iterator[None]:
-    """Parse each state machine definition once, not once per execution.
-
-    moto's Step Functions parses the definition (ANTLR, in pure Python) at the start of
-    every execution: about a second for nodemedic's, all of it holding the GIL, so ten
-    executions started together would spend ten seconds before their first state. The
-    parse tree is kept per definition text; the evaluation components, which executions
-    may change while they run, are still built anew from it for each execution.
-    """
-    original = AmazonStateLanguageParser.parse
-
-    def parse(definition: str) -> tuple[Any, Any]:
-        tree = _trees.get(definition)
-        if tree is None:
-            program, tree = original(definition)
-            _trees[definition] = tree
-            return program, tree
-        return Preprocessor().visit(tree), tree
-
-    AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        AmazonStateLanguageParser.parse = staticmethod(original)  # type: ignore[method-assign]

@@ -11,8 +11,9 @@ from kubernetes import client
 from lambdas.kube.nodes import HEALTH_LABEL
 from nodemedic.local.workload import WORKER_LABEL
 from nodemedic.local.world import NODE_GROUP, World
+from stacks.metrics import METRICS_NAMESPACE
 
-NAMESPACES = ("NodeMedic", "NeuronHealthCheck")
+NAMESPACES = (METRICS_NAMESPACE, "NeuronHealthCheck")
 
 
 def snapshot(world: World) -> dict[str, Any]:

@@ -23,11 +23,12 @@ from kubernetes import client
 from moto import mock_aws
 
 from lambdas.kube.nodes import HEALTH_LABEL, TAINT_KEY
-from nodemedic.local.aws import atomic_writes, deploy, parse_once
+from nodemedic.local.aws import atomic_writes, deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeSeen, NodeWatch
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
@@ -125,7 +126,7 @@ def world(
         mock_aws(config=MOTO),
         handlers_in_process(),
         atomic_writes(),
-        parse_once(),
+        definitions_parsed_once(),
         pytest.MonkeyPatch.context() as env,
         machines(hypervisor),
     ):
