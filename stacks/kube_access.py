@@ -9,11 +9,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from lambdas.kube import REMEDIATOR_GROUP
 from stacks.functions import PythonFunction
 from stacks.settings import ClusterSettings
-
-KUBERNETES_GROUP = "nodemedic:remediator"
-"""The RBAC group of lambdas/kube/rbac.yaml; the access entry puts the role in it."""
 
 
 class KubeAccess(Construct):
@@ -54,6 +52,6 @@ class KubeAccess(Construct):
             "AccessEntry",
             cluster_name=cluster,
             principal_arn=self.role.role_arn,
-            kubernetes_groups=[KUBERNETES_GROUP],
+            kubernetes_groups=[REMEDIATOR_GROUP],
             type="STANDARD",
         )

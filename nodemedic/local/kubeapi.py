@@ -39,12 +39,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config, utils
 
+from lambdas.kube import REMEDIATOR_GROUP
+
 KUBE_VERSION = "1.20.2"
 ETCD = Path("/usr/bin/etcd")
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build-kube.sh"
 RBAC_MANIFEST = REPO / "lambdas" / "kube" / "rbac.yaml"
-REMEDIATOR_GROUP = "nodemedic:remediator"
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 

@@ -13,10 +13,10 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from lambdas.catalog import load_catalog
 from lambdas.filterpattern import subscription_filter_pattern
+from lambdas.kube import REMEDIATOR_GROUP
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
 from stacks.guardrails import guard_remediation
-from stacks.kube_access import KUBERNETES_GROUP
 from stacks.pipeline import PipelineStack
 from stacks.settings import ClusterSettings
 from stacks.synth import NO_BUNDLING
@@ -148,7 +148,7 @@ def test_the_kube_lambda_enters_the_cluster_as_the_rbac_group(template: Template
     assert entry["Properties"] == {
         "ClusterName": "demo-eks",
         "PrincipalArn": {"Fn::GetAtt": [role_id, "Arn"]},
-        "KubernetesGroups": [KUBERNETES_GROUP],
+        "KubernetesGroups": [REMEDIATOR_GROUP],
         "Type": "STANDARD",
     }
     describe = [s for s in statements(template, role_id) if "eks:DescribeCluster" in actions(s)]
@@ -162,7 +162,7 @@ def test_the_kube_lambda_enters_the_cluster_as_the_rbac_group(template: Template
         if document and document.get("kind") == "ClusterRoleBinding"
         for subject in document["subjects"]
     ]
-    assert {"kind": "Group", "name": KUBERNETES_GROUP} in [
+    assert {"kind": "Group", "name": REMEDIATOR_GROUP} in [
         {"kind": s["kind"], "name": s["name"]} for s in subjects
     ]
 
