@@ -11,14 +11,14 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from lambdas.catalog import Catalog, CatalogError, Source, load_catalog
 from lambdas.classifier import Classifier, Fault
-from lambdas.logformat import messages
+from lambdas.logformat import LogLine, messages
 
 _SEVERITY_OF_ACTION = {"notify": 1, "reboot": 2, "replace": 3}
 _MAX_UNDECODABLE = 0.01
@@ -66,12 +66,18 @@ def _looks_like_health(message: str) -> bool:
     return message.startswith("{") and '"check"' in message
 
 
-def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> Iterator[Finding]:
+def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list[Finding]:
+    """The faults of one file in line order. Kernel lines and health results are each
+    classified in bulk, as the Lambda does, so a large log is read at storm speed."""
+    by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": []}
     for entry in messages(lines):
-        source: Source = "health" if _looks_like_health(entry.message) else "kmsg"
-        fault = classifier.classify(entry.message, source)
-        if fault is not None:
-            yield Finding(path=path, line_no=entry.line_no, line=entry.raw, fault=fault)
+        by_source["health" if _looks_like_health(entry.message) else "kmsg"].append(entry)
+    findings = [
+        Finding(path=path, line_no=entries[index].line_no, line=entries[index].raw, fault=fault)
+        for source, entries in by_source.items()
+        for index, fault in classifier.classify_lines([e.message for e in entries], source)
+    ]
+    return sorted(findings, key=lambda finding: finding.line_no)
 
 
 def verdict(findings: list[Finding]) -> tuple[str, list[str]]:

@@ -57,6 +57,31 @@ def test_prefixes_are_stripped_before_matching(
     assert {r["fault_id"] for r in found} == {"nvidia-xid-79"}
 
 
+def test_health_results_and_kernel_lines_are_reported_in_file_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    health = json.dumps(
+        {"check": "nvidia-smi", "status": "fail", "reason": "EccUncorrectable", "device": "3"}
+    )
+    log = tmp_path / "agent.log"
+    log.write_text(
+        "NEURON_HW_ERR=DMA_ERROR instance-id=i-0abc nd0 nc1\n"
+        f"{health}\n"
+        "nvidia-nvswitch: Probing device 0000:05:00.0\n"
+        "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, GPU has fallen off the bus.\n"
+        f"{health}\n"
+    )
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    found = [(r["line_no"], r["fault_id"]) for r in map(json.loads, out.splitlines())]
+    assert found == [
+        (1, "neuron-dma-error"),
+        (2, "nvidia-smi-ecc-uncorrectable"),
+        (4, "nvidia-xid-79"),
+        (5, "nvidia-smi-ecc-uncorrectable"),
+    ]
+
+
 def test_benign_logs_print_nothing_in_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "triage", "--format", "json", str(EVENTS / "benign.txt"))
     assert (code, out) == (0, "")
