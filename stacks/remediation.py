@@ -923,6 +923,7 @@ class _Flow:
                 "node": _path("$.node.node"),
                 "started_at": _path("$.drain.started_at"),
                 "timeout_seconds": st.drain_timeout,
+                "settle_seconds": policy.drain_settle(st.poll_seconds),
             },
             result_path="$.drained",
         )

@@ -1,7 +1,9 @@
 """One drain round: evict a node's pods through the Eviction API, so PodDisruptionBudgets
 hold, and after the drain timeout delete whatever is left.
 
-The state machine calls a round again (with backoff while PDBs block) until ``done``.
+The state machine calls a round again (with backoff while PDBs block) until ``done``. A
+round that evicted pods waits up to ``settle_seconds`` for them to terminate, so a node
+whose pods stop at once is drained in one round.
 DaemonSet pods stay, as with ``kubectl drain``: their controller would put them straight
 back and ignores the cordon. Mirror pods stay: the kubelet owns them, the API cannot
 remove them.
@@ -10,12 +12,15 @@ remove them.
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_FIRST_LOOK = 0.1
+"""Seconds between a settling round's first looks for the pods it evicted."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,12 @@ def drain(
     *,
     started_at: datetime.datetime,
     timeout_seconds: int,
+    settle_seconds: float = 0,
     now: datetime.datetime | None = None,
 ) -> DrainRound:
     now = now or datetime.datetime.now(datetime.UTC)
     overdue = now >= started_at + datetime.timedelta(seconds=timeout_seconds)
-    found = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    found = _pods(core, node)
     result = DrainRound()
     for pod in found:
         if _stays(pod):
@@ -71,8 +77,28 @@ def drain(
             elif outcome == "blocked":
                 result.blocked.append(key)
         result.remaining += not gone
+    if result.remaining and not result.blocked and settle_seconds > 0:
+        result.remaining = _settle(core, node, settle_seconds)
     result.done = result.remaining == 0
     return result
+
+
+def _pods(core: client.CoreV1Api, node: str) -> list[Any]:
+    return list(core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items)
+
+
+def _settle(core: client.CoreV1Api, node: str, seconds: float) -> int:
+    """Pods still on ``node`` (those that stay aside) once they are all gone or ``seconds``
+    have passed. Looks come every tenth of a second at first, for pods that stop at once,
+    then further apart (a quarter of the time waited, at most a second, as ``kubectl
+    drain`` waits) to keep the API server's load low."""
+    began = time.monotonic()
+    while True:
+        left = sum(1 for pod in _pods(core, node) if not _stays(pod))
+        waited = time.monotonic() - began
+        if left == 0 or waited >= seconds:
+            return left
+        time.sleep(min(max(_FIRST_LOOK, waited / 4), 1.0, seconds - waited))
 
 
 def pod_ref(pod: Any) -> PodRef:

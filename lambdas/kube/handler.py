@@ -101,6 +101,7 @@ def _drain(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         f.text("node"),
         started_at=f.time("started_at"),
         timeout_seconds=f.seconds("timeout_seconds"),
+        settle_seconds=f.seconds("settle_seconds"),
     )
     return dataclasses.asdict(done)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 
 import pytest
@@ -14,14 +15,27 @@ from tests.kube.world import Node, bind_pod, exists, owner, pdb, running, wait_f
 pytestmark = pytest.mark.kube
 
 
-def drain_event(node: str, *, started_ago: float = 0, timeout: int = 600) -> dict[str, object]:
+def drain_event(
+    node: str, *, started_ago: float = 0, timeout: int = 600, settle: int = 0
+) -> dict[str, object]:
     started = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=started_ago)
     return {
         "op": "drain",
         "node": node,
         "started_at": started.isoformat().replace("+00:00", "Z"),
         "timeout_seconds": timeout,
+        "settle_seconds": settle,
     }
+
+
+def guarded_pod(
+    core: client.CoreV1Api, admin: client.ApiClient, namespace: str, name: str, node: Node
+) -> None:
+    """A pod on ``node`` that its PodDisruptionBudget allows no eviction of."""
+    app = {"app": name}
+    bind_pod(core, namespace, name, node.name, labels=app)
+    budget = pdb(admin, namespace, name, app, minAvailable=1)
+    wait_for(lambda: (budget() or {}).get("currentHealthy") == 1, what="PDB status")
 
 
 def test_drain_waits_for_the_budget_then_evicts(
@@ -102,10 +116,7 @@ def test_drain_leaves_daemonset_and_mirror_pods_and_names_the_jobs(
 def test_drain_deletes_what_is_left_after_the_timeout(
     invoke: Invoke, node: Node, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
 ) -> None:
-    app = {"app": "solo"}
-    bind_pod(core, namespace, "solo", node.name, labels=app)
-    budget = pdb(admin, namespace, "solo", app, minAvailable=1)
-    wait_for(lambda: (budget() or {}).get("currentHealthy") == 1, what="PDB status")
+    guarded_pod(core, admin, namespace, "solo", node)
     assert invoke(drain_event(node.name, started_ago=60, timeout=120))["blocked"]
 
     overdue = invoke(drain_event(node.name, started_ago=180, timeout=120))
@@ -113,6 +124,37 @@ def test_drain_deletes_what_is_left_after_the_timeout(
     assert overdue["deleted"] == [f"{namespace}/solo"]
     assert (overdue["done"], overdue["remaining"]) == (True, 0)
     assert not exists(core, namespace, "solo")
+
+
+def test_a_settling_round_sees_pods_that_stop_at_once_gone(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+) -> None:
+    job = owner(admin, namespace, "Job", "train-llama-8b")
+    for worker in ("w-0", "w-1"):
+        bind_pod(core, namespace, worker, node.name, owner=job)
+    wait_for(lambda: running(core, namespace, "w-0") and running(core, namespace, "w-1"))
+
+    round_ = invoke(drain_event(node.name, settle=10))
+
+    assert sorted(round_["evicted"]) == [f"{namespace}/w-0", f"{namespace}/w-1"]
+    assert (round_["done"], round_["remaining"]) == (True, 0)
+    assert not exists(core, namespace, "w-0") and not exists(core, namespace, "w-1")
+
+
+def test_a_round_blocked_by_a_budget_does_not_settle(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+) -> None:
+    guarded_pod(core, admin, namespace, "kept", node)
+
+    began = time.monotonic()
+    round_ = invoke(drain_event(node.name, settle=600))
+
+    assert time.monotonic() - began < 60, "a blocked pod will not go by itself: no waiting"
+    assert (round_["blocked"], round_["done"], round_["remaining"]) == (
+        [f"{namespace}/kept"],
+        False,
+        1,
+    )
 
 
 def test_drain_of_an_empty_node_is_done(invoke: Invoke, node: Node) -> None:
