@@ -7,16 +7,23 @@ tests override the endpoint, identity, kernel log source and timings.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
-from agent.batch import DEFAULT_BATCH_EVENTS, MAX_BATCH_EVENTS
+from agent.batch import MAX_BATCH_EVENTS
+from agent.config import CHECKS, Config
 
 DEFAULT_METRICS_PORT = 9810
+"""Unlike ``Config`` (which binds any free port, for tests and the local world), a node
+agent serves its metrics where Prometheus is told to look."""
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Config)}
+"""The flags' defaults are the agent's own, so the two cannot drift apart."""
 MIN_SPOOL_BYTES = 8 * 1024 * 1024
 
 
@@ -55,7 +62,7 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("kernel log")
     source.add_argument(
         "--kmsg",
-        default="/dev/kmsg",
+        default=DEFAULTS["kmsg"],
         help="/dev/kmsg, or an existing file of kmsg records or plain lines to follow like "
         "tail -f (default: %(default)s)",
     )
@@ -77,95 +84,98 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     state.add_argument(
         "--spool-max-bytes",
         type=int,
-        default=256 * 1024 * 1024,
+        default=DEFAULTS["spool_max_bytes"],
         help="bound of the on-disk spool; the oldest batches go first (default: 256 MiB)",
     )
     state.add_argument(
         "--flush-interval",
         type=float,
-        default=1.0,
+        default=DEFAULTS["flush_interval"],
         help="longest a line waits before its batch is sent, seconds, at most 1 "
         "(default: %(default)s)",
     )
     state.add_argument(
         "--max-batch-events",
         type=int,
-        default=DEFAULT_BATCH_EVENTS,
+        default=DEFAULTS["max_batch_events"],
         help="events per PutLogEvents call, at most 10000 (default: %(default)s)",
     )
     state.add_argument(
         "--memory-batches",
         type=int,
-        default=1,
+        default=DEFAULTS["memory_batches"],
         help="batches kept in memory before spooling to disk (default: %(default)s)",
     )
     state.add_argument(
         "--retry-base-delay",
         type=_seconds,
-        default=0.2,
+        default=DEFAULTS["retry_base_delay"],
         help="first backoff step, seconds (default: %(default)s)",
     )
     state.add_argument(
         "--retry-max-delay",
         type=_seconds,
-        default=30.0,
+        default=DEFAULTS["retry_max_delay"],
         help="longest backoff, seconds (default: %(default)s)",
     )
     state.add_argument(
         "--shutdown-grace",
         type=_seconds,
-        default=5.0,
+        default=DEFAULTS["shutdown_grace"],
         help="seconds to keep shipping after SIGTERM before spooling the rest "
         "(default: %(default)s)",
     )
     checks = parser.add_argument_group("health checks")
     checks.add_argument(
         "--checks",
-        default="nvidia,neuron,efa",
+        default=",".join(DEFAULTS["checks"]),
         help="comma-separated, empty for none (default: %(default)s)",
     )
     checks.add_argument(
         "--check-interval",
         type=_seconds,
-        default=60.0,
+        default=DEFAULTS["check_interval"],
         help="seconds between runs; they also run at start-up (default: %(default)s)",
     )
     checks.add_argument(
         "--nvidia-smi",
-        default="nvidia-smi -q -x",
+        default=DEFAULTS["nvidia_smi"],
         help="command printing nvidia-smi's XML report (default: %(default)s)",
     )
     checks.add_argument(
         "--nvidia-smi-timeout",
         type=_seconds,
-        default=60.0,
+        default=DEFAULTS["nvidia_smi_timeout"],
         help="seconds before nvidia-smi counts as failed (default: %(default)s)",
     )
     checks.add_argument(
         "--expect-gpus",
         type=_count,
-        default=0,
+        default=DEFAULTS["expect_gpus"],
         help="GPUs this instance type has; fewer is GpuMissing (0: unchecked)",
     )
     checks.add_argument(
         "--expect-neuron-devices",
         type=_count,
-        default=0,
+        default=DEFAULTS["expect_neuron_devices"],
         help="Neuron devices expected (0: unchecked)",
     )
     checks.add_argument(
-        "--expect-efa-devices", type=_count, default=0, help="EFA devices expected (0: unchecked)"
+        "--expect-efa-devices",
+        type=_count,
+        default=DEFAULTS["expect_efa_devices"],
+        help="EFA devices expected (0: unchecked)",
     )
     checks.add_argument(
         "--sys-root",
         type=Path,
-        default=Path("/sys"),
+        default=DEFAULTS["sys_root"],
         help="where the host's sysfs is mounted (default: %(default)s)",
     )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-address",
-        default="127.0.0.1",
+        default=DEFAULTS["metrics_address"],
         help="Prometheus endpoint address (default: %(default)s)",
     )
     ops.add_argument(
@@ -189,8 +199,6 @@ def _fail(message: str) -> int:
 
 def _problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the arguments, if anything (checked before touching the node)."""
-    from agent.main import CHECKS
-
     unknown = {c for c in args.checks.split(",") if c} - set(CHECKS)
     problems = [
         (not args.cluster, "--cluster is required (or set NODEMEDIC_CLUSTER)"),
@@ -226,7 +234,7 @@ def _identity(args: argparse.Namespace) -> tuple[str, str, str]:
 
 def run_agent(args: argparse.Namespace) -> int:
     from agent.imds import IdentityError
-    from agent.main import Agent, Config
+    from agent.main import Agent
 
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

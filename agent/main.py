@@ -16,17 +16,16 @@ import shlex
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from agent.batch import DEFAULT_BATCH_EVENTS, Batch, Batcher, clamp_ms
+from agent.batch import Batch, Batcher, clamp_ms
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
 from agent.checks.base import Check, CounterBaseline, Runner, worst
 from agent.checks.efa import Efa
 from agent.checks.neuron import NeuronSysfs
 from agent.checks.nvidia import NvidiaSmi
+from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.metrics import Metrics, metrics_server, serve
 from agent.outbox import Outbox
@@ -34,7 +33,6 @@ from agent.shipper import Shipper
 from agent.spool import Spool
 
 log = logging.getLogger(__name__)
-CHECKS = ("nvidia", "neuron", "efa")
 
 
 def log_group(cluster: str) -> str:
@@ -47,35 +45,6 @@ def kmsg_stream(instance_id: str) -> str:
 
 def health_stream(instance_id: str) -> str:
     return f"{instance_id}/health"
-
-
-@dataclass
-class Config:
-    cluster: str
-    instance_id: str
-    region: str
-    boot_id: str
-    state_dir: Path
-    kmsg: str = "/dev/kmsg"
-    endpoint_url: str | None = None
-    create_log_group: bool = False
-    flush_interval: float = 1.0
-    max_batch_events: int = DEFAULT_BATCH_EVENTS
-    memory_batches: int = 1
-    spool_max_bytes: int = 256 * 1024 * 1024
-    checks: tuple[str, ...] = CHECKS
-    check_interval: float = 60.0
-    nvidia_smi: str = "nvidia-smi -q -x"
-    nvidia_smi_timeout: float = 60.0
-    expect_gpus: int = 0
-    expect_neuron_devices: int = 0
-    expect_efa_devices: int = 0
-    sys_root: Path = Path("/sys")
-    metrics_address: str = "127.0.0.1"
-    metrics_port: int = 0
-    retry_base_delay: float = 0.2
-    retry_max_delay: float = 30.0
-    shutdown_grace: float = 5.0
 
 
 def logs_client(region: str, endpoint_url: str | None) -> Any:

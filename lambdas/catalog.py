@@ -22,6 +22,19 @@ Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"
 Severity = Literal["info", "warning", "critical", "fatal"]
 Action = Literal["ignore", "notify", "reboot", "replace"]
 """From the weakest to the strongest: a batch that calls for several starts the last one."""
+HealthStatus = Literal[
+    "Schedulable", "Unschedulable", "UnschedulablePendingReboot", "UnschedulablePendingReplacement"
+]
+"""Values of the node health label, as the EKS node monitoring agent's node auto repair reads
+them."""
+HEALTH_STATUSES: tuple[HealthStatus, ...] = get_args(HealthStatus)
+SCHEDULABLE: HealthStatus = "Schedulable"
+STATUS_OF_ACTION: dict[str, HealthStatus] = {
+    "notify": SCHEDULABLE,
+    "reboot": "UnschedulablePendingReboot",
+    "replace": "UnschedulablePendingReplacement",
+}
+"""The health label a decision for each action (every one but ``ignore``) puts on its node."""
 
 EXTRA_ENV = "NODEMEDIC_CATALOG_EXTRA"
 DEFAULT_NAMESPACE = "NodeMedic"

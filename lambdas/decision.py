@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from lambdas.catalog import Source
+from lambdas.catalog import STATUS_OF_ACTION, Source
 from lambdas.classifier import Fault
 
 SCHEMA = 1
@@ -22,11 +22,6 @@ DEFAULT_WINDOW = 600
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 _STREAM = re.compile(r"^(?P<instance>i-[0-9a-f]{8,17})/(?P<source>kmsg|health)$")
 _GROUP = re.compile(r"^/nodemedic/(?P<cluster>[A-Za-z][A-Za-z0-9-]*)/nodes$")
-_HEALTH_STATUS = {
-    "replace": "UnschedulablePendingReplacement",
-    "reboot": "UnschedulablePendingReboot",
-    "notify": "Schedulable",
-}
 _EXECUTION_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -127,7 +122,7 @@ def decide(
         condition_status=rule.condition_status,
         metric=rule.metric,
         metric_namespace=rule.namespace,
-        health_status=_HEALTH_STATUS[rule.action],
+        health_status=STATUS_OF_ACTION[rule.action],
         evidence_line=fault.line[:2048],
         source=identity.source,
         first_seen=iso(first_seen),

@@ -13,9 +13,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from lambdas.catalog import STATUS_OF_ACTION
+
 Mode = Literal["notify", "monitor", "act"]
-ACTIONS = ("notify", "reboot", "replace")
-REPLACEMENT_STATUS = "UnschedulablePendingReplacement"
+ACTIONS = tuple(STATUS_OF_ACTION)
+REPLACEMENT_STATUS = STATUS_OF_ACTION["replace"]
 NO_GROUP = "none"
 """The ``NodeGroup`` dimension and ledger value of an instance outside any Auto Scaling group."""
 MAX_BACKOFF = 8

@@ -14,15 +14,9 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.catalog import healthy_status
+from lambdas.catalog import HEALTH_STATUSES, SCHEDULABLE, healthy_status
 
 HEALTH_LABEL = "nodemedic.io/node-health-status"
-HEALTH_STATUSES = (
-    "Schedulable",
-    "Unschedulable",
-    "UnschedulablePendingReboot",
-    "UnschedulablePendingReplacement",
-)
 TAINT_KEY = "nodemedic.io/unhealthy"
 TAINT_EFFECT = "NoSchedule"
 CLEARED_REASON = "NodeMedicCleared"
@@ -122,7 +116,7 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
 
     def change(node: Any) -> dict[str, Any]:
         return {
-            "metadata": {"labels": {HEALTH_LABEL: "Schedulable"}},
+            "metadata": {"labels": {HEALTH_LABEL: SCHEDULABLE}},
             "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
         }
 

@@ -18,7 +18,8 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from agent.main import Agent, Config
+from agent.config import Config
+from agent.main import Agent
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
