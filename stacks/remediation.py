@@ -46,7 +46,6 @@ from typing import Any, TypeVar
 from aws_cdk import Duration, RemovalPolicy, Stack, aws_lambda
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
@@ -56,6 +55,7 @@ from lambdas import policy
 from lambdas.decision import SCHEMA, Decision
 from stacks.functions import PythonFunction
 from stacks.guardrails import node_group_arns
+from stacks.loggroups import log_group
 from stacks.metrics import (
     BREAKER_METRIC,
     FAULT_TO_ACTION_METRIC,
@@ -164,9 +164,8 @@ class Remediation(Construct):
             ledger=self.ledger,
             lock_seconds=timeout,
         )
-        # L1: the retention is a plain number of days in the settings.
-        log_group = logs.CfnLogGroup(
-            self, "ExecutionLogs", retention_in_days=settings.log_retention_days
+        execution_logs = log_group(
+            self, "ExecutionLogs", retention_days=settings.log_retention_days
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -176,9 +175,22 @@ class Remediation(Construct):
             timeout=Duration.seconds(timeout),
             tracing_enabled=True,
             logs=sfn.LogOptions(
-                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+                destination=execution_logs, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
         )
+
+
+def _remediations(outcome: str) -> dict[str, Any]:
+    """One ``Remediations`` datum, by the action planned and the ``outcome``."""
+    return {
+        "name": REMEDIATIONS_METRIC,
+        "value": 1,
+        "unit": "Count",
+        "dimensions": [
+            {"Name": "Action", "Value": sfn.JsonPath.string_at("$.plan.action")},
+            {"Name": "Outcome", "Value": outcome},
+        ],
+    }
 
 
 class _Flow:
@@ -203,6 +215,9 @@ class _Flow:
         self.ledger = ledger
         self.lock_seconds = lock_seconds
         self.poll = sfn.WaitTime.duration(Duration.seconds(settings.poll_seconds))
+        self.reboot_rounds = policy.rounds(settings.reboot_timeout, settings.poll_seconds)
+        """Rounds of the two waits ``reboot_timeout`` bounds: for a new boot id, and for an
+        instance set Unhealthy to start terminating."""
         self.guarded: list[sfn.TaskStateBase | sfn.Map] = []
         self.failure = self._failure()
         report = self._report()
@@ -1059,7 +1074,6 @@ class _Flow:
             result_path="$.times.cleared",
             timed=True,
         )
-        watch_rounds = policy.rounds(st.reboot_timeout, st.poll_seconds)
         start = self._step("Start rebooting", "rebooting")
         (
             start.next(marker)
@@ -1072,7 +1086,7 @@ class _Flow:
                 sfn.Choice(s, "Rebooted?")
                 .when(sfn.Condition.boolean_equals("$.status.rebooted", True), settle)
                 .when(
-                    sfn.Condition.number_greater_than_equals("$.watch.rounds", watch_rounds),
+                    sfn.Condition.number_greater_than_equals("$.watch.rounds", self.reboot_rounds),
                     self._pass(
                         "No new boot id",
                         "$.escalation",
@@ -1168,9 +1182,7 @@ class _Flow:
                 sfn.Choice(s, "Terminating?")
                 .when(gone, delete)
                 .when(
-                    sfn.Condition.number_greater_than_equals(
-                        "$.term.rounds", policy.rounds(st.reboot_timeout, st.poll_seconds)
-                    ),
+                    sfn.Condition.number_greater_than_equals("$.term.rounds", self.reboot_rounds),
                     self._error(
                         "Not terminated",
                         "TerminationTimeout",
@@ -1264,15 +1276,7 @@ class _Flow:
                     "value": sfn.JsonPath.number_at("$.elapsed.seconds"),
                     "unit": "Seconds",
                 },
-                {
-                    "name": REMEDIATIONS_METRIC,
-                    "value": 1,
-                    "unit": "Count",
-                    "dimensions": [
-                        {"Name": "Action", "Value": sfn.JsonPath.string_at("$.plan.action")},
-                        {"Name": "Outcome", "Value": outcome},
-                    ],
-                },
+                _remediations(outcome),
             ],
         )
         notify = self._notify(
@@ -1281,12 +1285,13 @@ class _Flow:
             {
                 "outcome": outcome,
                 "action": sfn.JsonPath.string_at("$.plan.action"),
+                # No node name: a notify-only decision never looks the node up (the
+                # message's "node" field has it when known).
                 "summary": _fmt(
-                    "{}: {} on {} (node {}, group {}) after {} s; {}",
+                    "{}: {} on {} (group {}) after {} s; {}",
                     "$.outcome.name",
                     "$.decision.fault_id",
                     _INSTANCE,
-                    "$.node.node",
                     "$.group.name",
                     "$.elapsed.seconds",
                     "$.plan.reason",
@@ -1348,17 +1353,7 @@ class _Flow:
         metric = self._metrics(
             "Publish failure metric",
             METRICS_NAMESPACE,
-            [
-                {
-                    "name": REMEDIATIONS_METRIC,
-                    "value": 1,
-                    "unit": "Count",
-                    "dimensions": [
-                        {"Name": "Action", "Value": sfn.JsonPath.string_at("$.plan.action")},
-                        {"Name": "Outcome", "Value": "failed"},
-                    ],
-                }
-            ],
+            [_remediations("failed")],
             guard=False,
         )
         fail = sfn.Fail(

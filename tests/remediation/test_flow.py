@@ -464,6 +464,7 @@ def test_an_application_fault_is_mailed_and_measured_without_touching_the_node(
     assert (ledger["state"], ledger["outcome"]) == ("closed", "notified")
     (mail,) = pipeline.messages(gpu)
     assert (mail["subject"], mail["outcome"]) == (f"nodemedic notified: {gpu}", "notified")
+    assert mail["summary"].startswith(f"notified: nvidia-xid-13 on {gpu} (group p5-notify) after ")
     assert mail["evidence_line"] == EXAMPLES["nvidia-xid-13"]
     assert "NvidiaXid_13" in metric_names("NodeMedic", Cluster="demo", NodeGroup="p5-notify")
     assert pipeline.item(gpu, "inflight") is None
