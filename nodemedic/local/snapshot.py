@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import HEALTH_LABEL
+from nodemedic.local.watch import node_seen
 from nodemedic.local.workload import WORKER_LABEL
 from nodemedic.local.world import NODE_GROUP, World
 from stacks.metrics import METRICS_NAMESPACE
@@ -26,18 +26,20 @@ def _cluster(world: World) -> dict[str, Any]:
     workers = world.job.nodes_running_workers()
     nodes = []
     for node in sorted(core.list_node().items, key=lambda n: n.metadata.name):
-        conditions = node.status.conditions or []
+        seen = node_seen("LISTED", node)
         nodes.append(
             {
-                "name": node.metadata.name,
-                "instance_id": (node.spec.provider_id or "").rsplit("/", 1)[-1],
-                "ready": any(c.type == "Ready" and c.status == "True" for c in conditions),
-                "unschedulable": bool(node.spec.unschedulable),
-                "health": (node.metadata.labels or {}).get(HEALTH_LABEL),
-                "taints": [f"{t.key}={t.value or ''}:{t.effect}" for t in node.spec.taints or []],
-                "conditions": {c.type: c.status for c in conditions if c.type != "Ready"},
-                "boot_id": node.status.node_info.boot_id,
-                "worker": workers.get(node.metadata.name),
+                "name": seen.name,
+                "instance_id": seen.instance_id,
+                "ready": seen.ready,
+                "unschedulable": seen.unschedulable,
+                "health": seen.health,
+                "taints": list(seen.taints),
+                "conditions": {
+                    c.type: c.status for c in node.status.conditions or [] if c.type != "Ready"
+                },
+                "boot_id": seen.boot_id,
+                "worker": workers.get(seen.name),
             }
         )
     pods = [

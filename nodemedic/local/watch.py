@@ -25,7 +25,7 @@ class NodeSeen:
     at: float
     """Epoch seconds the event arrived."""
     event: str
-    """ADDED, MODIFIED or DELETED."""
+    """ADDED, MODIFIED or DELETED from the watch; LISTED in a snapshot."""
     name: str
     provider_id: str
     unschedulable: bool
@@ -43,7 +43,7 @@ class NodeSeen:
         return any(t.startswith(f"{TAINT_KEY}=") for t in self.taints)
 
 
-def _seen(event: str, node: client.V1Node) -> NodeSeen:
+def node_seen(event: str, node: client.V1Node) -> NodeSeen:
     conditions = (node.status.conditions or []) if node.status else []
     return NodeSeen(
         at=time.time(),
@@ -112,7 +112,7 @@ class NodeWatch:
                     if not version:
                         listed = core.list_node()
                         version = listed.metadata.resource_version
-                        self._record([_seen("ADDED", n) for n in listed.items])
+                        self._record([node_seen("ADDED", n) for n in listed.items])
                         ready.set()
                     stream = watch.Watch().stream(
                         core.list_node, resource_version=version, timeout_seconds=1
@@ -120,7 +120,7 @@ class NodeWatch:
                     for event in stream:
                         node = event["object"]
                         version = node.metadata.resource_version
-                        self._record([_seen(event["type"], node)])
+                        self._record([node_seen(event["type"], node)])
                         if self._stopping.is_set():
                             break
                 except client.ApiException as exc:
