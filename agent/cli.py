@@ -291,7 +291,7 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--to",
         type=Path,
-        default=Path("/dev/kmsg"),
+        default=Path(DEFAULTS["kmsg"]),
         help="/dev/kmsg (root) or a file the agent follows (default: %(default)s)",
     )
     parser.add_argument(
