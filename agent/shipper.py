@@ -51,9 +51,9 @@ class Shipper:
         outbox: Outbox,
         metrics: Metrics,
         *,
+        base_delay: float,
+        max_delay: float,
         create_group: bool = False,
-        base_delay: float = 0.2,
-        max_delay: float = 30.0,
         attempts_before_outage: int = 3,
         rng: Callable[[], float] = random.random,
     ) -> None:

@@ -147,6 +147,12 @@ def health_text(line: str) -> str | None:
         return None
 
 
+def _text(line: str, source: Source) -> str:
+    """What ``source``'s rules match in ``line``; empty for a health line that is no health
+    result, which then has no fault."""
+    return line if source == "kmsg" else health_text(line) or ""
+
+
 def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:
     """Each needle a line is searched for, with the groups (in catalog order) that a line
     holding it may match. A needle that holds another needle is not searched for: its
@@ -256,8 +262,7 @@ class Classifier:
 
         A line whose first matching rule has ``action: ignore`` has no fault.
         """
-        text = line if source == "kmsg" else health_text(line) or ""
-        return self._indexes[source].fault(line, text)
+        return self._indexes[source].fault(line, _text(line, source))
 
     def classify_lines(
         self, lines: Iterable[str], source: Source = "kmsg"
@@ -271,7 +276,7 @@ class Classifier:
         lines = iter(lines)
         offset = 0
         while chunk := list(islice(lines, _CHUNK)):
-            texts = chunk if source == "kmsg" else [health_text(line) or "" for line in chunk]
+            texts = chunk if source == "kmsg" else [_text(line, source) for line in chunk]
             for number, fault in index.faults(chunk, texts):
                 yield offset + number, fault
             offset += len(chunk)

@@ -84,7 +84,8 @@ def drain(
 
 
 def _pods(core: client.CoreV1Api, node: str) -> list[Any]:
-    return list(core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items)
+    pods: list[Any] = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    return pods
 
 
 def _settle(core: client.CoreV1Api, node: str, seconds: float) -> int:
