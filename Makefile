@@ -13,7 +13,7 @@ $(INSTALLED): pyproject.toml
 		|| { echo "nodemedic needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[local,dev]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -33,12 +33,15 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy agent lambdas
+	$(BIN)/mypy agent lambdas nodemedic stacks app.py
 
-unit: $(INSTALLED) node_modules/.installed kube
-	$(BIN)/pytest
+# The fast tier: no network, no apiserver.
+unit: $(INSTALLED)
+	$(BIN)/pytest tests/unit
 
-test: lint typecheck unit
+# Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
+test: lint typecheck $(INSTALLED) node_modules/.installed kube
+	$(BIN)/pytest tests
 
 synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet

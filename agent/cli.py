@@ -18,6 +18,7 @@ from typing import Any
 
 from agent.batch import MAX_BATCH_EVENTS
 from agent.config import CHECKS, Config
+from nodemedic.contracts import ENV_CLUSTER
 
 DEFAULT_METRICS_PORT = 9810
 """Unlike ``Config`` (which binds any free port, for tests and the local world), a node
@@ -45,7 +46,7 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where to ship")
     where.add_argument(
         "--cluster",
-        default=os.environ.get("NODEMEDIC_CLUSTER"),
+        default=os.environ.get(ENV_CLUSTER),
         help="cluster name; logs go to /nodemedic/<cluster>/nodes (default: $NODEMEDIC_CLUSTER)",
     )
     where.add_argument(
@@ -312,7 +313,7 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
 def run_inject(args: argparse.Namespace) -> int:
     from agent.inject import LEVELS, InjectError, append_file, find_rule, line_for, write_device
     from agent.kmsg import is_device
-    from lambdas.catalog import CatalogError, load_catalog
+    from nodemedic.catalog import CatalogError, load_catalog
 
     try:
         rule = find_rule(load_catalog(args.catalog), args.kind, args.value)

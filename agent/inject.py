@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from lambdas.catalog import Catalog, Rule
+from nodemedic.catalog import Catalog, Rule
 
 # Kernel log levels (KERN_CRIT, KERN_ERR, KERN_WARNING, KERN_INFO) by rule severity.
 LEVELS = {"fatal": 2, "critical": 3, "warning": 4, "info": 6}

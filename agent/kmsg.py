@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from lambdas.logformat import KMSG_PREFIX
+from nodemedic.detect.logformat import KMSG_PREFIX
 
 _RECORD = re.compile(KMSG_PREFIX.encode())
 _ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")

@@ -31,20 +31,9 @@ from agent.metrics import Metrics, metrics_server, serve
 from agent.outbox import Outbox
 from agent.shipper import Shipper
 from agent.spool import Spool
+from nodemedic.contracts import health_stream, kmsg_stream, node_log_group
 
 log = logging.getLogger(__name__)
-
-
-def log_group(cluster: str) -> str:
-    return f"/nodemedic/{cluster}/nodes"
-
-
-def kmsg_stream(instance_id: str) -> str:
-    return f"{instance_id}/kmsg"
-
-
-def health_stream(instance_id: str) -> str:
-    return f"{instance_id}/health"
 
 
 def logs_client(region: str, endpoint_url: str | None) -> Any:
@@ -151,7 +140,7 @@ class Agent:
         )
         self.shipper = Shipper(
             self.client,
-            log_group(config.cluster),
+            node_log_group(config.cluster),
             self.outbox,
             self.metrics,
             create_group=config.create_log_group,
@@ -179,7 +168,7 @@ class Agent:
         checks.start()
         log.info(
             "agent started: group %s, kmsg %s from %s, %d checks",
-            log_group(config.cluster),
+            node_log_group(config.cluster),
             config.kmsg,
             self.start,
             len(self.runner.checks),

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 from agent.batch import Batcher  # noqa: E402
 from agent.config import Config  # noqa: E402
 from agent.kmsg import FileKmsgReader  # noqa: E402
-from agent.main import Agent, batch_lines, kmsg_stream  # noqa: E402
+from agent.main import Agent, batch_lines  # noqa: E402
+from nodemedic.contracts import kmsg_stream  # noqa: E402
 
 EVENTS = ROOT / "tests" / "events" / "kmsg"
 REGION = "us-east-1"

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lambdas.catalog import Catalog, Rule, load_catalog
-from lambdas.classifier import Classifier
+from nodemedic.catalog import Catalog, Rule, load_catalog
+from nodemedic.detect.classifier import Classifier
 
 EVENTS = Path(__file__).parents[1] / "tests" / "events" / "kmsg"
 

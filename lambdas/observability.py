@@ -10,5 +10,7 @@ import os
 
 from aws_lambda_powertools import Logger, Metrics
 
+from nodemedic.contracts import ENV_METRICS_NAMESPACE, METRICS_NAMESPACE
+
 logger = Logger()
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "NodeMedic"))
+metrics = Metrics(namespace=os.environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))

@@ -19,9 +19,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from lambdas.catalog import Catalog
+from nodemedic.catalog import Catalog
+from nodemedic.contracts import BREAKER_METRIC, METRICS_NAMESPACE
 from stacks.insights import insights_query, is_insights_query
-from stacks.metrics import BREAKER_METRIC, METRICS_NAMESPACE
 from stacks.settings import ClusterSettings
 
 PERIOD = Duration.minutes(5)

@@ -1,6 +1,7 @@
 """The Lambda code asset, built without Docker.
 
-The bundle is the ``lambdas`` package plus the runtime dependencies pinned in
+The bundle is the handlers (``lambdas``), the domain packages they import
+(``BUNDLED_PACKAGES``), plus the runtime dependencies pinned in
 ``pyproject.toml`` (the versions the tests ran), minus the AWS SDK the Lambda runtime
 already has. pip cross-installs Linux wheels for the Lambda runtime's Python from PyPI;
 the installed tree is cached per set of pins, so a second synth copies instead of
@@ -28,7 +29,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
-from lambdas.catalog import EXTRA_ENV
+from nodemedic.contracts import ENV_CATALOG_EXTRA
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -39,6 +40,17 @@ PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})
 """Distributions the Lambda Python runtime ships; a bundled copy would only shadow them."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _IGNORED = ("__pycache__", "*.pyc", "*.pyo")
+BUNDLED_PACKAGES = (
+    "lambdas",
+    "nodemedic/__init__.py",
+    "nodemedic/contracts.py",
+    "nodemedic/catalog",
+    "nodemedic/detect/__init__.py",
+    "nodemedic/detect/classifier.py",
+    "nodemedic/remediate",
+)
+"""What the handlers import, relative to the repository: the Lambda bundle carries these and
+nothing else of the repository (not the CLI, not the local world)."""
 TASK_ROOT = "/var/task"
 """Where Lambda unpacks the bundle."""
 
@@ -145,15 +157,27 @@ def catalog_paths(extra_catalogs: Sequence[Path]) -> list[str]:
     return [f"catalog/{index}-{path.name}" for index, path in enumerate(extra_catalogs)]
 
 
+def bundled_files(packages: Sequence[str] = BUNDLED_PACKAGES) -> list[Path]:
+    """The repository's files in the bundle, relative to the repository, sorted."""
+    found: list[Path] = []
+    for name in packages:
+        top = ROOT / name
+        paths = [top] if top.is_file() else top.rglob("*")
+        found += (
+            path.relative_to(ROOT)
+            for path in paths
+            if path.is_file() and not any(path.match(p) or p in path.parts for p in _IGNORED)
+        )
+    return sorted(found)
+
+
 def bundle_hash(pins: Sequence[str], extra_catalogs: Sequence[Path]) -> str:
-    """Everything the bundle is made of: the package's files, the pins, the target
+    """Everything the bundle is made of: the packages' files, the pins, the target
     platform and the extra catalogs."""
     digest = hashlib.sha256(json.dumps([PLATFORM, PYTHON_VERSION, *pins]).encode())
-    package = ROOT / "lambdas"
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and not any(path.match(p) or p in path.parts for p in _IGNORED):
-            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
+    for path in bundled_files():
+        digest.update(path.as_posix().encode() + b"\0")
+        digest.update((ROOT / path).read_bytes())
     for name, path in zip(catalog_paths(extra_catalogs), extra_catalogs, strict=True):
         digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -168,7 +192,9 @@ class _LocalPip:
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
         out = Path(output_dir)
         shutil.copytree(dependencies(self.pins), out, dirs_exist_ok=True)
-        shutil.copytree(ROOT / "lambdas", out / "lambdas", ignore=shutil.ignore_patterns(*_IGNORED))
+        for path in bundled_files():
+            (out / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / path, out / path)
         for name, path in zip(catalog_paths(self.extra_catalogs), self.extra_catalogs, strict=True):
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, out / name)
@@ -196,4 +222,4 @@ def catalog_environment(extra_catalogs: Sequence[Path]) -> dict[str, str]:
     if not extra_catalogs:
         return {}
     paths = [f"{TASK_ROOT}/{name}" for name in catalog_paths(extra_catalogs)]
-    return {EXTRA_ENV: os.pathsep.join(paths)}
+    return {ENV_CATALOG_EXTRA: os.pathsep.join(paths)}

@@ -13,10 +13,8 @@ from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from lambdas.catalog import Catalog
-from lambdas.filterpattern import filter_terms
-from stacks.insights import insights_query, search_expressions
-from stacks.metrics import (
+from nodemedic.catalog import Catalog
+from nodemedic.contracts import (
     BREAKER_METRIC,
     CLASSIFIER_METRICS,
     FAULT_TO_ACTION_METRIC,
@@ -26,6 +24,8 @@ from stacks.metrics import (
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
 )
+from nodemedic.detect.filterpattern import filter_terms
+from stacks.insights import insights_query, search_expressions
 from stacks.settings import ClusterSettings
 
 PERIOD = Duration.minutes(5)

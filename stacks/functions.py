@@ -11,9 +11,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from nodemedic.contracts import (
+    ENV_LOG_LEVEL,
+    ENV_METRICS_NAMESPACE,
+    ENV_SERVICE_NAME,
+    METRICS_NAMESPACE,
+)
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.loggroups import log_group
-from stacks.metrics import METRICS_NAMESPACE
 from stacks.nag import XRAY, acknowledge
 from stacks.settings import ClusterSettings
 
@@ -60,9 +65,9 @@ class PythonFunction(Construct):
             timeout=Duration.seconds(timeout_seconds),
             description=f"nodemedic {settings.name}: {description}",
             environment={
-                "POWERTOOLS_SERVICE_NAME": service,
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
+                ENV_SERVICE_NAME: service,
+                ENV_METRICS_NAMESPACE: METRICS_NAMESPACE,
+                ENV_LOG_LEVEL: "INFO",
                 **environment,
             },
             dead_letter_queue=dead_letter_queue,

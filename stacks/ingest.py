@@ -15,8 +15,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from lambdas.catalog import Catalog
-from lambdas.filterpattern import subscription_filter_pattern
+from nodemedic.catalog import Catalog
+from nodemedic.contracts import ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
+from nodemedic.detect.filterpattern import subscription_filter_pattern
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
 from stacks.settings import ClusterSettings
@@ -77,9 +78,8 @@ class Ingest(Construct):
             service="nodemedic-classify",
             description="classify node log lines, start remediations",
             environment={
-                "STATE_MACHINE_ARN": state_machine.state_machine_arn,
-                "IDEMPOTENCY_TABLE": self.idempotency.table_name,
-                "CLUSTER_NAME": settings.name,
+                ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letters,

@@ -9,7 +9,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from lambdas.kube import REMEDIATOR_GROUP
+from nodemedic.contracts import ENV_EKS_CLUSTER, REMEDIATOR_GROUP
 from stacks.functions import PythonFunction
 from stacks.settings import ClusterSettings
 
@@ -29,7 +29,7 @@ class KubeAccess(Construct):
             handler="lambdas.kube.handler.handler",
             service="nodemedic-kube",
             description=f"Kubernetes API operations on EKS cluster {cluster}",
-            environment={"EKS_CLUSTER_NAME": cluster},
+            environment={ENV_EKS_CLUSTER: cluster},
             memory_size=512,
             timeout_seconds=60,
         )

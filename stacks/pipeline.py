@@ -15,7 +15,8 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from lambdas.catalog import Catalog
+from nodemedic.catalog import Catalog
+from nodemedic.contracts import METRICS_NAMESPACE
 from stacks.agent_access import AgentAccess
 from stacks.alarms import Alarms
 from stacks.bundling import catalog_environment, lambda_code
@@ -23,7 +24,6 @@ from stacks.dashboard import Dashboard
 from stacks.guardrails import guard_remediation
 from stacks.ingest import Ingest
 from stacks.kube_access import KubeAccess
-from stacks.metrics import METRICS_NAMESPACE
 from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.remediation import Remediation

@@ -51,12 +51,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from lambdas import policy
-from lambdas.decision import SCHEMA, Decision
-from stacks.functions import PythonFunction
-from stacks.guardrails import node_group_arns
-from stacks.loggroups import log_group
-from stacks.metrics import (
+from nodemedic.contracts import (
     BREAKER_METRIC,
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
@@ -64,6 +59,11 @@ from stacks.metrics import (
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
 )
+from nodemedic.remediate import policy
+from nodemedic.remediate.decision import SCHEMA, Decision
+from stacks.functions import PythonFunction
+from stacks.guardrails import node_group_arns
+from stacks.loggroups import log_group
 from stacks.settings import ClusterSettings
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -106,9 +106,18 @@ def _at() -> dict[str, Any]:
 
 def _policy_code() -> aws_lambda.Code:
     """The policy modules only: the handler needs nothing outside the standard library."""
-    keep = ("__init__.py", "policy.py", "policy_handler.py")
+    keep = (
+        "lambdas/__init__.py",
+        "lambdas/policy/__init__.py",
+        "lambdas/policy/handler.py",
+        "nodemedic/__init__.py",
+        "nodemedic/contracts.py",
+        "nodemedic/remediate/__init__.py",
+        "nodemedic/remediate/policy.py",
+    )
+    folders = ("lambdas", "lambdas/policy", "nodemedic", "nodemedic/remediate")
     return aws_lambda.Code.from_asset(
-        str(_ROOT), exclude=["*", ".*", "!lambdas", *(f"!lambdas/{name}" for name in keep)]
+        str(_ROOT), exclude=["*", ".*", *(f"!{name}" for name in folders + keep)]
     )
 
 
@@ -141,7 +150,7 @@ class Remediation(Construct):
             "Policy",
             settings=settings,
             code=_policy_code(),
-            handler="lambdas.policy_handler.handler",
+            handler="lambdas.policy.handler.handler",
             service="nodemedic-policy",
             description="remediation policy arithmetic",
             environment={},

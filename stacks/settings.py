@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
+from nodemedic.contracts import node_log_group
+
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
@@ -67,7 +69,7 @@ class ClusterSettings:
 
     @property
     def log_group_name(self) -> str:
-        return f"/nodemedic/{self.name}/nodes"
+        return node_log_group(self.name)
 
     @property
     def kube_cluster(self) -> str:

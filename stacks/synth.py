@@ -18,7 +18,7 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from lambdas.catalog import extra_paths_from_env, load_catalog
+from nodemedic.catalog import extra_paths_from_env, load_catalog
 from stacks.pipeline import PipelineStack, stack_name
 from stacks.settings import CONTEXT_KEY, ClusterSettings
 

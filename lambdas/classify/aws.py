@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from botocore.exceptions import ClientError
 
 from lambdas.classify.service import Starter
-from lambdas.decision import Decision, recent
+from nodemedic.remediate.decision import Decision, recent
 
 _CONFLICT_RETRIES = 5
 

@@ -18,11 +18,12 @@ from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.classifier import default_classifier
 from lambdas.classify.aws import DynamoHitCounter, execution_starter
 from lambdas.classify.service import LogEvent, Starter, process_batch
-from lambdas.decision import DEFAULT_WINDOW, IdentityError, identity_of
 from lambdas.observability import logger, metrics
+from nodemedic.contracts import ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
+from nodemedic.detect.classifier import default_classifier
+from nodemedic.remediate.decision import DEFAULT_WINDOW, IdentityError, identity_of
 
 
 class MalformedPayload(ValueError):
@@ -57,9 +58,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="MalformedPayloads", unit=MetricUnit.Count, value=1)
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
-    window = int(os.environ.get("NODEMEDIC_DEDUP_WINDOW", DEFAULT_WINDOW))
     counter, start, idempotency = _dependencies(
-        os.environ["STATE_MACHINE_ARN"], os.environ["IDEMPOTENCY_TABLE"], window
+        os.environ[ENV_STATE_MACHINE_ARN], os.environ[ENV_IDEMPOTENCY_TABLE], DEFAULT_WINDOW
     )
     idempotency.register_lambda_context(context)
     result = process_batch(
@@ -68,7 +68,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         classifier=default_classifier(),
         counter=counter,
         start=start,
-        dedup_window=window,
+        dedup_window=DEFAULT_WINDOW,
     )
     metrics.add_dimension(name="Cluster", value=identity.cluster)
     metrics.add_metric(name="LinesClassified", unit=MetricUnit.Count, value=result.lines)

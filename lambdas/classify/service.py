@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, get_args
 
-from lambdas.catalog import Action, Rule
-from lambdas.classifier import Classifier, Fault
-from lambdas.decision import Decision, Identity, decide
+from nodemedic.catalog import Action, Rule
+from nodemedic.detect.classifier import Classifier, Fault
+from nodemedic.remediate.decision import Decision, Identity, decide
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import boto3
 from kubernetes import client, config
 
 from lambdas.kube.eks_auth import TokenSource
+from nodemedic.contracts import ENV_EKS_CLUSTER, ENV_KUBECONFIG
 
 
 class ClientConfigError(RuntimeError):
@@ -23,10 +24,10 @@ class ClientConfigError(RuntimeError):
 
 
 def api_client() -> client.ApiClient:
-    kubeconfig = os.environ.get("KUBECONFIG")
+    kubeconfig = os.environ.get(ENV_KUBECONFIG)
     if kubeconfig:
         return _from_kubeconfig(kubeconfig)
-    cluster = os.environ.get("EKS_CLUSTER_NAME")
+    cluster = os.environ.get(ENV_EKS_CLUSTER)
     if cluster:
         return eks_client(cluster)
     raise ClientConfigError("set KUBECONFIG (local mode) or EKS_CLUSTER_NAME (EKS)")

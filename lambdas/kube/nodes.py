@@ -14,12 +14,16 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.catalog import HEALTH_STATUSES, SCHEDULABLE, healthy_status
+from nodemedic.catalog import healthy_status
+from nodemedic.contracts import (
+    CLEARED_REASON,
+    HEALTH_LABEL,
+    HEALTH_STATUSES,
+    SCHEDULABLE,
+    TAINT_EFFECT,
+    TAINT_KEY,
+)
 
-HEALTH_LABEL = "nodemedic.io/node-health-status"
-TAINT_KEY = "nodemedic.io/unhealthy"
-TAINT_EFFECT = "NoSchedule"
-CLEARED_REASON = "NodeMedicCleared"
 _MERGE = "application/merge-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
 _CONFLICT_RETRIES = 5

@@ -36,6 +36,8 @@ from typing import Any
 
 from moto.awslambda.models import LambdaFunction
 
+from stacks.bundling import BUNDLED_PACKAGES
+
 Handler = Callable[[Any, Any], Any]
 _lock = threading.RLock()
 
@@ -194,8 +196,13 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
 def cold_start() -> None:
     """Forget what the handlers cached, as a new Lambda container would: clients made for
     another moto endpoint (an earlier world in this process, or an in-process mock)."""
+    bundled = tuple(
+        path.removesuffix(".py").replace("/", ".")
+        for path in BUNDLED_PACKAGES
+        if path != "nodemedic/__init__.py"
+    )
     for name, module in list(sys.modules.items()):
-        if name != "lambdas" and not name.startswith("lambdas."):
+        if not any(name == top or name.startswith(top + ".") for top in bundled):
             continue
         for value in list(vars(module).values()):
             clear = getattr(value, "cache_clear", None)

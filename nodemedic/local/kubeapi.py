@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config, utils
 
-from lambdas.kube import REMEDIATOR_GROUP
+from nodemedic.contracts import ENV_CACHE, REMEDIATOR_GROUP
 
 KUBE_VERSION = "1.20.2"
 ETCD = Path("/usr/bin/etcd")
@@ -55,7 +55,7 @@ class ClusterError(RuntimeError):
 
 
 def binary_dir() -> Path:
-    cache = os.environ.get("NODEMEDIC_CACHE") or Path.home() / ".cache" / "nodemedic"
+    cache = os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "nodemedic"
     return Path(cache) / f"kube-{KUBE_VERSION}"
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from kubernetes import client
 
+from nodemedic.contracts import METRICS_NAMESPACE
 from nodemedic.local.watch import node_seen
 from nodemedic.local.workload import WORKER_LABEL
 from nodemedic.local.world import NODE_GROUP, World
-from stacks.metrics import METRICS_NAMESPACE
 
 NAMESPACES = (METRICS_NAMESPACE, "NeuronHealthCheck")
 

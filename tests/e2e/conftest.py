@@ -5,20 +5,16 @@ One world serves the session: the default scenario leaves every node healthy aga
 replaced one has a successor), so the storm runs on it next; the storm's checks look only
 at what its own faults caused. The scenarios are the demo's own; the tests then read the
 final state through the APIs themselves (Kubernetes, Auto Scaling, EC2, SQS, CloudWatch,
-DynamoDB).
-"""
+DynamoDB)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from nodemedic.local.world import NODE_GROUP, World, local_world
-from nodemedic.scenarios import SCENARIOS, Result
+from nodemedic.local.world import World, local_world
 
 
 @pytest.fixture(scope="package")
@@ -26,43 +22,3 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     workdir: Path = tmp_path_factory.mktemp("world")
     with local_world(workdir) as running:
         yield running
-
-
-def run_scenario(world: World, name: str) -> Result:
-    """The demo's scenario ``name`` as ``nodemedic demo`` runs it, printing its progress and
-    how long it took (``pytest -s`` shows both)."""
-    began = time.monotonic()
-    found = SCENARIOS[name](world, print)
-    print(f"{name} scenario: {time.monotonic() - began:.1f}s")
-    return found
-
-
-def group_instances(world: World) -> dict[str, dict[str, Any]]:
-    """The node group's members by instance id."""
-    (group,) = world.aws("autoscaling").describe_auto_scaling_groups(
-        AutoScalingGroupNames=[NODE_GROUP]
-    )["AutoScalingGroups"]
-    return {i["InstanceId"]: i for i in group["Instances"]}
-
-
-def workers_by_node(world: World) -> dict[str, list[str]]:
-    """Node → phases of the training workers bound to it (terminating pods excluded)."""
-    found: dict[str, list[str]] = {}
-    for pod in world.job.pods():
-        if pod.metadata.deletion_timestamp is None and pod.spec.node_name:
-            found.setdefault(pod.spec.node_name, []).append(pod.status.phase)
-    return found
-
-
-def workers_running_again(world: World, timeout: float) -> dict[str, list[str]]:
-    """``workers_by_node`` once every training worker runs again, one per node; the job's
-    controllers reschedule within a few passes, so ``timeout`` only bounds a broken run."""
-    deadline = time.monotonic() + timeout
-    while True:
-        placed = workers_by_node(world)
-        if sum(len(p) for p in placed.values()) == world.job.workers and all(
-            p == ["Running"] for p in placed.values()
-        ):
-            return placed
-        assert time.monotonic() < deadline, placed
-        time.sleep(0.2)

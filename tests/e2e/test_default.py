@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from lambdas.kube.nodes import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.local.scenarios import Result
+from nodemedic.local.timeline import FaultRun
 from nodemedic.local.world import NODE_GROUP, World
-from nodemedic.scenarios import Result
-from nodemedic.timeline import FaultRun
-from tests.e2e.conftest import group_instances, run_scenario, workers_by_node, workers_running_again
+from tests.support.e2e import group_instances, run_scenario, workers_by_node, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 

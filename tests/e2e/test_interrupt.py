@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _stat(pid: int) -> list[str] | None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from nodemedic.local.scenarios import Result
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
-from nodemedic.scenarios import Result
-from tests.e2e.conftest import group_instances, run_scenario, workers_running_again
+from tests.support.e2e import group_instances, run_scenario, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1

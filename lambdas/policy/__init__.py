@@ -1,0 +1,1 @@
+"""The policy Lambda: the remediation arithmetic States Language cannot do."""

@@ -1,0 +1,250 @@
+"""The fault catalog: rules as data, loaded from ``faults.yaml`` and the user's own files.
+
+Nothing else in nodemedic names a fault. The classifier, the subscription filter pattern,
+the metric names, the alarms and the dashboard are all derived from the rules loaded here,
+so a user adds a fault in one place (like node-problem-detector's rule files).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, cast, get_args
+
+import yaml
+
+from nodemedic.contracts import (
+    CONDITION_ACCELERATED,
+    CONDITION_KERNEL,
+    CONDITION_NEURON,
+    CONDITION_STORAGE,
+    ENV_CATALOG_EXTRA,
+    METRICS_NAMESPACE,
+)
+
+Source = Literal["kmsg", "health"]
+Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"]
+Severity = Literal["info", "warning", "critical", "fatal"]
+Action = Literal["ignore", "notify", "reboot", "replace"]
+"""From the weakest to the strongest: a batch that calls for several starts the last one."""
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_METRIC = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_DEFAULT_CONDITION: dict[str, str] = {
+    "neuron": CONDITION_NEURON,
+    "gpu": CONDITION_ACCELERATED,
+    "efa": CONDITION_ACCELERATED,
+    "storage": CONDITION_STORAGE,
+    "memory": CONDITION_KERNEL,
+    "cpu": CONDITION_KERNEL,
+    "kernel": CONDITION_KERNEL,
+}
+_FIELDS = {
+    "id",
+    "source",
+    "pattern",
+    "match",
+    "component",
+    "severity",
+    "action",
+    "threshold",
+    "condition",
+    "metric",
+    "namespace",
+    "summary",
+    "example",
+}
+
+
+class CatalogError(ValueError):
+    """A rule file that cannot be used; the message names the file and the rule."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Act on the ``count``-th hit of a rule on one node within ``window`` seconds."""
+
+    count: int
+    window: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    source: Source
+    pattern: str
+    component: Component
+    severity: Severity
+    action: Action
+    condition: str
+    metric: str
+    namespace: str
+    summary: str
+    example: str
+    match: tuple[tuple[str, frozenset[str]], ...] = ()
+    threshold: Threshold | None = None
+
+    @property
+    def condition_status(self) -> str:
+        return faulty_status(self.condition)
+
+
+def faulty_status(condition: str) -> str:
+    """Status of a node condition while the fault holds: ``*Ready`` conditions turn False,
+    any other (``NeuronHasError``) turns True, as Kubernetes and the Neuron tooling use them."""
+    return "False" if condition.endswith("Ready") else "True"
+
+
+def healthy_status(condition: str) -> str:
+    return "True" if faulty_status(condition) == "False" else "False"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    rules: tuple[Rule, ...]
+
+    def rule(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def metrics(self) -> list[tuple[str, str]]:
+        """Distinct (namespace, metric) pairs of the rules that can raise a fault."""
+        seen: dict[tuple[str, str], None] = {}
+        for rule in self.rules:
+            if rule.action != "ignore":
+                seen.setdefault((rule.namespace, rule.metric))
+        return list(seen)
+
+
+def _choice(value: object, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
+    return str(value)
+
+
+def _threshold(raw: object) -> Threshold | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) != {"count", "window"}:
+        raise ValueError("threshold must be {count: N, window: SECONDS}")
+    count, window = raw["count"], raw["window"]
+    if not (isinstance(count, int) and isinstance(window, int) and count >= 1 and window >= 1):
+        raise ValueError("threshold count and window must be positive integers")
+    return Threshold(count=count, window=window)
+
+
+def _match(raw: object, compiled: re.Pattern[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise ValueError("match must map named groups to lists of values")
+    pairs = []
+    for group, values in raw.items():
+        if group not in compiled.groupindex:
+            raise ValueError(f"match names group {group!r}, which the pattern does not have")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"match.{group} must be a non-empty list")
+        pairs.append((str(group), frozenset(str(v) for v in values)))
+    return tuple(sorted(pairs))
+
+
+def parse_rule(raw: Mapping[str, Any]) -> Rule:
+    """Validate one rule, so a typo fails at load time instead of silently never matching."""
+    unknown = set(raw) - _FIELDS
+    if unknown:
+        raise ValueError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    for key in ("id", "source", "pattern", "component", "severity", "action", "metric"):
+        if not raw.get(key):
+            raise ValueError(f"missing field {key!r}")
+    rule_id = str(raw["id"])
+    if not _ID.match(rule_id):
+        raise ValueError(f"id {rule_id!r} must be lower-case kebab-case")
+    pattern = str(raw["pattern"])
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"pattern does not compile: {exc}") from exc
+    component = _choice(raw["component"], get_args(Component), "component")
+    metric = str(raw["metric"])
+    if not _METRIC.match(metric):
+        raise ValueError(f"metric {metric!r} is not a valid CloudWatch metric name")
+    return Rule(
+        id=rule_id,
+        source=cast(Source, _choice(raw["source"], get_args(Source), "source")),
+        pattern=pattern,
+        match=_match(raw.get("match"), compiled),
+        component=cast(Component, component),
+        severity=cast(Severity, _choice(raw["severity"], get_args(Severity), "severity")),
+        action=cast(Action, _choice(raw["action"], get_args(Action), "action")),
+        threshold=_threshold(raw.get("threshold")),
+        condition=str(raw.get("condition") or _DEFAULT_CONDITION[component]),
+        metric=metric,
+        namespace=str(raw.get("namespace") or METRICS_NAMESPACE),
+        summary=str(raw.get("summary") or ""),
+        example=str(raw.get("example") or ""),
+    )
+
+
+def parse_rules(text: str, origin: str) -> list[Rule]:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{origin}: not valid YAML: {exc}") from exc
+    if not isinstance(document, Mapping) or not isinstance(document.get("rules"), list):
+        raise CatalogError(f"{origin}: expected a mapping with a 'rules' list")
+    if document.get("schema", 1) != 1:
+        raise CatalogError(f"{origin}: unsupported schema {document.get('schema')!r}")
+    rules = []
+    for index, raw in enumerate(document["rules"]):
+        label = raw.get("id", f"#{index}") if isinstance(raw, Mapping) else f"#{index}"
+        if not isinstance(raw, Mapping):
+            raise CatalogError(f"{origin}: rule {label}: expected a mapping")
+        try:
+            rules.append(parse_rule(raw))
+        except ValueError as exc:
+            raise CatalogError(f"{origin}: rule {label}: {exc}") from exc
+    return rules
+
+
+def merge(base: Sequence[Rule], extra: Iterable[Rule]) -> tuple[Rule, ...]:
+    """Put the user's rules first (first match wins, so they can shadow a built-in line)
+    and let a user rule with a built-in id replace that rule."""
+    extra = list(extra)
+    ids = [rule.id for rule in extra]
+    duplicated = {i for i in ids if ids.count(i) > 1}
+    if duplicated:
+        raise CatalogError(
+            f"duplicate rule id(s) in extra catalogs: {', '.join(sorted(duplicated))}"
+        )
+    replaced = set(ids)
+    return (*extra, *(rule for rule in base if rule.id not in replaced))
+
+
+def builtin_text() -> str:
+    return resources.files(__name__).joinpath("faults.yaml").read_text(encoding="utf-8")
+
+
+def extra_paths_from_env() -> list[Path]:
+    value = os.environ.get(ENV_CATALOG_EXTRA, "")
+    return [Path(part) for part in value.split(os.pathsep) if part]
+
+
+def load_catalog(extra: Sequence[Path] = ()) -> Catalog:
+    """The built-in rules plus ``extra`` files plus those named in NODEMEDIC_CATALOG_EXTRA."""
+    base = parse_rules(builtin_text(), "faults.yaml")
+    ids = [rule.id for rule in base]
+    if len(set(ids)) != len(ids):
+        raise CatalogError("faults.yaml: duplicate rule ids")
+    user: list[Rule] = []
+    for path in [*extra, *extra_paths_from_env()]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CatalogError(f"{path}: cannot read catalog: {exc.strerror}") from exc
+        user.extend(parse_rules(text, str(path)))
+    return Catalog(rules=merge(base, user))

@@ -1,0 +1,74 @@
+"""``nodemedic catalog``: check a rule file and see what the pipeline derives from it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from nodemedic.catalog import CatalogError, Rule, load_catalog
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.filterpattern import subscription_filter_pattern
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--catalog", type=Path, action="append", default=[], help="extra file")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--filter-pattern", action="store_true", help="print the subscription filter pattern"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog(args.catalog)
+        pattern = subscription_filter_pattern(catalog)
+    except CatalogError as exc:
+        print(f"nodemedic catalog: {exc}", file=sys.stderr)
+        return 2
+    if args.filter_pattern:
+        print(pattern)
+        return 0
+    classifier = Classifier(catalog)
+    unmatched = [
+        r.id
+        for r in catalog.rules
+        if r.example and r.action != "ignore" and _first(classifier, r) != r.id
+    ]
+    if args.format == "json":
+        for rule in catalog.rules:
+            print(
+                json.dumps(
+                    {
+                        "id": rule.id,
+                        "source": rule.source,
+                        "component": rule.component,
+                        "severity": rule.severity,
+                        "action": rule.action,
+                        "metric": f"{rule.namespace}/{rule.metric}",
+                        "summary": rule.summary,
+                    }
+                )
+            )
+    else:
+        for rule in catalog.rules:
+            print(
+                f"{rule.id:<40} {rule.source:<6} {rule.component:<8} {rule.action:<8} "
+                f"{rule.summary}"
+            )
+        print(f"\n{len(catalog.rules)} rules; filter pattern {len(pattern)} characters")
+    if unmatched:
+        print(
+            f"rules whose example is matched by another rule first: {', '.join(unmatched)}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _first(classifier: Classifier, rule: Rule) -> str | None:
+    """The rule that wins on ``rule``'s own example: a catalog where it is another rule has
+    an ordering mistake that would misreport that fault."""
+    fault = classifier.classify(rule.example, rule.source)
+    return None if fault is None else fault.fault_id

@@ -1,0 +1,124 @@
+"""Every name that crosses a process boundary, defined once.
+
+The agent writes log streams the classifier parses, the stacks set environment variables
+the handlers read, the state machine writes ledger keys the CLI and the local world read,
+and the kube Lambda puts labels and taints on Nodes that operators and HyperPod-style
+tooling read. A name spelled twice drifts; each one lives here and is imported everywhere
+else. docs/contracts.md describes the shapes behind the names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal, get_args
+
+# CloudWatch Logs: where the agents write ------------------------------------------------
+
+NODE_LOG_GROUP: Final = "/nodemedic/{cluster}/nodes"
+NODE_LOG_GROUP_RE: Final = re.compile(r"^/nodemedic/(?P<cluster>[A-Za-z][A-Za-z0-9-]*)/nodes$")
+STREAM_RE: Final = re.compile(r"^(?P<instance>i-[0-9a-f]{8,17})/(?P<source>kmsg|health)$")
+"""``<instance-id>/kmsg`` and ``<instance-id>/health``: the node identity is the stream name."""
+
+
+def node_log_group(cluster: str) -> str:
+    return NODE_LOG_GROUP.format(cluster=cluster)
+
+
+def kmsg_stream(instance_id: str) -> str:
+    return f"{instance_id}/kmsg"
+
+
+def health_stream(instance_id: str) -> str:
+    return f"{instance_id}/health"
+
+
+# Environment variables --------------------------------------------------------------------
+
+ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
+"""The agent's cluster name (the DaemonSet sets it)."""
+ENV_CATALOG_EXTRA: Final = "NODEMEDIC_CATALOG_EXTRA"
+"""Extra rule files, ``os.pathsep``-separated, tried before the built-in catalog."""
+ENV_CACHE: Final = "NODEMEDIC_CACHE"
+"""Where the local world keeps the kube-apiserver it builds (default ~/.cache/nodemedic)."""
+ENV_STATE_MACHINE_ARN: Final = "STATE_MACHINE_ARN"
+"""The classify Lambda starts executions of this state machine."""
+ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
+"""The classify Lambda's idempotency and threshold table."""
+ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
+"""The kube Lambda's EKS cluster (its endpoint and token come from it)."""
+ENV_KUBECONFIG: Final = "KUBECONFIG"
+"""The kube Lambda's kubeconfig instead of EKS (the local world sets it)."""
+ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+ENV_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
+
+# Metrics -----------------------------------------------------------------------------------
+
+METRICS_NAMESPACE: Final = "NodeMedic"
+"""The pipeline's own metrics; a catalog rule without ``namespace`` publishes here too."""
+REMEDIATIONS_METRIC: Final = "Remediations"
+"""Count, one per finished execution, with the extra dimensions ``Action`` (notify, reboot
+or replace, after escalation) and ``Outcome`` (notified, monitored, rebooted, replaced,
+held, failed, ...)."""
+REMEDIATION_SECONDS_METRIC: Final = "RemediationSeconds"
+"""Seconds from the decision's arrival to its outcome."""
+FAULT_TO_ACTION_METRIC: Final = "FaultToActionSeconds"
+"""Seconds from the fault line's timestamp (``first_seen``) to the first change on the node."""
+IN_REMEDIATION_METRIC: Final = "InRemediation"
+"""Gauge (Count): nodes of the node group holding a breaker slot, published on every admit
+and release."""
+BREAKER_METRIC: Final = "BreakerHeld"
+"""Count, each time the breaker holds a decision back."""
+REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
+"""Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
+CLASSIFIER_METRICS: Final = ("LinesClassified", "FaultsFound", "DecisionsStarted")
+"""Published by the classifier with the dimensions ``Cluster`` and ``service``."""
+MALFORMED_METRIC: Final = "MalformedPayloads"
+"""Published by the classifier for each payload it sends to the dead-letter queue."""
+
+# The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
+
+LOCK_SK: Final = "inflight"
+"""``<instance-id>`` / ``inflight``: the node lock, one remediation per node."""
+BREAKER_SK: Final = "breaker"
+"""``group#<asg>`` / ``breaker``: the instances of a node group holding a breaker slot."""
+GROUP_PK_PREFIX: Final = "group#"
+DECISION_SK_PREFIX: Final = "decision#"
+"""``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings."""
+REBOOT_SK_PREFIX: Final = "reboot#"
+"""``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+
+
+def group_pk(group: str) -> str:
+    return GROUP_PK_PREFIX + group
+
+
+# Kubernetes --------------------------------------------------------------------------------
+
+HealthStatus = Literal[
+    "Schedulable", "Unschedulable", "UnschedulablePendingReboot", "UnschedulablePendingReplacement"
+]
+"""Values of the node health label, as the EKS node monitoring agent's node auto repair and
+HyperPod read them."""
+HEALTH_STATUSES: Final[tuple[HealthStatus, ...]] = get_args(HealthStatus)
+SCHEDULABLE: Final[HealthStatus] = "Schedulable"
+STATUS_OF_ACTION: Final[dict[str, HealthStatus]] = {
+    "notify": SCHEDULABLE,
+    "reboot": "UnschedulablePendingReboot",
+    "replace": "UnschedulablePendingReplacement",
+}
+"""The health label a decision for each action (every one but ``ignore``) puts on its node."""
+HEALTH_LABEL: Final = "nodemedic.io/node-health-status"
+LABEL_PREFIX: Final = "nodemedic.io/"
+TAINT_KEY: Final = "nodemedic.io/unhealthy"
+"""``nodemedic.io/unhealthy=<fault_id>:NoSchedule`` while nodemedic acts on a node."""
+TAINT_EFFECT: Final = "NoSchedule"
+CLEARED_REASON: Final = "NodeMedicCleared"
+"""The reason of a node condition nodemedic set back to healthy."""
+REMEDIATOR_GROUP: Final = "nodemedic:remediator"
+"""The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
+the Lambda's role by the EKS access entry, and given to the local world's remediator user."""
+CONDITION_NEURON: Final = "NeuronHasError"
+CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
+CONDITION_STORAGE: Final = "StorageReady"
+CONDITION_KERNEL: Final = "KernelReady"

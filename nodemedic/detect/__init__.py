@@ -1,0 +1,1 @@
+"""Detection: kernel log text to the bare message, the classifier, the subscription filter."""

@@ -1,0 +1,293 @@
+"""Line → fault, fast enough for a log storm from one bad node.
+
+The naive way (``re.search`` with every rule on every line) costs one regex per rule per
+line. Here rules that share a pattern are evaluated by one search followed by a table
+lookup on the captured value (every Xid is one search, not 150), and a pattern is tried
+only on a line that holds its needle, the longest literal it cannot match without. A batch
+of lines is joined into one text in which each needle is found with ``str.find``, so most
+kernel lines, which hold no needle, are passed over at C speed without one Python step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, partial
+from importlib import import_module
+from itertools import accumulate, islice
+from operator import add
+from typing import Any, NamedTuple
+
+from nodemedic.catalog import Catalog, Rule, Source, load_catalog
+
+# The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
+sre_parse: Any = import_module("re._parser")
+
+_MIN_NEEDLE = 3
+_CHUNK = 1024
+
+
+class Fault(NamedTuple):
+    """One rule matched one line.
+
+    A named tuple, not a frozen dataclass: a storm builds one per fault line, and a tuple
+    is built in half the time.
+    """
+
+    rule: Rule
+    line: str
+    found: re.Match[str]
+
+    @property
+    def groups(self) -> Mapping[str, str]:
+        """The named groups the rule's pattern captured (absent optional ones left out)."""
+        return {name: value for name, value in self.found.groupdict().items() if value is not None}
+
+    @property
+    def fault_id(self) -> str:
+        return self.rule.id
+
+    @property
+    def component(self) -> str:
+        return self.rule.component
+
+    @property
+    def action(self) -> str:
+        return self.rule.action
+
+    @property
+    def severity(self) -> str:
+        return self.rule.severity
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest literal that every match of ``pattern`` contains, or None.
+
+    Only top-level literal runs count: anything inside a repeat or an alternation may be
+    absent from a match. Case-insensitive patterns give no needle (a plain ``in`` test
+    would wrongly reject lines).
+    """
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    best, run = "", []
+    for op, arg in [*parsed, (None, None)]:
+        if op is sre_parse.LITERAL:
+            run.append(chr(arg))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    return best if len(best) >= _MIN_NEEDLE else None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Group:
+    """All rules that share one (source, pattern), in catalog order."""
+
+    first: int
+    regex: re.Pattern[str]
+    needle: str | None
+    rules: tuple[tuple[int, Rule], ...]
+    key: str | None
+    """When every rule constrains the same single group, a lookup replaces the rule loop."""
+    by_value: Mapping[str, tuple[int, Rule]]
+
+    def first_match(self, line: str) -> tuple[int, Rule, re.Match[str]] | None:
+        """The first of this group's rules that ``line`` meets."""
+        found = self.regex.search(line)
+        if found is None:
+            return None
+        if self.key is not None:
+            hit = self.by_value.get(found.group(self.key) or "")
+            return None if hit is None else (*hit, found)
+        for index, rule in self.rules:
+            if not rule.match or all(found.group(n) in values for n, values in rule.match):
+                return index, rule, found
+        return None
+
+
+def _group(rules: list[tuple[int, Rule]]) -> _Group:
+    keys = {rule.match[0][0] if len(rule.match) == 1 else None for _, rule in rules}
+    key = keys.pop() if len(keys) == 1 else None
+    by_value: dict[str, tuple[int, Rule]] = {}
+    if key is not None:
+        for index, rule in rules:
+            for value in rule.match[0][1]:
+                by_value.setdefault(value, (index, rule))
+    pattern = rules[0][1].pattern
+    return _Group(
+        first=rules[0][0],
+        regex=re.compile(pattern),
+        needle=required_literal(pattern),
+        rules=tuple(rules),
+        key=key,
+        by_value=by_value,
+    )
+
+
+def health_text(line: str) -> str | None:
+    """The text health rules match: ``"<check> <status> <reason> <device>"``.
+
+    Health results are JSON; matching a canonical text keeps rules independent of key
+    order and spacing in the JSON the agent writes.
+    """
+    try:
+        result = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(result, dict):
+        return None
+    try:
+        return f"{result['check']} {result['status']} {result['reason']} {result['device']}"
+    except KeyError:
+        return None
+
+
+def _text(line: str, source: Source) -> str:
+    """What ``source``'s rules match in ``line``; empty for a health line that is no health
+    result, which then has no fault."""
+    return line if source == "kmsg" else health_text(line) or ""
+
+
+def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:
+    """Each needle a line is searched for, with the groups (in catalog order) that a line
+    holding it may match. A needle that holds another needle is not searched for: its
+    groups go with the shorter one, which every line that holds the longer one holds."""
+    needles = {group.needle for group in groups if group.needle is not None}
+    scanned = [n for n in needles if not any(o != n and o in n for o in needles)]
+    return {
+        needle: tuple(g for g in groups if g.needle is not None and needle in g.needle)
+        for needle in sorted(scanned)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """The groups of one source, by the needle that lets a line reach them."""
+
+    by_needle: Mapping[str, tuple[_Group, ...]]
+    always: tuple[_Group, ...]
+    """Groups with no needle, in catalog order: candidates for every line."""
+
+    def fault(self, line: str, text: str) -> Fault | None:
+        """The fault of one line (matched as ``text``): for one line, an ``in`` test per
+        needle is cheaper than making a text of it. An empty text has no fault."""
+        if not text:
+            return None
+        found = [groups for needle, groups in self.by_needle.items() if needle in text]
+        if not found and not self.always:
+            return None
+        return _first_fault(line, text, self._candidates(found))
+
+    def faults(self, lines: Sequence[str], texts: Sequence[str]) -> Iterator[tuple[int, Fault]]:
+        """(index, fault) for each of ``lines`` (matched as ``texts``) that has a fault."""
+        found = self._needles_found(texts)
+        numbers: Iterable[int] = (
+            sorted(found) if not self.always else (i for i, text in enumerate(texts) if text)
+        )
+        for number in numbers:
+            candidates = self._candidates(found.get(number, []))
+            fault = _first_fault(lines[number], texts[number], candidates)
+            if fault is not None:
+                yield number, fault
+
+    def _candidates(self, found: list[tuple[_Group, ...]]) -> Iterable[_Group]:
+        """The groups of the needles a line holds, and those with none, in catalog order."""
+        if len(found) == 1 and not self.always:
+            return found[0]
+        return sorted({g for groups in found for g in groups}.union(self.always), key=_first)
+
+    def _needles_found(self, texts: Sequence[str]) -> dict[int, list[tuple[_Group, ...]]]:
+        """For each text that holds a needle, the group tuples of the needles it holds."""
+        text = "\n".join(texts)
+        starts = list(accumulate(map(_plus_newline, map(len, texts)), initial=0))
+        found: dict[int, list[tuple[_Group, ...]]] = {}
+        find = text.find
+        for needle, groups in self.by_needle.items():
+            at = find(needle)
+            while at >= 0:
+                number = bisect_right(starts, at) - 1
+                found.setdefault(number, []).append(groups)
+                at = find(needle, starts[number + 1])  # one hit per line is enough
+        return found
+
+
+_plus_newline = partial(add, 1)
+
+
+def _first(group: _Group) -> int:
+    return group.first
+
+
+def _first_fault(line: str, text: str, candidates: Iterable[_Group]) -> Fault | None:
+    """The fault of the first rule (in catalog order) of ``candidates`` that ``text``
+    meets; None when there is none or that rule says ``ignore``."""
+    best: tuple[int, Rule, re.Match[str]] | None = None
+    for group in candidates:
+        if best is not None and group.first > best[0]:
+            break
+        hit = group.first_match(text)
+        if hit is not None and (best is None or hit[0] < best[0]):
+            best = hit
+    if best is None or best[1].action == "ignore":
+        return None
+    return Fault(best[1], line, best[2])
+
+
+class Classifier:
+    """A catalog compiled for matching; build once, use for every line."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        grouped: dict[tuple[Source, str], list[tuple[int, Rule]]] = {}
+        for index, rule in enumerate(catalog.rules):
+            grouped.setdefault((rule.source, rule.pattern), []).append((index, rule))
+        self._indexes: dict[Source, _Index] = {}
+        for source in ("kmsg", "health"):
+            groups = sorted(
+                (_group(rules) for (src, _), rules in grouped.items() if src == source),
+                key=_first,
+            )
+            self._indexes[source] = _Index(
+                by_needle=_scan_needles(groups),
+                always=tuple(group for group in groups if group.needle is None),
+            )
+
+    def classify(self, line: str, source: Source = "kmsg") -> Fault | None:
+        """The fault of the first rule (in catalog order) that matches ``line``, if any.
+
+        A line whose first matching rule has ``action: ignore`` has no fault.
+        """
+        return self._indexes[source].fault(line, _text(line, source))
+
+    def classify_lines(
+        self, lines: Iterable[str], source: Source = "kmsg"
+    ) -> Iterator[tuple[int, Fault]]:
+        """(index, fault) for each line that has one; clean lines yield nothing.
+
+        Lines are taken a chunk at a time, so a stream of any length is classified in
+        bounded memory while each chunk is searched as one text.
+        """
+        index = self._indexes[source]
+        lines = iter(lines)
+        offset = 0
+        while chunk := list(islice(lines, _CHUNK)):
+            texts = chunk if source == "kmsg" else [_text(line, source) for line in chunk]
+            for number, fault in index.faults(chunk, texts):
+                yield offset + number, fault
+            offset += len(chunk)
+
+
+@cache
+def default_classifier() -> Classifier:
+    """The classifier of the built-in catalog plus NODEMEDIC_CATALOG_EXTRA, built once per
+    process (a Lambda container reuses it across invocations)."""
+    return Classifier(load_catalog())
+
+
+def classify(line: str, source: Source = "kmsg") -> Fault | None:
+    return default_classifier().classify(line, source)

@@ -1,0 +1,1 @@
+"""Remediation rules as plain Python: decision records, the policy, the ledger."""

@@ -1,0 +1,138 @@
+"""Faults → decision records, the input of one remediation.
+
+The decision id is deterministic (cluster, instance, fault, time window) so that the same
+fault seen twice, by two Lambda retries or two overlapping batches, names the same Step
+Functions execution and is acted on once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from nodemedic.catalog import Source
+from nodemedic.contracts import NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
+from nodemedic.detect.classifier import Fault
+
+SCHEMA = 1
+DEFAULT_WINDOW = 600
+_INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
+_EXECUTION_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class IdentityError(ValueError):
+    """Log group or stream names that do not say which node wrote the line."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    cluster: str
+    instance_id: str
+    source: Source
+
+
+def identity_of(log_group: str, log_stream: str) -> Identity:
+    """The node a batch came from, taken from the names the agent writes to, never from
+    the message text: a line must not be able to point remediation at another node."""
+    group = NODE_LOG_GROUP_RE.match(log_group)
+    if group is None:
+        raise IdentityError(f"log group {log_group!r} is not /nodemedic/<cluster>/nodes")
+    stream = STREAM_RE.match(log_stream)
+    if stream is None:
+        raise IdentityError(f"log stream {log_stream!r} is not <instance-id>/(kmsg|health)")
+    source: Source = "kmsg" if stream["source"] == "kmsg" else "health"
+    return Identity(cluster=group["cluster"], instance_id=stream["instance"], source=source)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The record the state machine consumes; its JSON form is a public interface."""
+
+    decision_id: str
+    cluster: str
+    instance_id: str
+    fault_id: str
+    component: str
+    action: str
+    severity: str
+    condition: str
+    condition_status: str
+    metric: str
+    metric_namespace: str
+    health_status: str
+    evidence_line: str
+    source: Source
+    first_seen: str
+    count: int
+    schema: int = SCHEMA
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def window_of(at: datetime, window: int) -> int:
+    return int(at.timestamp()) // window
+
+
+def decision_id(cluster: str, instance_id: str, fault_id: str, window_index: int) -> str:
+    """A valid Step Functions execution name (≤ 80 of ``[A-Za-z0-9_-]``), readable by a
+    person and unique per (cluster, instance, fault, window)."""
+    digest = hashlib.sha256(
+        f"{cluster}\0{instance_id}\0{fault_id}\0{window_index}".encode()
+    ).hexdigest()[:12]
+    name = _EXECUTION_NAME.sub("-", f"{instance_id}-{digest}-{fault_id}")
+    return name[:80]
+
+
+def iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def decide(
+    fault: Fault,
+    identity: Identity,
+    *,
+    first_seen: datetime,
+    count: int = 1,
+    window: int = DEFAULT_WINDOW,
+) -> Decision | None:
+    """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
+    asks for nothing to be done."""
+    rule = fault.rule
+    if rule.action == "ignore":
+        return None
+    if not _INSTANCE.match(identity.instance_id):
+        raise IdentityError(f"not an EC2 instance id: {identity.instance_id!r}")
+    return Decision(
+        decision_id=decision_id(
+            identity.cluster, identity.instance_id, rule.id, window_of(first_seen, window)
+        ),
+        cluster=identity.cluster,
+        instance_id=identity.instance_id,
+        fault_id=rule.id,
+        component=rule.component,
+        action=rule.action,
+        severity=rule.severity,
+        condition=rule.condition,
+        condition_status=rule.condition_status,
+        metric=rule.metric,
+        metric_namespace=rule.namespace,
+        health_status=STATUS_OF_ACTION[rule.action],
+        evidence_line=fault.line[:2048],
+        source=identity.source,
+        first_seen=iso(first_seen),
+        count=count,
+    )
+
+
+def recent(hits: Sequence[float], window: int) -> list[float]:
+    """The hit times (epoch seconds) within ``window`` seconds of the newest, oldest first:
+    what a rule's threshold counts."""
+    if not hits:
+        return []
+    ordered = sorted(hits)
+    return [t for t in ordered if t > ordered[-1] - window]

@@ -1,0 +1,235 @@
+"""Remediation policy: how far nodemedic may act on one decision, and the breaker's arithmetic.
+
+The state machine routes on what ``plan`` returns; everything here is plain arithmetic on
+numbers and timestamps that Amazon States Language cannot do (multiplication, time
+differences), so it is tested as Python and called from a thin Lambda.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from nodemedic.contracts import STATUS_OF_ACTION
+
+Mode = Literal["notify", "monitor", "act"]
+ACTIONS = tuple(STATUS_OF_ACTION)
+REPLACEMENT_STATUS = STATUS_OF_ACTION["replace"]
+NO_GROUP = "none"
+"""The ``NodeGroup`` dimension and ledger value of an instance outside any Auto Scaling group."""
+MAX_BACKOFF = 8
+"""A drain blocked by a PodDisruptionBudget waits twice as long each round, up to this many
+times ``poll_seconds``."""
+MAX_DRAIN_SETTLE = 10
+"""Seconds at most that one drain round waits for the pods it evicted to terminate."""
+
+
+class PolicyError(ValueError):
+    """A decision or setting the policy cannot act on; the message says which field."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The cluster's safety settings, as baked into the state machine at synth time.
+
+    ``node_groups`` empty means every Auto Scaling group of the cluster's instances.
+    """
+
+    recovery_mode: str = "Automatic"
+    dry_run: bool = False
+    node_groups: tuple[str, ...] = ()
+    max_unhealthy_percent: int = 20
+    max_parallel: int = 2
+    escalation_window: int = 3600
+    lock_seconds: int = 86400
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
+        try:
+            return cls(
+                recovery_mode=str(raw["recovery_mode"]),
+                dry_run=bool(raw["dry_run"]),
+                node_groups=tuple(str(g) for g in raw["node_groups"]),
+                max_unhealthy_percent=int(raw["max_unhealthy_percent"]),
+                max_parallel=int(raw["max_parallel"]),
+                escalation_window=int(raw["escalation_window"]),
+                lock_seconds=int(raw["lock_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PolicyError(f"bad policy settings: {exc!r}") from exc
+
+    def to_mapping(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["node_groups"] = list(self.node_groups)
+        return values
+
+
+@dataclass(frozen=True)
+class Group:
+    """The Auto Scaling group an instance belongs to; ``size`` is its desired capacity."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: Mode
+    action: str
+    health_status: str
+    escalated: bool
+    reason: str
+    outcome: str
+    """What the ledger and the ``Outcome`` dimension say when ``mode`` is not ``act``."""
+    limit: int
+    """Admit this remediation only while fewer than ``limit`` of its group are in flight."""
+    now_epoch: int
+    lock_expires_epoch: int
+
+    def to_mapping(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def admission_limit(size: int, max_unhealthy_percent: int, max_parallel: int) -> int:
+    """How many remediations of a group may be in flight before a new one is held.
+
+    A new one is held when ``in_flight * 100 > max_unhealthy_percent * size`` or
+    ``in_flight >= max_parallel``: the first admits while ``in_flight`` is at most
+    ``floor(pct * size / 100)``. Always at least 1, so a small group can still heal one
+    node at a time instead of never.
+    """
+    if size < 0 or max_parallel < 1 or not 0 <= max_unhealthy_percent <= 100:
+        raise PolicyError(
+            f"bad breaker settings: size={size} max_parallel={max_parallel} "
+            f"max_unhealthy_percent={max_unhealthy_percent}"
+        )
+    return min(max_parallel, max_unhealthy_percent * size // 100 + 1)
+
+
+def rounds(seconds: int, poll_seconds: int) -> int:
+    """Wait-loop rounds of ``poll_seconds`` that cover ``seconds``."""
+    return max(1, math.ceil(seconds / poll_seconds))
+
+
+def drain_rounds(drain_timeout: int, poll_seconds: int) -> int:
+    """Drain rounds before the remediation gives up: the eviction phase, then as long again
+    for the forced deletions the kube ``drain`` op makes after ``drain_timeout`` to finish."""
+    return 2 * rounds(drain_timeout, poll_seconds) + 2
+
+
+def max_drain_wait(poll_seconds: int) -> int:
+    return poll_seconds * MAX_BACKOFF
+
+
+def drain_settle(poll_seconds: int) -> int:
+    """How long a drain round waits for the pods it evicted to go before it reports. Pods
+    that stop at once (most do, unless they checkpoint on SIGTERM) are then seen gone in
+    the same round instead of a whole poll later; the round never waits longer than the
+    state machine would before looking again."""
+    return min(poll_seconds, MAX_DRAIN_SETTLE)
+
+
+def execution_timeout(
+    *,
+    breaker_hold: int,
+    drain_timeout: int,
+    reboot_timeout: int,
+    poll_seconds: int,
+) -> int:
+    """An upper bound of one remediation's duration: every wait loop at its longest (the
+    reboot watch and the wait for termination both bounded by ``reboot_timeout``), plus
+    time for the tasks between waits. The in-flight lock expires after this long, so an
+    execution stopped by hand does not block its node forever."""
+    waits = (
+        rounds(breaker_hold, poll_seconds) * poll_seconds
+        + drain_rounds(drain_timeout, poll_seconds)
+        * (max_drain_wait(poll_seconds) + drain_settle(poll_seconds))
+        + 2 * (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds
+    )
+    return waits + 600
+
+
+def parse_time(value: str, field: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(f"{field} is not an ISO 8601 time: {value!r}") from exc
+    if parsed.tzinfo is None:
+        raise PolicyError(f"{field} has no time zone: {value!r}")
+    return parsed
+
+
+def elapsed(since: str, until: str) -> float:
+    return round((parse_time(until, "until") - parse_time(since, "since")).total_seconds(), 3)
+
+
+def _mode(action: str, group: Group | None, policy: Policy) -> tuple[Mode, str, str]:
+    """(mode, outcome, reason) before escalation is considered."""
+    if action == "notify":
+        return "notify", "notified", "the fault says nothing against the node"
+    if group is None:
+        return "monitor", "unmanaged", "the instance is in no Auto Scaling group"
+    if policy.node_groups and group.name not in policy.node_groups:
+        return "monitor", "unmanaged", f"node group {group.name} is not in node_groups"
+    if policy.recovery_mode == "None":
+        return "monitor", "monitored", "recovery_mode is None: label and condition only"
+    if policy.recovery_mode != "Automatic":
+        raise PolicyError(f"recovery_mode must be Automatic or None, not {policy.recovery_mode!r}")
+    if policy.dry_run:
+        return (
+            "monitor",
+            "dry-run",
+            f"dry run: would cordon, drain and {action} the node; label and condition only",
+        )
+    return "act", "", f"{action} (policy: Automatic)"
+
+
+def plan(
+    decision: Mapping[str, Any],
+    group: Group | None,
+    last_reboot_at: datetime | None,
+    now: datetime,
+    policy: Policy,
+) -> Plan:
+    """What to do about ``decision`` now.
+
+    A reboot for a fault the node was already rebooted for less than ``escalation_window``
+    ago becomes a replacement: rebooting again would not help.
+    """
+    action = decision.get("action")
+    if action not in ACTIONS:
+        raise PolicyError(f"decision action must be one of {', '.join(ACTIONS)}, not {action!r}")
+    health_status = str(decision.get("health_status") or "")
+    if not health_status:
+        raise PolicyError("decision has no health_status")
+    escalated = False
+    reason_prefix = ""
+    if action == "reboot" and last_reboot_at is not None:
+        since = (now - last_reboot_at).total_seconds()
+        if since < policy.escalation_window:
+            action, health_status, escalated = "replace", REPLACEMENT_STATUS, True
+            reason_prefix = (
+                f"rebooted for this fault {int(since)} s ago "
+                f"(escalation_window {policy.escalation_window} s); "
+            )
+    mode, outcome, reason = _mode(action, group, policy)
+    limit = (
+        admission_limit(group.size, policy.max_unhealthy_percent, policy.max_parallel)
+        if group is not None
+        else 1
+    )
+    now_epoch = int(now.timestamp())
+    return Plan(
+        mode=mode,
+        action=action,
+        health_status=health_status,
+        escalated=escalated,
+        reason=reason_prefix + reason,
+        outcome=outcome,
+        limit=limit,
+        now_epoch=now_epoch,
+        lock_expires_epoch=now_epoch + policy.lock_seconds,
+    )

@@ -1,0 +1,257 @@
+"""Alarms and the dashboard, generated from the catalog."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from nodemedic.catalog import load_catalog
+from nodemedic.contracts import (
+    BREAKER_METRIC,
+    FAULT_TO_ACTION_METRIC,
+    IN_REMEDIATION_METRIC,
+    METRICS_NAMESPACE,
+    REMEDIATION_EXTRA_DIMENSIONS,
+    REMEDIATION_SECONDS_METRIC,
+    REMEDIATIONS_METRIC,
+)
+from nodemedic.detect.filterpattern import filter_terms
+from stacks.dashboard import EVIDENCE_LINES
+from stacks.insights import DIMENSIONS
+from tests.support.templates import SETTINGS, Template, one, render, resources
+
+QUERY = re.compile(
+    r'^SELECT MAX\("(?P<metric>[^"]+)"\) FROM SCHEMA\("(?P<namespace>[^"]+)", "Cluster", '
+    r"\"NodeGroup\"\) WHERE \"Cluster\" = 'demo'$"
+)
+
+
+def _alarms(template: Template) -> dict[str, dict[str, Any]]:
+    return {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+
+
+def _insights_alarms(template: Template) -> dict[tuple[str, str], dict[str, Any]]:
+    found = {}
+    for alarm in _alarms(template).values():
+        for query in alarm.get("Metrics", []):
+            match = QUERY.match(query.get("Expression", ""))
+            if match:
+                found[(match["namespace"], match["metric"])] = alarm
+    return found
+
+
+def test_every_metric_that_makes_nodemedic_act_has_one_insights_alarm(
+    template: Template,
+) -> None:
+    catalog = load_catalog()
+    acting = {(r.namespace, r.metric) for r in catalog.rules if r.action in ("reboot", "replace")}
+    notify_only = {(r.namespace, r.metric) for r in catalog.rules if r.action == "notify"}
+    alarmed = _insights_alarms(template)
+    assert set(alarmed) == acting
+    assert not set(alarmed) & (notify_only - acting)
+    dma = alarmed[("NeuronHealthCheck", "NeuronHasError_DMA_ERROR")]
+    (query,) = dma["Metrics"]
+    assert query["Expression"] == (
+        'SELECT MAX("NeuronHasError_DMA_ERROR") FROM SCHEMA("NeuronHealthCheck", "Cluster", '
+        '"NodeGroup") WHERE "Cluster" = \'demo\''
+    )
+    assert query["Period"] == 300
+    assert dma["Threshold"] == 1
+    assert dma["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert dma["TreatMissingData"] == "notBreaching"
+    assert "neuron-dma-error" in dma["AlarmDescription"]
+
+
+def test_queries_fit_cloudwatch_limits(template: Template) -> None:
+    for alarm in _alarms(template).values():
+        assert len(alarm["AlarmName"]) <= 255
+        assert len(alarm["AlarmDescription"]) <= 1024
+        for query in alarm.get("Metrics", []):
+            assert len(query.get("Expression", "")) <= 2048
+
+
+def test_the_pipeline_watches_itself(template: Template) -> None:
+    alarms = _alarms(template)
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    queue_id, _ = one(template, "AWS::SQS::Queue")
+    failures = alarms["nodemedic-demo-remediation-failures"]["Metrics"]
+    watched = {
+        q["MetricStat"]["Metric"]["MetricName"]: q["MetricStat"]["Metric"]["Dimensions"]
+        for q in failures
+        if "MetricStat" in q
+    }
+    assert set(watched) == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert all(
+        d == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}] for d in watched.values()
+    )
+    dead = alarms["nodemedic-demo-dead-letters"]
+    assert dead["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert dead["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}
+    ]
+    for name in ("classifier-errors", "kube-errors"):
+        assert alarms[f"nodemedic-demo-{name}"]["MetricName"] == "Errors"
+    (breaker,) = alarms["nodemedic-demo-breaker-open"]["Metrics"]
+    assert breaker["Expression"] == (
+        'SELECT SUM("BreakerHeld") FROM SCHEMA("NodeMedic", "Cluster", "NodeGroup") '
+        "WHERE \"Cluster\" = 'demo'"
+    )
+
+
+def test_every_alarm_notifies_the_topic(template: Template) -> None:
+    topic_id, _ = one(template, "AWS::SNS::Topic")
+    for name, alarm in _alarms(template).items():
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}], name
+
+
+def _dashboard(template: Template) -> dict[str, Any]:
+    _, dashboard = one(template, "AWS::CloudWatch::Dashboard")
+    body: dict[str, Any] = json.loads(render(dashboard["Properties"]["DashboardBody"]))
+    return body
+
+
+def _widget(body: dict[str, Any], title_start: str) -> dict[str, Any]:
+    (widget,) = [
+        w for w in body["widgets"] if w["properties"].get("title", "").startswith(title_start)
+    ]
+    properties: dict[str, Any] = widget["properties"]
+    return properties
+
+
+def _expressions(widget: dict[str, Any]) -> list[str]:
+    return [m[0]["expression"] for m in widget["metrics"] if "expression" in m[0]]
+
+
+def test_the_dashboard_graphs_faults_per_component(template: Template) -> None:
+    catalog = load_catalog()
+    widget = _widget(_dashboard(template), "Faults per component")
+    labels = [m[0]["label"] for m in widget["metrics"]]
+    components = list(dict.fromkeys(r.component for r in catalog.rules if r.action != "ignore"))
+    assert labels == components
+    for expression in _expressions(widget):
+        for search in re.findall(r"SEARCH\('([^']*)'", expression):
+            assert len(search) <= 1024
+            assert 'Cluster="demo"' in search
+    # Every fault metric is in its component's line.
+    text = " ".join(_expressions(widget))
+    for rule in catalog.rules:
+        if rule.action != "ignore":
+            assert f'MetricName="{rule.metric}"' in text
+
+
+def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Template) -> None:
+    body = _dashboard(template)
+    (outcomes,) = _expressions(_widget(body, "Remediations by action and outcome"))
+    assert outcomes == (
+        'SELECT SUM("Remediations") FROM "NodeMedic" WHERE "Cluster" = \'demo\' '
+        'GROUP BY "Action", "Outcome"'
+    )
+    for title, metric in (
+        ("Fault to first action", "FaultToActionSeconds"),
+        ("Decision to outcome", "RemediationSeconds"),
+    ):
+        widget = _widget(body, title)
+        assert [m[0]["label"].split()[0] for m in widget["metrics"]] == ["p50", "p99"]
+        for expression, statistic in zip(_expressions(widget), ("p50", "p99"), strict=True):
+            assert expression == (
+                'SEARCH(\'{"NodeMedic","Cluster","NodeGroup"} Cluster="demo" AND '
+                f"(MetricName=\"{metric}\")', '{statistic}', 300)"
+            )
+    nodes = _widget(body, "Nodes under remediation per node group")
+    (gauge,) = _expressions(nodes)
+    assert gauge.startswith("FILL(SEARCH(") and gauge.endswith(", REPEAT)")
+    assert 'MetricName="InRemediation"' in gauge
+    (limit,) = nodes["annotations"]["horizontal"]
+    assert limit["value"] == SETTINGS.max_parallel
+    (held,) = _expressions(_widget(body, "Breaker"))
+    assert held.startswith(
+        'SELECT SUM("BreakerHeld") FROM SCHEMA("NodeMedic", "Cluster", "NodeGroup")'
+    )
+    assert held.endswith('GROUP BY "NodeGroup"')
+    alarms = _widget(body, "Pipeline alarms")["alarms"]
+    pipeline = {
+        f"${{{k}.Arn}}"
+        for k, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if not any(QUERY.match(q.get("Expression", "")) for q in a["Properties"].get("Metrics", []))
+    }
+    assert set(alarms) == pipeline
+    assert len(alarms) == 5
+
+
+def _put_metric_data(template: Template) -> list[dict[str, Any]]:
+    """The parameters of every putMetricData task of the state machine, in any branch."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if str(node.get("Resource", "")).endswith(":aws-sdk:cloudwatch:putMetricData"):
+                found.append(node["Parameters"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    walk(json.loads(render(machine["Properties"]["DefinitionString"])))
+    return found
+
+
+def _published(template: Template) -> dict[tuple[str, str], set[frozenset[str]]]:
+    """(namespace, metric) → the sets of dimension names it is published with; names the
+    state machine takes from the decision are shown as their path."""
+    published: dict[tuple[str, str], set[frozenset[str]]] = {}
+    for parameters in _put_metric_data(template):
+        namespace = parameters.get("Namespace") or parameters["Namespace.$"]
+        for datum in parameters["MetricData"]:
+            metric = datum.get("MetricName") or datum["MetricName.$"]
+            names = frozenset(d["Name"] for d in datum["Dimensions"])
+            published.setdefault((namespace, metric), set()).add(names)
+            cluster = [d for d in datum["Dimensions"] if d["Name"] == "Cluster"]
+            # The classifier puts its CLUSTER_NAME (the settings' name) in the decision.
+            assert cluster == [{"Name": "Cluster", "Value.$": "$.decision.cluster"}], metric
+    return published
+
+
+def test_the_state_machine_publishes_what_the_alarms_and_dashboard_read(
+    template: Template,
+) -> None:
+    published = _published(template)
+    per_node_group = {frozenset(DIMENSIONS)}
+    # The catalog's fault metric: the Metrics Insights alarms' SCHEMA(namespace, dims).
+    assert published[("$.decision.metric_namespace", "$.decision.metric")] == per_node_group
+    for metric in (
+        REMEDIATION_SECONDS_METRIC,
+        FAULT_TO_ACTION_METRIC,
+        IN_REMEDIATION_METRIC,
+        BREAKER_METRIC,
+    ):
+        assert published.get((METRICS_NAMESPACE, metric)) == per_node_group, metric
+    # Every execution's end, the failed ones too, with what the dashboard groups by.
+    assert published[(METRICS_NAMESPACE, REMEDIATIONS_METRIC)] == {
+        frozenset((*DIMENSIONS, *REMEDIATION_EXTRA_DIMENSIONS))
+    }
+
+
+def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Template) -> None:
+    catalog = load_catalog()
+    widget = _widget(_dashboard(template), "Latest node lines")
+    query = widget["query"]
+    (log_id,) = [
+        k
+        for k, r in resources(template, "AWS::Logs::LogGroup").items()
+        if r["Properties"].get("LogGroupName") == "/nodemedic/demo/nodes"
+    ]
+    assert query.startswith(f"SOURCE '${{{log_id}}}' |")
+    regex = re.search(r"like /(.*)/", query)
+    assert regex is not None
+    assert f"limit {EVIDENCE_LINES}" in query
+    compiled = re.compile(regex[1])
+    for rule in catalog.rules:
+        if rule.action != "ignore" and rule.example:
+            assert compiled.search(rule.example), rule.id
+    assert compiled.pattern.count("|") == len(filter_terms(catalog)) - 1

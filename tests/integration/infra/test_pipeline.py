@@ -1,0 +1,359 @@
+"""The synthesized pipeline stack: what a platform engineer deploys for one cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import yaml
+from aws_cdk import assertions
+from aws_cdk import aws_stepfunctions as sfn
+
+from nodemedic.catalog import load_catalog
+from nodemedic.contracts import REMEDIATOR_GROUP
+from nodemedic.detect.filterpattern import subscription_filter_pattern
+from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+from stacks.bundling import RUNTIME
+from stacks.guardrails import guard_remediation
+from stacks.pipeline import PipelineStack
+from stacks.settings import ClusterSettings
+from stacks.synth import NO_BUNDLING
+from tests.support.paths import ROOT
+from tests.support.templates import SETTINGS, Template, actions, one, render, resources, statements
+
+
+def _function(template: Template, handler: str) -> tuple[str, dict[str, Any]]:
+    (found,) = [
+        (k, r)
+        for k, r in resources(template, "AWS::Lambda::Function").items()
+        if r["Properties"]["Handler"] == handler
+    ]
+    return found
+
+
+def _role_of(function: dict[str, Any]) -> str:
+    return str(function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Template) -> None:
+    (log_id, group) = next(
+        (k, r)
+        for k, r in resources(template, "AWS::Logs::LogGroup").items()
+        if r["Properties"].get("LogGroupName") == "/nodemedic/demo/nodes"
+    )
+    assert group["Properties"]["RetentionInDays"] == 14
+    _, policy = one(template, "AWS::IAM::ManagedPolicy", "Agent")
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow"
+    assert sorted(actions(statement)) == ["logs:CreateLogStream", "logs:PutLogEvents"]
+    assert statement["Resource"] == {"Fn::GetAtt": [log_id, "Arn"]}
+    _, association = one(template, "AWS::EKS::PodIdentityAssociation")
+    assert association["Properties"]["ClusterName"] == "demo-eks"
+    assert association["Properties"]["Namespace"] == AGENT_NAMESPACE
+    assert association["Properties"]["ServiceAccount"] == AGENT_SERVICE_ACCOUNT
+    role_id = association["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    # The managed policy's one statement is all the agents may do.
+    assert list(statements(template, role_id)) == [statement]
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
+    (trust_statement,) = trust["Statement"]
+    assert trust_statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(actions(trust_statement)) == ["sts:AssumeRole", "sts:TagSession"]
+
+
+def test_the_subscription_filter_sends_the_catalogs_lines_to_the_classifier(
+    template: Template,
+) -> None:
+    _, subscription = one(template, "AWS::Logs::SubscriptionFilter")
+    props = subscription["Properties"]
+    assert props["FilterPattern"] == subscription_filter_pattern(load_catalog())
+    assert props["LogGroupName"] == {
+        "Ref": next(
+            k
+            for k, r in resources(template, "AWS::Logs::LogGroup").items()
+            if r["Properties"].get("LogGroupName") == "/nodemedic/demo/nodes"
+        )
+    }
+    classifier_id, _ = _function(template, "lambdas.classify.handler.handler")
+    assert props["DestinationArn"] == {"Fn::GetAtt": [classifier_id, "Arn"]}
+    _, permission = one(template, "AWS::Lambda::Permission")
+    assert permission["Properties"]["Principal"] == "logs.amazonaws.com"
+
+
+def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
+    template: Template,
+) -> None:
+    _, classifier = _function(template, "lambdas.classify.handler.handler")
+    props = classifier["Properties"]
+    queue_id, queue = one(template, "AWS::SQS::Queue")
+    assert props["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
+    assert props["Environment"]["Variables"] == {
+        "STATE_MACHINE_ARN": {"Ref": machine_id},
+        "IDEMPOTENCY_TABLE": {"Ref": table_id},
+        "CLUSTER_NAME": "demo",
+        "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
+        "POWERTOOLS_METRICS_NAMESPACE": "NodeMedic",
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+    }
+    assert props["Runtime"] == RUNTIME.name
+    assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_the_classifier_may_start_executions_and_use_its_table_only(template: Template) -> None:
+    _, classifier = _function(template, "lambdas.classify.handler.handler")
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
+    granted: dict[str, list[Any]] = {}
+    for statement in statements(template, _role_of(classifier)):
+        assert statement["Effect"] == "Allow"
+        resource = statement["Resource"]
+        for action in actions(statement):
+            granted[action] = resource if isinstance(resource, list) else [resource]
+    assert granted["states:StartExecution"] == [{"Ref": machine_id}]
+    for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
+        assert granted[f"dynamodb:{action}"] == [{"Fn::GetAtt": [table_id, "Arn"]}]
+    wildcard = {a for a, resource in granted.items() if resource == ["*"]}
+    assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    assert not any(a.startswith("cloudwatch:") for a in granted)
+
+
+def test_tables_expire_and_recover(template: Template) -> None:
+    _, idempotency = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
+    props = idempotency["Properties"]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
+    assert props["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    for table in resources(template, "AWS::DynamoDB::Table").values():
+        recovery = table["Properties"]["PointInTimeRecoverySpecification"]
+        assert recovery["PointInTimeRecoveryEnabled"] is True
+
+
+def test_the_state_machine_logs_everything_and_is_traced(template: Template) -> None:
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    props = machine["Properties"]
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+
+
+def test_the_kube_lambda_enters_the_cluster_as_the_rbac_group(template: Template) -> None:
+    _, kube = _function(template, "lambdas.kube.handler.handler")
+    assert kube["Properties"]["Environment"]["Variables"]["EKS_CLUSTER_NAME"] == "demo-eks"
+    _, entry = one(template, "AWS::EKS::AccessEntry")
+    role_id = _role_of(kube)
+    assert entry["Properties"] == {
+        "ClusterName": "demo-eks",
+        "PrincipalArn": {"Fn::GetAtt": [role_id, "Arn"]},
+        "KubernetesGroups": [REMEDIATOR_GROUP],
+        "Type": "STANDARD",
+    }
+    describe = [s for s in statements(template, role_id) if "eks:DescribeCluster" in actions(s)]
+    (statement,) = describe
+    assert render(statement["Resource"]).endswith(":cluster/demo-eks")
+    # The ClusterRoleBinding in rbac.yaml binds the group the access entry names.
+    documents = yaml.safe_load_all((ROOT / "lambdas/kube/rbac.yaml").read_text())
+    subjects = [
+        subject
+        for document in documents
+        if document and document.get("kind") == "ClusterRoleBinding"
+        for subject in document["subjects"]
+    ]
+    assert {"kind": "Group", "name": REMEDIATOR_GROUP} in [
+        {"kind": s["kind"], "name": s["name"]} for s in subjects
+    ]
+
+
+GUARDED = {
+    "ec2:rebootinstances": "RebootOnlyConfiguredNodeGroups",
+    "autoscaling:setinstancehealth": "ReplaceOnlyInConfiguredNodeGroups",
+    "cloudwatch:putmetricdata": "MetricsOnlyToNodeMedicNamespaces",
+}
+"""Actions whose scope rests on a condition or a name pattern: the deny that limits each."""
+WITHOUT_RESOURCE_LEVEL = {
+    "xray:puttracesegments",
+    "xray:puttelemetryrecords",
+    "xray:getsamplingrules",
+    "xray:getsamplingtargets",
+    "logs:createlogdelivery",
+    "logs:getlogdelivery",
+    "logs:updatelogdelivery",
+    "logs:deletelogdelivery",
+    "logs:listlogdeliveries",
+    "logs:putresourcepolicy",
+    "logs:describeresourcepolicies",
+    "logs:describeloggroups",
+    "autoscaling:describeautoscalinginstances",
+    "autoscaling:describeautoscalinggroups",
+    "cloudwatch:putmetricdata",
+}
+"""Actions IAM cannot limit by resource (Step Functions' log delivery and X-Ray included)."""
+
+
+def _roles(template: Template) -> dict[str, list[dict[str, Any]]]:
+    return {
+        role_id: list(statements(template, role_id))
+        for role_id in resources(template, "AWS::IAM::Role")
+    }
+
+
+def _lower(statement: dict[str, Any]) -> set[str]:
+    return {a.lower() for a in actions(statement)}
+
+
+def test_no_role_may_act_on_everything(template: Template) -> None:
+    """'*' as the resource only where IAM knows no narrower one, and no AWS managed
+    policy (they grant more than a role here needs)."""
+    for role_id, granted in _roles(template).items():
+        attached = template["Resources"][role_id]["Properties"].get("ManagedPolicyArns", [])
+        assert all(set(arn) == {"Ref"} for arn in attached), role_id
+        for statement in granted:
+            assert "*" not in actions(statement), role_id
+            assert not any(a.endswith(":*") for a in actions(statement)), role_id
+            if statement["Effect"] == "Allow" and statement["Resource"] == "*":
+                assert _lower(statement) <= WITHOUT_RESOURCE_LEVEL, (role_id, statement)
+
+
+def test_only_the_state_machine_may_reboot_replace_or_publish_metrics(
+    template: Template,
+) -> None:
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    machine_role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    for role_id, granted in _roles(template).items():
+        allowed = set().union(*(_lower(s) for s in granted if s["Effect"] == "Allow"))
+        if role_id != machine_role:
+            assert not allowed & set(GUARDED), role_id
+            continue
+        denies = {s["Sid"]: s for s in granted if s["Effect"] == "Deny"}
+        for action, sid in GUARDED.items():
+            assert action in allowed
+            assert _lower(denies[sid]) == {action}
+
+
+def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
+    template: Template,
+) -> None:
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    denies = {s["Sid"]: s for s in statements(template, role_id) if s["Effect"] == "Deny"}
+    reboot = denies["RebootOnlyConfiguredNodeGroups"]
+    assert reboot["Resource"] == "*"
+    # The tag Auto Scaling puts on every instance it launches.
+    assert reboot["Condition"] == {
+        "StringNotEquals": {"aws:ResourceTag/aws:autoscaling:groupName": ["demo-trn1", "demo-p5"]}
+    }
+    replace = denies["ReplaceOnlyInConfiguredNodeGroups"]
+    assert [render(arn) for arn in replace["NotResource"]] == [
+        "arn:${AWS::Partition}:autoscaling:${AWS::Region}:${AWS::AccountId}:"
+        f"autoScalingGroup:*:autoScalingGroupName/{group}"
+        for group in ("demo-trn1", "demo-p5")
+    ]
+    metrics = denies["MetricsOnlyToNodeMedicNamespaces"]
+    assert metrics["Resource"] == "*"
+    assert metrics["Condition"] == {
+        "StringNotEquals": {"cloudwatch:namespace": ["NeuronHealthCheck", "NodeMedic"]}
+    }
+    # Whatever the allow says, the names it may replace are the configured groups'.
+    (allow,) = [
+        s
+        for s in statements(template, role_id)
+        if s["Effect"] == "Allow" and "autoscaling:setinstancehealth" in _lower(s)
+    ]
+    for arn in allow["Resource"]:
+        assert render(arn).rsplit("/", 1)[1] in SETTINGS.node_groups
+
+
+def test_without_node_groups_remediation_may_reboot_and_replace_nothing() -> None:
+    stack = cdk.Stack(cdk.App(), "guard")
+    machine = sfn.StateMachine(
+        stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "P"))
+    )
+    guard_remediation(machine, ClusterSettings(name="watch"), ["NodeMedic"])
+    (policy,) = assertions.Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+    denies = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    for sid in ("RebootOnlyConfiguredNodeGroups", "ReplaceOnlyInConfiguredNodeGroups"):
+        assert denies[sid]["Effect"] == "Deny"
+        assert denies[sid]["Resource"] == "*"
+        assert "Condition" not in denies[sid]
+
+
+def test_the_topic_is_encrypted_and_mails_the_configured_addresses(template: Template) -> None:
+    topic_id, topic = one(template, "AWS::SNS::Topic")
+    key_id, key = one(template, "AWS::KMS::Key")
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert key["Properties"]["EnableKeyRotation"] is True
+    alarm_use = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert alarm_use, "CloudWatch alarms cannot publish to the encrypted topic"
+    mails = sorted(
+        (s["Properties"]["Protocol"], s["Properties"]["Endpoint"], s["Properties"]["TopicArn"])
+        for s in resources(template, "AWS::SNS::Subscription").values()
+    )
+    assert mails == [
+        ("email", "ml-infra@example.com", {"Ref": topic_id}),
+        ("email", "oncall@example.com", {"Ref": topic_id}),
+    ]
+
+
+def test_functions_log_to_their_own_group_with_the_retention(template: Template) -> None:
+    groups = resources(template, "AWS::Logs::LogGroup")
+    for function_id, function in resources(template, "AWS::Lambda::Function").items():
+        assert function["Properties"]["Runtime"] == RUNTIME.name, function_id
+        assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}, function_id
+        logging = function["Properties"]["LoggingConfig"]["LogGroup"]
+        assert groups[logging["Ref"]]["Properties"]["RetentionInDays"] == 14
+        role = template["Resources"][_role_of(function)]["Properties"]
+        assert "ManagedPolicyArns" not in role
+
+
+def test_the_template_needs_no_parameters_but_the_bootstrap_version(template: Template) -> None:
+    assert set(template.get("Parameters", {})) == {"BootstrapVersion"}
+    assert "us-east-1" not in json.dumps(template)
+
+
+USER_RULES = """\
+schema: 1
+rules:
+  - id: site-psu-failure
+    source: kmsg
+    pattern: 'ipmi: PSU (?P<psu>\\d+) failure detected'
+    component: cpu
+    severity: fatal
+    action: replace
+    metric: SitePsuFailure
+    summary: A power supply failed
+    example: 'ipmi: PSU 1 failure detected'
+"""
+
+
+def test_a_users_catalog_reaches_filter_alarms_and_the_classifier(
+    template: Template, tmp_path: Path
+) -> None:
+    extra = tmp_path / "site-rules.yaml"
+    extra.write_text(USER_RULES)
+    app = cdk.App(context=NO_BUNDLING)
+    stack = PipelineStack(
+        app,
+        "nodemedic-demo",
+        settings=SETTINGS,
+        catalog=load_catalog([extra]),
+        catalog_files=[extra],
+    )
+    custom = app.synth().get_stack_by_name(stack.stack_name).template
+    _, subscription = one(custom, "AWS::Logs::SubscriptionFilter")
+    assert '?"failure detected"' in subscription["Properties"]["FilterPattern"]
+    alarms = [
+        a["Properties"]["AlarmName"] for a in resources(custom, "AWS::CloudWatch::Alarm").values()
+    ]
+    assert "nodemedic-demo-SitePsuFailure" in alarms
+    _, classifier = _function(custom, "lambdas.classify.handler.handler")
+    variables = classifier["Properties"]["Environment"]["Variables"]
+    assert variables["NODEMEDIC_CATALOG_EXTRA"] == "/var/task/catalog/0-site-rules.yaml"
+    # Another bundle: the code asset changes with the rules it carries.
+    _, default_classifier = _function(template, "lambdas.classify.handler.handler")
+    assert classifier["Properties"]["Code"] != default_classifier["Properties"]["Code"]

@@ -1,0 +1,124 @@
+"""The cluster settings of cdk.json: a value AWS or the pipeline would refuse later stops
+the synth now, with a message naming the setting."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import MISSING, fields
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_logs as logs
+
+from stacks.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
+from tests.support.paths import ROOT
+
+
+def test_defaults_are_the_documented_safe_ones() -> None:
+    settings = parse_cluster({"name": "prod"})
+    assert settings.kube_cluster == "prod"
+    assert settings.log_group_name == "/nodemedic/prod/nodes"
+    assert settings.recovery_mode == "Automatic"
+    assert settings.node_groups == ()
+    assert (settings.max_parallel, settings.max_unhealthy_percent) == (2, 20)
+    assert (settings.escalation_window, settings.breaker_hold) == (3600, 3600)
+    assert settings.log_retention_days == 30
+
+
+def test_a_full_entry_is_read_as_given() -> None:
+    settings = parse_cluster(
+        {
+            "name": "prod-trn",
+            "eks_cluster_name": "prod_trn-eks",
+            "node_groups": ["trn1-a", "trn1-b"],
+            "recovery_mode": "None",
+            "dry_run": True,
+            "escalation_window": 1,
+            "breaker_hold": 1,
+            "log_retention_days": 3653,
+            "notification_emails": ["ml-oncall+nodemedic@example.co.uk"],
+        }
+    )
+    assert settings.kube_cluster == "prod_trn-eks"
+    assert settings.node_groups == ("trn1-a", "trn1-b")
+    assert settings.notification_emails == ("ml-oncall+nodemedic@example.co.uk",)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "demo", "log_retention_days": 10}, "log_retention_days 10 is not a retention"),
+        ({"name": "demo", "log_retention_days": 0}, "use one of 1, 3, 5"),
+        ({"name": "demo", "escalation_window": 0}, "escalation_window must be at least 1"),
+        ({"name": "demo", "breaker_hold": -5}, "breaker_hold must be at least 1"),
+        ({"name": "demo", "poll_seconds": 0}, "poll_seconds must be at least 1"),
+        ({"name": "demo", "max_unhealthy_percent": 101}, "within 0..100"),
+        ({"name": "demo", "notification_emails": ["oncall"]}, "'oncall' is not an e-mail"),
+        ({"name": "demo", "notification_emails": ["a@b"]}, "'a@b' is not an e-mail"),
+        (
+            {"name": "demo", "notification_emails": ["Ops <ops@example.com>"]},
+            "is not an e-mail",
+        ),
+        ({"name": "demo", "notification_emails": "ops@example.com"}, "list of strings"),
+        ({"name": "demo", "node_groups": "trn1-a"}, "node_groups must be a list of strings"),
+        ({"name": "demo", "node_groups": ["trn1-*"]}, "wildcards are not allowed"),
+        ({"name": "demo", "node_groups": ["a", "a"]}, "lists a group twice"),
+        ({"name": "demo", "node_groups": [""]}, "1 to 255 characters"),
+        ({"name": "demo", "dry_run": "false"}, "dry_run must be a bool"),
+        ({"name": "demo", "max_parallel": "2"}, "max_parallel must be a whole number"),
+        ({"name": "demo", "max_parallel": True}, "max_parallel must be a whole number"),
+        ({"name": "demo", "recovery_mode": "automatic"}, "Automatic or None"),
+        ({"name": "demo", "eks_cluster_name": "my cluster"}, "not an EKS cluster name"),
+        ({"name": "demo_1"}, "cluster name 'demo_1' must match"),
+        ({"name": "demo", "max_paralel": 3}, "unknown cluster setting"),
+        ({"node_groups": ["a"]}, "needs a name"),
+    ],
+)
+def test_a_bad_value_names_the_setting(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_cluster(entry)
+
+
+def test_settings_made_in_code_are_checked_too() -> None:
+    with pytest.raises(ValueError, match="log_retention_days"):
+        ClusterSettings(name="demo", log_retention_days=31)
+
+
+@pytest.mark.parametrize("value", [{"name": "demo"}, "demo", ["demo"]])
+def test_the_cluster_list_must_be_a_list_of_objects(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"list of clusters|each cluster is an object"):
+        parse_clusters(value)
+
+
+def test_the_accepted_retentions_are_cloudwatch_logs_own() -> None:
+    """CDK's RetentionDays enum mirrors what CloudWatch Logs accepts; the synthesized
+    numbers must be exactly the list the settings check against."""
+    stack = cdk.Stack(cdk.App(), "retentions")
+    for member in logs.RetentionDays:
+        if member is not logs.RetentionDays.INFINITE:
+            logs.LogGroup(stack, member.name, retention=member)
+    groups = assertions.Template.from_stack(stack).find_resources("AWS::Logs::LogGroup")
+    synthesized = sorted(g["Properties"]["RetentionInDays"] for g in groups.values())
+    assert synthesized == sorted(LOG_RETENTION_DAYS)
+
+
+def _as_documented(default: Any) -> str:
+    """How the guide writes a default: JSON, strings bare."""
+    if isinstance(default, str):
+        return f"`{default}`"
+    return f"`{json.dumps(list(default) if isinstance(default, tuple) else default)}`"
+
+
+def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", guide, flags=re.MULTILINE))
+    for field in fields(ClusterSettings):
+        if field.default is MISSING:
+            assert rows[field.name] == "(required)"
+        elif field.name == "eks_cluster_name":
+            assert rows[field.name] == "`name`"  # its default: the cluster's name
+        else:
+            assert rows[field.name] == _as_documented(field.default), field.name

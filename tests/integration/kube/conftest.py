@@ -1,0 +1,51 @@
+"""A real kube-apiserver with simulated kubelets, shared by the session
+(``tests.support.kube_fixtures``); each test gets fresh nodes and a namespace.
+
+The kube Lambda runs in-process as the ``nodemedic:remediator`` group, so every test also
+checks that lambdas/kube/rbac.yaml grants what the op needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lambdas.kube.handler import handler
+from nodemedic.local.kubeapi import LocalCluster
+from nodemedic.local.kubelet import SimulatedKubelet
+from tests.support.kube import Node
+from tests.support.lambda_context import lambda_context
+
+Invoke = Callable[[dict[str, Any]], dict[str, Any]]
+_numbers = itertools.count(1)
+
+
+@pytest.fixture
+def invoke(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    """The Lambda handler with the remediator's kubeconfig, as the local mode runs it."""
+    monkeypatch.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+    context = lambda_context("kube", memory_mb=512, timeout_seconds=60)
+    return lambda event: handler(event, context)
+
+
+@pytest.fixture
+def new_node(kubelet: SimulatedKubelet) -> Callable[..., Node]:
+    """Registers a fresh GPU node; keyword arguments go to ``SimulatedKubelet.register``."""
+
+    def make(**kwargs: Any) -> Node:
+        number = next(_numbers)
+        made = Node(f"ip-10-0-7-{number}.ec2.internal", f"i-0{secrets.token_hex(8)}")
+        kwargs.setdefault("devices", {"nvidia.com/gpu": "8"})
+        kubelet.register(made.name, made.instance_id, **kwargs)
+        return made
+
+    return make
+
+
+@pytest.fixture
+def node(new_node: Callable[..., Node]) -> Node:
+    return new_node()

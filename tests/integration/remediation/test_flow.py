@@ -1,0 +1,515 @@
+"""The remediation flow end to end: the synthesized stacks in moto, executing; the Lambda
+handlers in-process; the kube Lambda against the real local kube-apiserver; moto's reboots
+and instance health reaching the simulated machines.
+
+Each test makes its own node group (its own breaker) and looks only at what a user would:
+Nodes through the Kubernetes API, the Auto Scaling group, the mail (SNS through SQS), the
+ledger table and the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client
+from moto import mock_aws
+
+from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.local.aws import atomic_writes, deploy
+from nodemedic.local.hypervisor import Hypervisor, machines
+from nodemedic.local.inprocess import handlers_in_process
+from nodemedic.local.kubeapi import LocalCluster
+from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.stepfunctions import definitions_parsed_once
+from nodemedic.local.watch import NodeSeen, NodeWatch
+from stacks.pipeline import stack_name
+from stacks.synth import synth_template
+from tests.support.kube import bind_pod, exists, owner, pdb, running, wait_for
+from tests.support.remediation import (
+    ACTING,
+    DRY,
+    EXAMPLES,
+    MOTO,
+    REGION,
+    WATCH,
+    Pipeline,
+    datapoints,
+    decision,
+    instances,
+    metric_names,
+)
+
+pytestmark = pytest.mark.kube
+
+NEURON = {"instance_type": "trn1.32xlarge", "devices": {"aws.amazon.com/neuron": "16"}}
+GPU = {"instance_type": "p5.48xlarge", "devices": {"nvidia.com/gpu": "8"}}
+REBOOT_SECONDS = 0.5
+"""How long a rebooting machine's Node stays NotReady."""
+
+
+@dataclass
+class World:
+    """Three clusters' pipelines in one moto world, one Kubernetes control plane."""
+
+    pipelines: dict[str, Pipeline]
+    core: client.CoreV1Api
+    kubelet: SimulatedKubelet
+    hypervisor: Hypervisor
+    watch: NodeWatch
+    nodes: dict[str, str] = field(default_factory=dict)
+    """Instance id → Node name."""
+
+    def group(
+        self, name: str, size: int, *, instance_type: str, devices: dict[str, str]
+    ) -> list[str]:
+        """An Auto Scaling group whose instances joined the cluster as Nodes named, as on
+        EKS, by their private DNS names."""
+        ids = instances(name, size, instance_type=instance_type)
+        ec2 = boto3.client("ec2", region_name=REGION)
+        for reservation in ec2.describe_instances(InstanceIds=ids)["Reservations"]:
+            for instance in reservation["Instances"]:
+                node = instance["PrivateDnsName"]
+                self.nodes[instance["InstanceId"]] = node
+                self.kubelet.register(
+                    node,
+                    instance["InstanceId"],
+                    az=instance["Placement"]["AvailabilityZone"],
+                    nodegroup=name,
+                    instance_type=instance_type,
+                    devices=devices,
+                )
+        return ids
+
+    def node(self, instance_id: str) -> client.V1Node | None:
+        try:
+            return self.core.read_node(self.nodes[instance_id])
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def ship(self, cluster: str, instance_id: str, line: str) -> None:
+        """What the node's agent does with a kernel line: put it in the cluster's log group,
+        whose subscription filter hands it to the classifier."""
+        logs = boto3.client("logs", region_name=REGION)
+        group, stream = f"/nodemedic/{cluster}/nodes", f"{instance_id}/kmsg"
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName=stream,
+            logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
+        )
+
+    def seen(self, instance_id: str, since: float) -> list[NodeSeen]:
+        return self.watch.history(instance_id, since)
+
+
+@pytest.fixture(scope="module")
+def world(
+    cluster: LocalCluster, core: client.CoreV1Api, kubelet: SimulatedKubelet
+) -> Iterator[World]:
+    nodes: dict[str, str] = {}
+    hypervisor = Hypervisor(
+        on_reboot=lambda instance: kubelet.reboot(nodes[instance], down_seconds=REBOOT_SECONDS),
+        # The machine is gone; the state machine deletes its Node.
+        on_power_off=lambda instance: None,
+    )
+    with (
+        mock_aws(config=MOTO),
+        handlers_in_process(),
+        atomic_writes(),
+        definitions_parsed_once(),
+        pytest.MonkeyPatch.context() as env,
+        machines(hypervisor),
+    ):
+        env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+        pipelines = {
+            s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
+            for s in (ACTING, WATCH, DRY)
+        }
+        watch = NodeWatch(cluster.api_client).start()
+        try:
+            yield World(pipelines, core, kubelet, hypervisor, watch, nodes)
+        finally:
+            watch.stop()
+
+
+@pytest.fixture(autouse=True)
+def own_nodes(world: World) -> Iterator[None]:
+    """The Nodes a test registered are gone after it (those its remediation left)."""
+    before = set(world.nodes)
+    yield
+    for instance_id in set(world.nodes) - before:
+        if world.node(instance_id) is not None:
+            world.core.delete_node(world.nodes[instance_id])
+
+
+def condition(node: client.V1Node, kind: str) -> client.V1NodeCondition:
+    (found,) = [c for c in node.status.conditions if c.type == kind]
+    return found
+
+
+def our_taints(node: client.V1Node) -> list[str]:
+    return [f"{t.key}={t.value}:{t.effect}" for t in node.spec.taints or [] if t.key == TAINT_KEY]
+
+
+def asg_instance(instance_id: str) -> dict[str, Any]:
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    (found,) = autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])[
+        "AutoScalingInstances"
+    ]
+    return found
+
+
+def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:
+    return (
+        f"NEURON_HW_ERR={error} instance-id={instance_id} hostname=ip-10-0-3-17 nd-id=0 "
+        "nc-id=3 serial-num=19fcda00f5ff6eb9 action=TERMINATE_INSTANCE"
+    )
+
+
+def test_a_neuron_dma_error_line_replaces_the_node_after_a_drain_within_its_budget(
+    world: World, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+) -> None:
+    sick, spare, other, _ = world.group("trn1-dma", 4, **NEURON)
+    node = world.nodes[sick]
+    app = {"app": "llama"}
+    replicas = owner(admin, namespace, "ReplicaSet", "llama-7d9f")
+    bind_pod(core, namespace, "llama-0", node, labels=app, owner=replicas)
+    bind_pod(core, namespace, "llama-1", world.nodes[spare], labels=app, owner=replicas)
+    monitor = owner(admin, namespace, "DaemonSet", "neuron-monitor")
+    bind_pod(core, namespace, "neuron-monitor-0", node, owner=monitor)
+    budget = pdb(admin, namespace, "llama", app, minAvailable=2)
+    wait_for(lambda: (budget() or {}).get("currentHealthy") == 2, what="the budget's status")
+    pipeline = world.pipelines["demo"]
+    line = neuron_line(sick)
+
+    world.ship("demo", sick, line)
+
+    (execution,) = pipeline.executions(sick)
+    name = execution.rsplit(":", 1)[1]
+    # The first drain round is refused (HTTP 429: the budget allows no disruption). Then,
+    # as the ReplicaSet controller would, a replacement replica starts on another node.
+    wait_for(lambda: (pipeline.item(sick, f"decision#{name}") or {}).get("pods"), what="drain")
+    marked = world.node(sick)
+    bind_pod(core, namespace, "llama-2", world.nodes[other], labels=app, owner=replicas)
+    result = pipeline.finish(execution)
+
+    assert result["status"] == "SUCCEEDED", result
+    assert marked is not None
+    fault = condition(marked, "NeuronHasError")
+    assert (fault.status, fault.reason, fault.message) == ("True", "NeuronHasError_DMA_ERROR", line)
+    assert marked.metadata.labels[HEALTH_LABEL] == "UnschedulablePendingReplacement"
+    assert our_taints(marked) == [f"{TAINT_KEY}=neuron-dma-error:NoSchedule"]
+    assert marked.spec.unschedulable is True
+    rounds = [output["drained"] for output in pipeline.outputs(execution, "Drain")]
+    assert rounds[0]["blocked"] == [f"{namespace}/llama-0"]
+    assert [r["evicted"] for r in rounds if r["evicted"]] == [[f"{namespace}/llama-0"]]
+    assert not any(r["deleted"] for r in rounds), "evicted, not deleted after the timeout"
+    assert not exists(core, namespace, "llama-0")
+    assert running(core, namespace, "llama-1") and running(core, namespace, "llama-2")
+    assert exists(core, namespace, "neuron-monitor-0"), "DaemonSet pods stay"
+    assert world.node(sick) is None, "the replaced instance's Node is deleted"
+    instance = asg_instance(sick)
+    assert (instance["HealthStatus"].upper(), instance["LifecycleState"]) == (
+        "UNHEALTHY",
+        "Terminating",
+    )
+    assert sick not in world.hypervisor.reboots
+
+    group = {"Cluster": "demo", "NodeGroup": "trn1-dma"}
+    assert "NeuronHasError_DMA_ERROR" in metric_names("NeuronHealthCheck", **group)
+    assert {"RemediationSeconds", "FaultToActionSeconds", "InRemediation"} <= metric_names(
+        "NodeMedic", **group
+    )
+    assert "Remediations" in metric_names(
+        "NodeMedic", **group, Action="replace", Outcome="replaced"
+    )
+    gauge = datapoints("NodeMedic", "InRemediation", **group)
+    assert (max(gauge), gauge[-1]) == (1, 0)
+    (fault_to_cordon,) = datapoints("NodeMedic", "FaultToActionSeconds", **group)
+    assert 0 <= fault_to_cordon < 30
+    (mail,) = pipeline.messages(sick)
+    assert mail["subject"] == f"nodemedic replaced: {sick}"
+    assert (mail["outcome"], mail["node"], mail["evidence_line"]) == ("replaced", node, line)
+    assert {"marked", "drained", "replaced", "deleted"} <= set(mail["actions"])
+    ledger = pipeline.item(sick, f"decision#{name}")
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"], ledger["node_group"]) == (
+        "closed",
+        "replaced",
+        "trn1-dma",
+    )
+    assert ledger["evidence_line"] == line
+    assert '"owner_kind":"ReplicaSet","owner_name":"llama-7d9f"' in ledger["pods"]
+    assert "neuron-monitor" not in ledger["pods"]
+    assert pipeline.item(sick, "inflight") is None
+
+
+def test_a_reboot_brings_the_node_back_and_the_same_fault_again_replaces_it(
+    world: World,
+) -> None:
+    gpu, _, _ = world.group("p5-reboot", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    booted = world.node(gpu)
+    assert booted is not None
+    since = time.time()
+    # Seen 20 minutes ago: the next sighting falls in another deduplication window.
+    first = decision(gpu, "nvidia-xid-48", first_seen=datetime.now(UTC) - timedelta(minutes=20))
+
+    assert pipeline.run(first)["status"] == "SUCCEEDED"
+
+    back = world.node(gpu)
+    assert back is not None
+    assert back.status.node_info.boot_id != booted.status.node_info.boot_id
+    assert condition(back, "Ready").status == "True"
+    assert back.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    assert not back.spec.unschedulable
+    assert our_taints(back) == []
+    cleared = condition(back, "AcceleratedHardwareReady")
+    assert (cleared.status, cleared.reason) == ("True", "NodeMedicCleared")
+    assert world.hypervisor.reboots.count(gpu) == 1
+    assert any(
+        s.unschedulable and s.tainted and s.health == "UnschedulablePendingReboot"
+        for s in world.seen(gpu, since)
+    ), "cordoned, tainted and labelled while rebooting"
+    ledger = pipeline.ledger(first)
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"]) == ("closed", "rebooted")
+    (mail,) = pipeline.messages(gpu)
+    assert mail["outcome"] == "rebooted"
+    assert {"marked", "drained", "rebooted", "cleared"} <= set(mail["actions"])
+
+    again = decision(gpu, "nvidia-xid-48")
+    assert again["decision_id"] != first["decision_id"]
+    assert pipeline.run(again)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(again)
+    assert ledger is not None
+    assert ledger["outcome"] == "replaced"
+    assert ledger["reason"].startswith("rebooted for this fault")
+    assert world.hypervisor.reboots.count(gpu) == 1, "no second reboot"
+    assert world.node(gpu) is None
+    assert asg_instance(gpu)["HealthStatus"].upper() == "UNHEALTHY"
+    # Fault to cordon: the first decision's line was 20 minutes old, the second's fresh.
+    waited = datapoints("NodeMedic", "FaultToActionSeconds", Cluster="demo", NodeGroup="p5-reboot")
+    assert (min(waited) < 30, max(waited) >= 20 * 60) == (True, True)
+
+
+def test_a_reboot_that_never_comes_back_escalates_to_replace(world: World) -> None:
+    hung, _ = world.group("p5-hang", 2, **GPU)
+    world.hypervisor.hang(hung)
+    pipeline = world.pipelines["demo"]
+    since = time.time()
+    record = decision(hung, "nvidia-xid-48")
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    assert world.hypervisor.reboots.count(hung) == 1
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["outcome"], ledger["escalated"]) == ("replaced", True)
+    assert ledger["escalation"] == (
+        f"no new boot id within reboot_timeout ({ACTING.reboot_timeout} s)"
+    )
+    labels = [s.health for s in world.seen(hung, since) if s.event != "DELETED"]
+    assert labels.index("UnschedulablePendingReboot") < labels.index(
+        "UnschedulablePendingReplacement"
+    )
+    assert world.node(hung) is None
+    assert asg_instance(hung)["LifecycleState"] == "Terminating"
+    (mail,) = pipeline.messages(hung)
+    assert mail["outcome"] == "replaced"
+    assert mail["escalation"]["escalated"] is True
+
+
+@pytest.mark.parametrize(
+    ("stack", "group", "outcome", "reason"),
+    [
+        ("watch", "trn1-watch", "monitored", "recovery_mode is None: label and condition only"),
+        (
+            "dry",
+            "trn1-dry",
+            "dry-run",
+            "dry run: would cordon, drain and replace the node; label and condition only",
+        ),
+        ("demo", "trn1-unlisted", "unmanaged", "node group trn1-unlisted is not in node_groups"),
+    ],
+)
+def test_without_leave_to_act_the_node_is_only_marked(
+    world: World, stack: str, group: str, outcome: str, reason: str
+) -> None:
+    sick, _ = world.group(group, 2, **NEURON)
+    pipeline = world.pipelines[stack]
+    record = decision(sick, cluster=stack)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    node = world.node(sick)
+    assert node is not None
+    assert node.metadata.labels[HEALTH_LABEL] == "UnschedulablePendingReplacement"
+    assert condition(node, "NeuronHasError").status == "True"
+    assert not node.spec.unschedulable
+    assert our_taints(node) == []
+    instance = asg_instance(sick)
+    assert (instance["HealthStatus"].upper(), instance["LifecycleState"]) == (
+        "HEALTHY",
+        "InService",
+    )
+    assert sick not in world.hypervisor.reboots
+    (mail,) = pipeline.messages(sick)
+    assert (mail["outcome"], mail["action"], mail["reason"]) == (outcome, "replace", reason)
+    assert reason in mail["summary"]
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"]) == ("closed", outcome)
+    dimensions = {"Cluster": stack, "NodeGroup": group}
+    assert "Remediations" in metric_names(
+        "NodeMedic", **dimensions, Action="replace", Outcome=outcome
+    )
+    assert datapoints("NodeMedic", "InRemediation", **dimensions) == [], "no breaker slot"
+    assert "FaultToActionSeconds" not in metric_names("NodeMedic", **dimensions), "no cordon"
+
+
+def _peak_cordoned(seen: list[NodeSeen]) -> int:
+    cordoned: dict[str, bool] = {}
+    peak = 0
+    for s in seen:
+        cordoned[s.instance_id] = s.unschedulable and s.event != "DELETED"
+        peak = max(peak, sum(cordoned.values()))
+    return peak
+
+
+def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_their_turn(
+    world: World,
+) -> None:
+    wide = world.group("trn1-wide", 10, **NEURON)
+    pipeline = world.pipelines["demo"]
+    since = time.time()
+    records = [decision(instance) for instance in wide]
+
+    executions = [pipeline.start(record) for record in records]
+    results = [pipeline.finish(execution, timeout=120) for execution in executions]
+
+    assert [r["status"] for r in results] == ["SUCCEEDED"] * len(wide), [
+        {k: v for k, v in (pipeline.ledger(record) or {}).items() if k in ("failed_step", "error")}
+        for record, result in zip(records, results, strict=True)
+        if result["status"] != "SUCCEEDED"
+    ]
+    seen = [s for s in world.watch.seen if s.instance_id in wide and s.at >= since]
+    assert _peak_cordoned(seen) == ACTING.max_parallel
+    ledgers = [pipeline.ledger(record) for record in records]
+    assert [ledger and ledger["outcome"] for ledger in ledgers] == ["replaced"] * len(wide)
+    # The first max_parallel went straight in; every other one was held, mailed, waited.
+    marks = sorted((_marked_at(ledger), i) for ledger, i in zip(ledgers, wide, strict=True))
+    first_in = {instance for _, instance in marks[: ACTING.max_parallel]}
+    held = {i for i in wide if any(m["outcome"] == "held" for m in pipeline.messages(i))}
+    assert held == set(wide) - first_in
+    # One waiting decision goes in per remediation that ends: never more than the slots.
+    starts = [at for at, _ in marks]
+    ends = sorted(str(ledger and ledger["ended_at"]) for ledger in ledgers)
+    for k in range(ACTING.max_parallel, len(wide)):
+        assert starts[k] > ends[k - ACTING.max_parallel], k
+    group = {"Cluster": "demo", "NodeGroup": "trn1-wide"}
+    assert "BreakerHeld" in metric_names("NodeMedic", **group)
+    assert max(datapoints("NodeMedic", "InRemediation", **group)) == ACTING.max_parallel
+
+
+def _marked_at(ledger: dict[str, Any] | None) -> str:
+    assert ledger is not None
+    return str(json.loads(ledger["actions"])["marked"]["at"])
+
+
+def test_two_decisions_for_one_node_at_once_make_one_remediation(world: World) -> None:
+    node, _, _ = world.group("trn1-twice", 3, **NEURON)
+    pipeline = world.pipelines["demo"]
+    records = [decision(node), decision(node, "neuron-hbm-uncorrectable-error")]
+
+    results = [pipeline.finish(e) for e in [pipeline.start(r) for r in records]]
+
+    assert [r["status"] for r in results] == ["SUCCEEDED", "SUCCEEDED"]
+    ledgers = [pipeline.ledger(record) for record in records]
+    assert sorted(str(ledger and ledger["state"]) for ledger in ledgers) == [
+        "closed",
+        "duplicate",
+    ]
+    (mail,) = pipeline.messages(node)
+    assert mail["outcome"] == "replaced"
+    assert world.node(node) is None
+
+
+def test_an_application_fault_is_mailed_and_measured_without_touching_the_node(
+    world: World,
+) -> None:
+    gpu, _ = world.group("p5-notify", 2, **GPU)
+    pipeline = world.pipelines["demo"]
+    record = decision(gpu, "nvidia-xid-13")
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    node = world.node(gpu)
+    assert node is not None
+    assert HEALTH_LABEL not in node.metadata.labels
+    assert not node.spec.unschedulable
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"]) == ("closed", "notified")
+    (mail,) = pipeline.messages(gpu)
+    assert (mail["subject"], mail["outcome"]) == (f"nodemedic notified: {gpu}", "notified")
+    assert mail["summary"].startswith(f"notified: nvidia-xid-13 on {gpu} (group p5-notify) after ")
+    assert mail["evidence_line"] == EXAMPLES["nvidia-xid-13"]
+    assert "NvidiaXid_13" in metric_names("NodeMedic", Cluster="demo", NodeGroup="p5-notify")
+    assert pipeline.item(gpu, "inflight") is None
+
+
+def test_a_failed_step_is_recorded_mailed_and_fails_the_execution(world: World) -> None:
+    # An instance of a managed group that never joined the cluster: no Node to act on.
+    (ghost,) = instances("p5-ghost", 1, instance_type="p5.48xlarge")
+    pipeline = world.pipelines["demo"]
+    record = decision(ghost, "nvidia-xid-79")
+
+    result = pipeline.run(record)
+
+    assert (result["status"], result["error"]) == ("FAILED", "RemediationFailed")
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["state"], ledger["failed_step"]) == ("failed", "planning")
+    assert "NodeNotFound" in ledger["error"]
+    (mail,) = pipeline.messages(ghost)
+    assert (mail["subject"], mail["outcome"]) == (f"nodemedic failed: {ghost}", "failed")
+    assert mail["summary"].endswith("stopped at planning: NodeNotFound")
+    assert pipeline.item(ghost, "inflight") is None, "the lock is released"
+    assert "Remediations" in metric_names(
+        "NodeMedic", Cluster="demo", NodeGroup="p5-ghost", Action="replace", Outcome="failed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"cluster": "elsewhere"}, "WrongCluster"),
+        ({"schema": 2}, "InvalidDecision"),
+        ({"count": "1"}, "InvalidDecision"),
+        ({"evidence_line": None}, "InvalidDecision"),
+    ],
+)
+def test_a_decision_it_must_not_act_on_fails_without_a_trace(
+    world: World, change: dict[str, Any], error: str
+) -> None:
+    instance = f"i-0{secrets.token_hex(8)}"
+    pipeline = world.pipelines["demo"]
+    record = {k: v for k, v in {**decision(instance), **change}.items() if v is not None}
+
+    result = pipeline.run(record)
+
+    assert (result["status"], result["error"]) == ("FAILED", error)
+    assert pipeline.ledger(record) is None
+    assert pipeline.messages(instance) == []

@@ -1,0 +1,168 @@
+"""The state machine ``cdk synth`` produces, read as a definition (no execution)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from nodemedic.remediate import policy
+from stacks.synth import synth_template
+from tests.support.remediation import (
+    DRY,
+    FAST,
+    NODE_GROUPS,
+    WATCH,
+    state_machine_definition,
+)
+
+NATIVE = {
+    "arn:${AWS::Partition}:states:::dynamodb:putItem",
+    "arn:${AWS::Partition}:states:::dynamodb:updateItem",
+    "arn:${AWS::Partition}:states:::dynamodb:getItem",
+    "arn:${AWS::Partition}:states:::dynamodb:deleteItem",
+    "arn:${AWS::Partition}:states:::sns:publish",
+    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingInstances",
+    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingGroups",
+    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:setInstanceHealth",
+    "arn:${AWS::Partition}:states:::aws-sdk:ec2:rebootInstances",
+    "arn:${AWS::Partition}:states:::aws-sdk:cloudwatch:putMetricData",
+}
+KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node"}
+
+
+def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield from definition["States"].items()
+
+
+def lambda_target(state: dict[str, Any], template: dict[str, Any]) -> str:
+    """The construct path of the function a Lambda task invokes."""
+    logical_id = state["Resource"].removeprefix("${").removesuffix(".Arn}")
+    return str(template["Resources"][logical_id]["Properties"]["Handler"])
+
+
+def test_every_task_is_a_native_integration_or_a_known_lambda(
+    default_template: dict[str, Any],
+) -> None:
+    definition = state_machine_definition(default_template)
+    tasks = [s for _, s in states(definition) if s["Type"] == "Task"]
+    native = {s["Resource"] for s in tasks if s["Resource"].startswith("arn:")}
+    assert native == NATIVE
+    handlers = {lambda_target(s, default_template) for s in tasks if s["Resource"].startswith("${")}
+    assert handlers == {"lambdas.kube.handler.handler", "lambdas.policy.handler.handler"}
+
+
+def test_the_kube_lambda_is_asked_only_for_the_contract_ops(
+    default_template: dict[str, Any],
+) -> None:
+    definition = state_machine_definition(default_template)
+    ops = {
+        s["Parameters"]["op"]
+        for _, s in states(definition)
+        if s["Type"] == "Task"
+        and s["Resource"].startswith("${")
+        and lambda_target(s, default_template) == "lambdas.kube.handler.handler"
+    }
+    assert ops == KUBE_OPS
+
+
+def test_the_definition_uses_jsonpath_only(default_template: dict[str, Any]) -> None:
+    text = json.dumps(state_machine_definition(default_template))
+    assert "JSONata" not in text
+    assert "{%" not in text
+
+
+def test_every_task_outside_the_failure_chain_is_caught_into_it(
+    default_template: dict[str, Any],
+) -> None:
+    definition = state_machine_definition(default_template)
+    failure_chain = {
+        "Record failure",
+        "Failed: release slot",
+        "Failed: publish nodes in remediation",
+        "Failed: release lock",
+        "Notify failure",
+        "Publish failure metric",
+    }
+    for name, state in states(definition):
+        if state["Type"] != "Task":
+            continue
+        catchers = state.get("Catch", [])
+        assert catchers, f"{name} has no Catch"
+        if name in failure_chain:
+            continue
+        if name == "Flag recurrence":  # best effort: any failure still ends as a duplicate
+            assert catchers[-1]["Next"] == "Record duplicate"
+            continue
+        last = catchers[-1]
+        assert (last["ErrorEquals"], last["Next"]) == (["States.ALL"], "Record failure"), name
+        assert last["ResultPath"] == "$.error"
+
+
+def test_waits_and_loop_bounds_come_from_the_settings() -> None:
+    assert (DRY.poll_seconds, DRY.drain_timeout, DRY.reboot_timeout, DRY.breaker_hold) == (
+        7,
+        70,
+        140,
+        700,
+    )
+    definition = state_machine_definition(synth_template(DRY))
+    waits = {name: s for name, s in states(definition) if s["Type"] == "Wait"}
+    assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {7, "$.drain.wait"}
+    assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
+
+    def bound(choice: str, variable: str) -> int:
+        rules = definition["States"][choice]["Choices"]
+        (rule,) = (r for r in rules if r.get("Variable") == variable)
+        return int(rule["NumericGreaterThanEquals"])
+
+    assert bound("Hold expired?", "$.hold.rounds") == 100
+    assert bound("Rebooted?", "$.watch.rounds") == 20
+    assert bound("Terminating?", "$.term.rounds") == 20
+    assert bound("Drained?", "$.drain.rounds") == policy.drain_rounds(70, 7)
+    # A held decision sweeps stale breaker holders once a minute: every 9th round of 7 s.
+    sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
+    assert sweep == "States.MathAdd($.hold.rounds, 9)"
+    timeout = policy.execution_timeout(
+        breaker_hold=700, drain_timeout=70, reboot_timeout=140, poll_seconds=7
+    )
+    assert definition["TimeoutSeconds"] == timeout
+
+
+def test_the_plan_receives_the_cluster_safety_settings() -> None:
+    definition = state_machine_definition(synth_template(WATCH))
+    sent = definition["States"]["Plan"]["Parameters"]["policy"]
+    assert sent == {
+        "recovery_mode": "None",
+        "dry_run": False,
+        "node_groups": list(NODE_GROUPS),
+        "max_unhealthy_percent": 10,
+        "max_parallel": 3,
+        "escalation_window": 1200,
+        "lock_seconds": policy.execution_timeout(
+            breaker_hold=FAST["breaker_hold"],
+            drain_timeout=FAST["drain_timeout"],
+            reboot_timeout=FAST["reboot_timeout"],
+            poll_seconds=FAST["poll_seconds"],
+        ),
+    }
+    assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
+    dry = state_machine_definition(synth_template(DRY))["States"]["Plan"]["Parameters"]["policy"]
+    assert (dry["recovery_mode"], dry["dry_run"]) == ("Automatic", True)
+
+
+def test_set_instance_health_is_allowed_on_the_managed_node_groups_only(
+    default_template: dict[str, Any],
+) -> None:
+    statements = [
+        statement
+        for resource in default_template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (health,) = (s for s in statements if s["Action"] == "autoscaling:setInstanceHealth")
+    arns = [json.dumps(arn) for arn in health["Resource"]]
+    assert len(arns) == len(NODE_GROUPS)
+    for arn, group in zip(arns, NODE_GROUPS, strict=True):
+        assert arn.endswith(f':autoScalingGroup:*:autoScalingGroupName/{group}"]]}}'), arn
+    assert not any('"*"' in arn for arn in arns)

@@ -1,0 +1,1 @@
+"""Helpers the tests import: fixtures live in conftest modules, everything else here."""

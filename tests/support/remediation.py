@@ -1,0 +1,222 @@
+"""Shared pieces of the remediation tests.
+
+The state machine under test is the one ``cdk synth`` produces: the whole PipelineStack
+of ``stacks.synth.synth_template``, deployed into moto by ``nodemedic.local.aws.deploy``.
+Three clusters' stacks, one per recovery setting, can share one moto world: ``demo``
+acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their settings
+are also the ones the definition tests read, so the suite synthesizes three stacks.
+
+Kubernetes is one real kube-apiserver per session with simulated kubelets
+(``tests.support.kube_fixtures``); each test makes its own node group, so tests share nothing but
+the control plane."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+
+from nodemedic.detect.classifier import default_classifier
+from nodemedic.local.aws import Deployment, node_group
+from nodemedic.local.inbox import Inbox
+from nodemedic.remediate.decision import Identity, decide
+from stacks.settings import ClusterSettings
+
+REGION = "us-east-1"
+
+
+MOTO = {"stepfunctions": {"execute_state_machine": True}}
+
+
+FAST = {"poll_seconds": 1, "drain_timeout": 4, "reboot_timeout": 4, "breaker_hold": 60}
+
+
+"""Every wait loop of the state machine polls once a second and gives up within seconds."""
+
+
+NODE_GROUPS = (
+    "trn1-dma",
+    "p5-reboot",
+    "p5-hang",
+    "trn1-wide",
+    "trn1-twice",
+    "p5-notify",
+    "p5-ghost",
+    "trn1-watch",
+    "trn1-dry",
+)
+
+
+"""The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
+
+
+ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
+
+
+WATCH = ClusterSettings(
+    name="watch",
+    recovery_mode="None",
+    node_groups=NODE_GROUPS,
+    max_unhealthy_percent=10,
+    max_parallel=3,
+    escalation_window=1200,
+    **FAST,
+)
+
+
+DRY = ClusterSettings(
+    name="dry",
+    dry_run=True,
+    node_groups=NODE_GROUPS,
+    # A dry run never waits, so its waits can show how settings become loop bounds.
+    poll_seconds=7,
+    drain_timeout=70,
+    reboot_timeout=140,
+    breaker_hold=700,
+)
+
+
+EXAMPLES = {rule.id: rule.example for rule in default_classifier().catalog.rules}
+
+
+def state_machine_definition(template: dict[str, Any]) -> dict[str, Any]:
+    """The definition with each CloudFormation reference replaced by ``${LogicalId}`` or
+    ``${LogicalId.Attribute}``, for looking at its states without deploying."""
+    (machine,) = (
+        r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    )
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else _placeholder(p) for p in parts)
+    definition: dict[str, Any] = json.loads(text)
+    return definition
+
+
+def _placeholder(reference: dict[str, Any]) -> str:
+    name = reference["Ref"] if "Ref" in reference else ".".join(reference["Fn::GetAtt"])
+    return "${" + name + "}"
+
+
+def iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def decision(
+    instance_id: str,
+    fault_id: str = "neuron-dma-error",
+    *,
+    cluster: str = "demo",
+    line: str | None = None,
+    first_seen: datetime | None = None,
+) -> dict[str, Any]:
+    """The decision record the classifier makes of ``line`` (the rule's catalog example by
+    default) on ``instance_id``'s node, first seen now."""
+    text = line or EXAMPLES[fault_id]
+    fault = default_classifier().classify(text)
+    assert fault is not None and fault.rule.id == fault_id, (text, fault)
+    made = decide(
+        fault,
+        Identity(cluster=cluster, instance_id=instance_id, source="kmsg"),
+        first_seen=first_seen or datetime.now(UTC),
+    )
+    assert made is not None
+    return made.to_record()
+
+
+def instances(name: str, size: int, **launch: Any) -> list[str]:
+    """An Auto Scaling group of ``size`` instances in moto; their ids."""
+    return node_group(name, size, region=REGION, **launch)
+
+
+class Pipeline:
+    """One cluster's deployed stack: its state machine and what it writes to."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.arn = deployment.outputs["StateMachineArn"]
+        self.table = deployment.find("AWS::DynamoDB::Table", "RemediationLedger").ref
+        self.inbox = Inbox(
+            boto3.client("sns", region_name=REGION),
+            boto3.client("sqs", region_name=REGION),
+            deployment.outputs["TopicArn"],
+            name=f"{deployment.stack_name}-inbox",
+        )
+        self.sfn = boto3.client("stepfunctions", region_name=REGION)
+        self.dynamodb = boto3.client("dynamodb", region_name=REGION)
+
+    def start(self, record: dict[str, Any]) -> str:
+        arn: str = self.sfn.start_execution(
+            stateMachineArn=self.arn, name=record["decision_id"], input=json.dumps(record)
+        )["executionArn"]
+        return arn
+
+    def finish(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
+            if result["status"] != "RUNNING":
+                return result
+            time.sleep(0.1)
+        raise TimeoutError(f"{execution_arn} still running after {timeout} s")
+
+    def run(self, record: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+        return self.finish(self.start(record), timeout)
+
+    def executions(self, instance_id: str) -> list[str]:
+        """The executions started for the instance (by the classifier, say), oldest first."""
+        listed = self.sfn.list_executions(stateMachineArn=self.arn)["executions"]
+        found = [e for e in listed if e["name"].startswith(instance_id)]
+        return [e["executionArn"] for e in sorted(found, key=lambda e: e["startDate"])]
+
+    def outputs(self, execution_arn: str, state: str) -> list[dict[str, Any]]:
+        """The output of each time the execution left ``state``, in order."""
+        events = self.sfn.get_execution_history(executionArn=execution_arn)["events"]
+        return [
+            json.loads(e["stateExitedEventDetails"]["output"])
+            for e in events
+            if e["type"].endswith("StateExited") and e["stateExitedEventDetails"]["name"] == state
+        ]
+
+    def item(self, pk: str, sk: str) -> dict[str, Any] | None:
+        found = self.dynamodb.get_item(
+            TableName=self.table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        ).get("Item")
+        if found is None:
+            return None
+        return {name: next(iter(value.values())) for name, value in found.items()}
+
+    def ledger(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        return self.item(record["instance_id"], f"decision#{record['decision_id']}")
+
+    def messages(self, instance_id: str) -> list[dict[str, Any]]:
+        """The SNS messages about the instance, as mailed: subject and JSON body."""
+        return [{"subject": n.subject, **n.body} for n in self.inbox.about(instance_id)]
+
+
+def metric_names(namespace: str, **dimensions: str) -> set[str]:
+    """Metrics of ``namespace`` that carry (at least) these dimension values."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    found = cloudwatch.list_metrics(
+        Namespace=namespace,
+        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+    )["Metrics"]
+    return {m["MetricName"] for m in found}
+
+
+def datapoints(namespace: str, metric: str, **dimensions: str) -> list[float]:
+    """Every value published for the metric with exactly these dimensions, as CloudWatch
+    would chart them at one-second resolution."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    now = time.time()
+    stats = cloudwatch.get_metric_statistics(
+        Namespace=namespace,
+        MetricName=metric,
+        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+        StartTime=datetime.fromtimestamp(now - 3600, UTC),
+        EndTime=datetime.fromtimestamp(now + 60, UTC),
+        Period=1,
+        Statistics=["Maximum", "SampleCount"],
+    )["Datapoints"]
+    return [p["Maximum"] for p in sorted(stats, key=lambda p: p["Timestamp"])]

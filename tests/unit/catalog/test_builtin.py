@@ -1,0 +1,92 @@
+"""The shipped catalog against real kernel lines from public sources (tests/events/kmsg)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodemedic.catalog import load_catalog
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.filterpattern import (
+    MAX_PATTERN_LENGTH,
+    subscription_filter_pattern,
+    term_matches,
+)
+from tests.support.paths import EVENTS as EVENTS_ROOT
+
+EVENTS = EVENTS_ROOT / "kmsg"
+CATALOG = load_catalog()
+CLASSIFIER = Classifier(CATALOG)
+
+
+def labelled_lines() -> list[tuple[str, str]]:
+    rows = []
+    for raw in (EVENTS / "faults.txt").read_text().splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            expected, line = raw.split("\t", 1)
+            rows.append((expected, line))
+    return rows
+
+
+def benign_lines() -> list[str]:
+    text = (EVENTS / "benign.txt").read_text().splitlines()
+    return [line for line in text if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize(("expected", "line"), labelled_lines())
+def test_every_real_fault_line_gets_its_rule(expected: str, line: str) -> None:
+    fault = CLASSIFIER.classify(line)
+    assert fault is not None, f"no fault for: {line}"
+    assert fault.fault_id == expected
+
+
+@pytest.mark.parametrize("line", benign_lines())
+def test_ordinary_boot_and_driver_lines_are_not_faults(line: str) -> None:
+    assert CLASSIFIER.classify(line) is None
+
+
+@pytest.mark.parametrize("rule", CATALOG.rules, ids=lambda r: r.id)
+def test_each_rule_wins_on_its_own_example(rule: object) -> None:
+    from nodemedic.catalog import Rule
+
+    assert isinstance(rule, Rule) and rule.example, "every rule carries a realistic example"
+    fault = CLASSIFIER.classify(rule.example, rule.source)
+    if rule.action == "ignore":
+        assert fault is None
+    else:
+        assert fault is not None and fault.fault_id == rule.id
+
+
+def test_the_catalog_covers_what_the_fleet_needs() -> None:
+    ids = {rule.id for rule in CATALOG.rules}
+    for code in (13, 31, 43, 45, 48, 62, 64, 74, 79, 95, 109, 119, 120, 140):
+        assert f"nvidia-xid-{code}" in ids
+    for kind in (
+        "DMA_ERROR",
+        "HANG_ON_COLLECTIVES",
+        "HBM_UNCORRECTABLE_ERROR",
+        "SRAM_UNCORRECTABLE_ERROR",
+        "NC_UNCORRECTABLE_ERROR",
+    ):
+        rule = CATALOG.rule("neuron-" + kind.lower().replace("_", "-"))
+        assert (rule.namespace, rule.metric) == ("NeuronHealthCheck", f"NeuronHasError_{kind}")
+    assert CATALOG.rule("nvidia-xid-79").action == "replace"
+    assert CATALOG.rule("nvidia-xid-48").action == "reboot"
+    assert CATALOG.rule("nvidia-xid-13").action == "notify"
+    assert CATALOG.rule("neuron-dma-error").action == "replace"
+    components = {rule.component for rule in CATALOG.rules}
+    assert components >= {"gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"}
+
+
+def test_filter_pattern_passes_every_fault_line_and_fits_cloudwatch() -> None:
+    pattern = subscription_filter_pattern(CATALOG)
+    assert 0 < len(pattern) <= MAX_PATTERN_LENGTH
+    missed = [line for _, line in labelled_lines() if not term_matches(pattern, line)]
+    assert missed == []
+    health = [r.example for r in CATALOG.rules if r.source == "health" and r.action != "ignore"]
+    assert health, "health rules exist"
+
+
+def test_filter_pattern_keeps_most_benign_lines_away_from_the_lambda() -> None:
+    pattern = subscription_filter_pattern(CATALOG)
+    passed = [line for line in benign_lines() if term_matches(pattern, line)]
+    assert len(passed) <= len(benign_lines()) // 4, passed

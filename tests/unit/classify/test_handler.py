@@ -1,0 +1,153 @@
+"""The classifier Lambda on moto: subscription payload in, Step Functions executions out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from nodemedic.catalog import load_catalog
+from tests.support.lambda_context import lambda_context
+from tests.support.payloads import decoded, wrap
+
+REGION = "us-east-1"
+TABLE = "nodemedic-idempotency"
+CONTEXT = lambda_context("classify", memory_mb=256, timeout_seconds=30)
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "NodeMedic")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "classify")
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        sfn = boto3.client("stepfunctions")
+        machine = sfn.create_state_machine(
+            name="remediate",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn="arn:aws:iam::123456789012:role/sfn",
+        )["stateMachineArn"]
+        monkeypatch.setenv("STATE_MACHINE_ARN", machine)
+        monkeypatch.setenv("IDEMPOTENCY_TABLE", TABLE)
+        from lambdas.classify import handler as module
+
+        module._dependencies.cache_clear()
+        yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
+        module._dependencies.cache_clear()
+
+
+def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    sfn = aws["sfn"]
+    listed = sfn.list_executions(stateMachineArn=aws["machine"])["executions"]
+    return [
+        json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed
+    ]
+
+
+def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dict) -> None:
+    result = aws["handler"](wrap(decoded("xid79-with-noise.json")), CONTEXT)
+    assert result["lines"] == 4 and result["faults"] == 3
+    [decision] = executions(aws)
+    assert decision["instance_id"] == "i-0a1b2c3d4e5f60718"  # the stream, not the message
+    assert decision["cluster"] == "trn-prod"
+    assert decision["fault_id"] == "nvidia-xid-79"
+    assert decision["action"] == "replace"
+    assert decision["health_status"] == "UnschedulablePendingReplacement"
+    assert decision["evidence_line"].startswith("NVRM: Xid (PCI:0000:2b:00): 79")
+    assert decision["count"] == 2
+    assert decision["first_seen"] == "2025-11-22T18:30:01Z"
+    assert decision["schema"] == 1 and decision["source"] == "kmsg"
+    assert result["started"] == [decision["decision_id"]]
+    # The "fallen off the bus" line is the same failure: one replacement, not two.
+    [superseded] = result["superseded"]
+    assert "nvidia-gpu-fallen-off-bus" in superseded
+
+
+def test_the_same_batch_delivered_twice_is_acted_on_once(aws: dict) -> None:
+    payload = wrap(decoded("xid79-with-noise.json"))
+    first = aws["handler"](payload, CONTEXT)
+    second = aws["handler"](payload, CONTEXT)
+    assert len(executions(aws)) == 1
+    assert second["started"] == [] and second["duplicates"] == first["started"]
+
+
+def test_a_threshold_rule_waits_for_its_count(aws: dict) -> None:
+    rule = next(r for r in load_catalog().rules if r.threshold and r.source == "kmsg")
+    assert rule.threshold is not None
+    data = decoded("xid79-with-noise.json")
+    data["logEvents"] = [{"id": "1", "timestamp": 1763836200000, "message": rule.example}]
+    assert rule.threshold.count > 1
+    first = aws["handler"](wrap(data), CONTEXT)
+    assert first["below_threshold"] == [rule.id]
+    assert executions(aws) == []
+    for n in range(1, rule.threshold.count):
+        data["logEvents"][0]["timestamp"] += 1000
+        data["logEvents"][0]["id"] = str(n + 1)
+        aws["handler"](wrap(data), CONTEXT)
+    [decision] = executions(aws)
+    assert decision["fault_id"] == rule.id and decision["count"] == rule.threshold.count
+
+
+def test_hits_further_apart_than_the_window_do_not_add_up(aws: dict) -> None:
+    rule = next(
+        r
+        for r in load_catalog().rules
+        if r.threshold and r.threshold.count == 2 and r.source == "kmsg"
+    )
+    assert rule.threshold is not None
+    data = decoded("xid79-with-noise.json")
+    data["logEvents"] = [{"id": "1", "timestamp": 1763836200000, "message": rule.example}]
+    aws["handler"](wrap(data), CONTEXT)
+    data["logEvents"][0]["timestamp"] += (rule.threshold.window + 1) * 1000
+    result = aws["handler"](wrap(data), CONTEXT)
+    assert result["below_threshold"] == [rule.id]
+    assert executions(aws) == []
+
+
+def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: dict) -> None:
+    result = aws["handler"](wrap(decoded("health-mixed.json")), CONTEXT)
+    [decision] = executions(aws)
+    assert decision["source"] == "health" and decision["action"] == "replace"
+    assert '"reason":"RowRemapFailure"' in decision["evidence_line"]
+    assert result["lines"] == 3 and result["faults"] == 1
+
+
+def test_a_control_message_does_nothing(aws: dict) -> None:
+    assert aws["handler"](wrap(decoded("control-message.json")), CONTEXT) == {"lines": 0}
+    assert executions(aws) == []
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"awslogs": {"data": "not base64 at all!"}},
+        {"awslogs": {"data": "aGVsbG8="}},  # base64 of "hello", not gzip
+        {"Records": []},
+        wrap({"messageType": "DATA_MESSAGE"}),
+    ],
+    ids=["bad-base64", "not-gzip", "wrong-event", "missing-fields"],
+)
+def test_malformed_payloads_fail_with_a_clear_error_for_the_dead_letter_queue(
+    aws: dict, event: dict
+) -> None:
+    with pytest.raises(aws["module"].MalformedPayload, match="subscription payload"):
+        aws["handler"](event, CONTEXT)
+
+
+def test_a_stream_that_does_not_name_a_node_is_refused(aws: dict) -> None:
+    data = decoded("xid79-with-noise.json")
+    data["logStream"] = "some-other-writer"
+    with pytest.raises(aws["module"].MalformedPayload, match="is not <instance-id>"):
+        aws["handler"](wrap(data), CONTEXT)
+    assert executions(aws) == []

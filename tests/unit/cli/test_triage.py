@@ -1,0 +1,129 @@
+"""``nodemedic triage`` as a user runs it on logs copied off a node."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodemedic.cli import main
+from tests.support.paths import EVENTS as EVENTS_ROOT
+
+EVENTS = EVENTS_ROOT / "kmsg"
+BIN = Path(sys.executable).parent
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "sample", ["dmesg-sample.txt", "journalctl-sample.txt", "kmsg-records.txt"]
+)
+def test_each_log_format_yields_its_faults_as_json(
+    capsys: pytest.CaptureFixture[str], sample: str
+) -> None:
+    code, out, _ = run(capsys, "triage", "--format", "json", str(EVENTS / sample))
+    assert code == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    assert records, f"{sample} holds faults"
+    lines = (EVENTS / sample).read_text().splitlines()
+    for record in records:
+        assert set(record) == {"line_no", "line", "fault_id", "component", "action"}
+        assert lines[record["line_no"] - 1] == record["line"]
+        assert record["action"] in {"notify", "reboot", "replace"}
+
+
+def test_prefixes_are_stripped_before_matching(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    message = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    log = tmp_path / "mixed.log"
+    log.write_text(
+        f"6,1201,5678901,-;{message}\n"
+        " SUBSYSTEM=pci\n"
+        f"[  512.000001] {message}\n"
+        f"Nov 22 18:30:01 ip-10-0-1-23 kernel: {message}\n"
+        "Nov 22 18:30:02 ip-10-0-1-23 kernel: nvidia-nvswitch: Probing device 0000:05:00.0\n"
+    )
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    found = [json.loads(line) for line in out.splitlines()]
+    assert [r["line_no"] for r in found] == [1, 3, 4]
+    assert {r["fault_id"] for r in found} == {"nvidia-xid-79"}
+
+
+def test_health_results_and_kernel_lines_are_reported_in_file_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    health = json.dumps(
+        {"check": "nvidia-smi", "status": "fail", "reason": "EccUncorrectable", "device": "3"}
+    )
+    log = tmp_path / "agent.log"
+    log.write_text(
+        "NEURON_HW_ERR=DMA_ERROR instance-id=i-0abc nd0 nc1\n"
+        f"{health}\n"
+        "nvidia-nvswitch: Probing device 0000:05:00.0\n"
+        "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, GPU has fallen off the bus.\n"
+        f"{health}\n"
+    )
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    found = [(r["line_no"], r["fault_id"]) for r in map(json.loads, out.splitlines())]
+    assert found == [
+        (1, "neuron-dma-error"),
+        (2, "nvidia-smi-ecc-uncorrectable"),
+        (4, "nvidia-xid-79"),
+        (5, "nvidia-smi-ecc-uncorrectable"),
+    ]
+
+
+def test_benign_logs_print_nothing_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "triage", "--format", "json", str(EVENTS / "benign.txt"))
+    assert (code, out) == (0, "")
+
+
+def test_the_table_ends_with_what_nodemedic_would_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text(
+        "[   10.1] NVRM: Xid (PCI:0000:2b:00): 13, pid=7, Graphics Exception: ESR 0x404600\n"
+        "[   11.2] NVRM: Xid (PCI:0000:2b:00): 48, pid=7, An uncorrectable double bit error\n"
+    )
+    code, out, _ = run(capsys, "triage", str(log))
+    assert code == 0
+    assert "nvidia-xid-48" in out and "nvidia-xid-13" in out
+    assert "verdict: cordon, drain and reboot this node" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "binary data"), (None, "cannot read")],
+)
+def test_unreadable_input_is_one_clear_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "input"
+    if content is not None:
+        path.write_bytes(content)
+    code, out, err = run(capsys, "triage", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_the_installed_console_script_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(BIN / "nodemedic"), "triage", "--format", "json", str(EVENTS / "dmesg-sample.txt")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "faults reported"

@@ -1,0 +1,171 @@
+"""The remediation policy: breaker arithmetic, modes, escalation (lambdas/policy.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lambdas.policy.handler import handler
+from nodemedic.remediate import policy
+from nodemedic.remediate.policy import Group, Policy, PolicyError, admission_limit, plan
+
+NOW = datetime(2026, 11, 22, 18, 30, tzinfo=UTC)
+DECISION = {"action": "replace", "health_status": "UnschedulablePendingReplacement"}
+REBOOT = {"action": "reboot", "health_status": "UnschedulablePendingReboot"}
+
+
+def blocked(in_flight: int, size: int, pct: int, max_parallel: int) -> bool:
+    """The breaker rule as the issue states it."""
+    return in_flight * 100 > pct * size or in_flight >= max_parallel
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 4, 5, 9, 10, 11, 50, 1000])
+@pytest.mark.parametrize("pct", [0, 10, 20, 33, 50, 100])
+@pytest.mark.parametrize("max_parallel", [1, 2, 5])
+def test_admission_limit_admits_exactly_when_the_breaker_rule_allows(
+    size: int, pct: int, max_parallel: int
+) -> None:
+    limit = admission_limit(size, pct, max_parallel)
+    for in_flight in range(size + max_parallel + 2):
+        admitted = in_flight < limit
+        if in_flight == 0:
+            # An empty group never blocks: one node at a time can always heal.
+            assert admitted
+        else:
+            assert admitted == (not blocked(in_flight, size, pct, max_parallel)), in_flight
+
+
+def test_admission_limit_for_the_documented_examples() -> None:
+    assert admission_limit(10, 20, 2) == 2  # max_parallel binds
+    assert admission_limit(4, 20, 2) == 1  # one in flight is already 25 % of four
+    assert admission_limit(100, 20, 50) == 21  # 20 in flight is 20 %, not more
+
+
+@pytest.mark.parametrize(("size", "pct", "parallel"), [(-1, 20, 2), (4, 101, 2), (4, 20, 0)])
+def test_admission_limit_rejects_impossible_settings(size: int, pct: int, parallel: int) -> None:
+    with pytest.raises(PolicyError):
+        admission_limit(size, pct, parallel)
+
+
+@pytest.mark.parametrize(
+    ("decision", "group", "settings", "mode", "outcome"),
+    [
+        ({**DECISION, "action": "notify", "health_status": "Schedulable"}, Group("g", 4), {},
+         "notify", "notified"),
+        (DECISION, None, {}, "monitor", "unmanaged"),
+        (DECISION, Group("other", 4), {"node_groups": ("g",)}, "monitor", "unmanaged"),
+        (DECISION, Group("g", 4), {"node_groups": ("g",)}, "act", ""),
+        (DECISION, Group("g", 4), {"recovery_mode": "None"}, "monitor", "monitored"),
+        (DECISION, Group("g", 4), {"dry_run": True}, "monitor", "dry-run"),
+        (DECISION, Group("g", 4), {}, "act", ""),
+    ],
+)  # fmt: skip
+def test_plan_mode(
+    decision: dict[str, Any],
+    group: Group | None,
+    settings: dict[str, Any],
+    mode: str,
+    outcome: str,
+) -> None:
+    result = plan(decision, group, None, NOW, Policy(**settings))
+    assert (result.mode, result.outcome) == (mode, outcome)
+
+
+def test_dry_run_says_what_it_would_do() -> None:
+    result = plan(DECISION, Group("g", 4), None, NOW, Policy(dry_run=True))
+    assert result.reason.startswith("dry run: would cordon, drain and replace the node")
+    reboot = plan(REBOOT, Group("g", 4), None, NOW, Policy(dry_run=True))
+    assert reboot.reason.startswith("dry run: would cordon, drain and reboot the node")
+
+
+def test_a_reboot_within_the_escalation_window_becomes_a_replacement() -> None:
+    last = NOW - timedelta(seconds=1800)
+    result = plan(REBOOT, Group("g", 4), last, NOW, Policy(escalation_window=3600))
+    assert result.action == "replace"
+    assert result.escalated
+    assert result.health_status == "UnschedulablePendingReplacement"
+    assert "1800 s ago" in result.reason
+
+
+def test_a_reboot_after_the_escalation_window_stays_a_reboot() -> None:
+    last = NOW - timedelta(seconds=3601)
+    result = plan(REBOOT, Group("g", 4), last, NOW, Policy(escalation_window=3600))
+    assert (result.action, result.escalated) == ("reboot", False)
+    assert result.health_status == "UnschedulablePendingReboot"
+
+
+def test_the_lock_expires_after_the_lock_seconds() -> None:
+    result = plan(DECISION, Group("g", 10), None, NOW, Policy(lock_seconds=900))
+    assert result.lock_expires_epoch - result.now_epoch == 900
+    assert result.now_epoch == int(NOW.timestamp())
+    assert result.limit == 2
+
+
+@pytest.mark.parametrize("decision", [{"action": "reboot"}, {**DECISION, "action": "format"}])
+def test_plan_rejects_incomplete_decisions(decision: dict[str, Any]) -> None:
+    with pytest.raises(PolicyError):
+        plan(decision, Group("g", 4), None, NOW, Policy())
+
+
+def test_execution_timeout_covers_every_wait_loop() -> None:
+    timeout = policy.execution_timeout(
+        breaker_hold=3600, drain_timeout=600, reboot_timeout=900, poll_seconds=15
+    )
+    assert timeout > 3600 + 2 * 600 + 2 * 900
+
+
+def test_handler_plans_from_the_state_machine_payload() -> None:
+    event = {
+        "op": "plan",
+        "decision": REBOOT,
+        "group": {"name": "ng-1", "size": 10, "found": True},
+        "last_reboot": {"Item": {"at": {"S": "2026-11-22T18:20:00.000+00:00"}}},
+        "now": "2026-11-22T18:30:00Z",
+        "policy": Policy().to_mapping(),
+    }
+    result = handler(event, None)
+    assert result["mode"] == "act"
+    assert result["action"] == "replace"
+    assert result["limit"] == 2
+
+
+def test_handler_treats_a_missing_group_and_reboot_record_as_none() -> None:
+    event = {
+        "op": "plan",
+        "decision": REBOOT,
+        "group": {"name": "none", "size": 0, "found": False},
+        "last_reboot": {},
+        "now": "2026-11-22T18:30:00.123456+00:00",
+        "policy": Policy().to_mapping(),
+    }
+    result = handler(event, None)
+    assert (result["mode"], result["outcome"], result["action"]) == (
+        "monitor",
+        "unmanaged",
+        "reboot",
+    )
+
+
+def test_handler_measures_elapsed_seconds_across_time_formats() -> None:
+    event = {
+        "op": "elapsed",
+        "since": "2026-11-22T18:30:00Z",
+        "until": "2026-11-22T18:31:01.5+00:00",
+    }
+    assert handler(event, None) == {"seconds": 61.5}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"op": "reboot"},
+        {"op": "elapsed", "since": "yesterday", "until": "2026-11-22T18:30:00Z"},
+        {"op": "elapsed", "since": "2026-11-22T18:30:00", "until": "2026-11-22T18:30:00Z"},
+        {"op": "plan", "decision": DECISION, "now": "2026-11-22T18:30:00Z", "policy": {}},
+    ],
+)
+def test_handler_rejects_bad_input_with_a_policy_error(event: dict[str, Any]) -> None:
+    with pytest.raises(PolicyError):
+        handler(event, None)
