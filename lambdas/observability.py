@@ -1,4 +1,4 @@
-"""Logger and metrics for every handler, configured by environment (POWERTOOLS_*).
+"""Logger, metrics and tracer for every handler, configured by environment (POWERTOOLS_*).
 
 The namespace defaults to the pipeline's own (``NodeMedic``, as stacks/metrics.py names
 it) so that a handler imported before its environment is set still publishes somewhere.
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from nodemedic.contracts import ENV_METRICS_NAMESPACE, METRICS_NAMESPACE
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))
+tracer = Tracer()
+"""X-Ray (the functions run with active tracing): the handler's segment and a subsegment per
+AWS and Kubernetes API call it makes. Outside Lambda (tests, the local world) Powertools
+turns it off by itself."""

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHitCounter, execution_starter
 from lambdas.classify.service import LogEvent, Starter, process_batch
-from lambdas.observability import logger, metrics
+from lambdas.observability import logger, metrics, tracer
 from nodemedic.contracts import ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.remediate.decision import DEFAULT_WINDOW, IdentityError, identity_of
@@ -47,6 +47,7 @@ def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:

@@ -16,7 +16,7 @@ from kubernetes import client
 
 from lambdas.kube import drain, nodes
 from lambdas.kube.client import api_client
-from lambdas.observability import logger
+from lambdas.observability import logger, tracer
 
 T = TypeVar("T")
 
@@ -132,6 +132,7 @@ OPS: dict[str, Op] = {
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     op = OPS.get(str(event.get("op"))) if isinstance(event, dict) else None
     if op is None:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
-
-Format = Literal["kmsg", "dmesg", "journal", "plain"]
 
 KMSG_PREFIX = r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;"
 """The ``priority,sequence,timestamp_us,flags;`` head of a /dev/kmsg record (the agent
@@ -46,18 +43,6 @@ def message_of(line: str) -> str | None:
     if found:
         line = line[found.end() :]
     return line.rstrip("\r\n")
-
-
-def detect_format(lines: Iterable[str]) -> Format:
-    """The format of the first line that has a recognisable prefix (by a sample, not all)."""
-    for line in lines:
-        if _KMSG.match(line):
-            return "kmsg"
-        if _JOURNAL.match(line):
-            return "journal"
-        if _DMESG.match(line):
-            return "dmesg"
-    return "plain"
 
 
 def messages(lines: Iterable[str]) -> Iterator[LogLine]:

@@ -11,7 +11,13 @@ from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
 from nodemedic.local.scenarios import Result
 from nodemedic.local.timeline import FaultRun
 from nodemedic.local.world import NODE_GROUP, World
-from tests.support.e2e import group_instances, run_scenario, workers_by_node, workers_running_again
+from tests.support.e2e import (
+    group_after_replacements,
+    group_instances,
+    run_scenario,
+    workers_by_node,
+    workers_running_again,
+)
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 
@@ -52,7 +58,7 @@ def test_the_neuron_dma_error_replaced_the_instance(world: World, result: Result
     instance_id, name = run.machine.instance_id, run.machine.node
     # Node deleted, instance left the group terminated, a replacement joined as a new Node.
     assert world.node(name) is None
-    members = group_instances(world)
+    members = group_after_replacements(world, {instance_id})
     assert instance_id not in members
     assert world.instance_state(instance_id) == "terminated"
     assert len(members) == 8

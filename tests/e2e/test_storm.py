@@ -9,7 +9,7 @@ import pytest
 from nodemedic.local.scenarios import Result
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
-from tests.support.e2e import group_instances, run_scenario, workers_running_again
+from tests.support.e2e import group_after_replacements, run_scenario, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
@@ -40,7 +40,7 @@ def most_cordoned_at_once(seen: list[NodeSeen], since: float) -> int:
 def test_five_of_eight_nodes_fail_and_all_are_replaced(world: World, result: Result) -> None:
     assert result.ok, (result.problems, [(r.machine.node, r.problems) for r in result.runs])
     assert len(result.runs) == 5
-    members = group_instances(world)
+    members = group_after_replacements(world, {r.machine.instance_id for r in result.runs})
     assert len(members) == 8
     assert {m["LifecycleState"] for m in members.values()} == {"InService"}
     assert {m["HealthStatus"] for m in members.values()} == {"Healthy"}

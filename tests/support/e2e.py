@@ -33,6 +33,29 @@ def group_instances(world: World) -> dict[str, dict[str, Any]]:
     return {i["InstanceId"]: i for i in group["Instances"]}
 
 
+def group_after_replacements(
+    world: World, replaced: set[str], timeout: float = 30
+) -> dict[str, dict[str, Any]]:
+    """``group_instances`` once the node group has finished replacing ``replaced``.
+
+    A remediation ends when its instance starts terminating; the Auto Scaling group then
+    terminates it and launches its successor a moment later (``TERMINATE_SECONDS``
+    locally, minutes on AWS). Asserting on the group right after the last remediation
+    raced that: wait until every replaced instance has left the group and is terminated
+    and every member is InService. ``timeout`` only bounds a broken run."""
+    deadline = time.monotonic() + timeout
+    while True:
+        members = group_instances(world)
+        if (
+            not replaced & set(members)
+            and all(world.instance_state(i) == "terminated" for i in replaced)
+            and {m["LifecycleState"] for m in members.values()} == {"InService"}
+        ):
+            return members
+        assert time.monotonic() < deadline, (replaced, members)
+        time.sleep(0.2)
+
+
 def workers_by_node(world: World) -> dict[str, list[str]]:
     """Node → phases of the training workers bound to it (terminating pods excluded)."""
     found: dict[str, list[str]] = {}
