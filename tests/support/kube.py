@@ -11,6 +11,8 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 T = TypeVar("T")
+Invoke = Callable[[dict[str, Any]], dict[str, Any]]
+"""The kube Lambda handler, bound to the remediator's kubeconfig and a context."""
 
 
 @dataclass(frozen=True)

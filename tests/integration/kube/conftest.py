@@ -17,10 +17,9 @@ import pytest
 from lambdas.kube.handler import handler
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
-from tests.support.kube import Node
+from tests.support.kube import Invoke, Node
 from tests.support.lambda_context import lambda_context
 
-Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 _numbers = itertools.count(1)
 
 

@@ -18,6 +18,9 @@ REGION = "us-east-1"
 TABLE = "nodemedic-idempotency"
 CONTEXT = lambda_context("classify", memory_mb=256, timeout_seconds=30)
 
+World = dict[str, Any]
+"""The moto world of one test: the handler, the clients, the names."""
+
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
@@ -47,7 +50,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         module._dependencies.cache_clear()
 
 
-def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
+def executions(aws: World) -> list[dict[str, Any]]:
     sfn = aws["sfn"]
     listed = sfn.list_executions(stateMachineArn=aws["machine"])["executions"]
     return [
@@ -55,7 +58,7 @@ def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dict) -> None:
+def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: World) -> None:
     result = aws["handler"](wrap(decoded("xid79-with-noise.json")), CONTEXT)
     assert result["lines"] == 4 and result["faults"] == 3
     [decision] = executions(aws)
@@ -74,7 +77,7 @@ def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: dic
     assert "nvidia-gpu-fallen-off-bus" in superseded
 
 
-def test_the_same_batch_delivered_twice_is_acted_on_once(aws: dict) -> None:
+def test_the_same_batch_delivered_twice_is_acted_on_once(aws: World) -> None:
     payload = wrap(decoded("xid79-with-noise.json"))
     first = aws["handler"](payload, CONTEXT)
     second = aws["handler"](payload, CONTEXT)
@@ -82,7 +85,7 @@ def test_the_same_batch_delivered_twice_is_acted_on_once(aws: dict) -> None:
     assert second["started"] == [] and second["duplicates"] == first["started"]
 
 
-def test_a_threshold_rule_waits_for_its_count(aws: dict) -> None:
+def test_a_threshold_rule_waits_for_its_count(aws: World) -> None:
     rule = next(r for r in load_catalog().rules if r.threshold and r.source == "kmsg")
     assert rule.threshold is not None
     data = decoded("xid79-with-noise.json")
@@ -99,7 +102,7 @@ def test_a_threshold_rule_waits_for_its_count(aws: dict) -> None:
     assert decision["fault_id"] == rule.id and decision["count"] == rule.threshold.count
 
 
-def test_hits_further_apart_than_the_window_do_not_add_up(aws: dict) -> None:
+def test_hits_further_apart_than_the_window_do_not_add_up(aws: World) -> None:
     rule = next(
         r
         for r in load_catalog().rules
@@ -115,7 +118,7 @@ def test_hits_further_apart_than_the_window_do_not_add_up(aws: dict) -> None:
     assert executions(aws) == []
 
 
-def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: dict) -> None:
+def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: World) -> None:
     result = aws["handler"](wrap(decoded("health-mixed.json")), CONTEXT)
     [decision] = executions(aws)
     assert decision["source"] == "health" and decision["action"] == "replace"
@@ -123,7 +126,7 @@ def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: di
     assert result["lines"] == 3 and result["faults"] == 1
 
 
-def test_a_control_message_does_nothing(aws: dict) -> None:
+def test_a_control_message_does_nothing(aws: World) -> None:
     assert aws["handler"](wrap(decoded("control-message.json")), CONTEXT) == {"lines": 0}
     assert executions(aws) == []
 
@@ -139,13 +142,13 @@ def test_a_control_message_does_nothing(aws: dict) -> None:
     ids=["bad-base64", "not-gzip", "wrong-event", "missing-fields"],
 )
 def test_malformed_payloads_fail_with_a_clear_error_for_the_dead_letter_queue(
-    aws: dict, event: dict
+    aws: World, event: dict[str, Any]
 ) -> None:
     with pytest.raises(aws["module"].MalformedPayload, match="subscription payload"):
         aws["handler"](event, CONTEXT)
 
 
-def test_a_stream_that_does_not_name_a_node_is_refused(aws: dict) -> None:
+def test_a_stream_that_does_not_name_a_node_is_refused(aws: World) -> None:
     data = decoded("xid79-with-noise.json")
     data["logStream"] = "some-other-writer"
     with pytest.raises(aws["module"].MalformedPayload, match="is not <instance-id>"):
