@@ -31,7 +31,6 @@ from nodemedic.contracts import node_log_group as log_group
 from nodemedic.detect.classifier import classify
 from tests.support.agent import (
     CLUSTER,
-    EVENTS,
     REGION,
     Outage,
     Running,
@@ -42,6 +41,7 @@ from tests.support.agent import (
     messages,
     wait_for,
 )
+from tests.support.paths import EVENTS
 
 V100 = EVENTS / "nvidia-smi" / "tesla-v100-dbe-retirement-pending.xml"
 
