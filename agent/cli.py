@@ -16,33 +16,29 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agent.argtypes import count, seconds
 from agent.batch import MAX_BATCH_EVENTS
-from agent.config import CHECKS, Config
+from agent.checks import names, options
+from agent.config import Config
 from nodemedic.contracts import ENV_CLUSTER
 
 DEFAULT_METRICS_PORT = 9810
 """Unlike ``Config`` (which binds any free port, for tests and the local world), a node
 agent serves its metrics where Prometheus is told to look."""
-DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Config)}
-"""The flags' defaults are the agent's own, so the two cannot drift apart."""
 MIN_SPOOL_BYTES = 8 * 1024 * 1024
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
+def _defaults() -> dict[str, Any]:
+    """The flags' defaults are the agent's own, so the two cannot drift apart; read when a
+    parser is built, so that ``--checks`` lists every check registered by then."""
+    return {
+        f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        for f in dataclasses.fields(Config)
+    }
 
 
 def configure_agent(parser: argparse.ArgumentParser) -> None:
+    defaults = _defaults()
     where = parser.add_argument_group("where to ship")
     where.add_argument(
         "--cluster",
@@ -63,7 +59,7 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("kernel log")
     source.add_argument(
         "--kmsg",
-        default=DEFAULTS["kmsg"],
+        default=defaults["kmsg"],
         help="/dev/kmsg, or an existing file of kmsg records or plain lines to follow like "
         "tail -f (default: %(default)s)",
     )
@@ -85,103 +81,78 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     state.add_argument(
         "--spool-max-bytes",
         type=int,
-        default=DEFAULTS["spool_max_bytes"],
+        default=defaults["spool_max_bytes"],
         help="bound of the on-disk spool; the oldest batches go first (default: 256 MiB)",
     )
     state.add_argument(
         "--flush-interval",
         type=float,
-        default=DEFAULTS["flush_interval"],
+        default=defaults["flush_interval"],
         help="longest a line waits before its batch is sent, seconds, at most 1 "
         "(default: %(default)s)",
     )
     state.add_argument(
         "--max-batch-events",
         type=int,
-        default=DEFAULTS["max_batch_events"],
+        default=defaults["max_batch_events"],
         help="events per PutLogEvents call, at most 10000 (default: %(default)s)",
     )
     state.add_argument(
         "--memory-batches",
         type=int,
-        default=DEFAULTS["memory_batches"],
+        default=defaults["memory_batches"],
         help="batches kept in memory before spooling to disk (default: %(default)s)",
     )
     state.add_argument(
         "--retry-base-delay",
-        type=_seconds,
-        default=DEFAULTS["retry_base_delay"],
+        type=seconds,
+        default=defaults["retry_base_delay"],
         help="first backoff step, seconds (default: %(default)s)",
     )
     state.add_argument(
         "--retry-max-delay",
-        type=_seconds,
-        default=DEFAULTS["retry_max_delay"],
+        type=seconds,
+        default=defaults["retry_max_delay"],
         help="longest backoff, seconds (default: %(default)s)",
     )
     state.add_argument(
         "--shutdown-grace",
-        type=_seconds,
-        default=DEFAULTS["shutdown_grace"],
+        type=seconds,
+        default=defaults["shutdown_grace"],
         help="seconds to keep shipping after SIGTERM before spooling the rest "
         "(default: %(default)s)",
     )
     checks = parser.add_argument_group("health checks")
     checks.add_argument(
         "--checks",
-        default=",".join(DEFAULTS["checks"]),
+        default=",".join(defaults["checks"]),
         help="comma-separated, empty for none (default: %(default)s)",
     )
     checks.add_argument(
         "--check-interval",
-        type=_seconds,
-        default=DEFAULTS["check_interval"],
+        type=seconds,
+        default=defaults["check_interval"],
         help="seconds between runs; they also run at start-up (default: %(default)s)",
     )
-    checks.add_argument(
-        "--nvidia-smi",
-        default=DEFAULTS["nvidia_smi"],
-        help="command printing nvidia-smi's XML report (default: %(default)s)",
-    )
-    checks.add_argument(
-        "--nvidia-smi-timeout",
-        type=_seconds,
-        default=DEFAULTS["nvidia_smi_timeout"],
-        help="seconds before nvidia-smi counts as failed (default: %(default)s)",
-    )
-    checks.add_argument(
-        "--expect-gpus",
-        type=_count,
-        default=DEFAULTS["expect_gpus"],
-        help="GPUs this instance type has; fewer is GpuMissing (0: unchecked)",
-    )
-    checks.add_argument(
-        "--expect-neuron-devices",
-        type=_count,
-        default=DEFAULTS["expect_neuron_devices"],
-        help="Neuron devices expected (0: unchecked)",
-    )
-    checks.add_argument(
-        "--expect-efa-devices",
-        type=_count,
-        default=DEFAULTS["expect_efa_devices"],
-        help="EFA devices expected (0: unchecked)",
-    )
+    for option in options():
+        checks.add_argument(
+            option.flag, type=option.parse, default=option.default, help=option.help
+        )
     checks.add_argument(
         "--sys-root",
         type=Path,
-        default=DEFAULTS["sys_root"],
+        default=defaults["sys_root"],
         help="where the host's sysfs is mounted (default: %(default)s)",
     )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-address",
-        default=DEFAULTS["metrics_address"],
+        default=defaults["metrics_address"],
         help="Prometheus endpoint address (default: %(default)s)",
     )
     ops.add_argument(
         "--metrics-port",
-        type=_count,
+        type=count,
         default=DEFAULT_METRICS_PORT,
         help="Prometheus endpoint port, 0 for none; one agent per port (default: %(default)s)",
     )
@@ -200,7 +171,8 @@ def _fail(message: str) -> int:
 
 def _problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the arguments, if anything (checked before touching the node)."""
-    unknown = {c for c in args.checks.split(",") if c} - set(CHECKS)
+    known = names()
+    unknown = {c for c in args.checks.split(",") if c} - set(known)
     problems = [
         (not args.cluster, "--cluster is required (or set NODEMEDIC_CLUSTER)"),
         (not 0 < args.flush_interval <= 1, "--flush-interval must be in (0, 1] seconds"),
@@ -214,7 +186,7 @@ def _problem(args: argparse.Namespace) -> str | None:
         ),
         (
             bool(unknown),
-            f"unknown check(s) {', '.join(sorted(unknown))}; known: {', '.join(CHECKS)}",
+            f"unknown check(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}",
         ),
         (not Path(args.kmsg).exists(), f"{args.kmsg} does not exist"),
     ]
@@ -233,6 +205,22 @@ def _identity(args: argparse.Namespace) -> tuple[str, str, str]:
     return instance_id, region, boot_id
 
 
+def agent_config(args: argparse.Namespace, instance_id: str, region: str, boot_id: str) -> Config:
+    """``Config`` from the parsed flags: each field from the flag of its name, the checks'
+    own options from the registry; identity as found (flags, IMDS, the boot id file)."""
+    given = vars(args)
+    fields = {f.name: given[f.name] for f in dataclasses.fields(Config) if f.name in given}
+    fields.update(
+        instance_id=instance_id,
+        region=region,
+        boot_id=boot_id,
+        memory_batches=max(1, args.memory_batches),
+        checks=tuple(c for c in args.checks.split(",") if c),
+        check_options={option.dest: given[option.dest] for option in options()},
+    )
+    return Config(**fields)
+
+
 def run_agent(args: argparse.Namespace) -> int:
     from agent.imds import IdentityError
     from agent.main import Agent
@@ -248,36 +236,7 @@ def run_agent(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        instance_id, region, boot_id = _identity(args)
-        agent = Agent(
-            Config(
-                cluster=args.cluster,
-                instance_id=instance_id,
-                region=region,
-                boot_id=boot_id,
-                state_dir=args.state_dir,
-                kmsg=args.kmsg,
-                endpoint_url=args.endpoint_url,
-                create_log_group=args.create_log_group,
-                flush_interval=args.flush_interval,
-                max_batch_events=args.max_batch_events,
-                memory_batches=max(1, args.memory_batches),
-                spool_max_bytes=args.spool_max_bytes,
-                checks=tuple(c for c in args.checks.split(",") if c),
-                check_interval=args.check_interval,
-                nvidia_smi=args.nvidia_smi,
-                nvidia_smi_timeout=args.nvidia_smi_timeout,
-                expect_gpus=args.expect_gpus,
-                expect_neuron_devices=args.expect_neuron_devices,
-                expect_efa_devices=args.expect_efa_devices,
-                sys_root=args.sys_root,
-                metrics_address=args.metrics_address,
-                metrics_port=args.metrics_port,
-                retry_base_delay=args.retry_base_delay,
-                retry_max_delay=args.retry_max_delay,
-                shutdown_grace=args.shutdown_grace,
-            )
-        )
+        agent = Agent(agent_config(args, *_identity(args)))
     except (IdentityError, OSError, ValueError) as exc:
         return _fail(str(exc))
     agent.run(stop)
@@ -292,7 +251,7 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--to",
         type=Path,
-        default=Path(DEFAULTS["kmsg"]),
+        default=Path(_defaults()["kmsg"]),
         help="/dev/kmsg (root) or a file the agent follows (default: %(default)s)",
     )
     parser.add_argument(
@@ -300,7 +259,7 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="append to a file as a raw kmsg record instead of a plain line",
     )
-    parser.add_argument("--count", type=_count, default=1, help="how many times")
+    parser.add_argument("--count", type=count, default=1, help="how many times")
     parser.add_argument(
         "--catalog",
         type=Path,

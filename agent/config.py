@@ -1,17 +1,19 @@
 """What one agent runs with: its identity and every tunable, with the defaults a node uses.
 
 Kept apart from ``agent.main`` so that the command line takes its defaults from here
-without importing the agent itself.
+without importing the agent itself. The health checks' own settings are not fields: each
+check module declares its options (``agent.checks.registry``), and their values travel
+in ``check_options``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
-
-CHECKS = ("nvidia", "neuron", "efa")
+from agent.checks import names as check_names
 
 
 @dataclass
@@ -28,13 +30,10 @@ class Config:
     max_batch_events: int = DEFAULT_BATCH_EVENTS
     memory_batches: int = 1
     spool_max_bytes: int = 256 * 1024 * 1024
-    checks: tuple[str, ...] = CHECKS
+    checks: tuple[str, ...] = field(default_factory=check_names)
     check_interval: float = 60.0
-    nvidia_smi: str = "nvidia-smi -q -x"
-    nvidia_smi_timeout: float = 60.0
-    expect_gpus: int = 0
-    expect_neuron_devices: int = 0
-    expect_efa_devices: int = 0
+    check_options: Mapping[str, object] = field(default_factory=dict)
+    """The checks' option values by ``Option.dest``; one left out takes its default."""
     sys_root: Path = Path("/sys")
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0

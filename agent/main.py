@@ -12,7 +12,6 @@ send what it can, and the rest is spooled; the checkpoint is saved as batches be
 from __future__ import annotations
 
 import logging
-import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -21,10 +20,8 @@ from typing import Any
 
 from agent.batch import Batch, Batcher, clamp_ms
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
-from agent.checks.base import Check, CounterBaseline, Runner, worst
-from agent.checks.efa import Efa
-from agent.checks.neuron import NeuronSysfs
-from agent.checks.nvidia import NvidiaSmi
+from agent.checks import registered
+from agent.checks.base import Check, Runner, worst
 from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.metrics import Metrics, metrics_server, serve
@@ -65,18 +62,8 @@ def logs_client(region: str, endpoint_url: str | None) -> Any:
 
 
 def build_checks(config: Config) -> list[Check]:
-    state = config.state_dir
-    checks: list[Check] = []
-    if "nvidia" in config.checks:
-        command = shlex.split(config.nvidia_smi)
-        checks.append(NvidiaSmi(command, config.expect_gpus, config.nvidia_smi_timeout))
-    if "neuron" in config.checks:
-        baseline = CounterBaseline(state / "neuron-counters.json", config.boot_id)
-        checks.append(NeuronSysfs(config.sys_root, baseline, config.expect_neuron_devices))
-    if "efa" in config.checks:
-        baseline = CounterBaseline(state / "efa-counters.json", config.boot_id)
-        checks.append(Efa(config.sys_root, baseline, config.expect_efa_devices))
-    return checks
+    """The checks ``config`` names, in registration order whatever the order named."""
+    return [check.build(config) for check in registered() if check.name in config.checks]
 
 
 def start_position(

@@ -10,10 +10,17 @@ devices in the class directory (mlx5, ...) are not EFA and are left alone.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.checks.base import Figure, Result, SysfsDevices, read_counter
+from agent.argtypes import count
+from agent.checks.base import CounterBaseline, Figure, Result, SysfsDevices, read_counter
+from agent.checks.registry import Option, register
+
+if TYPE_CHECKING:
+    from agent.config import Config
 
 NAME = "efa"
+EXPECT_DEVICES = Option("--expect-efa-devices", 0, "EFA devices expected (0: unchecked)", count)
 SYSFS_DIR = "class/infiniband"
 _ERROR_COUNTERS = {
     "no_completion_cmds",
@@ -67,3 +74,11 @@ class Efa(SysfsDevices):
         if grown:
             return [Result(NAME, device.name, "warn", "ErrorCounters", grown, ts)]
         return [Result(NAME, device.name, "ok", "Healthy", dict(counters), ts)]
+
+
+def build(config: Config) -> Efa:
+    baseline = CounterBaseline(config.state_dir / "efa-counters.json", config.boot_id)
+    return Efa(config.sys_root, baseline, EXPECT_DEVICES.value(config.check_options))
+
+
+register("efa", build, EXPECT_DEVICES)

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.checks.base import Result, SysfsDevices, read_counter
+from agent.argtypes import count
+from agent.checks.base import CounterBaseline, Result, SysfsDevices, read_counter
+from agent.checks.registry import Option, register
+
+if TYPE_CHECKING:
+    from agent.config import Config
 
 NAME = "neuron-sysfs"
+EXPECT_DEVICES = Option(
+    "--expect-neuron-devices", 0, "Neuron devices expected (0: unchecked)", count
+)
 SYSFS_DIR = "devices/virtual/neuron_device"
 _DEVICE = re.compile(r"neuron(\d+)$")
 COUNTERS = (
@@ -61,3 +70,11 @@ class NeuronSysfs(SysfsDevices):
             and (increase := self.baseline.growth(device.name, name, readings[name]))
         ]
         return grown or [Result(NAME, device.name, "ok", "Healthy", dict(readings), ts)]
+
+
+def build(config: Config) -> NeuronSysfs:
+    baseline = CounterBaseline(config.state_dir / "neuron-counters.json", config.boot_id)
+    return NeuronSysfs(config.sys_root, baseline, EXPECT_DEVICES.value(config.check_options))
+
+
+register("neuron", build, EXPECT_DEVICES)

@@ -10,14 +10,36 @@ both are read.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from agent.argtypes import count, seconds
 from agent.checks.base import Check, Figure, Result, Status, ToolMissing
+from agent.checks.registry import Option, register
+
+if TYPE_CHECKING:
+    from agent.config import Config
 
 NAME = "nvidia-smi"
+COMMAND = Option(
+    "--nvidia-smi",
+    "nvidia-smi -q -x",
+    "command printing nvidia-smi's XML report (default: %(default)s)",
+    str,
+)
+TIMEOUT = Option(
+    "--nvidia-smi-timeout",
+    60.0,
+    "seconds before nvidia-smi counts as failed (default: %(default)s)",
+    seconds,
+)
+EXPECT_GPUS = Option(
+    "--expect-gpus", 0, "GPUs this instance type has; fewer is GpuMissing (0: unchecked)", count
+)
 _VOLATILE_UNCORRECTABLE = (
     "double_bit/total",
     "dram_uncorrectable",
@@ -179,3 +201,13 @@ class NvidiaSmi(Check):
             return evaluate(done.stdout, self.expected_gpus, ts)
         except ET.ParseError as exc:
             return failed({"exit_code": 0, "xml_error_line": exc.position[0]})
+
+
+def build(config: Config) -> NvidiaSmi:
+    options = config.check_options
+    return NvidiaSmi(
+        shlex.split(COMMAND.value(options)), EXPECT_GPUS.value(options), TIMEOUT.value(options)
+    )
+
+
+register("nvidia", build, COMMAND, TIMEOUT, EXPECT_GPUS)

@@ -31,7 +31,6 @@ from nodemedic.contracts import node_log_group as log_group
 from nodemedic.detect.classifier import classify
 from tests.support.agent import (
     CLUSTER,
-    EVENTS,
     REGION,
     Outage,
     Running,
@@ -42,6 +41,7 @@ from tests.support.agent import (
     messages,
     wait_for,
 )
+from tests.support.paths import EVENTS
 
 V100 = EVENTS / "nvidia-smi" / "tesla-v100-dbe-retirement-pending.xml"
 
@@ -74,7 +74,13 @@ def port_closed(port: int) -> bool:
 def test_lines_and_health_results_arrive_in_order(
     tmp_path: Path, moto_url: str, logs: Any, instance_id: str, run_agent: Any
 ) -> None:
-    cfg = config(tmp_path, moto_url, instance_id, checks=("nvidia",), nvidia_smi=f"cat {V100}")
+    cfg = config(
+        tmp_path,
+        moto_url,
+        instance_id,
+        checks=("nvidia",),
+        check_options={"nvidia_smi": f"cat {V100}"},
+    )
     kmsg = Path(cfg.kmsg)
     recorded = (EVENTS / "kmsg" / "kmsg-records.txt").read_bytes()
     kmsg.write_bytes(recorded)
@@ -144,7 +150,7 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
         max_batch_events=25,
         metrics_port=port,
         checks=("nvidia", "neuron", "efa"),
-        nvidia_smi=f"cat {V100}",
+        check_options={"nvidia_smi": f"cat {V100}"},
         sys_root=tmp_path / "sys",
     )
     group, stream = log_group("spool-full"), kmsg_stream(instance_id)
