@@ -71,7 +71,10 @@ BREAKER_METRIC: Final = "BreakerHeld"
 """Count, each time the breaker holds a decision back."""
 REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
 """Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
-CLASSIFIER_METRICS: Final = ("LinesClassified", "FaultsFound", "DecisionsStarted")
+LINES_CLASSIFIED_METRIC: Final = "LinesClassified"
+FAULTS_FOUND_METRIC: Final = "FaultsFound"
+DECISIONS_STARTED_METRIC: Final = "DecisionsStarted"
+CLASSIFIER_METRICS: Final = (LINES_CLASSIFIED_METRIC, FAULTS_FOUND_METRIC, DECISIONS_STARTED_METRIC)
 """Published by the classifier with the dimensions ``Cluster`` and ``service``."""
 MALFORMED_METRIC: Final = "MalformedPayloads"
 """Published by the classifier for each payload it sends to the dead-letter queue."""

@@ -21,7 +21,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambdas.classify.aws import DynamoHitCounter, execution_starter
 from lambdas.classify.service import LogEvent, Starter, process_batch
 from lambdas.observability import logger, metrics, tracer
-from nodemedic.contracts import ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
+from nodemedic.contracts import (
+    DECISIONS_STARTED_METRIC,
+    ENV_IDEMPOTENCY_TABLE,
+    ENV_STATE_MACHINE_ARN,
+    FAULTS_FOUND_METRIC,
+    LINES_CLASSIFIED_METRIC,
+    MALFORMED_METRIC,
+)
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.remediate.decision import DEFAULT_WINDOW, IdentityError, identity_of
 
@@ -56,7 +63,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             return {"lines": 0}
         identity = identity_of(group, stream)
     except (MalformedPayload, IdentityError) as exc:
-        metrics.add_metric(name="MalformedPayloads", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
     counter, start, idempotency = _dependencies(
@@ -72,9 +79,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         dedup_window=DEFAULT_WINDOW,
     )
     metrics.add_dimension(name="Cluster", value=identity.cluster)
-    metrics.add_metric(name="LinesClassified", unit=MetricUnit.Count, value=result.lines)
-    metrics.add_metric(name="FaultsFound", unit=MetricUnit.Count, value=result.faults)
-    metrics.add_metric(name="DecisionsStarted", unit=MetricUnit.Count, value=len(result.started))
+    metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
+    metrics.add_metric(name=FAULTS_FOUND_METRIC, unit=MetricUnit.Count, value=result.faults)
+    metrics.add_metric(
+        name=DECISIONS_STARTED_METRIC, unit=MetricUnit.Count, value=len(result.started)
+    )
     summary = {
         "instance_id": identity.instance_id,
         "lines": result.lines,

@@ -18,6 +18,7 @@ from moto.server import ThreadedMotoServer
 
 from agent.config import Config
 from agent.main import Agent
+from nodemedic.contracts import node_log_group
 from tests.support.paths import ROOT
 
 REGION = "us-east-1"
@@ -26,7 +27,7 @@ REGION = "us-east-1"
 CLUSTER = "demo"
 
 
-GROUP = f"/nodemedic/{CLUSTER}/nodes"
+GROUP = node_log_group(CLUSTER)
 
 
 AWS_ENV = {
