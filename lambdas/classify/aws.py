@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +23,8 @@ _CONFLICT_RETRIES = 5
 
 
 class DynamoHitCounter:
-    """Hit times per (node, rule) in the idempotency table, under ``hits#`` keys.
+    """Hits per (node, rule) in the idempotency table, under ``hits#`` keys: a map of
+    CloudWatch Logs event id to time, so a redelivered batch adds nothing.
 
     Optimistic concurrency: two batches of one node can be classified at once, and a lost
     update would hide a hit and delay a threshold.
@@ -33,22 +34,22 @@ class DynamoHitCounter:
         self._table = table_name
         self._client = client or boto3.client("dynamodb")
 
-    def add(self, key: str, times: Sequence[float], window: int) -> list[float]:
+    def add(self, key: str, hits: Mapping[str, float], window: int) -> list[float]:
         for _ in range(_CONFLICT_RETRIES):
             item = self._client.get_item(
                 TableName=self._table, Key={"id": {"S": key}}, ConsistentRead=True
             ).get("Item")
-            old = [float(v["N"]) for v in item["hits"]["L"]] if item else []
-            hits = recent([*old, *times], window)
+            old = {e: float(v["N"]) for e, v in item["hits"]["M"].items()} if item else {}
+            kept = recent({**old, **hits}, window)
             version = int(item["version"]["N"]) if item else 0
             try:
                 self._client.put_item(
                     TableName=self._table,
                     Item={
                         "id": {"S": key},
-                        "hits": {"L": [{"N": str(Decimal(str(t)))} for t in hits]},
+                        "hits": {"M": {e: {"N": str(Decimal(str(t)))} for e, t in kept.items()}},
                         "version": {"N": str(version + 1)},
-                        "expiration": {"N": str(int(max(hits)) + window)},
+                        "expiration": {"N": str(int(max(kept.values())) + window)},
                     },
                     ConditionExpression="attribute_not_exists(id) OR version = :v",
                     ExpressionAttributeValues={":v": {"N": str(version)}},
@@ -57,7 +58,7 @@ class DynamoHitCounter:
                 if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                     raise
                 continue
-            return hits
+            return list(kept.values())
         raise RuntimeError(f"could not record hits for {key}: too many concurrent writers")
 
 

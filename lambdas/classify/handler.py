@@ -47,7 +47,7 @@ def _dependencies(
 def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
     try:
         data = CloudWatchLogsEvent(event).parse_logs_data()
-        events = [LogEvent(int(e.timestamp), str(e.message)) for e in data.log_events]
+        events = [LogEvent(str(e["id"]), int(e.timestamp), str(e.message)) for e in data.log_events]
         return data.message_type, data.log_group, data.log_stream, events
     except (KeyError, TypeError, ValueError, binascii.Error, zlib.error) as exc:
         raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc

@@ -6,7 +6,7 @@ Lambda (DynamoDB, Step Functions) and in tests with in-memory stand-ins.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, get_args
@@ -18,6 +18,8 @@ from nodemedic.remediate.decision import Decision, Identity, decide
 
 @dataclass(frozen=True)
 class LogEvent:
+    event_id: str
+    """CloudWatch Logs' id of the event: the same line delivered twice has the same id."""
     timestamp_ms: int
     message: str
 
@@ -25,8 +27,9 @@ class LogEvent:
 class HitCounter(Protocol):
     """Remembers a rule's recent hits on one node across batches and invocations."""
 
-    def add(self, key: str, times: Sequence[float], window: int) -> list[float]:
-        """Store ``times`` and return every hit of ``key`` within ``window`` s of the last."""
+    def add(self, key: str, hits: Mapping[str, float], window: int) -> list[float]:
+        """Store ``hits`` (event id -> time) and return the times of every distinct hit of
+        ``key`` within ``window`` s of the last, oldest first."""
         ...
 
 
@@ -47,7 +50,8 @@ class BatchResult:
 @dataclass
 class _Hits:
     fault: Fault
-    times: list[float]
+    times: dict[str, float]
+    """Event id -> time."""
 
 
 _STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
@@ -77,14 +81,15 @@ def process_batch(
     messages = [event.message for event in events]
     for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
-        hits = by_rule.setdefault(fault.rule.id, _Hits(fault=fault, times=[]))
-        hits.times.append(events[index].timestamp_ms / 1000)
+        hits = by_rule.setdefault(fault.rule.id, _Hits(fault=fault, times={}))
+        event = events[index]
+        hits.times[event.event_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
     for rule_id, hits in by_rule.items():
         rule = hits.fault.rule
-        times = sorted(hits.times)
+        times = sorted(hits.times.values())
         if rule.threshold is not None:
-            times = counter.add(_hit_key(identity, rule), times, rule.threshold.window)
+            times = counter.add(_hit_key(identity, rule), hits.times, rule.threshold.window)
             if len(times) < rule.threshold.count:
                 result.below_threshold.append(rule_id)
                 continue

@@ -28,6 +28,12 @@ sre_parse: Any = import_module("re._parser")
 
 _MIN_NEEDLE = 3
 _CHUNK = 1024
+MAX_LINE = 8192
+r"""Characters of a line the rules are matched against. A kernel record holds at most 1 KiB
+of text and ``/dev/kmsg`` hands out at most 8 KiB per record, escapes included
+(CONSOLE_EXT_LOG_MAX), so no real line is longer; a longer one is cut before matching,
+which bounds what one line costs: a pattern such as ``\(device (?P<dev>[^)]+)\)`` takes
+time quadratic in the length of a line that repeats its prefix without the ``)``."""
 
 
 class Fault(NamedTuple):
@@ -150,7 +156,8 @@ def health_text(line: str) -> str | None:
 def _text(line: str, source: Source) -> str:
     """What ``source``'s rules match in ``line``; empty for a health line that is no health
     result, which then has no fault."""
-    return line if source == "kmsg" else health_text(line) or ""
+    cut = line[:MAX_LINE]
+    return cut if source == "kmsg" else health_text(cut) or ""
 
 
 def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:
@@ -276,7 +283,7 @@ class Classifier:
         lines = iter(lines)
         offset = 0
         while chunk := list(islice(lines, _CHUNK)):
-            texts = chunk if source == "kmsg" else [_text(line, source) for line in chunk]
+            texts = [_text(line, source) for line in chunk]
             for number, fault in index.faults(chunk, texts):
                 yield offset + number, fault
             offset += len(chunk)

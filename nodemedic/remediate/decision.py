@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -129,10 +129,12 @@ def decide(
     )
 
 
-def recent(hits: Sequence[float], window: int) -> list[float]:
-    """The hit times (epoch seconds) within ``window`` seconds of the newest, oldest first:
-    what a rule's threshold counts."""
+def recent(hits: Mapping[str, float], window: int) -> dict[str, float]:
+    """The hits (event id -> epoch seconds) within ``window`` seconds of the newest, oldest
+    first: what a rule's threshold counts. Keyed by the CloudWatch Logs event id, so a
+    batch delivered twice (subscription delivery is at least once) counts its lines once."""
     if not hits:
-        return []
-    ordered = sorted(hits)
-    return [t for t in ordered if t > ordered[-1] - window]
+        return {}
+    newest = max(hits.values())
+    ordered = sorted(hits.items(), key=lambda hit: (hit[1], hit[0]))
+    return {event: at for event, at in ordered if at > newest - window}

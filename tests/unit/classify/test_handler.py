@@ -118,6 +118,27 @@ def test_hits_further_apart_than_the_window_do_not_add_up(aws: World) -> None:
     assert executions(aws) == []
 
 
+def test_a_threshold_counts_a_redelivered_line_once(aws: World) -> None:
+    """Subscription delivery is at least once: one GpuMissing result (threshold 2) sent
+    twice is still one hit, and must not reboot the node."""
+    rule = next(
+        r
+        for r in load_catalog().rules
+        if r.threshold and r.threshold.count == 2 and r.source == "health"
+    )
+    data = decoded("health-mixed.json")
+    data["logEvents"] = [{"id": "36937", "timestamp": 1763836200000, "message": rule.example}]
+    for _ in range(2):
+        result = aws["handler"](wrap(data), CONTEXT)
+        assert result["below_threshold"] == [rule.id]
+    assert executions(aws) == []
+    data["logEvents"][0]["id"] = "36938"
+    data["logEvents"][0]["timestamp"] += 60_000
+    assert aws["handler"](wrap(data), CONTEXT)["started"]
+    [decision] = executions(aws)
+    assert decision["count"] == 2
+
+
 def test_health_results_become_faults_and_a_torn_line_loses_nothing_else(aws: World) -> None:
     result = aws["handler"](wrap(decoded("health-mixed.json")), CONTEXT)
     [decision] = executions(aws)

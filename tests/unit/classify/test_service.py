@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 from lambdas.classify.service import LogEvent, process_batch
 from nodemedic.detect.classifier import default_classifier
@@ -16,11 +16,11 @@ DMA = "kernel: [ 98.1] neuron: NEURON_HW_ERR=DMA_ERROR nd0 nc1 queue 3 error"
 
 class MemoryCounter:
     def __init__(self) -> None:
-        self.hits: dict[str, list[float]] = {}
+        self.hits: dict[str, dict[str, float]] = {}
 
-    def add(self, key: str, times: Sequence[float], window: int) -> list[float]:
-        self.hits[key] = recent([*self.hits.get(key, []), *times], window)
-        return self.hits[key]
+    def add(self, key: str, hits: Mapping[str, float], window: int) -> list[float]:
+        self.hits[key] = recent({**self.hits.get(key, {}), **hits}, window)
+        return list(self.hits[key].values())
 
 
 def run(lines: list[str]) -> tuple[list[Decision], dict[str, list[str]]]:
@@ -33,7 +33,7 @@ def run(lines: list[str]) -> tuple[list[Decision], dict[str, list[str]]]:
 
     result = process_batch(
         NODE,
-        [LogEvent(1_763_836_200_000 + i * 10, line) for i, line in enumerate(lines)],
+        [LogEvent(str(i), 1_763_836_200_000 + i * 10, line) for i, line in enumerate(lines)],
         classifier=default_classifier(),
         counter=MemoryCounter(),
         start=start,
