@@ -10,11 +10,15 @@ from __future__ import annotations
 import binascii
 import os
 import zlib
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
+from aws_lambda_powertools.utilities.data_classes.cloud_watch_logs_event import (
+    CloudWatchLogsLogEvent,
+)
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -44,12 +48,40 @@ def _dependencies(
     return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window)
 
 
+MESSAGE_TYPES = ("DATA_MESSAGE", "CONTROL_MESSAGE")
+LATEST_MS = int(datetime(9999, 12, 31, tzinfo=UTC).timestamp() * 1000)
+"""Event times past this cannot be dates (a decision's ``first_seen`` is one)."""
+
+
+def _log_event(raw: CloudWatchLogsLogEvent) -> LogEvent:
+    timestamp = raw.timestamp
+    if type(timestamp) is not int or not 0 <= timestamp <= LATEST_MS:
+        raise ValueError(f"event timestamp {timestamp!r} is not epoch milliseconds")
+    if not isinstance(raw.message, str) or not isinstance(raw.get_id, str):
+        raise TypeError(f"event id and message must be text: {raw.get_id!r}, {raw.message!r}")
+    return LogEvent(raw.get_id, timestamp, raw.message)
+
+
 def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
     try:
         data = CloudWatchLogsEvent(event).parse_logs_data()
-        events = [LogEvent(str(e["id"]), int(e.timestamp), str(e.message)) for e in data.log_events]
+        if not isinstance(data.raw_event["logEvents"], list):
+            raise TypeError("logEvents is not a list")
+        events = [_log_event(e) for e in data.log_events]
+        if data.message_type not in MESSAGE_TYPES:
+            raise ValueError(f"messageType {data.message_type!r} is not one of {MESSAGE_TYPES}")
+        if not isinstance(data.log_group, str) or not isinstance(data.log_stream, str):
+            raise TypeError(f"logGroup and logStream must be text: {data.log_group!r}")
         return data.message_type, data.log_group, data.log_stream, events
-    except (KeyError, TypeError, ValueError, binascii.Error, zlib.error) as exc:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        binascii.Error,
+        zlib.error,
+        EOFError,
+    ) as exc:
         raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
 
 

@@ -2,60 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from nodemedic.catalog import load_catalog
-from tests.support.lambda_context import lambda_context
+from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap
-
-REGION = "us-east-1"
-TABLE = "nodemedic-idempotency"
-CONTEXT = lambda_context("classify", memory_mb=256, timeout_seconds=30)
-
-World = dict[str, Any]
-"""The moto world of one test: the handler, the clients, the names."""
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "NodeMedic")
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "classify")
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        sfn = boto3.client("stepfunctions")
-        machine = sfn.create_state_machine(
-            name="remediate",
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-            roleArn="arn:aws:iam::123456789012:role/sfn",
-        )["stateMachineArn"]
-        monkeypatch.setenv("STATE_MACHINE_ARN", machine)
-        monkeypatch.setenv("IDEMPOTENCY_TABLE", TABLE)
-        from lambdas.classify import handler as module
-
-        module._dependencies.cache_clear()
-        yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
-        module._dependencies.cache_clear()
-
-
-def executions(aws: World) -> list[dict[str, Any]]:
-    sfn = aws["sfn"]
-    listed = sfn.list_executions(stateMachineArn=aws["machine"])["executions"]
-    return [
-        json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed
-    ]
 
 
 def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: World) -> None:

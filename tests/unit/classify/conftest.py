@@ -1,0 +1,42 @@
+"""The classify Lambda's world: moto in this process, with the idempotency table and a
+state machine to start."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.support.classify import REGION, TABLE
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "NodeMedic")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "classify")
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        sfn = boto3.client("stepfunctions")
+        machine = sfn.create_state_machine(
+            name="remediate",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn="arn:aws:iam::123456789012:role/sfn",
+        )["stateMachineArn"]
+        monkeypatch.setenv("STATE_MACHINE_ARN", machine)
+        monkeypatch.setenv("IDEMPOTENCY_TABLE", TABLE)
+        from lambdas.classify import handler as module
+
+        module._dependencies.cache_clear()
+        yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
+        module._dependencies.cache_clear()
