@@ -94,7 +94,6 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
     assert props["Environment"]["Variables"] == {
         "STATE_MACHINE_ARN": {"Ref": machine_id},
         "IDEMPOTENCY_TABLE": {"Ref": table_id},
-        "CLUSTER_NAME": "demo",
         "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
         "POWERTOOLS_METRICS_NAMESPACE": "NodeMedic",
         "POWERTOOLS_LOG_LEVEL": "INFO",
