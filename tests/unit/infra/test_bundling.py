@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from nodemedic.catalog import FAMILIES
 from stacks import bundling
 from tests.support.paths import ROOT
 
@@ -51,7 +52,8 @@ def test_local_bundling_copies_dependencies_and_the_package(
     assert bundling.catalog_environment([rules]) == {
         "NODEMEDIC_CATALOG_EXTRA": "/var/task/catalog/0-site.yaml"
     }
-    assert (out / "nodemedic" / "catalog" / "faults.yaml").exists()
+    for family in FAMILIES:
+        assert (out / "nodemedic" / "catalog" / "rules" / f"{family}.yaml").exists()
     assert (out / "lambdas" / "classify" / "handler.py").exists()
     assert not (out / "nodemedic" / "local").exists()
     assert not (out / "nodemedic" / "cli").exists()

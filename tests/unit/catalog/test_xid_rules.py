@@ -1,0 +1,93 @@
+"""``rules/xid.yaml`` is generated from a copy of NVIDIA's Xid catalog: it must be exactly what
+``scripts/generate_xid_rules.py`` makes of its sources, and the generator must refuse
+sources that would make a rule nobody decided on."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodemedic.catalog import parse_rules
+from scripts import generate_xid_rules as generator
+
+TABLE = (
+    "\t".join(generator.COLUMNS) + "\n" + "1\tA_ERROR / A_OLD\tBroke\tRESET_GPU\tCONTACT_SUPPORT\n"
+)
+POLICY = """\
+defaults:
+  pattern: 'Xid (?P<xid>\\d+),'
+  summary: '{description} (NVIDIA: {immediate})'
+  example: 'Xid {code}, {description}'
+buckets:
+  - {immediate: [RESET_GPU], severity: critical, action: reboot, reason: a reset}
+unused: {severity: warning, action: notify, summary: unused, reason: never logged}
+codes: {}
+"""
+EXAMPLES = "id\tsource\texample\n"
+
+
+def test_the_checked_in_xid_rules_are_what_their_sources_make() -> None:
+    written = generator.OUTPUT.read_text(encoding="utf-8")
+    assert written == generator.checked_in(), "stale: run `make xid-rules` and commit the result"
+
+
+def test_every_code_of_nvidias_table_has_its_rule() -> None:
+    table = generator.read_table(generator.TABLE.read_text(encoding="utf-8"))
+    ids = {rule.id for rule in parse_rules(generator.OUTPUT.read_text(encoding="utf-8"), "xid")}
+    assert {f"nvidia-xid-{row.code}" for row in table} <= ids
+    assert len(table) >= 172
+
+
+def test_a_row_becomes_a_rule_through_its_bucket_and_unused_codes_only_notify() -> None:
+    table = TABLE + "2\tB_ERROR\tUnused\tRESET_GPU\t\n"
+    rules = parse_rules(
+        generator.render(table, POLICY, EXAMPLES + "nvidia-xid-2\t[x]\tXid 2, seen\n"), "t"
+    )
+    first, second = rules
+    assert (first.id, first.severity, first.action) == ("nvidia-xid-1", "critical", "reboot")
+    assert first.summary == "Xid 1 A_ERROR: Broke (NVIDIA: RESET_GPU)"
+    assert (first.example, first.match) == ("Xid 1, Broke", (("xid", frozenset({"1"})),))
+    assert (second.severity, second.action, second.summary) == (
+        "warning",
+        "notify",
+        "Xid 2 B_ERROR: unused",
+    )
+    assert second.example == "Xid 2, seen"
+
+
+@pytest.mark.parametrize(
+    ("table", "policy", "examples", "message"),
+    [
+        (
+            TABLE,
+            POLICY.replace("codes: {}", "codes: {1: {action: ignore}}"),
+            EXAMPLES,
+            r"missing \['reason'\]",
+        ),
+        (
+            TABLE,
+            POLICY.replace("codes: {}", "codes: {9: {reason: r}}"),
+            EXAMPLES,
+            "not in NVIDIA's table",
+        ),
+        (
+            TABLE.replace("RESET_GPU", "NEW_BUCKET"),
+            POLICY,
+            EXAMPLES,
+            "no bucket group .* 'NEW_BUCKET'",
+        ),
+        (
+            TABLE,
+            POLICY.replace("action: reboot", "action: reset"),
+            EXAMPLES,
+            "action must be one of",
+        ),
+        (TABLE, POLICY, EXAMPLES + "nvidia-xid-9\t[x]\tXid 9,\n", "no such Xid rule"),
+        (TABLE, POLICY, EXAMPLES + "nvidia-xid-1\t\tXid 1,\n", "a source and an example"),
+        (TABLE.replace("Code", "Xid"), POLICY, EXAMPLES, "must name the columns"),
+    ],
+)
+def test_sources_that_would_make_an_undecided_rule_are_refused(
+    table: str, policy: str, examples: str, message: str
+) -> None:
+    with pytest.raises(generator.XidSourceError, match=message):
+        generator.render(table, policy, examples)
