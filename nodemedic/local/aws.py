@@ -11,28 +11,22 @@ the stack's outputs. A resource type moto cannot hold is skipped only with a rea
 know, is an error, not a silently wrong value.
 
 ``node_group`` adds what the stack does not create but acts on: an Auto Scaling group of
-instances. Two adapters make moto behave as AWS does where nodemedic depends on it:
-``atomic_writes`` restores DynamoDB's atomic conditional writes, and
-``nodemedic.local.stepfunctions.definitions_parsed_once`` keeps moto from parsing the state
-machine's definition again for every execution.
+instances. Where moto behaves otherwise than AWS in a way nodemedic depends on, the world
+changes it (``motopatch.py`` names every change).
 
 Public interface (used by the tests and the local demo):
 
 - ``deploy(template, *, stack_name, region, endpoint_url) -> Deployment``
 - ``Deployment.find(type, prefix)``, ``.of_type(type)``, ``.outputs``, ``.skipped``
 - ``node_group(name, size, *, region, endpoint_url, instance_type, availability_zone)``
-- ``atomic_writes()``: a context manager patching the moto backends of
-  this process (``mock_aws`` or a ``ThreadedMotoServer`` started in it)
 - ``QUICK_EC2``: environment for moto that skips loading its AMI catalog
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import re
-import threading
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +35,6 @@ from graphlib import TopologicalSorter
 from typing import Any
 
 import boto3
-from moto.dynamodb.models import DynamoDBBackend
 
 Client = Callable[[str], Any]
 Created = tuple[str, dict[str, str]]
@@ -630,34 +623,3 @@ def node_group(
 def _depends_on(resource: Mapping[str, Any]) -> list[str]:
     depends = resource.get("DependsOn", [])
     return [depends] if isinstance(depends, str) else list(depends)
-
-
-_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
-_write_lock = threading.RLock()
-
-
-@contextlib.contextmanager
-def atomic_writes() -> Iterator[None]:
-    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
-
-    moto checks a ``ConditionExpression`` and then writes, without a lock; executions run
-    in threads, so two conditional writes (two admissions to the breaker, two node locks)
-    could both pass their condition. The breaker and the lock depend on DynamoDB's
-    guarantee, so the local world restores it by serializing the writes.
-    """
-    originals = {name: getattr(DynamoDBBackend, name) for name in _WRITES}
-
-    def serialized(original: Callable[..., Any]) -> Callable[..., Any]:
-        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with _write_lock:
-                return original(self, *args, **kwargs)
-
-        return write
-
-    for name, original in originals.items():
-        setattr(DynamoDBBackend, name, serialized(original))
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(DynamoDBBackend, name, original)

@@ -41,12 +41,13 @@ from kubernetes import client
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.agents import AgentFleet, AgentSettings
-from nodemedic.local.aws import QUICK_EC2, Deployment, atomic_writes, deploy, node_group
+from nodemedic.local.aws import QUICK_EC2, Deployment, deploy, node_group
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inbox import Inbox
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.motopatch import atomic_writes
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from nodemedic.local.workload import TrainingJob

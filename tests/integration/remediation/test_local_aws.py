@@ -14,9 +14,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.local.aws import SKIPPED, TemplateError, atomic_writes, deploy
+from nodemedic.local.aws import SKIPPED, TemplateError, deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import ThreadEnviron, handlers_in_process
+from nodemedic.local.motopatch import atomic_writes
 from tests.support.remediation import MOTO, REGION, instances, state_machine_definition
 
 ROLE = {
