@@ -41,7 +41,8 @@ from kubernetes import client
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.agents import AgentFleet, AgentSettings
-from nodemedic.local.aws import QUICK_EC2, Deployment, deploy, node_group
+from nodemedic.local.aws import QUICK_EC2, deploy, node_group
+from nodemedic.local.cloudformation import Deployment
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inbox import Inbox
 from nodemedic.local.inprocess import handlers_in_process
