@@ -22,6 +22,7 @@ READ_AT_RUN_TIME = {
 
 @pytest.mark.parametrize("path", READ_AT_RUN_TIME.values(), ids=READ_AT_RUN_TIME.keys())
 def test_what_the_local_world_reads_is_package_data(path: Path) -> None:
+    assert path.is_relative_to(PACKAGE), f"{path} is outside the package nodemedic.local"
     assert path.is_file()
     relative = path.relative_to(PACKAGE).as_posix()
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
@@ -32,6 +33,8 @@ def test_what_the_local_world_reads_is_package_data(path: Path) -> None:
     )
 
 
-def test_the_shipped_nvidia_smi_report_is_the_recording_in_the_test_corpus() -> None:
-    recording = EVENTS / "nvidia-smi" / agents.RECORDED_NVIDIA_SMI.name
-    assert agents.RECORDED_NVIDIA_SMI.read_bytes() == recording.read_bytes()
+def test_the_shipped_nvidia_smi_report_is_a_copy_of_the_recording_in_the_test_corpus() -> None:
+    shipped = agents.RECORDED_NVIDIA_SMI
+    recording = EVENTS / "nvidia-smi" / shipped.name
+    assert shipped != recording, "the agents read the test corpus, not a copy in the package"
+    assert shipped.read_bytes() == recording.read_bytes(), f"copy {recording} to {shipped} again"
