@@ -1,4 +1,5 @@
-"""Every change the local world makes to moto, in one place, written against moto 5.2.5.
+"""Every change the local world makes to moto, in one place, written against one moto release
+(``MOTO_VERSION``).
 
 moto is the local world's AWS, but a few of its calls stop short of what nodemedic relies on
 AWS to do. While the world runs, these moto attributes are replaced, and put back on the way
@@ -13,9 +14,9 @@ out; what the replacements do lives with the behaviour they stand for:
                                             (``inprocess.py``)
 ``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
                                             execution (``stepfunctions.py``)
-``DynamoDBBackend`` ``put_item``,           conditional writes are atomic, as DynamoDB's are
-``update_item``, ``delete_item``,           (``atomic_writes``, here)
-``transact_write_items``
+``DynamoDBBackend`` writes                  ``put_item``, ``update_item``, ``delete_item`` and
+                                            ``transact_write_items`` are atomic, as
+                                            DynamoDB's are (``atomic_writes``, here)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -57,7 +58,9 @@ class Target:
     owner: str
     name: str
     signature: str
+    """Its parameters without annotations, as ``inspect.signature`` prints them."""
     static: bool = False
+    """moto defines it as a ``staticmethod``."""
 
     def __str__(self) -> str:
         return f"{self.owner}.{self.name}"
@@ -214,7 +217,7 @@ def lambda_invocations(invoke: Invoke) -> Iterator[None]:
     """While active, every moto Lambda invocation is ``invoke(function, event)`` instead of a
     Docker container."""
 
-    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+    def invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         body, is_error, logs = invoke(self, event)
         # As moto's own implementation does: the invocation's output lands in the function's
         # log group, where a person looking at the local world expects it.
@@ -222,7 +225,7 @@ def lambda_invocations(invoke: Invoke) -> Iterator[None]:
         self.save_logs(logs + body)
         return body, is_error, logs
 
-    with _replaced({INVOKE_LAMBDA: _invoke_lambda}):
+    with _replaced({INVOKE_LAMBDA: invoke_lambda}):
         yield
 
 
