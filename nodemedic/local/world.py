@@ -3,11 +3,11 @@
 - AWS is a moto server on loopback (``motoserver.py``), in this process so that the Lambda
   handlers run in it (``inprocess.py``), with Step Functions executing the state machine
   (its definition parsed once, ``stepfunctions.py``); ``motopatch.py`` names every change
-  the world makes to moto. Into it goes the template ``cdk synth`` produces
-  for the cluster (``stacks.synth``), deployed by ``nodemedic.local.aws``; beside it an
-  Auto Scaling node group of accelerator instances (``aws.node_group``: EKS owns node
-  groups, the stack does not) and a queue subscribed to the notifications topic, the
-  inbox a person would read (``inbox.py``).
+  the world makes to moto. Into it goes the template ``cdk synth`` produces for the
+  cluster (``stacks.synth``), deployed by ``nodemedic.local.aws``; beside it an Auto
+  Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
+  the stack does not) and a queue subscribed to the notifications topic, the inbox a
+  person would read (``inbox.py``).
 - Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
   instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
   spread over the nodes with its PodDisruptionBudget (``workload.py``), and a watch that
