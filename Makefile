@@ -21,7 +21,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 kube:
-	bash scripts/build-kube.sh
+	bash nodemedic/local/build-kube.sh
 
 # The local world: moto as AWS, a real kube-apiserver (built and cached on first use), one
 # agent per node, faults injected and healed. No AWS account, no Docker.

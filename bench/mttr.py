@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from nodemedic.local.console import chatter_to, copy_of
+from nodemedic.local.observe import Observer, follow
 from nodemedic.local.scenarios import DMA_ERROR
-from nodemedic.local.timeline import FaultRun, Observer, follow, inject
+from nodemedic.local.timeline import FaultRun, inject
 from nodemedic.local.world import Machine, World, local_world
 
 FAULT = DMA_ERROR

@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodemedic.local.kubeapi import REPO, die_with_parent
+from nodemedic.local.kubeapi import die_with_parent
 
-RECORDED_NVIDIA_SMI = REPO / "tests" / "events" / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
+RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
 """A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
-read it instead of a GPU."""
+read it instead of a GPU (``data/SOURCES.md`` says where it comes from)."""
 _STOP_SECONDS = 10.0
 
 
@@ -111,11 +111,6 @@ class AgentFleet:
         self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path
     ) -> subprocess.Popen[bytes]:
         s = self.settings
-        checks = (
-            ["--checks", "nvidia", "--nvidia-smi", f"cat {RECORDED_NVIDIA_SMI}"]
-            if RECORDED_NVIDIA_SMI.exists()
-            else ["--checks", ""]
-        )
         args = [
             sys.executable,
             "-m",
@@ -134,14 +129,17 @@ class AgentFleet:
             "--check-interval=3600",
             "--metrics-port=0",
             "--log-level=WARNING",
-            *checks,
+            "--checks=nvidia",
+            f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
         ]
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
         with (node_dir / "agent.log").open("ab") as log:
             return subprocess.Popen(
                 args,
-                cwd=REPO,
+                # Its machine's directory: ``-m nodemedic.cli`` finds the installed package,
+                # whatever the caller's directory holds.
+                cwd=node_dir,
                 env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

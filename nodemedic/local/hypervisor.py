@@ -3,9 +3,9 @@
 moto records ``RebootInstances`` and ``SetInstanceHealth`` and nothing more. The local
 world needs their consequences: a rebooted instance's kubelet comes back with a new boot
 id, an instance set ``Unhealthy`` is terminated by its Auto Scaling group and its node
-goes away. ``Hypervisor`` hooks the moto backend methods and calls the machine-side
-callbacks (the simulated kubelet's) on a background thread, as a real machine reboots
-after the API call has returned.
+goes away. ``Hypervisor`` is told of the calls (``motopatch.machine_calls``) and calls the
+machine-side callbacks (the simulated kubelet's) on a background thread, as a real machine
+reboots after the API call has returned.
 
 Public interface (used by the tests and the local demo):
 
@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from moto.autoscaling.models import AutoScalingBackend
-from moto.ec2.models.instances import InstanceBackend
+
+from nodemedic.local import motopatch
 
 log = logging.getLogger(__name__)
 Callback = Callable[[str], None]
@@ -129,50 +130,12 @@ def _instance_state(backend: AutoScalingBackend, instance_id: str) -> Any:
     return None
 
 
-_active: Hypervisor | None = None
-
-
-def _reboot_instances(self: Any, instance_ids: list[str]) -> Any:
-    result = _ORIGINAL["reboot"](self, instance_ids)
-    if _active is not None:
-        _active.rebooted(list(instance_ids))
-    return result
-
-
-def _terminate_instances(self: Any, instance_ids: list[str]) -> Any:
-    result = _ORIGINAL["terminate"](self, instance_ids)
-    if _active is not None:
-        _active.powered_down(list(instance_ids))
-    return result
-
-
-def _set_instance_health(self: Any, instance_id: str, health_status: str) -> None:
-    _ORIGINAL["health"](self, instance_id, health_status)
-    if _active is not None:
-        _active.health_set(self, instance_id, health_status)
-
-
-_ORIGINAL: dict[str, Callable[..., Any]] = {
-    "reboot": InstanceBackend.reboot_instances,
-    "terminate": InstanceBackend.terminate_instances,
-    "health": AutoScalingBackend.set_instance_health,
-}
-
-
 @contextlib.contextmanager
 def machines(hypervisor: Hypervisor) -> Iterator[Hypervisor]:
     """While active, moto's EC2 and Auto Scaling calls reach ``hypervisor``."""
-    global _active  # noqa: PLW0603 - moto's backends are process-wide, so is this hook
-    if _active is not None:
-        raise RuntimeError("a hypervisor is already running")
-    InstanceBackend.reboot_instances = _reboot_instances  # type: ignore[method-assign]
-    InstanceBackend.terminate_instances = _terminate_instances  # type: ignore[method-assign]
-    AutoScalingBackend.set_instance_health = _set_instance_health  # type: ignore[method-assign]
-    _active = hypervisor
-    try:
+    with motopatch.machine_calls(
+        rebooted=hypervisor.rebooted,
+        terminated=hypervisor.powered_down,
+        health_set=hypervisor.health_set,
+    ):
         yield hypervisor
-    finally:
-        _active = None
-        InstanceBackend.reboot_instances = _ORIGINAL["reboot"]  # type: ignore[method-assign]
-        InstanceBackend.terminate_instances = _ORIGINAL["terminate"]  # type: ignore[method-assign]
-        AutoScalingBackend.set_instance_health = _ORIGINAL["health"]  # type: ignore[method-assign]

@@ -1,8 +1,8 @@
 """Run Lambda handlers in this process when moto invokes a function.
 
-moto runs Lambda code only in Docker. This is the one adapter the local world puts into
-moto: ``LambdaFunction._invoke_lambda(self, event) -> (body, is_error, logs)`` is replaced
-by a call of the function's own handler, found by its ``Handler`` string (for example
+moto runs Lambda code only in Docker. While ``handlers_in_process`` is active, moto's
+invocation of a function (``motopatch.lambda_invocations``) is ``invoke``: a call of the
+function's own handler, found by its ``Handler`` string (for example
 ``lambdas.kube.handler.handler``), with the function's environment variables set. Both
 paths that invoke functions go through it: Step Functions ``lambda:invoke`` tasks and
 CloudWatch Logs subscription delivery.
@@ -34,8 +34,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from moto.awslambda.models import LambdaFunction
-
+from nodemedic.local import motopatch
 from stacks.bundling import BUNDLED_PACKAGES
 
 Handler = Callable[[Any, Any], Any]
@@ -184,15 +183,6 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
     return body, is_error, captured.getvalue()
 
 
-def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
-    body, is_error, logs = invoke(self, event)
-    # As moto's own implementation does: the invocation's output lands in the function's
-    # log group, where a person looking at the local world expects it.
-    self.logs_backend.ensure_log_group(self.logs_group_name)
-    self.save_logs(logs + body)
-    return body, is_error, logs
-
-
 def cold_start() -> None:
     """Forget what the handlers cached, as a new Lambda container would: clients made for
     another moto endpoint (an earlier world in this process, or an in-process mock)."""
@@ -215,15 +205,15 @@ def handlers_in_process() -> Iterator[None]:
     """While active, every moto Lambda invocation runs its handler in this process (and
     ``os.environ`` is a ``ThreadEnviron`` over the process environment). The handlers
     start cold and are left cold: nothing they cached outlives the block."""
-    original = LambdaFunction._invoke_lambda
     process = os.environ
     # Not meant to change the environment: a view of it, restored on the way out.
     os.environ = ThreadEnviron(process)  # type: ignore[assignment]  # noqa: B003
-    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
-    cold_start()
     try:
-        yield
+        with motopatch.lambda_invocations(invoke):
+            cold_start()
+            try:
+                yield
+            finally:
+                cold_start()
     finally:
-        cold_start()
-        LambdaFunction._invoke_lambda = original  # type: ignore[method-assign]
         os.environ = process  # noqa: B003

@@ -2,11 +2,12 @@
 whose behaviour nodemedic relies on (``disruption`` keeps PodDisruptionBudget status real,
 ``namespace`` finishes namespace deletion).
 
-The binaries are v1.20.2, built from Debian's source package by ``scripts/build-kube.sh``
-and cached. No scheduler or kubelet runs: ``kubelet.py`` simulates the kubelets and callers
-bind pods by setting ``spec.nodeName``. Facts of this version the callers see: Eviction and
-PodDisruptionBudget are served as ``policy/v1beta1`` only; evicting a Pending pod ignores
-its PDB; taints are changed on the Node itself, not on ``/status``.
+The binaries are v1.20.2, built from Debian's source package by ``build-kube.sh`` (beside
+this module, ``make kube``) and cached. No scheduler or kubelet runs: ``kubelet.py``
+simulates the kubelets and callers bind pods by setting ``spec.nodeName``. Facts of this
+version the callers see: Eviction and PodDisruptionBudget are served as ``policy/v1beta1``
+only; evicting a Pending pod ignores its PDB; taints are changed on the Node itself, not on
+``/status``.
 
 Admission runs the default plugins except two that need controllers this plane leaves out:
 ``ServiceAccount`` (every pod would wait for a token secret) and ``TaintNodesByCondition``
@@ -29,6 +30,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +45,9 @@ from nodemedic.contracts import ENV_CACHE, REMEDIATOR_GROUP
 
 KUBE_VERSION = "1.20.2"
 ETCD = Path("/usr/bin/etcd")
-REPO = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO / "scripts" / "build-kube.sh"
-RBAC_MANIFEST = REPO / "lambdas" / "kube" / "rbac.yaml"
+BUILD_SCRIPT = Path(__file__).with_name("build-kube.sh")
+RBAC_MANIFEST = resources.files("lambdas.kube").joinpath("rbac.yaml")
+"""What the kube Lambda may do on the cluster (shipped with the Lambda's package)."""
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -135,7 +137,8 @@ def local_cluster(workdir: Path, *, timeout: float = 60.0) -> Iterator[LocalClus
         )
         with cluster.api_client() as api:
             _wait_default_namespace(api, began + timeout)
-            utils.create_from_yaml(api, yaml_file=str(RBAC_MANIFEST))
+            with resources.as_file(RBAC_MANIFEST) as manifest:
+                utils.create_from_yaml(api, yaml_file=str(manifest))
         cluster.started_in = time.monotonic() - began
         yield cluster
     finally:

@@ -23,7 +23,8 @@ from nodemedic.contracts import (
     TAINT_KEY,
     group_pk,
 )
-from nodemedic.local.timeline import Fault, FaultRun, Observer, follow, format_step, inject
+from nodemedic.local.observe import Observer, follow
+from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
 from nodemedic.local.world import NODE_GROUP, Machine, World
 from nodemedic.remediate.policy import admission_limit
 

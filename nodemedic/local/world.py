@@ -1,12 +1,13 @@
 """The local world: the whole nodemedic pipeline on one machine, with no AWS account.
 
-- AWS is a moto server on loopback, in this process so that ``handlers_in_process`` runs
-  the Lambda handlers, with Step Functions executing the state machine (its definition
-  parsed once, ``stepfunctions.py``). Into it goes the template ``cdk synth`` produces
-  for the cluster (``stacks.synth``), deployed by ``nodemedic.local.aws``; beside it an
-  Auto Scaling node group of accelerator instances (``aws.node_group``: EKS owns node
-  groups, the stack does not) and a queue subscribed to the notifications topic, the
-  inbox a person would read (``inbox.py``).
+- AWS is a moto server on loopback (``motoserver.py``), in this process so that the Lambda
+  handlers run in it (``inprocess.py``), with Step Functions executing the state machine
+  (its definition parsed once, ``stepfunctions.py``); ``motopatch.py`` names every change
+  the world makes to moto. Into it goes the template ``cdk synth`` produces for the
+  cluster (``stacks.synth``), deployed by ``nodemedic.local.aws``; beside it an Auto
+  Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
+  the stack does not) and a queue subscribed to the notifications topic, the inbox a
+  person would read (``inbox.py``).
 - Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
   instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
   spread over the nodes with its PodDisruptionBudget (``workload.py``), and a watch that
@@ -23,12 +24,9 @@ Everything started is stopped on the way out, whatever ends the block.
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
 import os
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,21 +36,19 @@ from unittest import mock
 
 import boto3
 from kubernetes import client
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.agents import AgentFleet, AgentSettings
-from nodemedic.local.aws import QUICK_EC2, Deployment, atomic_writes, deploy, node_group
+from nodemedic.local.aws import deploy, node_group
+from nodemedic.local.cloudformation import Deployment
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inbox import Inbox
-from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.stepfunctions import definitions_parsed_once
+from nodemedic.local.motoserver import CREDENTIALS, REGION, moto_server
 from nodemedic.local.watch import NodeWatch
 from nodemedic.local.workload import TrainingJob
 from stacks.settings import ClusterSettings
 
-REGION = "us-east-1"
 ZONE = "us-east-1a"
 NODE_GROUP = "accelerated"
 INSTANCE_TYPE = "p5.48xlarge"
@@ -61,13 +57,6 @@ REBOOT_SECONDS = 1.0
 """How long a rebooting machine's Node stays NotReady."""
 TERMINATE_SECONDS = 1.0
 """From ``Unhealthy`` to the group terminating the instance and launching its replacement."""
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": REGION,
-    "AWS_REGION": REGION,
-}
 Say = Callable[[str], None]
 
 
@@ -225,7 +214,7 @@ def local_world(
     began = time.monotonic()
     timings: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
-        endpoint = stack.enter_context(_moto_server())
+        endpoint = stack.enter_context(moto_server())
         say(f"AWS: moto server on {endpoint}")
 
         # The AWS side (synth takes a while) is built while the control plane starts here:
@@ -315,36 +304,6 @@ def local_world(
 
 
 @contextlib.contextmanager
-def _moto_server() -> Iterator[str]:
-    """moto as a server on loopback, in this process; its endpoint URL."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.dict(os.environ, {**CREDENTIALS, **QUICK_EC2}))
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        stack.callback(server.stop)
-        host, port = server.get_host_and_port()
-        # One line per request on stderr otherwise.
-        requests_log = logging.getLogger("werkzeug")
-        stack.callback(requests_log.setLevel, requests_log.level)
-        requests_log.setLevel(logging.WARNING)
-        endpoint = f"http://{host}:{port}"
-        # MOTO_PORT: where Step Functions sends the state machine's own AWS calls.
-        # AWS_ENDPOINT_URL: where the handlers running in this process send theirs.
-        stack.enter_context(
-            mock.patch.dict(os.environ, {"MOTO_PORT": str(port), "AWS_ENDPOINT_URL": endpoint})
-        )
-        _moto_api(endpoint, "reset")
-        _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
-        stack.callback(
-            _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
-        )
-        stack.enter_context(handlers_in_process())
-        stack.enter_context(atomic_writes())
-        stack.enter_context(definitions_parsed_once())
-        yield endpoint
-
-
-@contextlib.contextmanager
 def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterator[LocalCluster]:
     binaries = binary_dir()
     if not all(
@@ -403,18 +362,6 @@ def _machine(ec2: Any, instance_id: str) -> Machine:
         node=instance["PrivateDnsName"],
         zone=instance["Placement"]["AvailabilityZone"],
     )
-
-
-def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> None:
-    """moto's own API: ``reset`` empties every backend (the previous world's, too),
-    ``config`` sets what ``mock_aws(config=...)`` sets in-process."""
-    request = urllib.request.Request(  # noqa: S310 - a loopback http URL we built
-        f"{endpoint}/moto-api/{path}",
-        data=json.dumps(body or {}).encode(),
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-        pass
 
 
 def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:

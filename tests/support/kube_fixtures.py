@@ -1,6 +1,7 @@
 """The local Kubernetes the kube and remediation tests share: one real kube-apiserver
-(v1.20.2, built and cached by scripts/build-kube.sh on first use) per session, simulated
-kubelets, and a fresh namespace per test. A conftest imports these fixtures to offer them."""
+(v1.20.2, built and cached by nodemedic/local/build-kube.sh on first use) per session,
+simulated kubelets, and a fresh namespace per test. A conftest imports these fixtures to
+offer them."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from typing import Any
 import boto3
 
 from nodemedic.detect.classifier import default_classifier
-from nodemedic.local.aws import Deployment, node_group
+from nodemedic.local.aws import node_group
+from nodemedic.local.cloudformation import Deployment
 from nodemedic.local.inbox import Inbox
 from nodemedic.remediate.decision import Identity, decide
 from stacks.settings import ClusterSettings

@@ -23,11 +23,12 @@ from kubernetes import client
 from moto import mock_aws
 
 from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
-from nodemedic.local.aws import atomic_writes, deploy
+from nodemedic.local.aws import deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.motopatch import atomic_writes
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeSeen, NodeWatch
 from stacks.pipeline import stack_name

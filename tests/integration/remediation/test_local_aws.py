@@ -14,9 +14,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.local.aws import SKIPPED, TemplateError, atomic_writes, deploy
+from nodemedic.local.aws import deploy
+from nodemedic.local.cloudformation import TemplateError
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import ThreadEnviron, handlers_in_process
+from nodemedic.local.motopatch import atomic_writes
+from nodemedic.local.resources import SKIPPED
 from tests.support.remediation import MOTO, REGION, instances, state_machine_definition
 
 ROLE = {

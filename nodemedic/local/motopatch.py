@@ -1,0 +1,263 @@
+"""Every change the local world makes to moto, in one place, written against one moto release
+(``MOTO_VERSION``).
+
+moto is the local world's AWS, but a few of its calls stop short of what nodemedic relies on
+AWS to do. While the world runs, these moto attributes are replaced, and put back on the way
+out; what the replacements do lives with the behaviour they stand for:
+
+==========================================  ================================================
+``InstanceBackend.reboot_instances``        the machine reboots too (``hypervisor.py``)
+``InstanceBackend.terminate_instances``     the machine powers off too (``hypervisor.py``)
+``AutoScalingBackend.set_instance_health``  an ``Unhealthy`` instance is replaced
+                                            (``hypervisor.py``)
+``LambdaFunction._invoke_lambda``           the handler runs in this process, not in Docker
+                                            (``inprocess.py``)
+``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
+                                            execution (``stepfunctions.py``)
+``DynamoDBBackend`` writes                  ``put_item``, ``update_item``, ``delete_item`` and
+                                            ``transact_write_items`` are atomic, as
+                                            DynamoDB's are (``atomic_writes``, here)
+==========================================  ================================================
+
+Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
+is written for. ``changed`` says what a newer moto changed about a target; the unit test
+``tests/unit/local/test_motopatch.py`` fails with it, naming the target, and when the
+installed moto is not ``MOTO_VERSION``: re-read the replacement of each named target before
+moving the pin in ``pyproject.toml``. A target is replaced by one owner at a time: a second
+world (or hypervisor) in the same process is an error, not two worlds sharing one moto.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MOTO_VERSION = "5.2.5"
+"""The moto release every replacement here is written against (pinned in pyproject.toml)."""
+
+Invoke = Callable[[Any, Any], tuple[str, bool, str]]
+"""``invoke(function, event) -> (body, is_error, logs)``, as moto's ``_invoke_lambda``."""
+Parse = Callable[[str], tuple[Any, Any]]
+"""``parse(definition) -> (program, syntax tree)``, as moto's ASL parser."""
+InstancesHook = Callable[[list[str]], None]
+HealthHook = Callable[[Any, str, str], None]
+"""``health_set(autoscaling_backend, instance_id, health_status)``."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A moto attribute the local world replaces: the class defining it, by dotted path
+    (looked up when needed, so that a moved module is reported, not an import error), its
+    name, and the signature its replacement is written for."""
+
+    owner: str
+    name: str
+    signature: str
+    """Its parameters without annotations, as ``inspect.signature`` prints them."""
+    static: bool = False
+    """moto defines it as a ``staticmethod``."""
+
+    def __str__(self) -> str:
+        return f"{self.owner}.{self.name}"
+
+    def cls(self) -> type[Any]:
+        module, _, name = self.owner.rpartition(".")
+        try:
+            found: type[Any] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise LookupError(f"{self.owner} is gone ({exc})") from exc
+        return found
+
+    def current(self) -> Any:
+        """What the class defines under the name now (moto's, unless replaced)."""
+        owner = self.cls()
+        if self.name not in vars(owner):
+            raise LookupError(f"{self} is gone (not defined on {owner.__name__} itself)")
+        return vars(owner)[self.name]
+
+
+REBOOT_INSTANCES = Target(
+    "moto.ec2.models.instances.InstanceBackend", "reboot_instances", "(self, instance_ids)"
+)
+TERMINATE_INSTANCES = Target(
+    "moto.ec2.models.instances.InstanceBackend", "terminate_instances", "(self, instance_ids)"
+)
+SET_INSTANCE_HEALTH = Target(
+    "moto.autoscaling.models.AutoScalingBackend",
+    "set_instance_health",
+    "(self, instance_id, health_status)",
+)
+INVOKE_LAMBDA = Target(
+    "moto.awslambda.models.LambdaFunction", "_invoke_lambda", "(self, event=None)"
+)
+PARSE_DEFINITION = Target(
+    "moto.stepfunctions.parser.asl.parse.asl_parser.AmazonStateLanguageParser",
+    "parse",
+    "(definition)",
+    static=True,
+)
+_DYNAMODB = "moto.dynamodb.models.DynamoDBBackend"
+DYNAMODB_WRITES = (
+    Target(
+        _DYNAMODB,
+        "put_item",
+        "(self, table_name, item_attrs, expected=None, condition_expression=None, "
+        "expression_attribute_names=None, expression_attribute_values=None, overwrite=False, "
+        "return_values_on_condition_check_failure=None)",
+    ),
+    Target(
+        _DYNAMODB,
+        "update_item",
+        "(self, table_name, key, update_expression, expression_attribute_names, "
+        "expression_attribute_values, attribute_updates=None, expected=None, "
+        "condition_expression=None, return_values_on_condition_check_failure=None)",
+    ),
+    Target(
+        _DYNAMODB,
+        "delete_item",
+        "(self, table_name, key, expression_attribute_names=None, "
+        "expression_attribute_values=None, condition_expression=None, "
+        "return_values_on_condition_check_failure=None)",
+    ),
+    Target(_DYNAMODB, "transact_write_items", "(self, transact_items)"),
+)
+TARGETS = (
+    REBOOT_INSTANCES,
+    TERMINATE_INSTANCES,
+    SET_INSTANCE_HEALTH,
+    INVOKE_LAMBDA,
+    PARSE_DEFINITION,
+    *DYNAMODB_WRITES,
+)
+_replacing: set[Target] = set()
+_write_lock = threading.RLock()
+
+
+def changed(target: Target) -> str | None:
+    """What the installed moto changed about ``target`` since ``MOTO_VERSION``, or None."""
+    try:
+        found = target.current()
+    except LookupError as exc:
+        return str(exc)
+    if isinstance(found, staticmethod) != target.static:
+        return f"{target} {'is no longer' if target.static else 'is now'} a staticmethod"
+    function = found.__func__ if target.static else found
+    now = _signature(function)
+    if now != target.signature:
+        return f"{target} is now {now}; its replacement is written for {target.signature}"
+    return None
+
+
+def _signature(function: Callable[..., Any]) -> str:
+    """The parameters, without annotations: what callers pass and a replacement accepts."""
+    parameters = inspect.signature(function).parameters.values()
+    return str(inspect.Signature([p.replace(annotation=p.empty) for p in parameters]))
+
+
+@contextlib.contextmanager
+def _replaced(replacements: Mapping[Target, Any]) -> Iterator[None]:
+    """Set each target to its replacement; put moto's back on the way out."""
+    busy = sorted(str(t) for t in replacements if t in _replacing)
+    if busy:
+        raise RuntimeError(f"moto's {', '.join(busy)} is replaced already (one world at a time)")
+    originals = {target: target.current() for target in replacements}
+    for target, replacement in replacements.items():
+        setattr(target.cls(), target.name, replacement)
+        _replacing.add(target)
+    try:
+        yield
+    finally:
+        for target, original in originals.items():
+            setattr(target.cls(), target.name, original)
+            _replacing.discard(target)
+
+
+@contextlib.contextmanager
+def machine_calls(
+    *, rebooted: InstancesHook, terminated: InstancesHook, health_set: HealthHook
+) -> Iterator[None]:
+    """While active, EC2 ``RebootInstances`` and ``TerminateInstances`` and Auto Scaling
+    ``SetInstanceHealth`` do what moto does, then tell the hooks; a call moto rejects tells
+    them nothing."""
+    reboot = REBOOT_INSTANCES.current()
+    terminate = TERMINATE_INSTANCES.current()
+    set_health = SET_INSTANCE_HEALTH.current()
+
+    def reboot_instances(self: Any, instance_ids: list[str]) -> Any:
+        result = reboot(self, instance_ids)
+        rebooted(list(instance_ids))
+        return result
+
+    def terminate_instances(self: Any, instance_ids: list[str]) -> Any:
+        result = terminate(self, instance_ids)
+        terminated(list(instance_ids))
+        return result
+
+    def set_instance_health(self: Any, instance_id: str, health_status: str) -> None:
+        set_health(self, instance_id, health_status)
+        health_set(self, instance_id, health_status)
+
+    with _replaced(
+        {
+            REBOOT_INSTANCES: reboot_instances,
+            TERMINATE_INSTANCES: terminate_instances,
+            SET_INSTANCE_HEALTH: set_instance_health,
+        }
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def lambda_invocations(invoke: Invoke) -> Iterator[None]:
+    """While active, every moto Lambda invocation is ``invoke(function, event)`` instead of a
+    Docker container."""
+
+    def invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        body, is_error, logs = invoke(self, event)
+        # As moto's own implementation does: the invocation's output lands in the function's
+        # log group, where a person looking at the local world expects it.
+        self.logs_backend.ensure_log_group(self.logs_group_name)
+        self.save_logs(logs + body)
+        return body, is_error, logs
+
+    with _replaced({INVOKE_LAMBDA: invoke_lambda}):
+        yield
+
+
+@contextlib.contextmanager
+def definition_parsing(parse: Callable[[Parse, str], tuple[Any, Any]]) -> Iterator[None]:
+    """While active, moto's Step Functions parse a definition with ``parse(moto_parse,
+    definition)``, where ``moto_parse`` is moto's own parser."""
+    moto_parse: Parse = PARSE_DEFINITION.current().__func__
+
+    def parse_definition(definition: str) -> tuple[Any, Any]:
+        return parse(moto_parse, definition)
+
+    with _replaced({PARSE_DEFINITION: staticmethod(parse_definition)}):
+        yield
+
+
+@contextlib.contextmanager
+def atomic_writes() -> Iterator[None]:
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+
+    moto checks a ``ConditionExpression`` and then writes, without a lock; executions run
+    in threads, so two conditional writes (two admissions to the breaker, two node locks)
+    could both pass their condition. The breaker and the lock depend on DynamoDB's
+    guarantee, so the local world restores it by serializing the writes.
+    """
+
+    def serialized(original: Callable[..., Any]) -> Callable[..., Any]:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _write_lock:
+                return original(self, *args, **kwargs)
+
+        return write
+
+    with _replaced({target: serialized(target.current()) for target in DYNAMODB_WRITES}):
+        yield

@@ -1,0 +1,115 @@
+"""The guard on the local world's changes to moto (``nodemedic.local.motopatch``): each one
+is written against one moto release and the signatures it gives the replaced attributes,
+so a newer moto must fail here, naming the target, before it fails somewhere in the demo."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+import re
+import tomllib
+
+import pytest
+
+from nodemedic.local import motopatch
+from nodemedic.local.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
+from tests.support.paths import ROOT
+
+INSTALLED = importlib.metadata.version("moto")
+REREAD = (
+    "re-read its replacement (nodemedic/local/motopatch.py says where it lives) against "
+    f"moto {INSTALLED}, then update the target"
+)
+
+
+def test_the_installed_moto_is_the_release_the_patches_are_written_against() -> None:
+    assert INSTALLED == MOTO_VERSION, (
+        f"moto {INSTALLED} is installed; nodemedic/local/motopatch.py is written against "
+        f"moto {MOTO_VERSION}: run this module's tests, re-read the replacement of every "
+        "target they name, then move MOTO_VERSION and the pin in pyproject.toml together"
+    )
+
+
+def test_pyproject_pins_the_release_the_patches_are_written_against() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = [r for r in project["optional-dependencies"]["local"] if re.match(r"moto\b", r)]
+    assert [re.sub(r"^moto(\[.*\])?", "", p) for p in pins] == [f"=={MOTO_VERSION}"], (
+        f"pyproject.toml pins {pins}; nodemedic/local/motopatch.py is written against "
+        f"moto {MOTO_VERSION}"
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=str)
+def test_moto_still_has_each_target_as_its_replacement_expects(
+    target: motopatch.Target,
+) -> None:
+    problem = motopatch.changed(target)
+    assert problem is None, f"moto {INSTALLED}: {problem}; {REREAD}"
+
+
+@pytest.mark.parametrize(
+    ("target", "reported"),
+    [
+        (
+            dataclasses.replace(REBOOT_INSTANCES, signature="(self, instance_ids, dry_run)"),
+            "moto.ec2.models.instances.InstanceBackend.reboot_instances is now "
+            "(self, instance_ids); its replacement is written for (self, instance_ids, dry_run)",
+        ),
+        (
+            dataclasses.replace(REBOOT_INSTANCES, name="reboot_all"),
+            "moto.ec2.models.instances.InstanceBackend.reboot_all is gone "
+            "(not defined on InstanceBackend itself)",
+        ),
+        (
+            dataclasses.replace(REBOOT_INSTANCES, owner="moto.ec2.models.vms.InstanceBackend"),
+            "moto.ec2.models.vms.InstanceBackend is gone (No module named 'moto.ec2.models.vms')",
+        ),
+        (
+            dataclasses.replace(PARSE_DEFINITION, static=False),
+            "moto.stepfunctions.parser.asl.parse.asl_parser.AmazonStateLanguageParser.parse "
+            "is now a staticmethod",
+        ),
+    ],
+    ids=["signature", "attribute", "module", "staticmethod"],
+)
+def test_a_change_in_moto_is_reported_with_the_target_and_what_changed(
+    target: motopatch.Target, reported: str
+) -> None:
+    """The stand-in targets expect what moto does not have, as an old expectation would
+    after moto changed."""
+    assert motopatch.changed(target) == reported
+
+
+def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
+    def nothing(*args: object) -> None:
+        pass
+
+    return [
+        motopatch.machine_calls(rebooted=nothing, terminated=nothing, health_set=nothing),
+        motopatch.lambda_invocations(lambda function, event: ("{}", False, "")),
+        motopatch.definition_parsing(lambda parse, definition: parse(definition)),
+        motopatch.atomic_writes(),
+    ]
+
+
+def test_every_target_is_replaced_while_patched_and_moto_s_own_again_after() -> None:
+    own = {target: target.current() for target in TARGETS}
+    with contextlib.ExitStack() as stack:
+        for patch in _every_patch():
+            stack.enter_context(patch)
+        assert [t for t in TARGETS if t.current() is own[t]] == []
+    assert [t for t in TARGETS if t.current() is not own[t]] == []
+
+
+def test_a_second_owner_of_a_target_is_refused() -> None:
+    own = REBOOT_INSTANCES.current()
+    with motopatch.machine_calls(rebooted=print, terminated=print, health_set=print):
+        replaced = REBOOT_INSTANCES.current()
+        with (
+            pytest.raises(RuntimeError, match=r"InstanceBackend\.reboot_instances.* replaced"),
+            motopatch.machine_calls(rebooted=print, terminated=print, health_set=print),
+        ):
+            pass
+        assert REBOOT_INSTANCES.current() is replaced
+    assert REBOOT_INSTANCES.current() is own

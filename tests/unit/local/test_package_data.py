@@ -1,0 +1,40 @@
+"""What the local world reads at run time ships in the installed package, not in the
+repository's ``tests/`` or ``scripts/``: a ``pip install '.[local]'`` runs the demo."""
+
+from __future__ import annotations
+
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+from nodemedic.local import agents, kubeapi
+from tests.support.paths import EVENTS, ROOT
+
+PACKAGE = Path(kubeapi.__file__).parent
+READ_AT_RUN_TIME = {
+    "the agents' recorded nvidia-smi report": agents.RECORDED_NVIDIA_SMI,
+    "its source note": agents.RECORDED_NVIDIA_SMI.with_name("SOURCES.md"),
+    "the kube-apiserver build": kubeapi.BUILD_SCRIPT,
+}
+
+
+@pytest.mark.parametrize("path", READ_AT_RUN_TIME.values(), ids=READ_AT_RUN_TIME.keys())
+def test_what_the_local_world_reads_is_package_data(path: Path) -> None:
+    assert path.is_relative_to(PACKAGE), f"{path} is outside the package nodemedic.local"
+    assert path.is_file()
+    relative = path.relative_to(PACKAGE).as_posix()
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    patterns = setuptools["setuptools"]["package-data"].get("nodemedic.local", [])
+    assert any(fnmatch(relative, p) for p in patterns), (
+        f"nodemedic/local/{relative} is not in pyproject.toml's package data of "
+        f"nodemedic.local ({patterns}): an installed nodemedic would lack it"
+    )
+
+
+def test_the_shipped_nvidia_smi_report_is_a_copy_of_the_recording_in_the_test_corpus() -> None:
+    shipped = agents.RECORDED_NVIDIA_SMI
+    recording = EVENTS / "nvidia-smi" / shipped.name
+    assert shipped != recording, "the agents read the test corpus, not a copy in the package"
+    assert shipped.read_bytes() == recording.read_bytes(), f"copy {recording} to {shipped} again"
