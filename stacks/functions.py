@@ -41,6 +41,7 @@ class PythonFunction(Construct):
         memory_size: int = 256,
         timeout_seconds: int = 30,
         dead_letter_queue: sqs.IQueue | None = None,
+        reserved_concurrency: int = 0,
     ) -> None:
         super().__init__(scope, id)
         self.log_group = log_group(self, "Logs", retention_days=settings.log_retention_days)
@@ -71,5 +72,6 @@ class PythonFunction(Construct):
                 **environment,
             },
             dead_letter_queue=dead_letter_queue,
+            reserved_concurrent_executions=reserved_concurrency or None,
         )
         acknowledge(self.role, "IAM5[Resource::*]", XRAY)

@@ -83,6 +83,7 @@ class Ingest(Construct):
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letters,
+            reserved_concurrency=settings.classifier_reserved_concurrency,
         )
         self.function = classifier.function
         state_machine.grant_start_execution(self.function)

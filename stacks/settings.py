@@ -63,6 +63,10 @@ class ClusterSettings:
     """Days CloudWatch Logs keeps the node log group and the Lambdas' logs."""
     notification_emails: tuple[str, ...] = ()
     """Addresses subscribed to the cluster's topic (remediation reports and alarms)."""
+    classifier_reserved_concurrency: int = 0
+    """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
+    A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
+    cost and keeps it from starving the account's other functions."""
 
     def __post_init__(self) -> None:
         _check_values(self)
@@ -145,6 +149,8 @@ def _check_values(settings: ClusterSettings) -> None:
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")
+    if settings.classifier_reserved_concurrency < 0:
+        raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:
         raise ValueError(
             f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "

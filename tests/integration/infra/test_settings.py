@@ -14,6 +14,7 @@ from aws_cdk import assertions
 from aws_cdk import aws_logs as logs
 
 from stacks.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
+from stacks.synth import synth_template
 from tests.support.paths import ROOT
 
 
@@ -75,6 +76,7 @@ def test_a_full_entry_is_read_as_given() -> None:
         ({"name": "demo_1"}, "cluster name 'demo_1' must match"),
         ({"name": "demo", "max_paralel": 3}, "unknown cluster setting"),
         ({"node_groups": ["a"]}, "needs a name"),
+        ({"name": "demo", "classifier_reserved_concurrency": -1}, r"must be 0 \(none\) or more"),
     ],
 )
 def test_a_bad_value_names_the_setting(entry: dict[str, Any], message: str) -> None:
@@ -122,3 +124,19 @@ def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
             assert rows[field.name] == "`name`"  # its default: the cluster's name
         else:
             assert rows[field.name] == _as_documented(field.default), field.name
+
+
+def test_reserved_concurrency_caps_the_classifier_only_when_set() -> None:
+    def reserved(settings: ClusterSettings) -> dict[str, Any]:
+        return {
+            function["Properties"]["Handler"]: function["Properties"].get(
+                "ReservedConcurrentExecutions"
+            )
+            for function in synth_template(settings)["Resources"].values()
+            if function["Type"] == "AWS::Lambda::Function"
+        }
+
+    assert set(reserved(ClusterSettings(name="demo")).values()) == {None}
+    capped = reserved(ClusterSettings(name="demo", classifier_reserved_concurrency=50))
+    assert capped.pop("lambdas.classify.handler.handler") == 50
+    assert set(capped.values()) == {None}
