@@ -88,6 +88,26 @@ def decision_id(cluster: str, instance_id: str, fault_id: str, window_index: int
     return name[:80]
 
 
+EVIDENCE_MAX = 2048
+"""Characters of the fault line a decision carries (a kernel record is at most 1 KiB)."""
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (terminal escape sequences) and bidirectional overrides: what would
+let a line's author rewrite what an operator sees in ``kubectl describe node``, a mail or
+a log viewer."""
+
+
+def evidence(line: str) -> str:
+    """``line`` as people and the APIs are shown it: cut to EVIDENCE_MAX characters, each
+    unsafe character written as a visible escape (``\\x1b``, ``\\u202e``). The line is
+    written by whoever can write the node's log, so it is never trusted as text."""
+
+    def escape(found: re.Match[str]) -> str:
+        code = ord(found[0])
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, line[:EVIDENCE_MAX])[:EVIDENCE_MAX]
+
+
 def iso(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -122,7 +142,7 @@ def decide(
         metric=rule.metric,
         metric_namespace=rule.namespace,
         health_status=STATUS_OF_ACTION[rule.action],
-        evidence_line=fault.line[:2048],
+        evidence_line=evidence(fault.line),
         source=identity.source,
         first_seen=iso(first_seen),
         count=count,
