@@ -1,11 +1,4 @@
-"""The whole local world: moto server with the synthesized stack, the real kube-apiserver,
-simulated kubelets, one agent process per node (``nodemedic.local.world``).
-
-One world serves the session: the default scenario leaves every node healthy again (the
-replaced one has a successor), so the storm runs on it next; the storm's checks look only
-at what its own faults caused. The scenarios are the demo's own; the tests then read the
-final state through the APIs themselves (Kubernetes, Auto Scaling, EC2, SQS, CloudWatch,
-DynamoDB)."""
+"""The one local world the e2e tests share (see ``tests.support.e2e``)."""
 
 from __future__ import annotations
 
