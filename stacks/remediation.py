@@ -59,7 +59,7 @@ from nodemedic.contracts import (
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
 )
-from nodemedic.remediate import policy
+from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.functions import PythonFunction
 from stacks.guardrails import node_group_arns
@@ -72,10 +72,6 @@ _CONDITIONAL = "DynamoDB.ConditionalCheckFailedException"
 _TERMINATING = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated")
 _INSTANCE = "$.decision.instance_id"
 Value = tasks.DynamoAttributeValue
-SWEEP_SECONDS = 60
-"""How often a held decision sweeps the breaker's stale holders. A holder is stale only once
-its node lock has expired, hours after its execution began, so a minute more is nothing;
-sweeping every round would cost a read and a transaction per holder each poll."""
 _Task = TypeVar("_Task", bound=sfn.TaskStateBase | sfn.Map)
 
 
@@ -113,6 +109,9 @@ def _policy_code() -> aws_lambda.Code:
         "nodemedic/__init__.py",
         "nodemedic/contracts.py",
         "nodemedic/remediate/__init__.py",
+        "nodemedic/remediate/errors.py",
+        "nodemedic/remediate/expressions.py",
+        "nodemedic/remediate/ledger.py",
         "nodemedic/remediate/policy.py",
     )
     folders = ("lambdas", "lambdas/policy", "nodemedic", "nodemedic/remediate")
@@ -903,7 +902,7 @@ class _Flow:
             rounds=sfn.JsonPath.number_at("$.hold.rounds"),
             sweep_at=sfn.JsonPath.math_add(
                 sfn.JsonPath.number_at("$.hold.rounds"),
-                policy.rounds(SWEEP_SECONDS, self.settings.poll_seconds),
+                policy.rounds(ledger.SWEEP_SECONDS, self.settings.poll_seconds),
             ),
         )
         swept.next(admit)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodemedic.remediate.policy import Group, Policy, PolicyError, elapsed, parse_time, plan
+from nodemedic.remediate.errors import PolicyError
+from nodemedic.remediate.policy import Group, Policy, elapsed, parse_time, plan
 
 
 def _group(raw: Any) -> Group | None:
