@@ -1,7 +1,9 @@
 """Intake: check the decision, record it, find its node group and plan.
 
 ``"Valid decision?"`` is the one check of the input's shape (every field of the contract,
-schema 1); the plan checks the values it acts on.
+schema 1); the plan checks the values it acts on. ``"Plan"`` is the one call of the policy
+Lambda before acting: it gets plain values (the group, the last reboot's time), which the
+state machine reshapes from the Auto Scaling and DynamoDB answers itself.
 """
 
 from __future__ import annotations
@@ -135,9 +137,28 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
 
 
 def _last_reboot(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
-    """``$.last_reboot``: the reboot marker for this fault, as GetItem returns it."""
+    """``$.last_reboot``: ``{at}`` of the reboot marker for this fault, ``{}`` without one."""
+    s = flow.scope
     read = flow.read("Read last reboot", reboot_key(), state.LAST_REBOOT)
-    read.next(plan)
+    read.next(
+        sfn.Choice(s, "Rebooted before?")
+        .when(
+            sfn.Condition.is_present(state.LAST_REBOOT_ITEM_AT),
+            flow.put(
+                "Last reboot",
+                state.LAST_REBOOT,
+                at=sfn.JsonPath.string_at(state.LAST_REBOOT_ITEM_AT),
+            ).next(plan),
+        )
+        .otherwise(
+            sfn.Pass(
+                s,
+                "Never rebooted",
+                result=sfn.Result.from_object({}),
+                result_path=state.LAST_REBOOT,
+            ).next(plan)
+        )
+    )
     return read
 
 

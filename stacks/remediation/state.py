@@ -62,7 +62,10 @@ BOOT_ID: Final = f"{NODE}.boot_id"
 # The plan ---------------------------------------------------------------------------------
 
 LAST_REBOOT: Final = "$.last_reboot"
-"""The reboot marker for this fault (GetItem result), for the plan's escalation rule."""
+"""``{at}``: when the node was last rebooted for this fault (``{}`` if never), read from the
+reboot marker for the plan's escalation rule."""
+LAST_REBOOT_ITEM_AT: Final = f"{LAST_REBOOT}.Item.at.S"
+"""The marker's ``at`` in the GetItem result, before ``"Rebooted before?"`` reshapes it."""
 PLAN: Final = "$.plan"
 """``policy.Plan`` as a mapping: what to do and the numbers the ledger's rules need. Until
 ``"Plan"`` replaces it, ``{action}`` of the decision, for a failure to report."""

@@ -187,3 +187,29 @@ def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]
     check_item, update_item = sweep["Parameters"]["TransactItems"]
     assert check_item["ConditionCheck"]["ConditionExpression"] == ledger.STALE.text
     assert update_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
+
+
+def test_the_policy_lambda_is_called_for_date_arithmetic_only(
+    default_template: dict[str, Any],
+) -> None:
+    """Once to plan (escalation window, epoch times, breaker limit), and for the two
+    durations the metrics report; never to unpick a DynamoDB answer."""
+    definition = state_machine_definition(default_template)
+    calls = {
+        name: s["Parameters"]
+        for name, s in states(definition)
+        if s["Type"] == "Task"
+        and s["Resource"].startswith("${")
+        and lambda_target(s, default_template) == "lambdas.policy.handler.handler"
+    }
+    assert {name: p["op"] for name, p in calls.items()} == {
+        "Plan": "plan",
+        "Fault to action": "elapsed",
+        "Elapsed": "elapsed",
+    }
+    assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
+    reshaped = definition["States"]["Last reboot"]
+    assert (reshaped["Parameters"], reshaped["ResultPath"]) == (
+        {"at.$": "$.last_reboot.Item.at.S"},
+        "$.last_reboot",
+    )

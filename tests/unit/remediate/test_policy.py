@@ -90,7 +90,7 @@ def test_handler_plans_from_the_state_machine_payload() -> None:
         "op": "plan",
         "decision": REBOOT,
         "group": {"name": "ng-1", "size": 10, "found": True},
-        "last_reboot": {"Item": {"at": {"S": "2026-11-22T18:20:00.000+00:00"}}},
+        "last_reboot": {"at": "2026-11-22T18:20:00.000+00:00"},
         "now": "2026-11-22T18:30:00Z",
         "policy": Policy().to_mapping(),
     }
