@@ -17,9 +17,8 @@ Items (partition ``pk``, sort ``sk``; ``nodemedic.contracts`` names the keys):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from nodemedic.contracts import DECISION_SK_PREFIX, REBOOT_SK_PREFIX, group_pk
 from nodemedic.remediate.errors import PolicyError
@@ -139,7 +138,7 @@ ADMIT: Final = update(
 )
 RELEASE: Final = update(delete_members(HOLDERS, ":me"), assign("updated_at", ":now"))
 """Gives the slot back. The last holder's release removes ``holders`` altogether (DynamoDB
-drops an emptied set): read the count with ``holder_count``."""
+drops an emptied set): whoever counts the holders must read no attribute as none."""
 STALE: Final = LOCK_FREE
 """A holder is stale when its node lock is free: a live holder always holds its lock (the
 slot is taken after the lock and given back before it), so a free lock means its execution
@@ -150,11 +149,6 @@ SWEEP_SECONDS: Final = 60
 """How often a held decision sweeps the breaker's stale holders. A holder is stale only once
 its node lock has expired, hours after its execution began, so a minute more is nothing;
 sweeping every round would cost a read and a transaction per holder each poll."""
-
-
-def holder_count(breaker: Mapping[str, Any]) -> int:
-    """Nodes of the group in remediation: no ``holders`` attribute is none."""
-    return len(breaker.get(HOLDERS, ()))
 
 
 # Decision records --------------------------------------------------------------------------

@@ -79,7 +79,8 @@ class MemoryLedger:
         return (ledger.BREAKER_PK.format(group), BREAKER_SK)
 
     def holders(self, group: str) -> int:
-        return ledger.holder_count(self.item(self.breaker(group)))
+        """Nodes of the group in remediation, as "... holders left?" counts them."""
+        return len(self.item(self.breaker(group)).get(ledger.HOLDERS, ()))
 
     def admit(self, group: str, instance: str, limit: int, now: str) -> bool:
         """ "Admit"."""
