@@ -26,7 +26,7 @@ from nodemedic.contracts import (
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
 from nodemedic.local.world import NODE_GROUP, Machine, World
-from nodemedic.remediate.policy import admission_limit
+from nodemedic.remediate.ledger import admission_limit
 
 Say = Callable[[str], None]
 DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")

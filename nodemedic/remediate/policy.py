@@ -1,8 +1,9 @@
-"""Remediation policy: how far nodemedic may act on one decision, and the breaker's arithmetic.
+"""Remediation policy: how far nodemedic may act on one decision, and the wait loops' bounds.
 
 The state machine routes on what ``plan`` returns; everything here is plain arithmetic on
 numbers and timestamps that Amazon States Language cannot do (multiplication, time
-differences), so it is tested as Python and called from a thin Lambda.
+differences), so it is tested as Python and called from a thin Lambda. The ledger's own
+rules (lock, breaker, escalation) are ``nodemedic.remediate.ledger``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from nodemedic.contracts import STATUS_OF_ACTION
+from nodemedic.remediate.errors import PolicyError
+from nodemedic.remediate.ledger import admission_limit, reboot_escalates
 
 Mode = Literal["notify", "monitor", "act"]
 ACTIONS = tuple(STATUS_OF_ACTION)
@@ -25,10 +28,6 @@ MAX_BACKOFF = 8
 times ``poll_seconds``."""
 MAX_DRAIN_SETTLE = 10
 """Seconds at most that one drain round waits for the pods it evicted to terminate."""
-
-
-class PolicyError(ValueError):
-    """A decision or setting the policy cannot act on; the message says which field."""
 
 
 @dataclass(frozen=True)
@@ -91,22 +90,6 @@ class Plan:
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def admission_limit(size: int, max_unhealthy_percent: int, max_parallel: int) -> int:
-    """How many remediations of a group may be in flight before a new one is held.
-
-    A new one is held when ``in_flight * 100 > max_unhealthy_percent * size`` or
-    ``in_flight >= max_parallel``: the first admits while ``in_flight`` is at most
-    ``floor(pct * size / 100)``. Always at least 1, so a small group can still heal one
-    node at a time instead of never.
-    """
-    if size < 0 or max_parallel < 1 or not 0 <= max_unhealthy_percent <= 100:
-        raise PolicyError(
-            f"bad breaker settings: size={size} max_parallel={max_parallel} "
-            f"max_unhealthy_percent={max_unhealthy_percent}"
-        )
-    return min(max_parallel, max_unhealthy_percent * size // 100 + 1)
 
 
 def rounds(seconds: int, poll_seconds: int) -> int:
@@ -194,11 +177,8 @@ def plan(
     now: datetime,
     policy: Policy,
 ) -> Plan:
-    """What to do about ``decision`` now.
-
-    A reboot for a fault the node was already rebooted for less than ``escalation_window``
-    ago becomes a replacement: rebooting again would not help.
-    """
+    """What to do about ``decision`` now: its action, escalated to a replacement when the
+    ledger's escalation rule says a reboot would not help."""
     action = decision.get("action")
     if action not in ACTIONS:
         raise PolicyError(f"decision action must be one of {', '.join(ACTIONS)}, not {action!r}")
@@ -207,14 +187,13 @@ def plan(
         raise PolicyError("decision has no health_status")
     escalated = False
     reason_prefix = ""
-    if action == "reboot" and last_reboot_at is not None:
-        since = (now - last_reboot_at).total_seconds()
-        if since < policy.escalation_window:
-            action, health_status, escalated = "replace", REPLACEMENT_STATUS, True
-            reason_prefix = (
-                f"rebooted for this fault {int(since)} s ago "
-                f"(escalation_window {policy.escalation_window} s); "
-            )
+    since = reboot_escalates(last_reboot_at, now, policy.escalation_window)
+    if action == "reboot" and since is not None:
+        action, health_status, escalated = "replace", REPLACEMENT_STATUS, True
+        reason_prefix = (
+            f"rebooted for this fault {int(since)} s ago "
+            f"(escalation_window {policy.escalation_window} s); "
+        )
     mode, outcome, reason = _mode(action, group, policy)
     limit = (
         admission_limit(group.size, policy.max_unhealthy_percent, policy.max_parallel)

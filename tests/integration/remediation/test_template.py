@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nodemedic.remediate import policy
+from nodemedic.remediate import ledger, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
     DRY,
@@ -166,3 +166,50 @@ def test_set_instance_health_is_allowed_on_the_managed_node_groups_only(
     for arn, group in zip(arns, NODE_GROUPS, strict=True):
         assert arn.endswith(f':autoScalingGroup:*:autoScalingGroupName/{group}"]]}}'), arn
     assert not any('"*"' in arn for arn in arns)
+
+
+def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]) -> None:
+    found = state_machine_definition(default_template)["States"]
+
+    def sent(name: str, field: str) -> str:
+        return str(found[name]["Parameters"][field])
+
+    assert sent("Take node lock", "ConditionExpression") == ledger.LOCK_FREE.text
+    assert sent("Note reboot on lock", "UpdateExpression") == ledger.NOTE_REBOOT.text
+    assert sent("Flag recurrence", "ConditionExpression") == ledger.RECURRENCE.text
+    assert sent("Flag recurrence", "UpdateExpression") == ledger.FLAG_RECURRENCE.text
+    assert sent("Admit", "ConditionExpression") == ledger.ADMISSIBLE.text
+    assert sent("Admit", "UpdateExpression") == ledger.ADMIT.text
+    for prefix in ("Finally ", "Failed: "):
+        assert sent(f"{prefix}release slot", "UpdateExpression") == ledger.RELEASE.text
+        assert sent(f"{prefix}release lock", "ConditionExpression") == ledger.LOCK_HELD_BY.text
+    sweep = found["Sweep stale holders"]["ItemProcessor"]["States"]["Remove stale holder"]
+    check_item, update_item = sweep["Parameters"]["TransactItems"]
+    assert check_item["ConditionCheck"]["ConditionExpression"] == ledger.STALE.text
+    assert update_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
+
+
+def test_the_policy_lambda_is_called_for_date_arithmetic_only(
+    default_template: dict[str, Any],
+) -> None:
+    """Once to plan (escalation window, epoch times, breaker limit), and for the two
+    durations the metrics report; never to unpick a DynamoDB answer."""
+    definition = state_machine_definition(default_template)
+    calls = {
+        name: s["Parameters"]
+        for name, s in states(definition)
+        if s["Type"] == "Task"
+        and s["Resource"].startswith("${")
+        and lambda_target(s, default_template) == "lambdas.policy.handler.handler"
+    }
+    assert {name: p["op"] for name, p in calls.items()} == {
+        "Plan": "plan",
+        "Fault to action": "elapsed",
+        "Elapsed": "elapsed",
+    }
+    assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
+    reshaped = definition["States"]["Last reboot"]
+    assert (reshaped["Parameters"], reshaped["ResultPath"]) == (
+        {"at.$": "$.last_reboot.Item.at.S"},
+        "$.last_reboot",
+    )

@@ -124,3 +124,24 @@ def test_the_dependency_tree_is_built_once_per_set_of_pins(
     assert (first / "six.py").exists()
     assert len(calls) == 1
     assert bundling.dependencies(("six==1.16.0",)) != first
+
+
+def test_the_policy_function_needs_only_its_own_modules_and_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    from stacks.remediation import POLICY_MODULES
+
+    for name in POLICY_MODULES:
+        copy = tmp_path / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes((ROOT / name).read_bytes())
+    # -I -S: no site-packages, no current directory; only the copies and the stdlib.
+    load = "import sys; sys.path.insert(0, '.'); import lambdas.policy.handler"
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", load],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,159 @@
+"""The remediation state machine: one decision record in, a healed or recorded node out.
+
+One module per phase, each a function of the ``Flow`` (``flow.py``) and the states it goes
+on to; ``state.py`` names every path of the execution state, ``render.py`` turns the
+ledger's rules (``nodemedic.remediate.ledger``) into task parameters. JSONPath query
+language, native integrations everywhere except the Kubernetes API (the kube Lambda) and
+the date arithmetic States Language cannot do (the policy Lambda):
+
+1. ``intake``: "Valid decision?" and "Ours?", "Record decision", the node group, the last
+   reboot for this fault, "Plan" (mode notify | monitor | act, escalation, breaker limit),
+   the fault's metric. notify (an application fault): report only, no lock.
+2. ``lock``: "Take node lock", one remediation per node; a second decision for a node in
+   flight ends as "Duplicate" (and flags a recurrence if the node was already rebooted for
+   the same fault). monitor (recovery_mode None, dry_run, a group outside ``node_groups``):
+   label and condition only.
+3. ``breaker`` (and ``sweep``): act only once admitted into the group's slots; held
+   decisions wait, sweeping stale holders once a minute.
+4. ``mark``, ``drain``, then ``reboot`` (watch for a new boot id, escalate to replace when
+   none comes or the fault recurs) or ``replace`` (SetInstanceHealth Unhealthy, wait for
+   termination, delete the Node).
+5. ``report``: metrics, SNS, close the ledger, ``release`` the slot and the lock. Any
+   failure on the way goes to ``failure``: the ledger says where it stopped, the slot and
+   lock are released, SNS says so, and the execution ends in "Remediation failed".
+
+Metrics (namespace NodeMedic, dimensions Cluster and NodeGroup): ``Remediations`` (plus
+``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision, ``BreakerHeld`` per
+hold, ``InRemediation`` (the group's breaker holders, a gauge published at every admission
+and release) and ``FaultToActionSeconds`` (the fault's ``first_seen`` to the cordon); the
+fault's own catalog metric in its namespace. The ledger's items: ``nodemedic.remediate.ledger``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, aws_lambda
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from nodemedic.remediate import policy
+from stacks.functions import PythonFunction
+from stacks.loggroups import log_group
+from stacks.remediation.breaker import admit
+from stacks.remediation.drain import drain
+from stacks.remediation.failure import failure
+from stacks.remediation.flow import Flow
+from stacks.remediation.intake import intake
+from stacks.remediation.lock import lock
+from stacks.remediation.mark import mark
+from stacks.remediation.reboot import reboot
+from stacks.remediation.replace import replace
+from stacks.remediation.report import report
+from stacks.settings import ClusterSettings
+
+_ROOT = Path(__file__).resolve().parents[2]
+POLICY_MODULES = (
+    "lambdas/__init__.py",
+    "lambdas/policy/__init__.py",
+    "lambdas/policy/handler.py",
+    "nodemedic/__init__.py",
+    "nodemedic/contracts.py",
+    "nodemedic/remediate/__init__.py",
+    "nodemedic/remediate/errors.py",
+    "nodemedic/remediate/expressions.py",
+    "nodemedic/remediate/ledger.py",
+    "nodemedic/remediate/policy.py",
+)
+"""The policy function's code: its handler needs nothing outside the standard library."""
+
+
+def _policy_code() -> aws_lambda.Code:
+    folders = sorted({str(Path(name).parent) for name in POLICY_MODULES})
+    return aws_lambda.Code.from_asset(
+        str(_ROOT), exclude=["*", ".*", *(f"!{name}" for name in (*folders, *POLICY_MODULES))]
+    )
+
+
+def _states(flow: Flow) -> sfn.IChainable:
+    """The phases, wired: each is built with the states it goes on to."""
+    failed = failure(flow)
+    reported = report(flow)
+    replaced = replace(flow, report=reported, failure=failed)
+    rebooted = reboot(flow, report=reported, replace=replaced)
+    drained = drain(flow, failure=failed, reboot=rebooted, replace=replaced)
+    admitted = admit(flow, report=reported, admitted=mark(flow, drained))
+    locked = lock(flow, report=reported, failure=failed, act=admitted)
+    start = intake(flow, report=reported, act=locked)
+    flow.catch_all(failed)
+    return start
+
+
+class Remediation(Construct):
+    """The ledger table, the policy function and the remediation state machine of one cluster."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: ClusterSettings,
+        kube_function: aws_lambda.IFunction,
+        topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, id)
+        self.ledger = dynamodb.Table(
+            self,
+            "Ledger",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.policy = PythonFunction(
+            self,
+            "Policy",
+            settings=settings,
+            code=_policy_code(),
+            handler="lambdas.policy.handler.handler",
+            service="nodemedic-policy",
+            description="remediation policy arithmetic",
+            environment={},
+            memory_size=128,
+            timeout_seconds=10,
+        )
+        self.policy_function = self.policy.function
+        timeout = policy.execution_timeout(
+            breaker_hold=settings.breaker_hold,
+            drain_timeout=settings.drain_timeout,
+            reboot_timeout=settings.reboot_timeout,
+            poll_seconds=settings.poll_seconds,
+        )
+        flow = Flow(
+            self,
+            settings=settings,
+            kube=kube_function,
+            policy_function=self.policy_function,
+            topic=topic,
+            ledger_table=self.ledger,
+            lock_seconds=timeout,
+        )
+        execution_logs = log_group(
+            self, "ExecutionLogs", retention_days=settings.log_retention_days
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            comment=f"nodemedic: remediate one decision on cluster {settings.name}",
+            definition_body=sfn.DefinitionBody.from_chainable(_states(flow)),
+            timeout=Duration.seconds(timeout),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=execution_logs, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+        )

@@ -1,0 +1,196 @@
+"""The execution state: what each JSONPath of a remediation's state holds, named once.
+
+Every phase reads and writes the state through these names, never through a path literal.
+A top-level field is set by the state that owns it and read by later ones; ``"Begin"``
+(``initial_state``) gives the ones a failure or the report may read before their owner ran
+a value, so no path a catch-all reaches can be missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from nodemedic.remediate import ledger, policy
+from nodemedic.remediate.ledger import HOLDERS, RECURRED_AT
+
+# The decision record, the execution's input (docs/contracts.md) ---------------------------
+
+
+def incoming(field: str) -> str:
+    """A field of the input, before ``"Begin"`` moves the record to ``$.decision``."""
+    return f"$.{field}"
+
+
+DECISION: Final = "$.decision"
+
+
+def decision(field: str) -> str:
+    """A field of the decision record."""
+    return f"{DECISION}.{field}"
+
+
+INSTANCE_ID: Final = decision("instance_id")
+FAULT_ID: Final = decision("fault_id")
+CLUSTER: Final = decision("cluster")
+
+STARTED_AT: Final = "$.started_at"
+"""When the execution began (``"Begin"`` entered)."""
+RECORD_SK: Final = "$.keys.record"
+"""The decision record's sort key, ``decision#<decision_id>``."""
+REBOOT_SK: Final = "$.keys.reboot"
+"""The reboot marker's sort key, ``reboot#<fault_id>``."""
+INSTANCE_IDS: Final = "$.keys.instance_ids"
+"""``[instance_id]``: what the Auto Scaling and EC2 calls and the breaker's set take."""
+
+# Where the node is -------------------------------------------------------------------------
+
+ASG: Final = "$.asg"
+"""``{groups}``: the names of the Auto Scaling groups of the instance, none or one."""
+ASG_GROUPS: Final = f"{ASG}.groups"
+GROUP: Final = "$.group"
+"""``{name, size, found}``: the instance's node group, ``found`` false when it has none
+(then ``name`` is ``policy.NO_GROUP``, the ``NodeGroup`` dimension of its metrics)."""
+GROUP_NAME: Final = f"{GROUP}.name"
+GROUP_SIZE: Final = f"{GROUP}.size"
+NODE: Final = "$.node"
+"""The kube ``locate`` op's answer: ``{node, boot_id, ready}``; ``node`` null if none."""
+NODE_NAME: Final = f"{NODE}.node"
+BOOT_ID: Final = f"{NODE}.boot_id"
+
+# The plan ---------------------------------------------------------------------------------
+
+LAST_REBOOT: Final = "$.last_reboot"
+"""``{at}``: when the node was last rebooted for this fault (``{}`` if never), read from the
+reboot marker for the plan's escalation rule."""
+LAST_REBOOT_ITEM_AT: Final = f"{LAST_REBOOT}.Item.at.S"
+"""The marker's ``at`` in the GetItem result, before ``"Rebooted before?"`` reshapes it."""
+PLAN: Final = "$.plan"
+"""``policy.Plan`` as a mapping: what to do and the numbers the ledger's rules need. Until
+``"Plan"`` replaces it, ``{action}`` of the decision, for a failure to report."""
+
+
+def plan(field: str) -> str:
+    return f"{PLAN}.{field}"
+
+
+MODE: Final = plan("mode")
+ACTION: Final = plan("action")
+REASON: Final = plan("reason")
+LIMIT: Final = plan("limit")
+NOW_EPOCH: Final = plan("now_epoch")
+LOCK_EXPIRES_EPOCH: Final = plan("lock_expires_epoch")
+HEALTH_STATUS: Final = plan("health_status")
+PLANNED_OUTCOME: Final = plan("outcome")
+
+# The ledger: what this execution holds ------------------------------------------------------
+
+LOCK: Final = "$.lock"
+"""``{at}``, present once this execution holds the node lock: the releases look for it."""
+SLOT: Final = "$.slot"
+"""``{at, holders}``, present once the breaker admitted this execution: ``holders`` is the
+group's count of holders then."""
+SLOT_HOLDERS: Final = f"{SLOT}.holders"
+HOLD: Final = "$.hold"
+"""The breaker's hold loop: ``held`` once this decision was held (it is reported once),
+``rounds`` waited, ``sweep_at``: the round of the next stale-holder sweep."""
+HELD: Final = f"{HOLD}.held"
+HOLD_ROUNDS: Final = f"{HOLD}.rounds"
+SWEEP_AT: Final = f"{HOLD}.sweep_at"
+BREAKER: Final = "$.breaker"
+"""The breaker item as the sweep read it (GetItem result)."""
+BREAKER_HOLDERS: Final = f"{BREAKER}.Item.{HOLDERS}.SS"
+RELEASED: Final = "$.released"
+"""The breaker item after this execution's release (UpdateItem result), then ``{count}``."""
+RELEASED_HOLDERS: Final = f"{RELEASED}.Attributes.{HOLDERS}.SS"
+RELEASED_COUNT: Final = f"{RELEASED}.count"
+LOCK_ITEM: Final = "$.lock_item"
+"""The node lock as read after the reboot (GetItem result)."""
+RECURRED: Final = f"{LOCK_ITEM}.Item.{RECURRED_AT}"
+
+# Acting on the node -------------------------------------------------------------------------
+
+STEP: Final = "$.step"
+"""``{name, at}``: the phase entered last, what the ledger's ``failed_step`` says."""
+STEP_NAME: Final = f"{STEP}.name"
+TIMES: Final = "$.times"
+"""When each change on the node was made: ``{marked: {at}, drained: {at}, ...}``."""
+
+
+def time_of(change: str) -> str:
+    return f"{TIMES}.{change}"
+
+
+MARKED_AT: Final = f"{time_of('marked')}.at"
+FAULT_TO_ACTION: Final = "$.fault_to_action"
+"""``{seconds}`` from the fault line's ``first_seen`` to the cordon."""
+FAULT_TO_ACTION_SECONDS: Final = f"{FAULT_TO_ACTION}.seconds"
+DRAIN: Final = "$.drain"
+"""The drain loop: ``started_at``, ``rounds`` and ``wait`` (seconds, doubling while a
+PodDisruptionBudget blocks)."""
+DRAIN_STARTED_AT: Final = f"{DRAIN}.started_at"
+DRAIN_ROUNDS: Final = f"{DRAIN}.rounds"
+DRAIN_WAIT: Final = f"{DRAIN}.wait"
+DRAINED: Final = "$.drained"
+"""The kube ``drain`` op's answer of the last round."""
+DRAIN_DONE: Final = f"{DRAINED}.done"
+DRAIN_BLOCKED: Final = f"{DRAINED}.blocked[0]"
+DRAINED_PODS: Final = f"{DRAINED}.pods"
+WATCH: Final = "$.watch"
+"""The reboot watch loop: ``rounds`` waited for a new boot id."""
+WATCH_ROUNDS: Final = f"{WATCH}.rounds"
+NODE_STATUS: Final = "$.status"
+"""The kube ``node_status`` op's answer."""
+REBOOTED: Final = f"{NODE_STATUS}.rebooted"
+ESCALATION: Final = "$.escalation"
+"""``{escalated, reason}``: why a reboot became a replacement."""
+ESCALATION_REASON: Final = f"{ESCALATION}.reason"
+TERM: Final = "$.term"
+"""The termination watch loop: ``rounds`` waited for the instance to terminate."""
+TERM_ROUNDS: Final = f"{TERM}.rounds"
+LIFECYCLE: Final = "$.lifecycle"
+"""``{states}``: the instance's Auto Scaling lifecycle states (none once it is gone)."""
+LIFECYCLE_STATE: Final = f"{LIFECYCLE}.states[0]"
+
+# The end ------------------------------------------------------------------------------------
+
+OUTCOME: Final = "$.outcome"
+"""``{name}``: rebooted, replaced, notified, held, monitored, ...: the ``Outcome``."""
+OUTCOME_NAME: Final = f"{OUTCOME}.name"
+ELAPSED: Final = "$.elapsed"
+"""``{seconds}`` from ``started_at`` to the report."""
+ELAPSED_SECONDS: Final = f"{ELAPSED}.seconds"
+ERROR: Final = "$.error"
+"""``{Error, Cause}``: a caught error, or a failure a Choice found, shaped alike."""
+ERROR_NAME: Final = f"{ERROR}.Error"
+RECORD_ERROR: Final = "$.record_error"
+RELEASE_ERROR: Final = "$.release_error"
+NOTIFY_ERROR: Final = "$.notify_error"
+METRIC_ERROR: Final = "$.metric_error"
+"""Where a best-effort step of the failure phase leaves its own error and goes on."""
+
+
+def initial_state() -> dict[str, Any]:
+    """``"Begin"``'s parameters, over the decision record as input."""
+    return {
+        "decision": sfn.JsonPath.entire_payload,
+        "started_at": sfn.JsonPath.state_entered_time,
+        "keys": {
+            "record": sfn.JsonPath.format(
+                ledger.RECORD_SK, sfn.JsonPath.string_at(incoming("decision_id"))
+            ),
+            "reboot": sfn.JsonPath.format(
+                ledger.REBOOT_SK, sfn.JsonPath.string_at(incoming("fault_id"))
+            ),
+            "instance_ids": sfn.JsonPath.array(sfn.JsonPath.string_at(incoming("instance_id"))),
+        },
+        "group": {"name": policy.NO_GROUP, "size": 0, "found": False},
+        "node": {"node": "", "boot_id": ""},
+        "step": {"name": "planning"},
+        # Until "Plan" replaces it: a failure before it still has an action to report.
+        "plan": {"action": sfn.JsonPath.string_at(incoming("action"))},
+        "hold": {"held": False, "rounds": 0, "sweep_at": 1},
+        "escalation": {"escalated": False, "reason": None},
+        "times": {},
+    }

@@ -1,0 +1,102 @@
+"""The ledger table in memory, written the way the state machine writes it: each operation
+is the key, condition and update a task of ``stacks/remediation/`` sends, taken from
+``nodemedic.remediate.ledger`` and evaluated by ``nodemedic.remediate.expressions``. A write
+whose condition fails changes nothing and returns False, as DynamoDB's
+ConditionalCheckFailedException would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodemedic.contracts import BREAKER_SK, LOCK_SK
+from nodemedic.remediate import ledger
+from nodemedic.remediate.expressions import Condition, Update, Values
+
+Key = tuple[str, str]
+
+
+class MemoryLedger:
+    def __init__(self) -> None:
+        self.items: dict[Key, dict[str, Any]] = {}
+
+    def item(self, key: Key) -> dict[str, Any]:
+        """The item, ``{}`` when there is none (what a condition sees)."""
+        return dict(self.items.get(key, {}))
+
+    def _holds(self, key: Key, condition: Condition | None, values: Values) -> bool:
+        return condition is None or condition.holds(self.item(key), values)
+
+    def put(
+        self, key: Key, attributes: dict[str, Any], condition: Condition | None, values: Values
+    ) -> bool:
+        if not self._holds(key, condition, values):
+            return False
+        self.items[key] = {**ledger.key(*key), **attributes}
+        return True
+
+    def update(self, key: Key, change: Update, condition: Condition | None, values: Values) -> bool:
+        if not self._holds(key, condition, values):
+            return False
+        self.items[key] = change.apply({**ledger.key(*key), **self.item(key)}, values)
+        return True
+
+    def delete(self, key: Key, condition: Condition, values: Values) -> bool:
+        if not self._holds(key, condition, values):
+            return False
+        self.items.pop(key, None)
+        return True
+
+    # The node lock ----------------------------------------------------------------------
+
+    def take_lock(
+        self, instance: str, decision_id: str, fault_id: str, now: int, expires_at: int
+    ) -> bool:
+        """ "Take node lock"."""
+        attributes = ledger.lock_item(decision_id, fault_id, "since", expires_at)
+        return self.put((instance, LOCK_SK), attributes, ledger.LOCK_FREE, {":now": now})
+
+    def note_reboot(self, instance: str, now: str) -> bool:
+        """ "Note reboot on lock"."""
+        return self.update((instance, LOCK_SK), ledger.NOTE_REBOOT, None, {":now": now})
+
+    def flag_recurrence(self, instance: str, decision_id: str, fault_id: str, now: str) -> bool:
+        """ "Flag recurrence", by a decision that found the lock taken."""
+        values = {":now": now, ":me": decision_id, ":fault": fault_id}
+        return self.update((instance, LOCK_SK), ledger.FLAG_RECURRENCE, ledger.RECURRENCE, values)
+
+    def recurred(self, instance: str) -> bool:
+        """ "Fault recurred?" on what "Read recurrence" reads."""
+        return ledger.RECURRED_AT in self.item((instance, LOCK_SK))
+
+    def release_lock(self, instance: str, decision_id: str) -> bool:
+        """ "... release lock"."""
+        return self.delete((instance, LOCK_SK), ledger.LOCK_HELD_BY, {":me": decision_id})
+
+    # The breaker --------------------------------------------------------------------------
+
+    @staticmethod
+    def breaker(group: str) -> Key:
+        return (ledger.BREAKER_PK.format(group), BREAKER_SK)
+
+    def holders(self, group: str) -> int:
+        """Nodes of the group in remediation, as "... holders left?" counts them."""
+        return len(self.item(self.breaker(group)).get(ledger.HOLDERS, ()))
+
+    def admit(self, group: str, instance: str, limit: int, now: str) -> bool:
+        """ "Admit"."""
+        values = {":me": frozenset({instance}), ":instance": instance, ":now": now, ":limit": limit}
+        return self.update(self.breaker(group), ledger.ADMIT, ledger.ADMISSIBLE, values)
+
+    def release_slot(self, group: str, instance: str, now: str) -> int:
+        """ "... release slot", then the count the gauge publishes."""
+        values = {":me": frozenset({instance}), ":now": now}
+        self.update(self.breaker(group), ledger.RELEASE, None, values)
+        return self.holders(group)
+
+    def sweep(self, group: str, now: int) -> None:
+        """ "Sweep stale holders": per holder, the transaction of "Remove stale holder"."""
+        for holder in sorted(self.item(self.breaker(group)).get(ledger.HOLDERS, ())):
+            if self._holds((holder, LOCK_SK), ledger.STALE, {":now": now}):
+                self.update(
+                    self.breaker(group), ledger.SWEEP, None, {":holder": frozenset({holder})}
+                )
