@@ -57,9 +57,11 @@ def _log_event(raw: CloudWatchLogsLogEvent) -> LogEvent:
     timestamp = raw.timestamp
     if type(timestamp) is not int or not 0 <= timestamp <= LATEST_MS:
         raise ValueError(f"event timestamp {timestamp!r} is not epoch milliseconds")
-    if not isinstance(raw.message, str) or not isinstance(raw.get_id, str):
-        raise TypeError(f"event id and message must be text: {raw.get_id!r}, {raw.message!r}")
-    return LogEvent(raw.get_id, timestamp, raw.message)
+    event_id: object = raw.get_id
+    # CloudWatch Logs sends the id as a string of digits; moto sends the number.
+    if not isinstance(raw.message, str) or type(event_id) not in (str, int):
+        raise TypeError(f"event id and message must be text: {event_id!r}, {raw.message!r}")
+    return LogEvent(str(event_id), timestamp, raw.message)
 
 
 def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:

@@ -22,14 +22,8 @@ from nodemedic.contracts import node_log_group
 from tests.support.paths import ROOT
 
 REGION = "us-east-1"
-
-
 CLUSTER = "demo"
-
-
 GROUP = node_log_group(CLUSTER)
-
-
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",

@@ -7,8 +7,8 @@ acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their 
 are also the ones the definition tests read, so the suite synthesizes three stacks.
 
 Kubernetes is one real kube-apiserver per session with simulated kubelets
-(``tests.support.kube_fixtures``); each test makes its own node group, so tests share nothing but
-the control plane."""
+(``tests.support.kube_fixtures``); each test makes its own node group, so tests share
+nothing but the control plane."""
 
 from __future__ import annotations
 
@@ -25,19 +25,12 @@ from nodemedic.local.cloudformation import Deployment
 from nodemedic.local.inbox import Inbox
 from nodemedic.remediate.decision import Identity, decide
 from stacks.settings import ClusterSettings
+from stacks.synth import synth_template
 
 REGION = "us-east-1"
-
-
 MOTO = {"stepfunctions": {"execute_state_machine": True}}
-
-
 FAST = {"poll_seconds": 1, "drain_timeout": 4, "reboot_timeout": 4, "breaker_hold": 60}
-
-
 """Every wait loop of the state machine polls once a second and gives up within seconds."""
-
-
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",
@@ -49,14 +42,8 @@ NODE_GROUPS = (
     "trn1-watch",
     "trn1-dry",
 )
-
-
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
-
-
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
-
-
 WATCH = ClusterSettings(
     name="watch",
     recovery_mode="None",
@@ -66,8 +53,6 @@ WATCH = ClusterSettings(
     escalation_window=1200,
     **FAST,
 )
-
-
 DRY = ClusterSettings(
     name="dry",
     dry_run=True,
@@ -78,9 +63,12 @@ DRY = ClusterSettings(
     reboot_timeout=140,
     breaker_hold=700,
 )
-
-
 EXAMPLES = {rule.id: rule.example for rule in default_classifier().catalog.rules}
+
+
+def acting_template() -> dict[str, Any]:
+    """The template of the acting cluster, as ``cdk synth`` writes it."""
+    return synth_template(ACTING)
 
 
 def state_machine_definition(template: dict[str, Any]) -> dict[str, Any]:

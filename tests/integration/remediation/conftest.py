@@ -1,14 +1,5 @@
-"""Shared pieces of the remediation tests.
-
-The state machine under test is the one ``cdk synth`` produces: the whole PipelineStack
-of ``stacks.synth.synth_template``, deployed into moto by ``nodemedic.local.aws.deploy``.
-Three clusters' stacks, one per recovery setting, can share one moto world: ``demo``
-acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their settings
-are also the ones the definition tests read, so the suite synthesizes three stacks.
-
-Kubernetes is one real kube-apiserver per session with simulated kubelets
-(``tests.support.kube_fixtures``); each test makes its own node group, so tests share nothing but
-the control plane."""
+"""The remediation tests' session: quick EC2 in moto and the acting cluster's template
+(see ``tests.support.remediation``)."""
 
 from __future__ import annotations
 
@@ -18,8 +9,7 @@ from typing import Any
 import pytest
 
 from nodemedic.local.aws import QUICK_EC2
-from stacks.synth import synth_template
-from tests.support.remediation import ACTING
+from tests.support.remediation import acting_template
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -32,4 +22,4 @@ def quick_ec2() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def default_template() -> dict[str, Any]:
-    return synth_template(ACTING)
+    return acting_template()
