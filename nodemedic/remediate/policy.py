@@ -34,7 +34,10 @@ MAX_DRAIN_SETTLE = 10
 class Policy:
     """The cluster's safety settings, as baked into the state machine at synth time.
 
-    ``node_groups`` empty means every Auto Scaling group of the cluster's instances.
+    ``node_groups`` lists the Auto Scaling groups nodemedic may act on; empty means none
+    (every decision is monitor-only): the stack's IAM guardrails deny a reboot or a
+    replacement outside the listed groups, so acting on an unlisted group would cordon and
+    drain a node only to fail at the last step and strand it.
     """
 
     recovery_mode: str = "Automatic"
@@ -149,14 +152,21 @@ def elapsed(since: str, until: str) -> float:
     return round((parse_time(until, "until") - parse_time(since, "since")).total_seconds(), 3)
 
 
+def _unmanaged(group: Group | None, policy: Policy) -> str:
+    """Why a node is outside what nodemedic may act on."""
+    if group is None:
+        return "the instance is in no Auto Scaling group"
+    if not policy.node_groups:
+        return "no node_groups configured: nodemedic acts on no group"
+    return f"node group {group.name} is not in node_groups"
+
+
 def _mode(action: str, group: Group | None, policy: Policy) -> tuple[Mode, str, str]:
     """(mode, outcome, reason) before escalation is considered."""
     if action == "notify":
         return "notify", "notified", "the fault says nothing against the node"
-    if group is None:
-        return "monitor", "unmanaged", "the instance is in no Auto Scaling group"
-    if policy.node_groups and group.name not in policy.node_groups:
-        return "monitor", "unmanaged", f"node group {group.name} is not in node_groups"
+    if group is None or group.name not in policy.node_groups:
+        return "monitor", "unmanaged", _unmanaged(group, policy)
     if policy.recovery_mode == "None":
         return "monitor", "monitored", "recovery_mode is None: label and condition only"
     if policy.recovery_mode != "Automatic":

@@ -63,6 +63,8 @@ DRY = ClusterSettings(
     reboot_timeout=140,
     breaker_hold=700,
 )
+UNSET = ClusterSettings(name="unset", **FAST)
+"""The default settings: no node group listed."""
 EXAMPLES = {rule.id: rule.example for rule in default_classifier().catalog.rules}
 
 

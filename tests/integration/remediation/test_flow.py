@@ -40,6 +40,7 @@ from tests.support.remediation import (
     EXAMPLES,
     MOTO,
     REGION,
+    UNSET,
     WATCH,
     Pipeline,
     datapoints,
@@ -134,7 +135,7 @@ def world(
         env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
         pipelines = {
             s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
-            for s in (ACTING, WATCH, DRY)
+            for s in (ACTING, WATCH, DRY, UNSET)
         }
         watch = NodeWatch(cluster.api_client).start()
         try:
@@ -343,6 +344,9 @@ def test_a_reboot_that_never_comes_back_escalates_to_replace(world: World) -> No
             "dry run: would cordon, drain and replace the node; label and condition only",
         ),
         ("demo", "trn1-unlisted", "unmanaged", "node group trn1-unlisted is not in node_groups"),
+        # The default settings: no group listed, so no group is acted on (the IAM guardrails
+        # would deny the reboot or replacement after the node was cordoned and drained).
+        ("unset", "trn1-any", "unmanaged", "no node_groups configured: nodemedic acts on no group"),
     ],
 )
 def test_without_leave_to_act_the_node_is_only_marked(

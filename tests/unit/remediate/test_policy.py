@@ -26,9 +26,11 @@ REBOOT = {"action": "reboot", "health_status": "UnschedulablePendingReboot"}
         (DECISION, None, {}, "monitor", "unmanaged"),
         (DECISION, Group("other", 4), {"node_groups": ("g",)}, "monitor", "unmanaged"),
         (DECISION, Group("g", 4), {"node_groups": ("g",)}, "act", ""),
-        (DECISION, Group("g", 4), {"recovery_mode": "None"}, "monitor", "monitored"),
-        (DECISION, Group("g", 4), {"dry_run": True}, "monitor", "dry-run"),
-        (DECISION, Group("g", 4), {}, "act", ""),
+        (DECISION, Group("g", 4), {"node_groups": ("g",), "recovery_mode": "None"},
+         "monitor", "monitored"),
+        (DECISION, Group("g", 4), {"node_groups": ("g",), "dry_run": True},
+         "monitor", "dry-run"),
+        (DECISION, Group("g", 4), {}, "monitor", "unmanaged"),  # no node_groups: none
     ],
 )  # fmt: skip
 def test_plan_mode(
@@ -43,9 +45,10 @@ def test_plan_mode(
 
 
 def test_dry_run_says_what_it_would_do() -> None:
-    result = plan(DECISION, Group("g", 4), None, NOW, Policy(dry_run=True))
+    dry = Policy(dry_run=True, node_groups=("g",))
+    result = plan(DECISION, Group("g", 4), None, NOW, dry)
     assert result.reason.startswith("dry run: would cordon, drain and replace the node")
-    reboot = plan(REBOOT, Group("g", 4), None, NOW, Policy(dry_run=True))
+    reboot = plan(REBOOT, Group("g", 4), None, NOW, dry)
     assert reboot.reason.startswith("dry run: would cordon, drain and reboot the node")
 
 
@@ -92,7 +95,7 @@ def test_handler_plans_from_the_state_machine_payload() -> None:
         "group": {"name": "ng-1", "size": 10, "found": True},
         "last_reboot": {"at": "2026-11-22T18:20:00.000+00:00"},
         "now": "2026-11-22T18:30:00Z",
-        "policy": Policy().to_mapping(),
+        "policy": Policy(node_groups=("ng-1",)).to_mapping(),
     }
     result = handler(event, None)
     assert result["mode"] == "act"
