@@ -50,7 +50,12 @@ class ClusterSettings:
     max_parallel: int = 2
     """Breaker: at most this many nodes of a node group in remediation at once."""
     drain_timeout: int = 600
-    """Seconds of Eviction-API draining before the remaining pods are deleted."""
+    """Seconds of Eviction-API draining; then the remediation fails and the node stays
+    cordoned (and people are told), unless ``force_drain`` lets a replacement delete what
+    is left."""
+    force_drain: bool = False
+    """Before a replacement (never before a reboot), delete the pods eviction could not move
+    once ``drain_timeout`` is spent, overriding their PodDisruptionBudgets."""
     reboot_timeout: int = 900
     """Seconds to wait for the node to come back Ready with a new boot id before replacing."""
     escalation_window: int = 3600

@@ -1,5 +1,6 @@
 """One drain round: evict a node's pods through the Eviction API, so PodDisruptionBudgets
-hold, and after the drain timeout delete whatever is left.
+hold, and, when the round may ``force`` (before a replacement, where the cluster allows it),
+delete whatever is left after the drain timeout.
 
 The state machine calls a round again (with backoff while PDBs block) until ``done``. A
 round that evicted pods waits up to ``settle_seconds`` for them to terminate, so a node
@@ -52,10 +53,11 @@ def drain(
     started_at: datetime.datetime,
     timeout_seconds: int,
     settle_seconds: float = 0,
+    force: bool = False,
     now: datetime.datetime | None = None,
 ) -> DrainRound:
     now = now or datetime.datetime.now(datetime.UTC)
-    overdue = now >= started_at + datetime.timedelta(seconds=timeout_seconds)
+    overdue = force and now >= started_at + datetime.timedelta(seconds=timeout_seconds)
     found = _pods(core, node)
     result = DrainRound()
     for pod in found:

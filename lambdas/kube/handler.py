@@ -102,6 +102,7 @@ def _drain(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         started_at=f.time("started_at"),
         timeout_seconds=f.seconds("timeout_seconds"),
         settle_seconds=f.seconds("settle_seconds"),
+        force=f.flag("force"),
     )
     return dataclasses.asdict(done)
 

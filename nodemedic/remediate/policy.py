@@ -47,6 +47,7 @@ class Policy:
     max_parallel: int = 2
     escalation_window: int = 3600
     lock_seconds: int = 86400
+    force_drain: bool = False
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
@@ -59,6 +60,7 @@ class Policy:
                 max_parallel=int(raw["max_parallel"]),
                 escalation_window=int(raw["escalation_window"]),
                 lock_seconds=int(raw["lock_seconds"]),
+                force_drain=bool(raw["force_drain"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyError(f"bad policy settings: {exc!r}") from exc
@@ -90,6 +92,10 @@ class Plan:
     """Admit this remediation only while fewer than ``limit`` of its group are in flight."""
     now_epoch: int
     lock_expires_epoch: int
+    force_drain: bool
+    """Delete the pods that are still on the node once ``drain_timeout`` is spent. Only
+    before a replacement, and only where ``force_drain`` is set: before a reboot the kubelet
+    still runs the pods, and a pod deleted with grace 0 may run twice."""
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,4 +227,5 @@ def plan(
         limit=limit,
         now_epoch=now_epoch,
         lock_expires_epoch=now_epoch + policy.lock_seconds,
+        force_drain=policy.force_drain and action == "replace",
     )

@@ -24,6 +24,7 @@ def drain(
             "node": text_at(state.NODE_NAME),
             "started_at": text_at(state.DRAIN_STARTED_AT),
             "timeout_seconds": st.drain_timeout,
+            "force": sfn.JsonPath.string_at(state.FORCE_DRAIN),
             "settle_seconds": policy.drain_settle(st.poll_seconds),
         },
         result_path=state.DRAINED,

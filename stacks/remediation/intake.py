@@ -185,6 +185,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                         max_parallel=st.max_parallel,
                         escalation_window=st.escalation_window,
                         lock_seconds=flow.lock_seconds,
+                        force_drain=st.force_drain,
                     ).to_mapping(),
                 }
             ),

@@ -81,6 +81,8 @@ REASON: Final = plan("reason")
 LIMIT: Final = plan("limit")
 NOW_EPOCH: Final = plan("now_epoch")
 LOCK_EXPIRES_EPOCH: Final = plan("lock_expires_epoch")
+FORCE_DRAIN: Final = plan("force_drain")
+"""Whether the drain may delete what eviction left once ``drain_timeout`` is spent."""
 HEALTH_STATUS: Final = plan("health_status")
 PLANNED_OUTCOME: Final = plan("outcome")
 

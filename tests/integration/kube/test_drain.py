@@ -15,7 +15,7 @@ pytestmark = pytest.mark.kube
 
 
 def drain_event(
-    node: str, *, started_ago: float = 0, timeout: int = 600, settle: int = 0
+    node: str, *, started_ago: float = 0, timeout: int = 600, settle: int = 0, force: bool = False
 ) -> dict[str, object]:
     started = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=started_ago)
     return {
@@ -24,6 +24,7 @@ def drain_event(
         "started_at": started.isoformat().replace("+00:00", "Z"),
         "timeout_seconds": timeout,
         "settle_seconds": settle,
+        "force": force,
     }
 
 
@@ -112,17 +113,32 @@ def test_drain_leaves_daemonset_and_mirror_pods_and_names_the_jobs(
     assert exists(core, namespace, f"static-{node.name}")
 
 
-def test_drain_deletes_what_is_left_after_the_timeout(
+def test_a_forced_drain_deletes_what_is_left_after_the_timeout(
     invoke: Invoke, node: Node, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
 ) -> None:
     guarded_pod(core, admin, namespace, "solo", node)
-    assert invoke(drain_event(node.name, started_ago=60, timeout=120))["blocked"]
+    assert invoke(drain_event(node.name, started_ago=60, timeout=120, force=True))["blocked"]
 
-    overdue = invoke(drain_event(node.name, started_ago=180, timeout=120))
+    overdue = invoke(drain_event(node.name, started_ago=180, timeout=120, force=True))
 
     assert overdue["deleted"] == [f"{namespace}/solo"]
     assert (overdue["done"], overdue["remaining"]) == (True, 0)
     assert not exists(core, namespace, "solo")
+
+
+def test_an_unforced_drain_never_deletes_what_its_budget_protects(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+) -> None:
+    """Before a reboot, or without ``force_drain``: a pod its PodDisruptionBudget protects
+    stays, however long the drain has run; the node is not drained."""
+    guarded_pod(core, admin, namespace, "solo", node)
+
+    overdue = invoke(drain_event(node.name, started_ago=3600, timeout=120))
+
+    assert overdue["deleted"] == []
+    assert overdue["blocked"] == [f"{namespace}/solo"]
+    assert (overdue["done"], overdue["remaining"]) == (False, 1)
+    assert exists(core, namespace, "solo")
 
 
 def test_a_settling_round_sees_pods_that_stop_at_once_gone(

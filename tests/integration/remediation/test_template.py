@@ -145,8 +145,12 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             reboot_timeout=FAST["reboot_timeout"],
             poll_seconds=FAST["poll_seconds"],
         ),
+        "force_drain": False,
     }
     assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
+    # The drain deletes what eviction left only when the plan says so (a replacement, with
+    # force_drain set): never before a reboot.
+    assert definition["States"]["Drain"]["Parameters"]["force.$"] == "$.plan.force_drain"
     dry = state_machine_definition(synth_template(DRY))["States"]["Plan"]["Parameters"]["policy"]
     assert (dry["recovery_mode"], dry["dry_run"]) == ("Automatic", True)
 

@@ -141,3 +141,20 @@ def test_handler_measures_elapsed_seconds_across_time_formats() -> None:
 def test_handler_rejects_bad_input_with_a_policy_error(event: dict[str, Any]) -> None:
     with pytest.raises(PolicyError):
         handler(event, None)
+
+
+@pytest.mark.parametrize(
+    ("decision", "force_drain", "forced"),
+    [(DECISION, True, True), (DECISION, False, False), (REBOOT, True, False)],
+)
+def test_a_drain_is_forced_only_before_a_replacement_and_only_when_allowed(
+    decision: dict[str, Any], force_drain: bool, forced: bool
+) -> None:
+    allowed = Policy(node_groups=("g",), force_drain=force_drain)
+    assert plan(decision, Group("g", 4), None, NOW, allowed).force_drain is forced
+
+
+def test_a_reboot_escalated_to_a_replacement_may_be_forced() -> None:
+    allowed = Policy(node_groups=("g",), force_drain=True)
+    escalated = plan(REBOOT, Group("g", 4), NOW - timedelta(seconds=60), NOW, allowed)
+    assert (escalated.action, escalated.force_drain) == ("replace", True)
