@@ -33,7 +33,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy agent lambdas nodemedic stacks app.py
+	$(BIN)/mypy agent lambdas nodemedic stacks scripts app.py
 
 # The fast tier: no network, no apiserver.
 unit: $(INSTALLED)

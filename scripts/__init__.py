@@ -1,0 +1,1 @@
+"""Generators run by hand (``make xid-rules``); not part of any bundle or image."""
