@@ -1,0 +1,1 @@
+"""End-to-end: the demo's whole local world, one per package (see ``conftest.py``)."""
