@@ -9,7 +9,7 @@ Items (partition ``pk``, sort ``sk``; ``nodemedic.contracts`` names the keys):
 
 - ``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings.
 - ``<instance-id>`` / ``inflight``: the node lock. One remediation per node: a second
-  decision for a node in flight is a duplicate.
+  decision for a node in flight is a duplicate, unless it upgrades the remediation there.
 - ``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation).
 - ``group#<asg>`` / ``breaker``: the breaker's ``holders``, the instances of the group in
   remediation; at most the admission limit of them at once.
@@ -53,17 +53,24 @@ def key(pk: V, sk: V) -> dict[str, V]:
 # The node lock -----------------------------------------------------------------------------
 
 EXPIRES_AT: Final = "expires_at"
+PLANNED_ACTION: Final = "planned_action"
 REBOOTED_AT: Final = "rebooted_at"
 RECURRED_AT: Final = "recurred_at"
+UPGRADED_AT: Final = "upgraded_at"
+UPGRADED_BY: Final = "upgraded_by"
+UPGRADE_FAULT: Final = "upgrade_fault"
+GIVING_BACK_AT: Final = "giving_back_at"
 
 
-def lock_item(decision_id: V, fault_id: V, since: V, expires_at: V) -> dict[str, V]:
+def lock_item(decision_id: V, fault_id: V, action: V, since: V, expires_at: V) -> dict[str, V]:
     """The lock's attributes besides its key. ``expires_at`` (epoch seconds) bounds it: a
     live remediation never runs longer (policy.execution_timeout), so an expired lock is
-    one whose execution was stopped."""
+    one whose execution was stopped. ``action``, what the remediation will do to the node,
+    is what a stronger decision upgrades (``UPGRADABLE``)."""
     return {
         "decision_id": decision_id,
         "fault_id": fault_id,
+        PLANNED_ACTION: action,
         "since": since,
         EXPIRES_AT: expires_at,
     }
@@ -74,7 +81,12 @@ LOCK_FREE: Final = either(missing("pk"), compare(EXPIRES_AT, "<", ":now"))
 LOCK_HELD_BY: Final = compare("decision_id", "=", ":me")
 """Only the decision that took the lock releases it: a duplicate must not free its node."""
 NOTE_REBOOT: Final = update(assign(REBOOTED_AT, ":now"))
-"""The lock remembers that its remediation rebooted the node, for ``RECURRENCE``."""
+"""The lock remembers that its remediation rebooted the node, for ``RECURRENCE``. Sent on
+``UNFLAGGED``: the reboot happens only if no stronger decision upgraded the remediation."""
+GIVE_BACK: Final = update(assign(GIVING_BACK_AT, ":now"))
+"""The rebooted node is about to be given back (cleared, uncordoned). Sent on
+``UNFLAGGED``; once it is there, neither flag lands any more (``RECURRENCE``,
+``UPGRADABLE``): a flag is honoured, or refused to the decision that sends it."""
 
 # Escalation --------------------------------------------------------------------------------
 
@@ -82,12 +94,35 @@ RECURRENCE: Final = every(
     compare("fault_id", "=", ":fault"),
     present(REBOOTED_AT),
     compare("decision_id", "<>", ":me"),
+    missing(GIVING_BACK_AT),
 )
 """A new decision ``:me`` finds the lock held by a remediation that rebooted the node for
-the same fault ``:fault``: the reboot did not help."""
+the same fault ``:fault`` and is not giving it back yet: the reboot did not help."""
 FLAG_RECURRENCE: Final = update(assign(RECURRED_AT, ":now"), assign("recurred_by", ":me"))
 """What the duplicate leaves on the lock: once the node is back, the remediation that holds
 it sees ``RECURRED_AT`` and replaces the node instead of giving it back."""
+
+UPGRADED_FROM: Final = "reboot"
+UPGRADED_TO: Final = "replace"
+"""A decision to replace the node upgrades a remediation in flight that will reboot it: the
+reboot would not cure the stronger fault. Nothing is stronger than a replacement, and a
+weaker or equal decision is a duplicate."""
+UPGRADABLE: Final = every(
+    compare(PLANNED_ACTION, "=", ":weaker"),
+    missing(UPGRADED_AT),
+    missing(GIVING_BACK_AT),
+)
+"""The remediation holding the lock will do ``:weaker`` (``UPGRADED_FROM``), nobody upgraded
+it yet, and it is not giving the node back: it will still read the flag."""
+FLAG_UPGRADE: Final = update(
+    assign(UPGRADED_AT, ":now"), assign(UPGRADED_BY, ":me"), assign(UPGRADE_FAULT, ":fault")
+)
+"""What the stronger decision ``:me`` (fault ``:fault``) leaves on the lock: the remediation
+holding it replaces the node instead of rebooting it, or, rebooted already, instead of
+giving it back."""
+UNFLAGGED: Final = every(missing(UPGRADED_AT), missing(RECURRED_AT))
+"""Nothing asks the remediation holding the lock to escalate: it may reboot the node, and
+give it back after the reboot."""
 
 
 def reboot_escalates(last_reboot_at: datetime | None, now: datetime, window: int) -> float | None:

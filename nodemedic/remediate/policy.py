@@ -28,6 +28,9 @@ MAX_BACKOFF = 8
 times ``poll_seconds``."""
 MAX_DRAIN_SETTLE = 10
 """Seconds at most that one drain round waits for the pods it evicted to terminate."""
+LOCK_WAIT_ROUNDS = 10
+"""Polls a stronger decision waits for the lock of a remediation giving its node back: that
+one has only its clear and its report left. Then the decision fails, loudly."""
 
 
 @dataclass(frozen=True)
@@ -132,14 +135,16 @@ def execution_timeout(
     poll_seconds: int,
 ) -> int:
     """An upper bound of one remediation's duration: every wait loop at its longest (the
-    reboot watch and the wait for termination both bounded by ``reboot_timeout``), plus
-    time for the tasks between waits. The in-flight lock expires after this long, so an
+    reboot watch and the wait for termination both bounded by ``reboot_timeout``, the wait
+    for a lock being given back by ``LOCK_WAIT_ROUNDS``), plus time for the tasks between
+    waits. The in-flight lock expires after this long, so an
     execution stopped by hand does not block its node forever."""
     waits = (
         rounds(breaker_hold, poll_seconds) * poll_seconds
         + drain_rounds(drain_timeout, poll_seconds)
         * (max_drain_wait(poll_seconds) + drain_settle(poll_seconds))
         + 2 * (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds
+        + LOCK_WAIT_ROUNDS * poll_seconds
     )
     return waits + 600
 

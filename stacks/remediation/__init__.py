@@ -11,13 +11,14 @@ the date arithmetic States Language cannot do (the policy Lambda):
    the fault's metric. notify (an application fault): report only, no lock.
 2. ``lock``: "Take node lock", one remediation per node; a second decision for a node in
    flight ends as "Duplicate" (and flags a recurrence if the node was already rebooted for
-   the same fault). monitor (recovery_mode None, dry_run, a group outside ``node_groups``):
+   the same fault), or, stronger, as "Upgraded" (``upgrade``: the reboot in flight becomes
+   a replacement). monitor (recovery_mode None, dry_run, a group outside ``node_groups``):
    label and condition only.
 3. ``breaker`` (and ``sweep``): act only once admitted into the group's slots; held
    decisions wait, sweeping stale holders once a minute.
 4. ``mark``, ``drain``, then ``reboot`` (watch for a new boot id, escalate to replace when
-   none comes or the fault recurs) or ``replace`` (SetInstanceHealth Unhealthy, wait for
-   termination, delete the Node).
+   none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
+   (SetInstanceHealth Unhealthy, wait for termination, delete the Node).
 5. ``report``: metrics, SNS, close the ledger, ``release`` the slot and the lock. Any
    failure on the way goes to ``failure``: the ledger says where it stopped, the slot and
    lock are released, SNS says so, and the execution ends in "Remediation failed".

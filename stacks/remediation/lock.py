@@ -2,7 +2,8 @@
 
 A second decision for a node in flight ends as ``"Duplicate"``; if the remediation in flight
 rebooted the node for the same fault, the duplicate flags the recurrence on the lock
-(``ledger.RECURRENCE``), and that remediation escalates once the node is back.
+(``ledger.RECURRENCE``), and that remediation escalates once the node is back. A stronger
+decision upgrades the remediation in flight instead (``upgrade``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from stacks.remediation.render import (
     lock_key,
     text_at,
 )
+from stacks.remediation.upgrade import upgrade
 
 
 def lock(
@@ -42,6 +44,7 @@ def lock(
             **ledger.lock_item(
                 decision_id=dynamo_text(state.decision("decision_id")),
                 fault_id=dynamo_text(state.FAULT_ID),
+                action=dynamo_text(state.ACTION),
                 since=Value.from_string(NOW),
                 expires_at=dynamo_number(state.LOCK_EXPIRES_EPOCH),
             ),
@@ -54,7 +57,9 @@ def lock(
         result_path=state.LOCK,
     )
     take.add_catch(
-        _duplicate(flow), errors=[CONDITIONAL_CHECK_FAILED], result_path=sfn.JsonPath.DISCARD
+        _duplicate(flow, take, failure),
+        errors=[CONDITIONAL_CHECK_FAILED],
+        result_path=sfn.JsonPath.DISCARD,
     )
     flow.guard(take)
     locate = flow.kube(
@@ -79,9 +84,10 @@ def lock(
     return take
 
 
-def _duplicate(flow: Flow) -> sfn.IChainable:
+def _duplicate(flow: Flow, take: sfn.IChainable, failure: sfn.IChainable) -> sfn.IChainable:
     """The node already has a remediation in flight: this decision joins nothing. If that
-    one rebooted the node for the same fault, the fault came back: tell it to escalate."""
+    one rebooted the node for the same fault, the fault came back: tell it to escalate. If
+    not, a stronger decision upgrades it (or, too late for that, tries to ``take`` again)."""
     s = flow.scope
     me = dynamo_text(state.decision("decision_id"))
     flag = flow.write(
@@ -99,7 +105,12 @@ def _duplicate(flow: Flow) -> sfn.IChainable:
         )
     )
     done = sfn.Succeed(s, "Duplicate", comment="another remediation of this node is in flight")
-    # Best effort: whatever stops the flag, this decision is still a duplicate.
+    flag.add_catch(
+        upgrade(flow, retake=take, duplicate=duplicate, failure=failure),
+        errors=[CONDITIONAL_CHECK_FAILED],
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    # Best effort: whatever else stops the flag, this decision is still a duplicate.
     flag.add_catch(duplicate, errors=[sfn.Errors.ALL], result_path=sfn.JsonPath.DISCARD)
     flag.next(duplicate).next(done)
     return flag

@@ -1,6 +1,8 @@
 """Reboot and verify: remember the reboot, reboot, watch for a new boot id, then give the
 Node back, unless no new boot id came or the fault recurred meanwhile: then escalate to a
-replacement (``ledger``'s escalation rules)."""
+replacement (``ledger``'s escalation rules). A stronger decision that upgraded the
+remediation (``upgrade``) escalates it too: before the reboot, so that a node to be replaced
+is not rebooted first, or after it."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.remediate import ledger, policy
+from nodemedic.remediate.expressions import Update
 from stacks.remediation import state
-from stacks.remediation.flow import Flow
+from stacks.remediation.flow import CONDITIONAL_CHECK_FAILED, Flow
 from stacks.remediation.mark import mark_node
 from stacks.remediation.render import (
     Value,
     dynamo_now,
     dynamo_text,
     entered_at,
+    formatted,
     lock_key,
     reboot_key,
     text_at,
@@ -26,6 +30,8 @@ from stacks.remediation.render import (
 def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sfn.IChainable:
     """Enter ``rebooting``; a node back with its fault gone goes on to the ``report``."""
     s = flow.scope
+    escalate = _escalate(flow, replace)
+    flagged = _flagged(flow, escalate)
     marker = flow.guard(
         tasks.DynamoPutItem(
             s,
@@ -40,9 +46,9 @@ def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sf
             result_path=sfn.JsonPath.DISCARD,
         )
     )
-    note_on_lock = flow.guard(
-        flow.write("Note reboot on lock", lock_key(), ledger.NOTE_REBOOT, {":now": dynamo_now()})
-    )
+    # The reboot happens only if the lock still says so: an upgrade flagged until here is
+    # honoured before the node is rebooted, one flagged after it once the node is back.
+    note_on_lock = _unflagged(flow, "Note reboot on lock", ledger.NOTE_REBOOT, flagged)
     restart = flow.aws(
         "Reboot instance",
         "ec2",
@@ -55,15 +61,60 @@ def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sf
         result_path=state.time_of("rebooted"),
     )
     start = flow.step("Start rebooting", "rebooting")
-    start.next(marker).next(note_on_lock).next(restart).next(
-        _watch(flow, report=report, escalate=_escalate(flow, replace))
+    start.next(note_on_lock).next(marker).next(restart).next(
+        _watch(flow, report=report, escalate=escalate, flagged=flagged)
     )
     return start
 
 
-def _watch(flow: Flow, *, report: sfn.IChainable, escalate: sfn.IChainable) -> sfn.IChainable:
+def _unflagged(
+    flow: Flow, id: str, change: Update, flagged: sfn.IChainable
+) -> tasks.DynamoUpdateItem:
+    """``change`` on the lock while nothing asks for an escalation (``ledger.UNFLAGGED``);
+    once something does, on to ``flagged``."""
+    task = flow.write(id, lock_key(), change, {":now": dynamo_now()}, condition=ledger.UNFLAGGED)
+    task.add_catch(flagged, errors=[CONDITIONAL_CHECK_FAILED], result_path=sfn.JsonPath.DISCARD)
+    return flow.guard(task)
+
+
+def _flagged(flow: Flow, escalate: sfn.IChainable) -> sfn.IChainable:
+    """Read why the lock refused: the fault recurred, or a stronger decision upgraded the
+    remediation (one of the two flags made ``ledger.UNFLAGGED`` false, and only this
+    execution removes its lock); say so, and escalate."""
+    s = flow.scope
+    recurrence = flow.read("Read recurrence", lock_key(), state.LOCK_ITEM)
+    recurrence.next(
+        sfn.Choice(s, "Fault recurred?")
+        .when(
+            sfn.Condition.is_present(state.RECURRED),
+            flow.put(
+                "Recurred",
+                state.ESCALATION,
+                escalated=True,
+                reason="the fault recurred after the reboot",
+            ).next(escalate),
+        )
+        .otherwise(
+            flow.put(
+                "Stronger fault",
+                state.ESCALATION,
+                escalated=True,
+                reason=formatted(
+                    "{} during the remediation calls for a replacement (decision {})",
+                    state.UPGRADE_FAULT_ID,
+                    state.UPGRADED_BY_DECISION,
+                ),
+            ).next(escalate)
+        )
+    )
+    return recurrence
+
+
+def _watch(
+    flow: Flow, *, report: sfn.IChainable, escalate: sfn.IChainable, flagged: sfn.IChainable
+) -> sfn.IChainable:
     """Poll for a new boot id up to ``reboot_timeout``; once back, a poll to settle, then
-    look whether the fault recurred in the meantime."""
+    give the node back unless the lock was flagged in the meantime."""
     s = flow.scope
     watch_wait = sfn.Wait(s, "Wait for reboot", time=flow.poll)
     status = flow.kube(
@@ -73,7 +124,7 @@ def _watch(flow: Flow, *, report: sfn.IChainable, escalate: sfn.IChainable) -> s
         result_path=state.NODE_STATUS,
     )
     settle = sfn.Wait(s, "Settle", time=flow.poll)
-    recurrence = flow.read("Read recurrence", lock_key(), state.LOCK_ITEM)
+    give_back = _unflagged(flow, "Note give-back on lock", ledger.GIVE_BACK, flagged)
     clear = flow.kube(
         "Clear",
         "clear",
@@ -101,19 +152,7 @@ def _watch(flow: Flow, *, report: sfn.IChainable, escalate: sfn.IChainable) -> s
         )
         .otherwise(flow.next_round("Count watch", state.WATCH).next(watch_wait))
     )
-    settle.next(recurrence).next(
-        sfn.Choice(s, "Fault recurred?")
-        .when(
-            sfn.Condition.is_present(state.RECURRED),
-            flow.put(
-                "Recurred",
-                state.ESCALATION,
-                escalated=True,
-                reason="the fault recurred after the reboot",
-            ).next(escalate),
-        )
-        .otherwise(clear)
-    )
+    settle.next(give_back).next(clear)
     clear.next(flow.ended("Rebooted", "rebooted")).next(report)
     return begin
 

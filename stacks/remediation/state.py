@@ -13,7 +13,13 @@ from typing import Any, Final
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.remediate import ledger, policy
-from nodemedic.remediate.ledger import HOLDERS, RECURRED_AT
+from nodemedic.remediate.ledger import (
+    GIVING_BACK_AT,
+    HOLDERS,
+    RECURRED_AT,
+    UPGRADE_FAULT,
+    UPGRADED_BY,
+)
 
 # The decision record, the execution's input (docs/contracts.md) ---------------------------
 
@@ -108,8 +114,19 @@ RELEASED: Final = "$.released"
 RELEASED_HOLDERS: Final = f"{RELEASED}.Attributes.{HOLDERS}.SS"
 RELEASED_COUNT: Final = f"{RELEASED}.count"
 LOCK_ITEM: Final = "$.lock_item"
-"""The node lock as read after the reboot (GetItem result)."""
-RECURRED: Final = f"{LOCK_ITEM}.Item.{RECURRED_AT}"
+"""The node lock as read (GetItem result): by the remediation holding it once it was told to
+escalate, or by a decision that found it held."""
+HELD_LOCK: Final = f"{LOCK_ITEM}.Item"
+RECURRED: Final = f"{HELD_LOCK}.{RECURRED_AT}"
+UPGRADED_BY_DECISION: Final = f"{HELD_LOCK}.{UPGRADED_BY}.S"
+UPGRADE_FAULT_ID: Final = f"{HELD_LOCK}.{UPGRADE_FAULT}.S"
+GIVING_BACK: Final = f"{HELD_LOCK}.{GIVING_BACK_AT}"
+LOCK_WAIT: Final = "$.lock_wait"
+"""``{rounds}`` a stronger decision waited for a lock whose remediation gives its node back."""
+LOCK_WAIT_ROUNDS: Final = f"{LOCK_WAIT}.rounds"
+UPGRADED: Final = "$.upgraded"
+"""``{decision_id}``: the remediation in flight that this decision upgraded."""
+UPGRADED_DECISION: Final = f"{UPGRADED}.decision_id"
 
 # Acting on the node -------------------------------------------------------------------------
 
@@ -193,6 +210,7 @@ def initial_state() -> dict[str, Any]:
         # Until "Plan" replaces it: a failure before it still has an action to report.
         "plan": {"action": sfn.JsonPath.string_at(incoming("action"))},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
+        "lock_wait": {"rounds": 0},
         "escalation": {"escalated": False, "reason": None},
         "times": {},
     }

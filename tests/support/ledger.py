@@ -49,15 +49,29 @@ class MemoryLedger:
     # The node lock ----------------------------------------------------------------------
 
     def take_lock(
-        self, instance: str, decision_id: str, fault_id: str, now: int, expires_at: int
+        self,
+        instance: str,
+        decision_id: str,
+        fault_id: str,
+        now: int,
+        expires_at: int,
+        *,
+        action: str = "reboot",
     ) -> bool:
         """ "Take node lock"."""
-        attributes = ledger.lock_item(decision_id, fault_id, "since", expires_at)
+        attributes = ledger.lock_item(decision_id, fault_id, action, "since", expires_at)
         return self.put((instance, LOCK_SK), attributes, ledger.LOCK_FREE, {":now": now})
 
     def note_reboot(self, instance: str, now: str) -> bool:
-        """ "Note reboot on lock"."""
-        return self.update((instance, LOCK_SK), ledger.NOTE_REBOOT, None, {":now": now})
+        """ "Note reboot on lock": False when a flag on the lock stops the reboot."""
+        return self._unflagged(instance, ledger.NOTE_REBOOT, now)
+
+    def give_back(self, instance: str, now: str) -> bool:
+        """ "Note give-back on lock": False when a flag on the lock stops the give-back."""
+        return self._unflagged(instance, ledger.GIVE_BACK, now)
+
+    def _unflagged(self, instance: str, change: Update, now: str) -> bool:
+        return self.update((instance, LOCK_SK), change, ledger.UNFLAGGED, {":now": now})
 
     def flag_recurrence(self, instance: str, decision_id: str, fault_id: str, now: str) -> bool:
         """ "Flag recurrence", by a decision that found the lock taken."""
@@ -67,6 +81,20 @@ class MemoryLedger:
     def recurred(self, instance: str) -> bool:
         """ "Fault recurred?" on what "Read recurrence" reads."""
         return ledger.RECURRED_AT in self.item((instance, LOCK_SK))
+
+    def flag_upgrade(
+        self, instance: str, decision_id: str, action: str, fault_id: str, now: str
+    ) -> bool:
+        """ "Stronger?", then "Flag upgrade", by an acting decision that found the lock taken."""
+        if action != ledger.UPGRADED_TO:
+            return False
+        values = {
+            ":now": now,
+            ":me": decision_id,
+            ":fault": fault_id,
+            ":weaker": ledger.UPGRADED_FROM,
+        }
+        return self.update((instance, LOCK_SK), ledger.FLAG_UPGRADE, ledger.UPGRADABLE, values)
 
     def release_lock(self, instance: str, decision_id: str) -> bool:
         """ "... release lock"."""

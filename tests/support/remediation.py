@@ -41,6 +41,10 @@ NODE_GROUPS = (
     "p5-ghost",
     "trn1-watch",
     "trn1-dry",
+    "p5-upgrade",
+    "p5-rebooted",
+    "p5-weaker",
+    "p5-late",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
-from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY
 from nodemedic.local.aws import deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
@@ -31,6 +31,7 @@ from nodemedic.local.kubelet import SimulatedKubelet
 from nodemedic.local.motopatch import atomic_writes
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeSeen, NodeWatch
+from nodemedic.remediate import ledger as nodemedic_ledger
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
 from tests.support.kube import bind_pod, exists, owner, pdb, running, wait_for
@@ -46,6 +47,7 @@ from tests.support.remediation import (
     datapoints,
     decision,
     instances,
+    iso,
     metric_names,
 )
 
@@ -449,6 +451,190 @@ def test_two_decisions_for_one_node_at_once_make_one_remediation(world: World) -
     (mail,) = pipeline.messages(node)
     assert mail["outcome"] == "replaced"
     assert world.node(node) is None
+
+
+def blocked_drain(
+    world: World, admin: client.ApiClient, namespace: str, *, node: str, spare: str
+) -> Callable[[], object]:
+    """A training pod on the instance's Node whose budget allows no eviction, so that a
+    remediation of it stays in flight, draining; the function returned unblocks the drain
+    as the pod's ReplicaSet would, starting a replica on ``spare``."""
+    app = {"app": "trainer"}
+    replicas = owner(admin, namespace, "ReplicaSet", "trainer-5c8d")
+    bind_pod(world.core, namespace, "trainer-0", world.nodes[node], labels=app, owner=replicas)
+    budget = pdb(admin, namespace, "trainer", app, minAvailable=1)
+    wait_for(lambda: (budget() or {}).get("currentHealthy") == 1, what="the budget's status")
+    return lambda: bind_pod(
+        world.core, namespace, "trainer-1", world.nodes[spare], labels=app, owner=replicas
+    )
+
+
+def draining(pipeline: Pipeline, record: dict[str, Any]) -> str:
+    """Start the remediation of ``record``; its execution, once its drain was refused."""
+    execution = pipeline.start(record)
+    wait_for(lambda: (pipeline.ledger(record) or {}).get("pods"), what="the first drain round")
+    return execution
+
+
+def test_a_stronger_fault_during_a_reboot_replaces_the_node_instead_of_rebooting_it(
+    world: World, admin: client.ApiClient, namespace: str
+) -> None:
+    gpu, spare, _ = world.group("p5-upgrade", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    unblock = blocked_drain(world, admin, namespace, node=gpu, spare=spare)
+    since = time.time()
+    first = decision(gpu, "nvidia-xid-48")
+    in_flight = draining(pipeline, first)
+    stronger = decision(gpu, "nvidia-xid-79")
+
+    assert pipeline.run(stronger)["status"] == "SUCCEEDED"
+    unblock()
+    result = pipeline.finish(in_flight)
+
+    assert result["status"] == "SUCCEEDED", result
+    assert gpu not in world.hypervisor.reboots, "a node to be replaced is not rebooted first"
+    assert world.node(gpu) is None
+    instance = asg_instance(gpu)
+    assert (instance["HealthStatus"].upper(), instance["LifecycleState"]) == (
+        "UNHEALTHY",
+        "Terminating",
+    )
+    labels = [s.health for s in world.seen(gpu, since) if s.event != "DELETED"]
+    assert labels.index("UnschedulablePendingReboot") < labels.index(
+        "UnschedulablePendingReplacement"
+    )
+    reason = (
+        "nvidia-xid-79 during the remediation calls for a replacement "
+        f"(decision {stronger['decision_id']})"
+    )
+    ledger = pipeline.ledger(first)
+    assert ledger is not None
+    assert (ledger["outcome"], ledger["escalated"], ledger["escalation"]) == (
+        "replaced",
+        True,
+        reason,
+    )
+    upgraded = pipeline.ledger(stronger)
+    assert upgraded is not None
+    assert (upgraded["state"], upgraded["outcome"], upgraded["upgraded_decision"]) == (
+        "upgraded",
+        "upgraded",
+        first["decision_id"],
+    )
+    (mail,) = pipeline.messages(gpu)
+    assert (mail["decision_id"], mail["outcome"]) == (first["decision_id"], "replaced")
+    assert mail["escalation"] == {"escalated": True, "reason": reason}
+    assert pipeline.item(gpu, "inflight") is None
+
+
+def test_a_stronger_fault_during_the_reboot_replaces_the_node_once_it_is_back(
+    world: World,
+) -> None:
+    gpu, _ = world.group("p5-rebooted", 2, **GPU)
+    # The node comes back when the test says so, not before.
+    world.hypervisor.hang(gpu)
+    pipeline = world.pipelines["demo"]
+    first = decision(gpu, "nvidia-xid-48")
+    in_flight = pipeline.start(first)
+    wait_for(lambda: gpu in world.hypervisor.reboots, what="the reboot")
+    # What "Flag upgrade" of a decision to replace sends, while the node reboots.
+    flag = {":now": iso(datetime.now(UTC)), ":me": "xid-79-decision", ":fault": "nvidia-xid-79"}
+    pipeline.dynamodb.update_item(
+        TableName=pipeline.table,
+        Key={"pk": {"S": gpu}, "sk": {"S": LOCK_SK}},
+        UpdateExpression=nodemedic_ledger.FLAG_UPGRADE.text,
+        ConditionExpression=nodemedic_ledger.UPGRADABLE.text,
+        ExpressionAttributeValues={
+            **{name: {"S": value} for name, value in flag.items()},
+            ":weaker": {"S": nodemedic_ledger.UPGRADED_FROM},
+        },
+    )
+    world.kubelet.reboot(world.nodes[gpu], down_seconds=REBOOT_SECONDS)
+
+    result = pipeline.finish(in_flight)
+
+    assert result["status"] == "SUCCEEDED", result
+    assert world.hypervisor.reboots.count(gpu) == 1
+    assert pipeline.outputs(in_flight, "Settle"), "the node came back"
+    ledger = pipeline.ledger(first)
+    assert ledger is not None
+    assert (ledger["outcome"], ledger["escalation"]) == (
+        "replaced",
+        "nvidia-xid-79 during the remediation calls for a replacement (decision xid-79-decision)",
+    )
+    assert world.node(gpu) is None
+    assert asg_instance(gpu)["HealthStatus"].upper() == "UNHEALTHY"
+
+
+def test_a_weaker_or_equal_fault_during_a_replacement_is_recorded_and_changes_nothing(
+    world: World, admin: client.ApiClient, namespace: str
+) -> None:
+    gpu, spare = world.group("p5-weaker", 2, **GPU)
+    pipeline = world.pipelines["demo"]
+    unblock = blocked_drain(world, admin, namespace, node=gpu, spare=spare)
+    first = decision(gpu, "nvidia-xid-79")
+    in_flight = draining(pipeline, first)
+    lock = pipeline.item(gpu, "inflight")
+    assert lock is not None
+    assert (lock["decision_id"], lock["planned_action"]) == (first["decision_id"], "replace")
+    later = [decision(gpu, "nvidia-xid-48"), decision(gpu, "nvidia-xid-74")]
+
+    assert [pipeline.run(record)["status"] for record in later] == ["SUCCEEDED"] * 2
+    assert pipeline.item(gpu, "inflight") == lock, "the remediation in flight is unchanged"
+    unblock()
+    result = pipeline.finish(in_flight)
+
+    assert result["status"] == "SUCCEEDED", result
+    for record in later:
+        recorded = pipeline.ledger(record)
+        assert recorded is not None
+        assert (recorded["state"], recorded["outcome"]) == ("duplicate", "duplicate")
+    ledger = pipeline.ledger(first)
+    assert ledger is not None
+    assert (ledger["outcome"], "escalated" in ledger) == ("replaced", False)
+    assert gpu not in world.hypervisor.reboots
+    assert world.node(gpu) is None
+    assert [m["decision_id"] for m in pipeline.messages(gpu)] == [first["decision_id"]]
+
+
+def test_a_stronger_fault_while_the_node_is_given_back_waits_for_the_lock_and_replaces_it(
+    world: World,
+) -> None:
+    gpu, _ = world.group("p5-late", 2, **GPU)
+    pipeline = world.pipelines["demo"]
+    now = iso(datetime.now(UTC))
+    # The lock of a rebooted node's remediation that began to give the node back: too late
+    # for it to read an upgrade.
+    lock = {
+        **nodemedic_ledger.key({"S": gpu}, {"S": LOCK_SK}),
+        **nodemedic_ledger.lock_item(
+            {"S": "given-back"},
+            {"S": "nvidia-xid-48"},
+            {"S": "reboot"},
+            {"S": now},
+            {"N": str(int(time.time()) + 3600)},
+        ),
+        nodemedic_ledger.REBOOTED_AT: {"S": now},
+        nodemedic_ledger.GIVING_BACK_AT: {"S": now},
+    }
+    pipeline.dynamodb.put_item(TableName=pipeline.table, Item=lock)
+    stronger = decision(gpu, "nvidia-xid-79")
+
+    execution = pipeline.start(stronger)
+    wait_for(lambda: pipeline.outputs(execution, "Wait for lock"), what="a wait for the lock")
+    # The remediation giving the node back ends: it releases its lock.
+    pipeline.dynamodb.delete_item(
+        TableName=pipeline.table, Key={"pk": lock["pk"], "sk": lock["sk"]}
+    )
+    result = pipeline.finish(execution)
+
+    assert result["status"] == "SUCCEEDED", result
+    ledger = pipeline.ledger(stronger)
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"]) == ("closed", "replaced")
+    assert world.node(gpu) is None
+    assert asg_instance(gpu)["HealthStatus"].upper() == "UNHEALTHY"
+    assert pipeline.item(gpu, "inflight") is None
 
 
 def test_an_application_fault_is_mailed_and_measured_without_touching_the_node(

@@ -182,6 +182,16 @@ def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]
     assert sent("Note reboot on lock", "UpdateExpression") == ledger.NOTE_REBOOT.text
     assert sent("Flag recurrence", "ConditionExpression") == ledger.RECURRENCE.text
     assert sent("Flag recurrence", "UpdateExpression") == ledger.FLAG_RECURRENCE.text
+    assert sent("Flag upgrade", "ConditionExpression") == ledger.UPGRADABLE.text
+    assert sent("Flag upgrade", "UpdateExpression") == ledger.FLAG_UPGRADE.text
+    weaker = found["Flag upgrade"]["Parameters"]["ExpressionAttributeValues"][":weaker"]
+    assert weaker == {"S": ledger.UPGRADED_FROM}
+    assert found["Take node lock"]["Parameters"]["Item"][ledger.PLANNED_ACTION] == {
+        "S.$": "$.plan.action"
+    }
+    for name in ("Note reboot on lock", "Note give-back on lock"):
+        assert sent(name, "ConditionExpression") == ledger.UNFLAGGED.text
+    assert sent("Note give-back on lock", "UpdateExpression") == ledger.GIVE_BACK.text
     assert sent("Admit", "ConditionExpression") == ledger.ADMISSIBLE.text
     assert sent("Admit", "UpdateExpression") == ledger.ADMIT.text
     for prefix in ("Finally ", "Failed: "):
@@ -191,6 +201,30 @@ def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]
     check_item, update_item = sweep["Parameters"]["TransactItems"]
     assert check_item["ConditionCheck"]["ConditionExpression"] == ledger.STALE.text
     assert update_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
+
+
+def test_the_node_is_rebooted_and_given_back_only_while_the_lock_asks_for_no_escalation(
+    default_template: dict[str, Any],
+) -> None:
+    found = state_machine_definition(default_template)["States"]
+    assert found["Start rebooting"]["Next"] == "Note reboot on lock"
+    assert found["Note reboot on lock"]["Next"] == "Record reboot"
+    assert found["Record reboot"]["Next"] == "Reboot instance"
+    assert found["Settle"]["Next"] == "Note give-back on lock"
+    assert found["Note give-back on lock"]["Next"] == "Clear"
+    for name in ("Note reboot on lock", "Note give-back on lock"):
+        refused = found[name]["Catch"][0]
+        assert (refused["ErrorEquals"], refused["Next"]) == (
+            ["DynamoDB.ConditionalCheckFailedException"],
+            "Read recurrence",
+        ), name
+    (stronger,) = found["Stronger?"]["Choices"]
+    assert stronger["Next"] == "Flag upgrade"
+    assert {(c["Variable"], c["StringEquals"]) for c in stronger["And"]} == {
+        ("$.plan.action", ledger.UPGRADED_TO),
+        ("$.plan.mode", "act"),
+    }
+    assert found["Stronger?"]["Default"] == "Record duplicate"
 
 
 def test_the_policy_lambda_is_called_for_date_arithmetic_only(

@@ -97,6 +97,56 @@ def test_a_flag_needs_a_lock_to_land_on() -> None:
     assert not MemoryLedger().flag_recurrence(NODE, "second", "xid-48", AT)
 
 
+def test_a_replacement_decided_before_the_reboot_upgrades_the_remediation_instead() -> None:
+    table = MemoryLedger()
+    table.take_lock(NODE, "first", "xid-48", NOW, NOW + 900, action="reboot")
+
+    assert not table.flag_upgrade(NODE, "weaker", "reboot", "xid-48", AT), "not stronger"
+    assert table.flag_upgrade(NODE, "second", "replace", "xid-79", AT)
+    assert not table.flag_upgrade(NODE, "third", "replace", "xid-79", AT), "upgraded once"
+    assert not table.note_reboot(NODE, AT), "a node to be replaced is not rebooted"
+
+    lock = table.item((NODE, "inflight"))
+    assert (lock["upgraded_by"], lock["upgrade_fault"]) == ("second", "xid-79")
+    assert ledger.REBOOTED_AT not in lock
+
+
+def test_a_flag_after_the_reboot_stops_the_node_from_being_given_back() -> None:
+    for flag in ("upgrade", "recurrence"):
+        table = MemoryLedger()
+        table.take_lock(NODE, "first", "xid-48", NOW, NOW + 900, action="reboot")
+        assert table.note_reboot(NODE, AT)
+
+        if flag == "upgrade":
+            assert table.flag_upgrade(NODE, "second", "replace", "xid-79", AT)
+        else:
+            assert table.flag_recurrence(NODE, "second", "xid-48", AT)
+
+        assert not table.give_back(NODE, AT), flag
+
+
+def test_a_node_being_given_back_takes_no_flag_any_more() -> None:
+    table = MemoryLedger()
+    table.take_lock(NODE, "first", "xid-48", NOW, NOW + 900, action="reboot")
+    table.note_reboot(NODE, AT)
+
+    assert table.give_back(NODE, AT)
+
+    assert not table.flag_upgrade(NODE, "second", "replace", "xid-79", AT)
+    assert not table.flag_recurrence(NODE, "second", "xid-48", AT)
+
+
+def test_nothing_upgrades_a_replacement_in_flight() -> None:
+    table = MemoryLedger()
+    table.take_lock(NODE, "first", "xid-79", NOW, NOW + 900, action="replace")
+    before = table.item((NODE, "inflight"))
+
+    assert not table.flag_upgrade(NODE, "weaker", "reboot", "xid-48", AT)
+    assert not table.flag_recurrence(NODE, "weaker", "xid-48", AT)
+    assert not table.flag_upgrade(NODE, "equal", "replace", "neuron-dma-error", AT)
+    assert table.item((NODE, "inflight")) == before
+
+
 def test_a_reboot_escalates_within_the_window_only() -> None:
     now = datetime(2026, 11, 22, 18, 30, tzinfo=UTC)
     assert ledger.reboot_escalates(now - timedelta(seconds=1800), now, 3600) == 1800
