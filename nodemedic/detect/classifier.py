@@ -96,6 +96,21 @@ def required_literal(pattern: str) -> str | None:
     return best if len(best) >= _MIN_NEEDLE else None
 
 
+def anchored(pattern: str) -> bool:
+    """Every match of ``pattern`` starts where the text starts: its first top-level element
+    is ``^`` (or ``\\A``), not one branch of a top-level ``|``, and no MULTILINE flag lets
+    ``^`` match after a newline. A kernel rule must be: searched anywhere, its text could
+    be met inside a process name, a file path or a user message that a kernel line quotes
+    after its own head."""
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & re.MULTILINE or not len(parsed):
+        return False
+    return bool(
+        parsed[0]
+        in ((sre_parse.AT, sre_parse.AT_BEGINNING), (sre_parse.AT, sre_parse.AT_BEGINNING_STRING))
+    )
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Group:
     """All rules that share one (source, pattern), in catalog order."""

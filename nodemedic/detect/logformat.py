@@ -1,7 +1,8 @@
 """Kernel log text as people paste it → the bare message the rules are written against.
 
 ``dmesg``, ``journalctl -k`` and raw ``/dev/kmsg`` records wrap the same message in
-different prefixes; rules match the message alone, so the prefix must go first.
+different prefixes; rules match the message alone, from its start, so the prefix must go
+first.
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ KMSG_PREFIX = r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;"
 """The ``priority,sequence,timestamp_us,flags;`` head of a /dev/kmsg record (the agent
 matches it on raw bytes, before the ``\\xNN`` escapes are decoded)."""
 _KMSG = re.compile(KMSG_PREFIX)
-_DMESG = re.compile(r"^(?:<\d+>)?\[\s*(?:\d+\.\d+|[A-Z][a-z]{2} [^\]]+)\]\s?")
+_DMESG = re.compile(r"^(?:<\d+>)?\[\s*(?:\d+\.\d+|[A-Z][a-z]{2} [^\]]+)\]\s?(?:\[\s*[TC]\d+\]\s?)?")
+"""``[ 12.345678] `` or ``[Sun Nov 22 18:30:01 2026] ``, after ``dmesg -r``'s ``<priority>``
+and before the caller id (``[    T123] ``) of a kernel built with CONFIG_PRINTK_CALLER."""
 _JOURNAL = re.compile(
-    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?|\[\s*\d+\.\d+\])"
     r" \S+ kernel: "
 )
+"""The journal's (and syslog's) ``<time> <host> kernel: ``: ``short``, ``short-precise``,
+``short-iso`` or ``short-monotonic`` time."""
 
 
 @dataclass(frozen=True, slots=True)

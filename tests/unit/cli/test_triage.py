@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nodemedic.cli import main
+from nodemedic.detect.logformat import messages
 from tests.support.paths import EVENTS as EVENTS_ROOT
 
 EVENTS = EVENTS_ROOT / "kmsg"
@@ -100,6 +101,31 @@ def test_the_table_ends_with_what_nodemedic_would_do(
     assert code == 0
     assert "nvidia-xid-48" in out and "nvidia-xid-13" in out
     assert "verdict: cordon, drain and reboot this node" in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[    5.123456] [    T421] {}",
+        "[    5.123456][    C3] {}",
+        "Nov 22 18:30:01.123456 ip-10-0-1-23 kernel: {}",
+        "[ 5678.901234] ip-10-0-1-23 kernel: {}",
+    ],
+)
+def test_caller_ids_and_precise_journal_times_are_stripped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, line: str
+) -> None:
+    """Rules match from the message's start, so every prefix a kernel log tool prints must
+    go: the caller id of CONFIG_PRINTK_CALLER, ``journalctl -o short-precise`` and
+    ``-o short-monotonic``."""
+    xid = "NVRM: Xid (PCI:0000:2b:00): 48, pid=7, DBE"
+    [entry] = messages([line.format(xid)])
+    assert entry.message == xid
+    log = tmp_path / "log.txt"
+    log.write_text(line.format(xid) + "\n")
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    assert [json.loads(found)["fault_id"] for found in out.splitlines()] == ["nvidia-xid-48"]
 
 
 @pytest.mark.parametrize(
