@@ -246,6 +246,13 @@ def run_agent(args: argparse.Namespace) -> int:
 def configure_inject(parser: argparse.ArgumentParser) -> None:
     from agent.inject import KINDS
 
+    parser.epilog = (
+        "An injected line is not a kernel line: /dev/kmsg records it with the facility "
+        "LOG_USER, --record writes that facility too, and a plain line has none, so the agent "
+        "ships it marked injected. It cordons, drains, reboots or replaces a node only in a "
+        "cluster whose setting accept_injected_faults is on (the demo's cluster turns it on); "
+        "anywhere else its fault is at most notified."
+    )
     parser.add_argument("kind", choices=KINDS, help="xid <code> | neuron <TYPE> | rule <rule-id>")
     parser.add_argument("value", help="Xid code, Neuron error type (e.g. DMA_ERROR) or rule id")
     parser.add_argument(
@@ -257,7 +264,7 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--record",
         action="store_true",
-        help="append to a file as a raw kmsg record instead of a plain line",
+        help="append to a file as a raw kmsg record (facility LOG_USER) instead of a plain line",
     )
     parser.add_argument("--count", type=count, default=1, help="how many times")
     parser.add_argument(

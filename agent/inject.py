@@ -2,6 +2,12 @@
 
 The line goes to ``/dev/kmsg`` (root; one write is one record, with a ``<level>`` prefix
 as the kernel expects from user space) or is appended to a file the agent follows.
+
+Every line written here is an injected line, not a kernel one: the kernel records a write
+to ``/dev/kmsg`` with the facility LOG_USER, a record appended to a file gets that
+facility too, and a plain line has none. The agent ships such lines marked, and the
+classifier lets them cordon, drain, reboot or replace a node only in a cluster whose
+setting ``accept_injected_faults`` is on; elsewhere they are at most notified.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from nodemedic.catalog import Catalog, Rule
 
 # Kernel log levels (KERN_CRIT, KERN_ERR, KERN_WARNING, KERN_INFO) by rule severity.
 LEVELS = {"fatal": 2, "critical": 3, "warning": 4, "info": 6}
+LOG_USER = 1
+"""The facility the kernel gives a write to ``/dev/kmsg``; records appended to a file say
+the same, so a drill never passes for the kernel."""
 KINDS = ("xid", "neuron", "rule")
 
 
@@ -93,12 +102,13 @@ def _line_count(path: Path) -> int:
 
 
 def append_file(path: Path, line: str, level: int, record: bool) -> str:
-    """Append ``line`` (as a raw kmsg record if ``record``); returns the text written."""
+    """Append ``line`` (as a raw kmsg record of facility LOG_USER if ``record``); returns
+    the text written."""
     prefix = "\n" if _needs_newline(path) else ""
     if record:
         seq = _line_count(path) + len(prefix)
         ts_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-        line = f"{level},{seq},{ts_us},-;{line}"
+        line = f"{LOG_USER * 8 + level},{seq},{ts_us},-;{line}"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(f"{prefix}{line}\n")
     return line

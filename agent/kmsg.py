@@ -9,6 +9,13 @@ the kernel overwrote before we read them (``EPIPE``, or a gap after a restart) b
 line of their own, so a loss is evidence too. ``FileKmsgReader`` follows a file the way
 ``tail -f`` does, for the local mode and tests; it accepts raw records and plain message
 lines, and numbers lines by position so the checkpoint works the same way.
+
+Each line ships with what its record's priority says about who wrote it
+(``contracts.shipped_message``): a record the kernel logged (facility 0) as its bare
+message, any other behind the injected mark. A plain line of a file has no priority, so
+nothing says the kernel wrote it: it is marked injected too (``facility=none``). A file's
+records carry the facility their writer put in them; only the device's are the kernel's
+word.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from nodemedic.contracts import shipped_message
 from nodemedic.detect.logformat import KMSG_PREFIX
 
 _RECORD = re.compile(KMSG_PREFIX.encode())
@@ -38,6 +46,8 @@ class Record(NamedTuple):
     seq: int
     ts_us: int
     message: str
+    facility: int
+    """The syslog facility of the record's priority (``priority >> 3``)."""
 
 
 class Line(NamedTuple):
@@ -47,6 +57,7 @@ class Line(NamedTuple):
     ts_us: int | None
     """Microseconds since boot, or None for a plain line (shipped with the time it was read)."""
     message: str
+    """The event text: the message, behind the injected mark unless the kernel logged it."""
     offset: int
     """File readers: the byte offset just after this line; 0 for the device."""
     lost: int = 0
@@ -75,7 +86,9 @@ def parse_record(data: bytes) -> Record | None:
         return None
     end = data.find(b"\n", head.end())
     message = data[head.end() :] if end < 0 else data[head.end() : end]
-    return Record(int(head["seq"]), int(head["ts"]), _text(unescape(message)))
+    return Record(
+        int(head["seq"]), int(head["ts"]), _text(unescape(message)), int(head["pri"]) >> 3
+    )
 
 
 class Reader(Protocol):
@@ -127,7 +140,8 @@ class DevKmsgReader:
         if record.seq > self._expected:
             lost = record.seq - self._expected
             lines.append(Line(record.seq - 1, None, lost_message(lost), 0, lost))
-        lines.append(Line(record.seq, record.ts_us, record.message, 0))
+        text = shipped_message(record.message, record.facility)
+        lines.append(Line(record.seq, record.ts_us, text, 0))
         self._expected = record.seq + 1
 
     def close(self) -> None:
@@ -212,9 +226,11 @@ class FileKmsgReader:
             return
         record = parse_record(raw)
         if record is None:
-            lines.append(Line(self._line_no, None, _text(raw), self._offset))
+            text = shipped_message(_text(raw), None)
+            lines.append(Line(self._line_no, None, text, self._offset))
         else:
-            lines.append(Line(self._line_no, record.ts_us, record.message, self._offset))
+            text = shipped_message(record.message, record.facility)
+            lines.append(Line(self._line_no, record.ts_us, text, self._offset))
 
     def close(self) -> None:
         self._file.close()

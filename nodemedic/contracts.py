@@ -32,6 +32,36 @@ def health_stream(instance_id: str) -> str:
     return f"{instance_id}/health"
 
 
+KERNEL_FACILITY: Final = 0
+"""The syslog facility of every record the kernel logs itself. A write to ``/dev/kmsg``
+from user space is recorded with LOG_USER (1) or the non-zero facility it names, never 0
+(``devkmsg_write``), so the facility is what tells a kernel line from an injected one."""
+INJECTED_MARK: Final = "[injected facility={facility}] "
+"""Put by the agent before every line of a kmsg stream the kernel did not log: a record of
+another facility (``facility=1`` for LOG_USER), or a plain line of a followed file, whose
+origin nothing tells (``facility=none``). A kernel record ships as its bare message, as it
+always has, so the stream and the subscription filter see the text either way; the
+classifier reads the mark (``split_injected``) and caps what such a line may do."""
+_INJECTED_MARK_RE: Final = re.compile(r"\[injected facility=(?:\d+|none)\] ")
+
+
+def shipped_message(message: str, facility: int | None) -> str:
+    """The event text of a kernel log line with syslog facility ``facility`` (None: a plain
+    line without a record header)."""
+    if facility == KERNEL_FACILITY:
+        return message
+    return INJECTED_MARK.format(facility="none" if facility is None else facility) + message
+
+
+def split_injected(text: str) -> tuple[bool, str]:
+    """(marked injected, the message behind the mark) of a kmsg event's text."""
+    if text.startswith("[injected "):
+        found = _INJECTED_MARK_RE.match(text)
+        if found is not None:
+            return True, text[found.end() :]
+    return False, text
+
+
 # Environment variables --------------------------------------------------------------------
 
 ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
@@ -44,6 +74,9 @@ ENV_STATE_MACHINE_ARN: Final = "STATE_MACHINE_ARN"
 """The classify Lambda starts executions of this state machine."""
 ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
 """The classify Lambda's idempotency and threshold table."""
+ENV_ACCEPT_INJECTED: Final = "NODEMEDIC_ACCEPT_INJECTED_FAULTS"
+"""``true`` or ``false``: the cluster setting ``accept_injected_faults``, for the classify
+Lambda (a line marked injected acts only where it is ``true``)."""
 ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
 """The kube Lambda's EKS cluster (its endpoint and token come from it)."""
 ENV_KUBECONFIG: Final = "KUBECONFIG"

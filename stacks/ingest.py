@@ -16,7 +16,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
+from nodemedic.contracts import ENV_ACCEPT_INJECTED, ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
 from nodemedic.detect.filterpattern import subscription_filter_pattern
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
@@ -80,6 +80,7 @@ class Ingest(Construct):
             environment={
                 ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                 ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
+                ENV_ACCEPT_INJECTED: "true" if settings.accept_injected_faults else "false",
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letters,

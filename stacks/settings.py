@@ -45,6 +45,12 @@ class ClusterSettings:
     dry_run: bool = False
     """Mark only (label and condition, as recovery mode ``None``) and say in the notification
     what would have been done; nothing is cordoned, drained, rebooted or replaced."""
+    accept_injected_faults: bool = False
+    """Let kernel log lines the kernel did not write (user-space writes to ``/dev/kmsg``,
+    plain lines of a followed file; the agent ships them marked injected) reboot or replace
+    nodes like kernel lines. Off, their faults are at most notified: anyone who can write
+    to a node's kernel log could otherwise have it rebooted or replaced. For drills and
+    the local demo only."""
     max_unhealthy_percent: int = 20
     """Breaker: no new action while more than this share of a node group is in remediation."""
     max_parallel: int = 2

@@ -27,6 +27,7 @@ from lambdas.classify.service import LogEvent, Starter, process_batch
 from lambdas.observability import logger, metrics, tracer
 from nodemedic.contracts import (
     DECISIONS_STARTED_METRIC,
+    ENV_ACCEPT_INJECTED,
     ENV_IDEMPOTENCY_TABLE,
     ENV_STATE_MACHINE_ARN,
     FAULTS_FOUND_METRIC,
@@ -111,6 +112,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         counter=counter,
         start=start,
         dedup_window=DEFAULT_WINDOW,
+        accept_injected=os.environ.get(ENV_ACCEPT_INJECTED, "false") == "true",
     )
     metrics.add_dimension(name="Cluster", value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
@@ -126,6 +128,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "duplicates": result.duplicates,
         "below_threshold": result.below_threshold,
         "superseded": result.superseded,
+        # Injected lines notified instead of acted on: accept_injected_faults is off.
+        "capped": result.capped,
     }
     logger.info("batch classified", extra=summary)
     return summary

@@ -13,7 +13,7 @@ from typing import Protocol, get_args
 
 from nodemedic.catalog import Action, Rule
 from nodemedic.detect.classifier import Classifier, Fault
-from nodemedic.remediate.decision import Decision, Identity, decide
+from nodemedic.remediate.decision import Decision, Identity, decide, distrusted
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class BatchResult:
     duplicates: list[str] = field(default_factory=list)
     below_threshold: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    capped: list[str] = field(default_factory=list)
+    """Decisions (started or not) of injected lines, notified instead of their rule's
+    reboot or replace because the cluster does not accept injected faults."""
 
 
 @dataclass
@@ -57,8 +60,11 @@ class _Hits:
 _STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
 
 
-def _hit_key(identity: Identity, rule: Rule) -> str:
-    return f"hits#{identity.cluster}#{identity.instance_id}#{rule.id}"
+def _hit_key(identity: Identity, rule: Rule, untrusted: bool) -> str:
+    """Injected lines the cluster does not trust count apart: they never make up the
+    threshold of a kernel fault."""
+    key = f"hits#{identity.cluster}#{identity.instance_id}#{rule.id}"
+    return f"{key}#injected" if untrusted else key
 
 
 def process_batch(
@@ -69,27 +75,33 @@ def process_batch(
     counter: HitCounter,
     start: Starter,
     dedup_window: int,
+    accept_injected: bool = False,
 ) -> BatchResult:
     """Classify every line and start at most one remediation: the strongest action among
     the rules that fired (the earliest on a tie); the others are reported as superseded.
 
     One node gets one remediation at a time, so a GPU that falls off the bus, which logs
     both an Xid 79 and "GPU has fallen off the bus", is replaced once, not raced twice.
+    Lines marked injected are at most notified unless ``accept_injected``, and are counted
+    apart from kernel lines of the same rule, so they can neither act on the node nor take
+    the place of a kernel fault's decision.
     """
     result = BatchResult(lines=len(events))
-    by_rule: dict[str, _Hits] = {}
+    by_rule: dict[tuple[str, bool], _Hits] = {}
     messages = [event.message for event in events]
     for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
-        hits = by_rule.setdefault(fault.rule.id, _Hits(fault=fault, times={}))
+        key = (fault.rule.id, distrusted(fault, accept_injected))
+        hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         event = events[index]
         hits.times[event.event_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
-    for rule_id, hits in by_rule.items():
+    for (rule_id, untrusted), hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times.values())
         if rule.threshold is not None:
-            times = counter.add(_hit_key(identity, rule), hits.times, rule.threshold.window)
+            hit_key = _hit_key(identity, rule, untrusted)
+            times = counter.add(hit_key, hits.times, rule.threshold.window)
             if len(times) < rule.threshold.count:
                 result.below_threshold.append(rule_id)
                 continue
@@ -99,9 +111,13 @@ def process_batch(
             first_seen=datetime.fromtimestamp(times[0], tz=UTC),
             count=len(times),
             window=dedup_window,
+            accept_injected=accept_injected,
         )
-        if decision is not None:
-            decisions.append((decision, times[0]))
+        if decision is None:
+            continue
+        if decision.action != rule.action:
+            result.capped.append(decision.decision_id)
+        decisions.append((decision, times[0]))
     if not decisions:
         return result
     decisions.sort(key=lambda pair: (-_STRENGTH[pair[0].action], pair[1]))

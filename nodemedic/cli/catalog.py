@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from nodemedic.catalog import CatalogError, Rule, load_catalog
-from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.classifier import Classifier, anchored
 from nodemedic.detect.filterpattern import subscription_filter_pattern
 
 
@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
         for r in catalog.rules
         if r.example and r.action != "ignore" and _first(classifier, r) != r.id
     ]
+    # Searched anywhere in a line, a rule's text can be met inside a process name, a file
+    # path or a message that a kernel line quotes: a tenant could set it off at will.
+    unanchored = [r.id for r in catalog.rules if r.source == "kmsg" and not anchored(r.pattern)]
     if args.format == "json":
         for rule in catalog.rules:
             print(
@@ -63,8 +66,13 @@ def run(args: argparse.Namespace) -> int:
             f"rules whose example is matched by another rule first: {', '.join(unmatched)}",
             file=sys.stderr,
         )
-        return 1
-    return 0
+    if unanchored:
+        print(
+            "kmsg rules whose pattern does not start with ^ (matched anywhere in a line, a "
+            f"process name or a file path could set them off): {', '.join(unanchored)}",
+            file=sys.stderr,
+        )
+    return 1 if unmatched or unanchored else 0
 
 
 def _first(classifier: Classifier, rule: Rule) -> str | None:

@@ -2,7 +2,9 @@
 
 Offline and local: reads ``dmesg``, ``journalctl -k``, raw ``/dev/kmsg`` records or agent
 health results, classifies each message with the same catalog and classifier the Lambda
-uses, and prints the faults and a verdict.
+uses, and prints the faults and a verdict. A raw record whose facility is not the
+kernel's is an injected line, as the agent would mark it: the verdict holds it to what a
+cluster with the default ``accept_injected_faults`` (off) does, notify.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from pathlib import Path
 from typing import TextIO
 
 from nodemedic.catalog import Catalog, CatalogError, Source, load_catalog
+from nodemedic.contracts import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.detect.logformat import LogLine, messages
+from nodemedic.remediate.decision import INJECTED_ACTION
 
 _SEVERITY_OF_ACTION = {"notify": 1, "reboot": 2, "replace": 3}
 _MAX_UNDECODABLE = 0.01
@@ -36,13 +40,17 @@ class Finding:
     fault: Fault
 
     def to_json(self) -> dict[str, object]:
-        """The stable ``--format json`` record; other tools parse it, so keys only grow."""
+        """The stable ``--format json`` record; other tools parse it, so keys only grow.
+        ``action`` is the rule's; ``injected`` says the line was not the kernel's (a raw
+        record of another facility), which caps it at notify unless the cluster accepts
+        injected faults."""
         return {
             "line_no": self.line_no,
             "line": self.line,
             "fault_id": self.fault.fault_id,
             "component": self.fault.component,
             "action": self.fault.action,
+            "injected": self.fault.injected,
         }
 
 
@@ -66,6 +74,15 @@ def _looks_like_health(message: str) -> bool:
     return message.startswith("{") and '"check"' in message
 
 
+def _as_shipped(entry: LogLine) -> str:
+    """The message as the agent ships it: marked injected where the line's own priority
+    says another facility than the kernel's logged it (the formats without a priority,
+    dmesg and the journal's ``kernel:`` lines, are taken for the kernel's)."""
+    if entry.facility is None or entry.facility == KERNEL_FACILITY:
+        return entry.message
+    return shipped_message(entry.message, entry.facility)
+
+
 def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list[Finding]:
     """The faults of one file in line order. Kernel lines and health results are each
     classified in bulk, as the Lambda does, so a large log is read at storm speed."""
@@ -75,7 +92,7 @@ def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list
     findings = [
         Finding(path=path, line_no=entries[index].line_no, line=entries[index].raw, fault=fault)
         for source, entries in by_source.items()
-        for index, fault in classifier.classify_lines([e.message for e in entries], source)
+        for index, fault in classifier.classify_lines(map(_as_shipped, entries), source)
     ]
     return sorted(findings, key=lambda finding: finding.line_no)
 
@@ -83,25 +100,36 @@ def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list
 def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
     """The strongest action any rule asks for, and the explanation of each rule's part.
 
-    Thresholds are counted over the whole input, as triage has no reliable clock.
+    Thresholds are counted over the whole input, as triage has no reliable clock; injected
+    lines count apart from kernel lines and ask for notify at most, as in a cluster that
+    does not accept injected faults.
     """
-    hits = Counter(f.fault.fault_id for f in findings)
-    first: dict[str, Finding] = {}
+    hits = Counter((f.fault.fault_id, f.fault.injected) for f in findings)
+    first: dict[tuple[str, bool], Finding] = {}
     for finding in findings:
-        first.setdefault(finding.fault.fault_id, finding)
+        first.setdefault((finding.fault.fault_id, finding.fault.injected), finding)
     action, notes = "nothing", []
-    for fault_id, finding in first.items():
+    for (fault_id, injected), finding in first.items():
         rule = finding.fault.rule
         needed = rule.threshold.count if rule.threshold else 1
-        if hits[fault_id] < needed:
+        seen = hits[fault_id, injected]
+        if seen < needed:
             notes.append(
-                f"{fault_id}: seen {hits[fault_id]}x, acts at {needed} within "
+                f"{fault_id}: seen {seen}x, acts at {needed} within "
                 f"{rule.threshold.window if rule.threshold else 0}s: no action yet"
             )
             continue
-        notes.append(f"{fault_id} ({rule.summary or rule.component}): {rule.action}")
-        if _SEVERITY_OF_ACTION[rule.action] > _SEVERITY_OF_ACTION.get(action, 0):
-            action = rule.action
+        wanted = rule.action
+        if injected and wanted != INJECTED_ACTION:
+            wanted = INJECTED_ACTION
+            notes.append(
+                f"{fault_id}: {rule.action} asked by a line the kernel did not log (injected): "
+                f"{wanted} unless the cluster sets accept_injected_faults"
+            )
+        else:
+            notes.append(f"{fault_id} ({rule.summary or rule.component}): {wanted}")
+        if _SEVERITY_OF_ACTION[wanted] > _SEVERITY_OF_ACTION.get(action, 0):
+            action = wanted
     return action, notes
 
 
@@ -121,7 +149,8 @@ def _table(findings: list[Finding], out: TextIO, many_files: bool) -> None:
         out.write(f"{place:>10}  {'fault':<34} {'component':<9} {'action':<8} evidence\n")
         for f in findings:
             where = f"{f.path}:{f.line_no}" if many_files else str(f.line_no)
-            line = f.line if len(f.line) <= 100 else f.line[:97] + "..."
+            line = f"(injected) {f.line}" if f.fault.injected else f.line
+            line = line if len(line) <= 100 else line[:97] + "..."
             out.write(
                 f"{where:>10}  {f.fault.fault_id:<34} {f.fault.component:<9} "
                 f"{f.fault.action:<8} {line}\n"

@@ -22,6 +22,7 @@ from operator import add
 from typing import Any, NamedTuple
 
 from nodemedic.catalog import Catalog, Rule, Source, load_catalog
+from nodemedic.contracts import split_injected
 
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")
@@ -68,6 +69,11 @@ class Fault(NamedTuple):
     def severity(self) -> str:
         return self.rule.severity
 
+    @property
+    def injected(self) -> bool:
+        """The line is marked as not logged by the kernel (``contracts.INJECTED_MARK``)."""
+        return split_injected(self.line)[0]
+
 
 def required_literal(pattern: str) -> str | None:
     """The longest literal that every match of ``pattern`` contains, or None.
@@ -88,6 +94,21 @@ def required_literal(pattern: str) -> str | None:
             best = "".join(run)
         run = []
     return best if len(best) >= _MIN_NEEDLE else None
+
+
+def anchored(pattern: str) -> bool:
+    """Every match of ``pattern`` starts where the text starts: its first top-level element
+    is ``^`` (or ``\\A``), not one branch of a top-level ``|``, and no MULTILINE flag lets
+    ``^`` match after a newline. A kernel rule must be: searched anywhere, its text could
+    be met inside a process name, a file path or a user message that a kernel line quotes
+    after its own head."""
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & re.MULTILINE or not len(parsed):
+        return False
+    return bool(
+        parsed[0]
+        in ((sre_parse.AT, sre_parse.AT_BEGINNING), (sre_parse.AT, sre_parse.AT_BEGINNING_STRING))
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -154,10 +175,14 @@ def health_text(line: str) -> str | None:
 
 
 def _text(line: str, source: Source) -> str:
-    """What ``source``'s rules match in ``line``; empty for a health line that is no health
-    result, which then has no fault."""
+    """What ``source``'s rules match in ``line``: a kernel line's message without the
+    injected mark (rules match from the message's start), a health result's canonical
+    text; empty for a health line that is no health result, which then has no fault."""
     cut = line[:MAX_LINE]
-    return cut if source == "kmsg" else health_text(cut) or ""
+    if source != "kmsg":
+        return health_text(cut) or ""
+    # The mark starts with "[": a storm's lines are mostly passed over without a call.
+    return split_injected(cut)[1] if cut[:1] == "[" else cut
 
 
 def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:

@@ -102,6 +102,12 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
     began = time.time()
     with chatter_to(log), local_world(workdir, nodes=args.nodes, say=say) as world:
         say(f"World up in {world.timings['world']:.1f}s.")
+        if world.settings.accept_injected_faults:
+            say(
+                "Cluster setting accept_injected_faults is on: the faults below are lines "
+                "written with `nodemedic inject`, not by a kernel, and act like kernel lines "
+                "only because of it (off, the default, they would only be notified)."
+            )
         scenario_began = time.time()
         result = SCENARIOS[args.scenario](world, say)
         state = snapshot(world)

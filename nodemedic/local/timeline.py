@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodemedic.contracts import shipped_message
 from nodemedic.local.world import Machine, World
 
 STEPS = (
@@ -66,6 +67,8 @@ class FaultRun:
     machine: Machine
     rule: str
     line: str
+    """The line as the agent ships it and a decision quotes it: ``nodemedic inject`` wrote
+    a plain line, which no kernel logged, so it carries the injected mark."""
     boot_id: str
     """The Node's boot id when the line was written."""
     steps: dict[str, Step] = field(default_factory=dict)
@@ -137,10 +140,10 @@ def inject(world: World, machine: Machine, fault: Fault) -> FaultRun:
         fault=fault,
         machine=machine,
         rule=found["rule"],
-        line=found["line"],
+        line=shipped_message(found["line"], None),
         boot_id=seen.boot_id if seen else "",
     )
-    run.steps["written"] = Step(kmsg.stat().st_mtime, run.line)
+    run.steps["written"] = Step(kmsg.stat().st_mtime, found["line"])
     return run
 
 

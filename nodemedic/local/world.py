@@ -61,10 +61,13 @@ Say = Callable[[str], None]
 
 
 def demo_settings(**overrides: Any) -> ClusterSettings:
-    """The demo cluster: every wait of the state machine in seconds, not minutes."""
+    """The demo cluster: every wait of the state machine in seconds, not minutes. Its faults
+    are lines ``nodemedic inject`` appends to the files the agents follow, which no kernel
+    wrote, so it accepts injected faults (a real cluster does not)."""
     values: dict[str, Any] = {
         "name": "demo",
         "node_groups": (NODE_GROUP,),
+        "accept_injected_faults": True,
         "poll_seconds": 1,
         "drain_timeout": 4,
         "reboot_timeout": 20,

@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from nodemedic.catalog import Source
+from nodemedic.catalog import Action, Source
 from nodemedic.contracts import NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
 from nodemedic.detect.classifier import Fault
 
@@ -78,12 +78,17 @@ def window_of(at: datetime, window: int) -> int:
     return int(at.timestamp()) // window
 
 
-def decision_id(cluster: str, instance_id: str, fault_id: str, window_index: int) -> str:
+def decision_id(
+    cluster: str, instance_id: str, fault_id: str, window_index: int, *, injected: bool = False
+) -> str:
     """A valid Step Functions execution name (≤ 80 of ``[A-Za-z0-9_-]``), readable by a
-    person and unique per (cluster, instance, fault, window)."""
-    digest = hashlib.sha256(
-        f"{cluster}\0{instance_id}\0{fault_id}\0{window_index}".encode()
-    ).hexdigest()[:12]
+    person and unique per (cluster, instance, fault, window). The decision of an
+    ``injected`` line the cluster does not trust has an id of its own: it must not take
+    the name, and so the place, of the decision a kernel line of the same fault gets."""
+    key = f"{cluster}\0{instance_id}\0{fault_id}\0{window_index}"
+    if injected:
+        key += "\0injected"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = _EXECUTION_NAME.sub("-", f"{instance_id}-{digest}-{fault_id}")
     return name[:80]
 
@@ -112,6 +117,22 @@ def iso(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+INJECTED_ACTION: Final[Action] = "notify"
+"""The most a line marked injected may do where the cluster does not accept injected
+faults: recorded and notified; the node is never cordoned, drained, rebooted or replaced."""
+CAPPED_NOTE = (
+    "(not logged by the kernel: {action} capped to notify, accept_injected_faults is off) "
+)
+"""Put before the evidence of a capped decision: the decision record says why its action
+is weaker than its rule's without a field of its own."""
+
+
+def distrusted(fault: Fault, accept_injected: bool) -> bool:
+    """``fault``'s line may not act on the node: it is marked injected (not logged by the
+    kernel) and the cluster does not accept injected faults."""
+    return not accept_injected and fault.injected
+
+
 def decide(
     fault: Fault,
     identity: Identity,
@@ -119,30 +140,41 @@ def decide(
     first_seen: datetime,
     count: int = 1,
     window: int = DEFAULT_WINDOW,
+    accept_injected: bool = False,
 ) -> Decision | None:
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
-    asks for nothing to be done."""
+    asks for nothing to be done. A line marked injected is at most notified unless
+    ``accept_injected`` (the cluster setting ``accept_injected_faults``): a tenant who can
+    write to the node's kernel log must not be able to have the node rebooted or replaced."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
     if not _INSTANCE.match(identity.instance_id):
         raise IdentityError(f"not an EC2 instance id: {identity.instance_id!r}")
+    untrusted = distrusted(fault, accept_injected)
+    capped = untrusted and rule.action != INJECTED_ACTION
+    action = INJECTED_ACTION if capped else rule.action
+    note = CAPPED_NOTE.format(action=rule.action) if capped else ""
     return Decision(
         decision_id=decision_id(
-            identity.cluster, identity.instance_id, rule.id, window_of(first_seen, window)
+            identity.cluster,
+            identity.instance_id,
+            rule.id,
+            window_of(first_seen, window),
+            injected=untrusted,
         ),
         cluster=identity.cluster,
         instance_id=identity.instance_id,
         fault_id=rule.id,
         component=rule.component,
-        action=rule.action,
+        action=action,
         severity=rule.severity,
         condition=rule.condition,
         condition_status=rule.condition_status,
         metric=rule.metric,
         metric_namespace=rule.namespace,
-        health_status=STATUS_OF_ACTION[rule.action],
-        evidence_line=evidence(fault.line),
+        health_status=STATUS_OF_ACTION[action],
+        evidence_line=evidence(note + fault.line),
         source=identity.source,
         first_seen=iso(first_seen),
         count=count,

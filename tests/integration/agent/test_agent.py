@@ -22,11 +22,11 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.logs.models import logs_backends
 
 from agent.batch import MAX_MESSAGE_BYTES, utf8_size
-from agent.inject import write_device
+from agent.inject import LOG_USER, write_device
 from agent.kmsg import DevKmsgReader
 from agent.main import Agent, logs_client
 from agent.outbox import dropped_message
-from nodemedic.contracts import health_stream, kmsg_stream
+from nodemedic.contracts import health_stream, kmsg_stream, shipped_message
 from nodemedic.contracts import node_log_group as log_group
 from nodemedic.detect.classifier import classify
 from tests.support.agent import (
@@ -48,6 +48,12 @@ V100 = EVENTS / "nvidia-smi" / "tesla-v100-dbe-retirement-pending.xml"
 
 def numbered(start: int, stop: int, prefix: str = "line") -> list[str]:
     return [f"{prefix} {n:06d}" for n in range(start, stop)]
+
+
+def plain(lines: list[str]) -> list[str]:
+    """``lines``, appended to a followed file, as the agent ships them: no record header
+    says the kernel wrote them, so they are marked injected."""
+    return [shipped_message(line, None) for line in lines]
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -91,7 +97,7 @@ def test_lines_and_health_results_arrive_in_order(
     wait_for(lambda: len(messages(logs, stream)) == expected_kmsg, 15, "kernel lines")
     shipped = messages(logs, stream)
     assert shipped[0] == "nvidia: loading out-of-tree module taints kernel."
-    assert shipped[-50:] == numbered(0, 50)
+    assert shipped[-50:] == plain(numbered(0, 50))
     health = [json.loads(m) for m in messages(logs, health_stream(instance_id))]
     assert [(h["check"], h["reason"]) for h in health] == [
         ("nvidia-smi", "EccUncorrectable"),
@@ -116,7 +122,8 @@ def test_cloudwatch_away_then_back_gets_every_line_once_in_order(
     kmsg, stream, spool = Path(cfg.kmsg), kmsg_stream(instance_id), tmp_path / "state" / "spool"
     running = run_agent(cfg)
     append_lines(kmsg, numbered(0, 100))
-    wait_for(lambda: messages(logs, stream, group) == numbered(0, 100), 15, "the first lines")
+    first = plain(numbered(0, 100))
+    wait_for(lambda: messages(logs, stream, group) == first, 15, "the first lines")
     outage.stop()
     for start in range(100, 600, 100):
         append_lines(kmsg, numbered(start, start + 100))
@@ -127,7 +134,7 @@ def test_cloudwatch_away_then_back_gets_every_line_once_in_order(
         logs_backends[DEFAULT_ACCOUNT_ID][REGION].delete_log_group(group)
     outage.start()
     append_lines(kmsg, numbered(600, 700))
-    expected = numbered(0 if service_state == "kept" else 100, 700)
+    expected = plain(numbered(0 if service_state == "kept" else 100, 700))
     wait_for(lambda: len(messages(logs, stream, group)) >= len(expected), 30, "the spool to drain")
     time.sleep(0.5)  # a line sent twice would have arrived by now
     assert messages(logs, stream, group) == expected
@@ -188,7 +195,8 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
     }
 
     outage.start()
-    wait_for(lambda: lines[-1] in messages(logs, stream, group), 30, "the spool to drain")
+    last = plain(lines[-1:])[0]
+    wait_for(lambda: last in messages(logs, stream, group), 30, "the spool to drain")
     time.sleep(0.5)
     shipped = messages(logs, stream, group)
     notes = [m for m in shipped if m.startswith("nodemedic: spool full")]
@@ -196,7 +204,7 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
     assert sum(int(n.split()[4]) for n in notes) == dropped
     assert notes[0] == dropped_message(int(notes[0].split()[4]))
     assert len(kept) + dropped == 2000 and kept == sorted(set(kept)), "in order, none twice"
-    assert kept[-250:] == lines[-250:], "the newest lines are kept"
+    assert kept[-250:] == plain(lines[-250:]), "the newest lines are kept"
     running.close()
     assert port_closed(port)
 
@@ -215,13 +223,15 @@ def test_invalid_utf8_and_2mb_lines_are_shipped_safely(
     stream = kmsg_stream(instance_id)
     wait_for(lambda: len(messages(logs, stream)) == 4, 15, "the four lines")
     bad, huge, escaped, after = messages(logs, stream)
-    assert bad == "NVRM: bad bytes \\xff\\xfe\\x80 end"
-    assert huge.startswith("z" * 100_000) and huge.endswith(
-        f" [nodemedic: truncated, {2 * 1024 * 1024} bytes, first {huge.count('z')} kept]"
+    assert bad == shipped_message("NVRM: bad bytes \\xff\\xfe\\x80 end", None)
+    mark = shipped_message("", None)
+    assert huge.startswith(mark + "z" * 100_000) and huge.endswith(
+        f" [nodemedic: truncated, {len(mark) + 2 * 1024 * 1024} bytes, "
+        f"first {len(mark) + huge.count('z')} kept]"
     )
     assert utf8_size(huge) == MAX_MESSAGE_BYTES, "cut to the 256 KB event limit, not below"
     assert escaped == "café escaped \\xff"
-    assert after == "ok after: café"
+    assert after == shipped_message("ok after: café", None)
     running.close()
 
 
@@ -249,9 +259,9 @@ def test_a_line_is_sent_within_a_second_of_arriving(
     wait_for(lambda: len(sent) == 6, 10, "every line sent")
     running.close()
     # 1 s flush interval + at most 0.2 s until the file reader notices the line.
-    delays = {line: sent[line] - written[line] for line in written}
+    delays = {line: sent[shipped_message(line, None)] - written[line] for line in written}
     assert max(delays.values()) < 1.5, delays
-    assert messages(logs, kmsg_stream(instance_id)) == numbered(0, 6, "trickle")
+    assert messages(logs, kmsg_stream(instance_id)) == plain(numbered(0, 6, "trickle"))
 
 
 def test_a_new_boot_reads_the_buffer_from_the_start(
@@ -269,7 +279,7 @@ def test_a_new_boot_reads_the_buffer_from_the_start(
     same_boot.close()
     run_agent(replace(cfg, boot_id="22222222-2222-3333-4444-555555555555"))
     wait_for(lambda: len(messages(logs, stream)) == 24, 15, "the new boot's buffer")
-    assert messages(logs, stream) == numbered(0, 12) * 2
+    assert messages(logs, stream) == plain(numbered(0, 12)) * 2
 
 
 def test_dev_kmsg_resumes_after_the_last_shipped_record(
@@ -284,14 +294,16 @@ def test_dev_kmsg_resumes_after_the_last_shipped_record(
     before, after = (
         f"nodemedic test: {when} restart {uuid.uuid4()}" for when in ("before", "after")
     )
+    # Written from user space, as the kernel records them: LOG_USER, shipped marked.
+    before_text, after_text = (shipped_message(m, LOG_USER) for m in (before, after))
     write_device(device, before, 6)
     first = run_agent(cfg)
-    wait_for(lambda: before in messages(logs, stream), 15, "the buffer up to the first marker")
+    wait_for(lambda: before_text in messages(logs, stream), 15, "the buffer to the first marker")
     first.close()
     checkpoint = json.loads((tmp_path / "state" / "checkpoint.json").read_text())
     write_device(device, after, 6)
     second = run_agent(cfg)
-    wait_for(lambda: after in messages(logs, stream), 15, "the second marker")
+    wait_for(lambda: after_text in messages(logs, stream), 15, "the second marker")
     second.close()
 
     reader = DevKmsgReader(str(device), after=-1, max_lines=1_000_000)
@@ -300,15 +312,15 @@ def test_dev_kmsg_resumes_after_the_last_shipped_record(
     finally:
         reader.close()
     records = [line.message for line in buffer]
-    upto = records.index(after) + 1
+    upto = records.index(after_text) + 1
     assert messages(logs, stream)[:upto] == records[:upto], "each record once, in order"
-    first_marker = next(line for line in buffer if line.message == before)
+    first_marker = next(line for line in buffer if line.message == before_text)
     assert checkpoint["boot_id"] == cfg.boot_id and checkpoint["seq"] >= first_marker.seq
 
     new_boot = replace(cfg, boot_id="new-boot", instance_id=f"{instance_id}-b")
     third = run_agent(new_boot)
     other = kmsg_stream(new_boot.instance_id)
-    wait_for(lambda: after in messages(logs, other), 15, "the new boot's buffer")
+    wait_for(lambda: after_text in messages(logs, other), 15, "the new boot's buffer")
     third.close()
     assert messages(logs, other)[:upto] == records[:upto], "a new boot starts at the beginning"
 
@@ -401,7 +413,7 @@ def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
     process.send_signal(signal.SIGTERM)  # the batch waits for its flush interval: still open
     assert process.wait(timeout=20) == 0, process.stderr.read() if process.stderr else ""
     stream = kmsg_stream(instance_id)
-    assert messages(logs, stream) == numbered(0, 2000), "sent before exiting, not left behind"
+    assert messages(logs, stream) == plain(numbered(0, 2000)), "sent before exiting"
     checkpoint = json.loads((tmp_path / "state" / "checkpoint.json").read_text())
     assert checkpoint == {"boot_id": "b-1", "seq": 2000, "offset": kmsg.stat().st_size}
     process = agent_process(args)
@@ -410,7 +422,7 @@ def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
     time.sleep(0.5)
     process.terminate()
     assert process.wait(timeout=20) == 0
-    assert messages(logs, stream) == numbered(0, 2100)
+    assert messages(logs, stream) == plain(numbered(0, 2100))
 
 
 def test_sigkill_and_restart_lose_nothing_and_repeat_at_most_one_batch(
@@ -435,12 +447,13 @@ def test_sigkill_and_restart_lose_nothing_and_repeat_at_most_one_batch(
     assert at_kill < 6000, "killed mid-stream"
     process = agent_process(args)
     append_lines(kmsg, numbered(6000, 7000))
-    wait_for(lambda: set(messages(logs, stream)) == set(numbered(0, 7000)), 60, "every line")
+    every = set(plain(numbered(0, 7000)))
+    wait_for(lambda: set(messages(logs, stream)) == every, 60, "every line")
     time.sleep(0.5)
     process.terminate()
     process.wait(timeout=20)
     shipped = messages(logs, stream)
-    assert list(dict.fromkeys(shipped)) == numbered(0, 7000), "in order, none lost"
+    assert list(dict.fromkeys(shipped)) == plain(numbered(0, 7000)), "in order, none lost"
     repeated = len(shipped) - 7000
     assert repeated <= 100, f"{repeated} lines repeated: more than the one batch in flight"
 
@@ -478,7 +491,7 @@ def test_a_burst_of_100k_lines_is_shipped_with_bounded_memory(
     spooled = scrape(port)["nodemedic_agent_events_spooled_total"]
     process.terminate()
     process.wait(timeout=20)
-    assert messages(logs, stream)[1:] == burst
+    assert messages(logs, stream)[1:] == plain(burst)
     # Read faster than it can be sent, the burst waits on disk: memory holds a few batches
     # (about 5,000 lines each), not the 14 MB of text and its Python objects.
     assert spooled > 0

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agent.imds import ENDPOINT_VARIABLE, IdentityError, instance_identity
+from nodemedic.contracts import shipped_message
 from tests.support.agent import REGION, agent_process, free_port, messages, wait_for
 
 MOTO_INSTANCE_ID = "i-fake"  # what moto's metadata endpoint says
@@ -38,7 +39,7 @@ def test_the_agent_names_its_stream_after_the_instance(
         wait_for(
             lambda: (
                 messages(logs, f"{MOTO_INSTANCE_ID}/kmsg", "/nodemedic/imds/nodes")
-                == ["NVRM: a line from an instance that knows its name"]
+                == [shipped_message("NVRM: a line from an instance that knows its name", None)]
             ),
             30,
             "the line in the instance's stream",

@@ -12,14 +12,14 @@ from aws_cdk import assertions
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import REMEDIATOR_GROUP
+from nodemedic.contracts import ENV_ACCEPT_INJECTED, REMEDIATOR_GROUP
 from nodemedic.detect.filterpattern import subscription_filter_pattern
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
 from stacks.guardrails import guard_remediation
 from stacks.pipeline import PipelineStack
 from stacks.settings import ClusterSettings
-from stacks.synth import NO_BUNDLING
+from stacks.synth import NO_BUNDLING, synth_template
 from tests.support.paths import ROOT
 from tests.support.templates import SETTINGS, Template, actions, one, render, resources, statements
 
@@ -35,6 +35,12 @@ def _function(template: Template, handler: str) -> tuple[str, dict[str, Any]]:
 
 def _role_of(function: dict[str, Any]) -> str:
     return str(function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def test_a_cluster_that_accepts_injected_faults_tells_its_classifier() -> None:
+    settings = ClusterSettings(name="drill", accept_injected_faults=True)
+    _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
+    assert classifier["Properties"]["Environment"]["Variables"][ENV_ACCEPT_INJECTED] == "true"
 
 
 def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Template) -> None:
@@ -94,6 +100,8 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
     assert props["Environment"]["Variables"] == {
         "STATE_MACHINE_ARN": {"Ref": machine_id},
         "IDEMPOTENCY_TABLE": {"Ref": table_id},
+        # The cluster setting accept_injected_faults, off unless the cluster turns it on.
+        "NODEMEDIC_ACCEPT_INJECTED_FAULTS": "false",
         "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
         "POWERTOOLS_METRICS_NAMESPACE": "NodeMedic",
         "POWERTOOLS_LOG_LEVEL": "INFO",

@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
-from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY
+from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY, shipped_message
 from nodemedic.local.aws import deploy
 from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
@@ -659,6 +659,36 @@ def test_an_application_fault_is_mailed_and_measured_without_touching_the_node(
     assert mail["evidence_line"] == EXAMPLES["nvidia-xid-13"]
     assert "NvidiaXid_13" in metric_names("NodeMedic", Cluster="demo", NodeGroup="p5-notify")
     assert pipeline.item(gpu, "inflight") is None
+
+
+def test_a_dma_error_line_user_space_wrote_is_only_mailed_and_the_node_keeps_running(
+    world: World,
+) -> None:
+    """The line a pod with /dev/kmsg could write, as the agent ships it (facility LOG_USER),
+    in a cluster that does not accept injected faults: the decision the classifier makes
+    of it passes the state machine's checks and goes the notify way."""
+    sick, _ = world.group("trn1-injected", 2, **NEURON)
+    pipeline = world.pipelines["demo"]
+    record = decision(sick, "neuron-dma-error", line=shipped_message(neuron_line(sick), 1))
+    assert (record["action"], record["health_status"]) == ("notify", "Schedulable")
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    node = world.node(sick)
+    assert node is not None
+    assert HEALTH_LABEL not in node.metadata.labels
+    assert not node.spec.unschedulable and our_taints(node) == []
+    assert asg_instance(sick)["HealthStatus"] == "Healthy"
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["state"], ledger["outcome"]) == ("closed", "notified")
+    (mail,) = pipeline.messages(sick)
+    assert (mail["subject"], mail["outcome"]) == (f"nodemedic notified: {sick}", "notified")
+    assert mail["evidence_line"] == (
+        "(not logged by the kernel: replace capped to notify, accept_injected_faults is off) "
+        f"[injected facility=1] {neuron_line(sick)}"
+    )
+    assert pipeline.item(sick, "inflight") is None
 
 
 def test_a_failed_step_is_recorded_mailed_and_fails_the_execution(world: World) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.inject import InjectError, append_file, find_rule, line_for, write_device
+from agent.inject import LOG_USER, InjectError, append_file, find_rule, line_for, write_device
 from agent.kmsg import DevKmsgReader, FileKmsgReader
 from nodemedic.catalog import load_catalog
 from nodemedic.cli import main as nodemedic
+from nodemedic.contracts import shipped_message
 from nodemedic.detect.classifier import classify
 from tests.support.paths import ROOT
 
@@ -27,15 +28,17 @@ def test_inject_xid_neuron_and_rule_lines_classify_as_their_fault(tmp_path: Path
     assert nodemedic(["inject", "xid", "79", "--to", str(target)]) == 0
     assert nodemedic(["inject", "neuron", "dma_error", "--to", str(target)]) == 0
     assert nodemedic(["inject", "rule", "kmsg-records-lost", "--to", str(target), "--record"]) == 0
-    lines = shipped(target)
-    assert [classify(line).rule.id for line in lines] == [  # type: ignore[union-attr]
-        "nvidia-xid-79",
-        "neuron-dma-error",
-        "kmsg-records-lost",
+    faults = [classify(line) for line in shipped(target)]
+    assert [(f.rule.id, f.injected) for f in faults if f] == [
+        ("nvidia-xid-79", True),
+        ("neuron-dma-error", True),
+        ("kmsg-records-lost", True),
     ]
     raw = target.read_text().splitlines()
     assert raw[0] == load_catalog().rule("nvidia-xid-79").example
-    assert raw[2].startswith("4,2,") and raw[2].endswith(
+    # A record says what the kernel would say of a write to /dev/kmsg: facility LOG_USER
+    # (priority 8 + level 4), never the kernel's own facility 0.
+    assert raw[2].startswith("12,2,") and raw[2].endswith(
         ";nodemedic: kmsg ring buffer overwritten, 1423 records lost"
     )
 
@@ -64,7 +67,8 @@ def test_appending_never_joins_an_unterminated_line(tmp_path: Path) -> None:
     target.write_text("partial line without newline")
     assert nodemedic(["inject", "xid", "48", "--count", "2", "--to", str(target)]) == 0
     lines = shipped(target)
-    assert lines[0] == "partial line without newline" and len(lines) == 3
+    assert lines[0] == shipped_message("partial line without newline", None)
+    assert len(lines) == 3
 
 
 def test_bad_requests_get_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,11 +94,13 @@ def test_python_m_agent_inject_appends_to_a_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "nvidia-xid-79 ->" in done.stdout
-    assert shipped(tmp_path / "file") == [load_catalog().rule("nvidia-xid-79").example]
+    example = load_catalog().rule("nvidia-xid-79").example
+    assert shipped(tmp_path / "file") == [shipped_message(example, None)]
 
 
-def test_a_write_to_dev_kmsg_becomes_one_record_at_the_given_level() -> None:
-    """A benign marker line, not a fault: this is the machine's real kernel log."""
+def test_a_write_to_dev_kmsg_becomes_one_record_of_facility_log_user() -> None:
+    """A benign marker line, not a fault: this is the machine's real kernel log. The kernel
+    records a user-space write with facility LOG_USER, and the agent ships it marked."""
     if not os.access("/dev/kmsg", os.R_OK | os.W_OK):
         pytest.skip("/dev/kmsg not writable here")
     marker = f"nodemedic test: inject self-check {uuid.uuid4()}"
@@ -106,4 +112,6 @@ def test_a_write_to_dev_kmsg_becomes_one_record_at_the_given_level() -> None:
         lines = reader.read(1.0)
     finally:
         reader.close()
-    assert [line.message for line in lines if not line.lost][-1] == marker
+    assert [line.message for line in lines if not line.lost][-1] == shipped_message(
+        marker, LOG_USER
+    )

@@ -10,6 +10,7 @@ import pytest
 
 from agent import kmsg
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, lost_message, parse_record
+from nodemedic.contracts import shipped_message
 from tests.support.paths import EVENTS
 
 RECORDS = EVENTS / "kmsg" / "kmsg-records.txt"
@@ -24,10 +25,16 @@ REAL = (
 )
 
 
+def plain(text: str) -> str:
+    """A plain line (no record header) as the agent ships it: nothing says the kernel
+    wrote it, so it is marked injected."""
+    return shipped_message(text, None)
+
+
 def test_record_fields_and_escapes_as_dmesg_prints_them() -> None:
     record = parse_record(REAL.split(b"\n", 1)[0])
     assert record == kmsg.Record(
-        89, 222906, "rcu: \tRCU restricting CPUs from NR_CPUS=256 to nr_cpu_ids=2."
+        89, 222906, "rcu: \tRCU restricting CPUs from NR_CPUS=256 to nr_cpu_ids=2.", 0
     )
     with_metadata = parse_record(
         b"6,191,272209,-;acpi PNP0A08:00: x\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A08:00\n"
@@ -74,12 +81,29 @@ def test_plain_lines_and_records_mix_and_are_numbered_by_line(tmp_path: Path) ->
         (
             1,
             None,
-            "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus.",
+            plain(
+                "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+            ),
         ),
         (2, 5644871, "nvidia 0000:2b:00.0: enabling device (0000 -> 0003)"),
-        (5, None, "plain again"),
+        (5, None, plain("plain again")),
     ]
     assert lines[-1].offset == path.stat().st_size
+
+
+def test_only_the_kernels_own_records_ship_bare(tmp_path: Path) -> None:
+    """Facility 0 is the kernel's; user space writes LOG_USER (1) or the facility it names
+    (daemon: 3, local0: 16), and a plain line names none: those ship marked injected."""
+    xid = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    path = tmp_path / "kmsg"
+    path.write_text(f"4,1,10,-;{xid}\n12,2,20,-;{xid}\n30,3,30,-;{xid}\n131,4,40,-;{xid}\n{xid}\n")
+    assert [line.message for line in read_all(FileKmsgReader(str(path)))] == [
+        xid,
+        f"[injected facility=1] {xid}",
+        f"[injected facility=3] {xid}",
+        f"[injected facility=16] {xid}",
+        f"[injected facility=none] {xid}",
+    ]
 
 
 def test_resuming_at_a_checkpoint_reads_exactly_what_follows(tmp_path: Path) -> None:
@@ -88,7 +112,7 @@ def test_resuming_at_a_checkpoint_reads_exactly_what_follows(tmp_path: Path) -> 
     first = read_all(FileKmsgReader(str(path)))
     fourth = first[3]
     resumed = read_all(FileKmsgReader(str(path), after=fourth.seq, offset=fourth.offset))
-    assert [line.message for line in resumed] == [f"line {n}" for n in range(5, 11)]
+    assert [line.message for line in resumed] == [plain(f"line {n}") for n in range(5, 11)]
     assert [line.seq for line in resumed] == list(range(5, 11))
 
 
@@ -96,7 +120,10 @@ def test_a_truncated_file_is_read_from_the_start(tmp_path: Path) -> None:
     path = tmp_path / "kmsg"
     path.write_text("new 1\nnew 2\n")
     lines = read_all(FileKmsgReader(str(path), after=500, offset=40_000))
-    assert [(line.seq, line.message) for line in lines] == [(1, "new 1"), (2, "new 2")]
+    assert [(line.seq, line.message) for line in lines] == [
+        (1, plain("new 1")),
+        (2, plain("new 2")),
+    ]
 
 
 def test_follows_a_growing_file_and_waits_for_whole_lines(tmp_path: Path) -> None:
@@ -109,7 +136,7 @@ def test_follows_a_growing_file_and_waits_for_whole_lines(tmp_path: Path) -> Non
         handle.flush()
         assert reader.read(0.05) == []
         handle.write("ne\nnext\n")
-    assert [line.message for line in reader.read(0.5)] == ["half a line", "next"]
+    assert [line.message for line in reader.read(0.5)] == [plain("half a line"), plain("next")]
 
 
 def test_invalid_utf8_and_huge_lines_are_kept_and_bounded(tmp_path: Path) -> None:
@@ -119,12 +146,13 @@ def test_invalid_utf8_and_huge_lines_are_kept_and_bounded(tmp_path: Path) -> Non
         b"bad \xff\xfe utf8 \x80\n" + b"x" * (2 * 1024 * 1024) + b"\n" + b"y" * huge + b"\nafter\n"
     )
     lines = read_all(FileKmsgReader(str(path), chunk=256 * 1024))
-    assert lines[0].message == "bad \\xff\\xfe utf8 \\x80"
-    assert lines[1].message == "x" * (2 * 1024 * 1024)
+    assert lines[0].message == plain("bad \\xff\\xfe utf8 \\x80")
+    assert lines[1].message == plain("x" * (2 * 1024 * 1024))
     # A line past the reader's bound is cut there; the rest of it is skipped, not shipped.
-    assert lines[2].message == "y" * len(lines[2].message)
-    assert kmsg.MAX_LINE_BYTES < len(lines[2].message) <= kmsg.MAX_LINE_BYTES + 256 * 1024
-    assert [(line.seq, line.message) for line in lines[3:]] == [(4, "after")]
+    cut = lines[2].message.removeprefix(plain(""))
+    assert cut == "y" * len(cut)
+    assert kmsg.MAX_LINE_BYTES < len(cut) <= kmsg.MAX_LINE_BYTES + 256 * 1024
+    assert [(line.seq, line.message) for line in lines[3:]] == [(4, plain("after"))]
 
 
 Script = list[bytes | type[OSError]]
@@ -181,6 +209,17 @@ def test_overwritten_records_become_a_line_of_their_own(device_lines: DeviceLine
         (1424, "after the flood", 0),
     ]
     assert lost_message(1422) == "nodemedic: kmsg ring buffer overwritten, 1422 records lost"
+
+
+def test_the_device_marks_what_user_space_wrote(device_lines: DeviceLines) -> None:
+    """What ``echo ... > /dev/kmsg`` becomes: the kernel's LOG_USER, shipped marked."""
+    lines = device_lines(
+        -1, [b"4,0,10,-;NVRM: Xid (PCI:0000:2b:00): 48, x\n", b"12,1,20,-;myapp: 1f [#1] hi\n"]
+    )
+    assert [line.message for line in lines] == [
+        "NVRM: Xid (PCI:0000:2b:00): 48, x",
+        "[injected facility=1] myapp: 1f [#1] hi",
+    ]
 
 
 def test_a_restart_skips_what_was_shipped_and_reports_what_it_missed(

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from nodemedic.catalog import load_catalog
+from nodemedic.contracts import ENV_ACCEPT_INJECTED
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap
 
@@ -128,3 +129,20 @@ def test_a_stream_that_does_not_name_a_node_is_refused(aws: World) -> None:
     with pytest.raises(aws["module"].MalformedPayload, match="is not <instance-id>"):
         aws["handler"](wrap(data), CONTEXT)
     assert executions(aws) == []
+
+
+@pytest.mark.parametrize(
+    ("setting", "action"), [(None, "notify"), ("false", "notify"), ("true", "replace")]
+)
+def test_an_injected_line_acts_only_where_the_cluster_accepts_injected_faults(
+    aws: World, monkeypatch: pytest.MonkeyPatch, setting: str | None, action: str
+) -> None:
+    if setting is not None:
+        monkeypatch.setenv(ENV_ACCEPT_INJECTED, setting)
+    data = decoded("xid79-with-noise.json")
+    line = "[injected facility=1] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus."
+    data["logEvents"] = [{"id": "1", "timestamp": 1763836200000, "message": line}]
+    result = aws["handler"](wrap(data), CONTEXT)
+    [decision] = executions(aws)
+    assert (decision["fault_id"], decision["action"]) == ("nvidia-xid-79", action)
+    assert result["capped"] == ([] if action == "replace" else result["started"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nodemedic.cli import main
+from nodemedic.detect.logformat import messages
 from tests.support.paths import EVENTS as EVENTS_ROOT
 
 EVENTS = EVENTS_ROOT / "kmsg"
@@ -34,7 +35,8 @@ def test_each_log_format_yields_its_faults_as_json(
     assert records, f"{sample} holds faults"
     lines = (EVENTS / sample).read_text().splitlines()
     for record in records:
-        assert set(record) == {"line_no", "line", "fault_id", "component", "action"}
+        assert set(record) == {"line_no", "line", "fault_id", "component", "action", "injected"}
+        assert record["injected"] is False, "the samples hold kernel lines only"
         assert lines[record["line_no"] - 1] == record["line"]
         assert record["action"] in {"notify", "reboot", "replace"}
 
@@ -100,6 +102,54 @@ def test_the_table_ends_with_what_nodemedic_would_do(
     assert code == 0
     assert "nvidia-xid-48" in out and "nvidia-xid-13" in out
     assert "verdict: cordon, drain and reboot this node" in out
+
+
+def test_lines_the_kernel_did_not_log_are_told_apart_and_only_notified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Raw records and ``dmesg -r`` carry the priority: facility LOG_USER (priority 8 +
+    level) is a write to /dev/kmsg from user space, not the driver."""
+    xid = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    log = tmp_path / "kmsg.txt"
+    log.write_text(f"12,7,5678901,-;{xid}\n<12>[ 5678.901000] {xid}\n")
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    found = [json.loads(line) for line in out.splitlines()]
+    assert [(r["fault_id"], r["action"], r["injected"]) for r in found] == [
+        ("nvidia-xid-79", "replace", True),
+        ("nvidia-xid-79", "replace", True),
+    ]
+    code, out, _ = run(capsys, "triage", str(log))
+    assert "verdict: notify, leave the node in service" in out
+    assert "replace asked by a line the kernel did not log" in out
+    log.write_text(f"4,7,5678901,-;{xid}\n")
+    code, out, _ = run(capsys, "triage", str(log))
+    assert "verdict: cordon, drain and replace this node" in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[    5.123456] [    T421] {}",
+        "[    5.123456][    C3] {}",
+        "Nov 22 18:30:01.123456 ip-10-0-1-23 kernel: {}",
+        "[ 5678.901234] ip-10-0-1-23 kernel: {}",
+    ],
+)
+def test_caller_ids_and_precise_journal_times_are_stripped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, line: str
+) -> None:
+    """Rules match from the message's start, so every prefix a kernel log tool prints must
+    go: the caller id of CONFIG_PRINTK_CALLER, ``journalctl -o short-precise`` and
+    ``-o short-monotonic``."""
+    xid = "NVRM: Xid (PCI:0000:2b:00): 48, pid=7, DBE"
+    [entry] = messages([line.format(xid)])
+    assert (entry.message, entry.facility) == (xid, None)
+    log = tmp_path / "log.txt"
+    log.write_text(line.format(xid) + "\n")
+    code, out, _ = run(capsys, "triage", "--format", "json", str(log))
+    assert code == 0
+    assert [json.loads(found)["fault_id"] for found in out.splitlines()] == ["nvidia-xid-48"]
 
 
 @pytest.mark.parametrize(
