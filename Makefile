@@ -32,8 +32,11 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy --strict (pyproject) over every package and the tests; the benchmarks are standalone
+# scripts (bench/agent.py would shadow the agent package in one run).
 typecheck: $(INSTALLED)
-	$(BIN)/mypy agent lambdas nodemedic stacks scripts app.py
+	$(BIN)/mypy agent lambdas nodemedic stacks scripts tests app.py
+	$(BIN)/mypy bench
 
 # The fast tier: no network, no apiserver.
 unit: $(INSTALLED)

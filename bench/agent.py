@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -186,7 +187,7 @@ def watchtower_throughput(endpoint: str, lines: list[str]) -> float:
     import watchtower
 
     client = boto3.client("logs", endpoint_url=endpoint, region_name=REGION)
-    handler = watchtower.CloudWatchLogHandler(
+    handler: Any = watchtower.CloudWatchLogHandler(
         log_group_name="/nodemedic/bench/watchtower",
         log_stream_name="i-0watchtower/kmsg",
         boto3_client=client,

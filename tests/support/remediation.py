@@ -28,8 +28,13 @@ from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
 
 REGION = "us-east-1"
-MOTO = {"stepfunctions": {"execute_state_machine": True}}
-FAST = {"poll_seconds": 1, "drain_timeout": 4, "reboot_timeout": 4, "breaker_hold": 60}
+MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
+FAST: dict[str, Any] = {
+    "poll_seconds": 1,
+    "drain_timeout": 4,
+    "reboot_timeout": 4,
+    "breaker_hold": 60,
+}
 """Every wait loop of the state machine polls once a second and gives up within seconds."""
 NODE_GROUPS = (
     "trn1-dma",

@@ -18,7 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.logs.models import logs_backends
 
 from agent.batch import MAX_MESSAGE_BYTES, utf8_size

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -53,8 +53,11 @@ from tests.support.remediation import (
 
 pytestmark = pytest.mark.kube
 
-NEURON = {"instance_type": "trn1.32xlarge", "devices": {"aws.amazon.com/neuron": "16"}}
-GPU = {"instance_type": "p5.48xlarge", "devices": {"nvidia.com/gpu": "8"}}
+NEURON: dict[str, Any] = {
+    "instance_type": "trn1.32xlarge",
+    "devices": {"aws.amazon.com/neuron": "16"},
+}
+GPU: dict[str, Any] = {"instance_type": "p5.48xlarge", "devices": {"nvidia.com/gpu": "8"}}
 REBOOT_SECONDS = 0.5
 """How long a rebooting machine's Node stays NotReady."""
 
@@ -170,7 +173,7 @@ def asg_instance(instance_id: str) -> dict[str, Any]:
     (found,) = autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])[
         "AutoScalingInstances"
     ]
-    return found
+    return cast(dict[str, Any], found)
 
 
 def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:

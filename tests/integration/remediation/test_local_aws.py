@@ -39,7 +39,7 @@ ROLE = {
 }
 
 
-def function(handler: str, **environment: str) -> dict[str, Any]:
+def function(handler: str, **environment: Any) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::Function",
         "Properties": {
