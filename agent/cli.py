@@ -71,6 +71,13 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--boot-id-file", default="/proc/sys/kernel/random/boot_id", help="(default: %(default)s)"
     )
+    source.add_argument(
+        "--pstore-dir",
+        type=Path,
+        default=defaults["pstore_dir"],
+        help="pstore mount whose dmesg/console records of the boot that died are shipped once, "
+        "marked previous-boot, and never deleted (default: %(default)s)",
+    )
     state = parser.add_argument_group("state and shipping")
     state.add_argument(
         "--state-dir",

@@ -34,6 +34,8 @@ class Config:
     check_interval: float = 60.0
     check_options: Mapping[str, object] = field(default_factory=dict)
     """The checks' option values by ``Option.dest``; one left out takes its default."""
+    pstore_dir: Path = Path("/sys/fs/pstore")
+    """Where the crashed boot's last kernel log records are kept (``agent.pstore``)."""
     sys_root: Path = Path("/sys")
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0

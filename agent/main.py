@@ -11,6 +11,7 @@ send what it can, and the rest is spooled; the checkpoint is saved as batches be
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.metrics import Metrics, metrics_server, serve
 from agent.outbox import Outbox
+from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import Shipper
 from agent.spool import Spool
 from nodemedic.contracts import health_stream, kmsg_stream, node_log_group
@@ -119,7 +121,12 @@ class Agent:
         self.spool = Spool(config.state_dir / "spool", config.spool_max_bytes)
         store = CheckpointStore(config.state_dir / "checkpoint.json")
         device = is_device(config.kmsg)
-        self.start = start_position(store.load(), self.spool, config.boot_id, device)
+        saved = store.load()
+        self.start = start_position(saved, self.spool, config.boot_id, device)
+        self.previous_boot_id = (
+            saved.boot_id if saved is not None and saved.boot_id != config.boot_id else None
+        )
+        """The boot the agent shipped from before this one: the one pstore's records are of."""
         self.progress = Progress(store, self.start)
         self.outbox = Outbox(self.spool, self.metrics, self.progress, config.memory_batches)
         self.client = (
@@ -161,6 +168,7 @@ class Agent:
             len(self.runner.checks),
         )
         try:
+            self._ship_pstore()
             self._collect(reader, stop)
         finally:
             reader.close()
@@ -189,6 +197,25 @@ class Agent:
             if batcher.pending and time.monotonic() - batcher.opened_at >= config.flush_interval:
                 self._put(batcher.flush())
         self._put(batcher.flush())
+
+    def _ship_pstore(self) -> None:
+        """Queue the records pstore kept of the boot that died, ahead of the new boot's
+        lines; they are remembered as shipped once the batch holding the last is safe (a
+        stop before that ships them again: at least once, like every batch)."""
+        config = self.config
+        shipped = ShippedDumps(config.state_dir / "pstore-shipped.json")
+        batcher = Batcher(kmsg_stream(config.instance_id), max_events=config.max_batch_events)
+        now_ms = int(time.time() * 1000)
+        digests = []
+        for dump in read_dumps(config.pstore_dir, self.previous_boot_id, shipped.load()):
+            log.info("shipping pstore record %s: %d lines", dump.name, len(dump.messages))
+            for message in dump.messages:
+                self._put(batcher.add(now_ms, message))
+            digests.append(dump.digest)
+        last = batcher.flush()
+        if last is not None:
+            last.on_safe = functools.partial(shipped.add, digests)
+            self.outbox.put(last)
 
     def _put(self, batch: Batch | None) -> None:
         if batch is not None:

@@ -62,6 +62,29 @@ def split_injected(text: str) -> tuple[bool, str]:
     return False, text
 
 
+PREVIOUS_BOOT_MARK: Final = "[previous boot {boot_id}] "
+"""Put by the agent before every line it ships from the boot that died (pstore, see
+``agent.pstore``), outside any injected mark: ``{boot_id}`` is the boot the agent last
+shipped from, or ``unknown``. Such a line is evidence of a crash that a reboot already
+ended, so the classifier reads the mark (``split_previous_boot``) and the decision is
+recorded and notified, never acted on again on the new boot."""
+_PREVIOUS_BOOT_MARK_RE: Final = re.compile(r"\[previous boot [0-9A-Za-z-]{1,64}\] ")
+
+
+def previous_boot_message(shipped: str, boot_id: str | None) -> str:
+    """The event text of ``shipped`` (a ``shipped_message``) logged by boot ``boot_id``."""
+    return PREVIOUS_BOOT_MARK.format(boot_id=boot_id or "unknown") + shipped
+
+
+def split_previous_boot(text: str) -> tuple[bool, str]:
+    """(marked previous boot, the text behind the mark) of a kmsg event's text."""
+    if text.startswith("[previous boot "):
+        found = _PREVIOUS_BOOT_MARK_RE.match(text)
+        if found is not None:
+            return True, text[found.end() :]
+    return False, text
+
+
 # Environment variables --------------------------------------------------------------------
 
 ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"

@@ -47,7 +47,8 @@ class BatchResult:
     superseded: list[str] = field(default_factory=list)
     capped: list[str] = field(default_factory=list)
     """Decisions (started or not) of injected lines, notified instead of their rule's
-    reboot or replace because the cluster does not accept injected faults."""
+    reboot or replace because the cluster does not accept injected faults, and of lines of
+    the boot that died, which are only ever notified."""
 
 
 @dataclass
@@ -84,19 +85,21 @@ def process_batch(
     both an Xid 79 and "GPU has fallen off the bus", is replaced once, not raced twice.
     Lines marked injected are at most notified unless ``accept_injected``, and are counted
     apart from kernel lines of the same rule, so they can neither act on the node nor take
-    the place of a kernel fault's decision.
+    the place of a kernel fault's decision. Lines of the boot that died (pstore) are
+    grouped apart and only notified, but their hits count towards the rule's threshold
+    with the new boot's kernel lines: a fault that comes back after the reboot escalates.
     """
     result = BatchResult(lines=len(events))
-    by_rule: dict[tuple[str, bool], _Hits] = {}
+    by_rule: dict[tuple[str, bool, bool], _Hits] = {}
     messages = [event.message for event in events]
     for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
-        key = (fault.rule.id, distrusted(fault, accept_injected))
+        key = (fault.rule.id, distrusted(fault, accept_injected), fault.previous_boot)
         hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         event = events[index]
         hits.times[event.event_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
-    for (rule_id, untrusted), hits in by_rule.items():
+    for (rule_id, untrusted, _), hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times.values())
         if rule.threshold is not None:

@@ -29,6 +29,10 @@ _JOURNAL = re.compile(
 """The journal's (and syslog's) ``<time> <host> kernel: ``: ``short``, ``short-precise``,
 ``short-iso`` or ``short-monotonic`` time."""
 
+_PSTORE_HEADER = re.compile(r"^(?:[A-Z][a-z]+#\d+ Part\d+|====\d+\.\d+(?:-[CD])?)$")
+"""The line pstore puts before each record of a dump (``Panic#2 Part1``), and the
+``====<seconds>.<nanoseconds>-<C|D>`` header a ramoops record keeps: no kernel message."""
+
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
@@ -44,8 +48,8 @@ class LogLine:
 def message_of(line: str) -> tuple[str, int | None] | None:
     """The kernel message in ``line`` and the facility its priority gives, if any; None for
     lines that carry no message (a journal banner, a kmsg continuation line holding
-    ``KEY=value`` metadata, a blank line)."""
-    if not line.strip() or line.startswith(("-- ", " ")):
+    ``KEY=value`` metadata, a blank line, a pstore record's header)."""
+    if not line.strip() or line.startswith(("-- ", " ")) or _PSTORE_HEADER.match(line):
         return None
     priority = None
     for prefix in (_KMSG, _JOURNAL):

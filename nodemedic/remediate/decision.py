@@ -79,15 +79,24 @@ def window_of(at: datetime, window: int) -> int:
 
 
 def decision_id(
-    cluster: str, instance_id: str, fault_id: str, window_index: int, *, injected: bool = False
+    cluster: str,
+    instance_id: str,
+    fault_id: str,
+    window_index: int,
+    *,
+    injected: bool = False,
+    previous_boot: bool = False,
 ) -> str:
     """A valid Step Functions execution name (≤ 80 of ``[A-Za-z0-9_-]``), readable by a
     person and unique per (cluster, instance, fault, window). The decision of an
     ``injected`` line the cluster does not trust has an id of its own: it must not take
-    the name, and so the place, of the decision a kernel line of the same fault gets."""
+    the name, and so the place, of the decision a kernel line of the same fault gets; nor
+    must the notify of a ``previous_boot`` line, whose boot is over."""
     key = f"{cluster}\0{instance_id}\0{fault_id}\0{window_index}"
     if injected:
         key += "\0injected"
+    if previous_boot:
+        key += "\0previous-boot"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = _EXECUTION_NAME.sub("-", f"{instance_id}-{digest}-{fault_id}")
     return name[:80]
@@ -125,6 +134,10 @@ CAPPED_NOTE = (
 )
 """Put before the evidence of a capped decision: the decision record says why its action
 is weaker than its rule's without a field of its own."""
+PREVIOUS_BOOT_NOTE = "(logged by the boot that died: {action} capped to notify) "
+"""Put before the evidence of a decision capped because its line is previous-boot evidence
+(``contracts.PREVIOUS_BOOT_MARK``): the reboot that line asked for, or worse, already
+happened, and nothing says the new boot is sick."""
 
 
 def distrusted(fault: Fault, accept_injected: bool) -> bool:
@@ -145,16 +158,20 @@ def decide(
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
     asks for nothing to be done. A line marked injected is at most notified unless
     ``accept_injected`` (the cluster setting ``accept_injected_faults``): a tenant who can
-    write to the node's kernel log must not be able to have the node rebooted or replaced."""
+    write to the node's kernel log must not be able to have the node rebooted or replaced.
+    A line of the boot that died (pstore) is at most notified, whatever the cluster: acting
+    on it would reboot or replace the node again for a crash that is already over."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
     if not _INSTANCE.match(identity.instance_id):
         raise IdentityError(f"not an EC2 instance id: {identity.instance_id!r}")
     untrusted = distrusted(fault, accept_injected)
-    capped = untrusted and rule.action != INJECTED_ACTION
+    previous = fault.previous_boot
+    capped = (untrusted or previous) and rule.action != INJECTED_ACTION
     action = INJECTED_ACTION if capped else rule.action
-    note = CAPPED_NOTE.format(action=rule.action) if capped else ""
+    note = (PREVIOUS_BOOT_NOTE if previous else CAPPED_NOTE).format(action=rule.action)
+    note = note if capped else ""
     return Decision(
         decision_id=decision_id(
             identity.cluster,
@@ -162,6 +179,7 @@ def decide(
             rule.id,
             window_of(first_seen, window),
             injected=untrusted,
+            previous_boot=previous,
         ),
         cluster=identity.cluster,
         instance_id=identity.instance_id,

@@ -96,6 +96,7 @@ def config(tmp_path: Path, endpoint: str, instance_id: str, **overrides: Any) ->
         "boot_id": "11111111-2222-3333-4444-555555555555",
         "state_dir": tmp_path / "state",
         "kmsg": str(kmsg),
+        "pstore_dir": tmp_path / "pstore",
         "endpoint_url": endpoint,
         "create_log_group": True,
         "flush_interval": 0.2,

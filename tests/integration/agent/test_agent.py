@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -26,6 +27,7 @@ from agent.inject import LOG_USER, write_device
 from agent.kmsg import DevKmsgReader
 from agent.main import Agent, logs_client
 from agent.outbox import dropped_message
+from agent.pstore import read_dumps
 from nodemedic.contracts import health_stream, kmsg_stream, shipped_message
 from nodemedic.contracts import node_log_group as log_group
 from nodemedic.detect.classifier import classify
@@ -520,3 +522,36 @@ def test_bad_arguments_are_refused_before_anything_starts(tmp_path: Path) -> Non
     assert f"metrics endpoint 127.0.0.1:{port}: Address already in use" in (
         process.stderr.read().decode()
     )
+
+
+def test_the_records_pstore_kept_of_the_boot_that_died_are_shipped_once_marked(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str, run_agent: Any
+) -> None:
+    cfg = config(tmp_path, moto_url, instance_id)
+    append_lines(Path(cfg.kmsg), numbered(0, 2))
+    stream = kmsg_stream(instance_id)
+    first = run_agent(cfg)
+    wait_for(lambda: len(messages(logs, stream)) == 2, 15, "the boot that will die")
+    first.close()
+    shutil.copytree(EVENTS / "pstore", cfg.pstore_dir, ignore=shutil.ignore_patterns("*.md"))
+    expected = [m for d in read_dumps(cfg.pstore_dir, cfg.boot_id, set()) for m in d.messages]
+    rebooted = replace(cfg, boot_id="22222222-2222-3333-4444-555555555555")
+    after = run_agent(rebooted)
+    total = 2 + len(expected) + 2
+    wait_for(lambda: len(messages(logs, stream)) == total, 15, "pstore, then the new boot")
+    after.close()
+    shipped = messages(logs, stream)
+    assert shipped[2 : 2 + len(expected)] == expected, "before the new boot's lines"
+    panic = "Kernel panic - not syncing: Fatal exception in interrupt"
+    assert f"[previous boot {cfg.boot_id}] {panic}" in shipped
+    found = [classify(line) for line in shipped]
+    faults = [f for f in found if f is not None and f.fault_id == "kernel-panic"]
+    assert faults and all(f.previous_boot for f in faults)
+    restarted = run_agent(rebooted)
+    append_lines(Path(cfg.kmsg), numbered(2, 3))
+    wait_for(lambda: len(messages(logs, stream)) == total + 1, 15, "a restart's new line")
+    restarted.close()
+    assert messages(logs, stream)[total:] == plain(numbered(2, 3)), "pstore shipped once"
+    assert sorted(p.name for p in cfg.pstore_dir.iterdir()) == sorted(
+        p.name for p in (EVENTS / "pstore").glob("dmesg-*")
+    ), "the records are left for systemd-pstore"

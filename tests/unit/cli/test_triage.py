@@ -177,3 +177,16 @@ def test_the_installed_console_script_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), "faults reported"
+
+
+def test_a_pstore_record_is_read_without_its_part_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    dump = EVENTS_ROOT / "pstore" / "dmesg-erst-6953966727021461507"
+    lines = dump.read_text().splitlines()
+    assert lines[0] == "Panic#2 Part1"
+    assert next(m.line_no for m in messages(lines)) == 2, "the header is no kernel line"
+    code, out, _ = run(capsys, "triage", "--format", "json", str(dump))
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert (code, record["fault_id"], record["injected"]) == (0, "kernel-panic", False)
+    assert lines[record["line_no"] - 1] == record["line"]
