@@ -65,6 +65,7 @@ POLICY_MODULES = (
     "nodemedic/remediate/errors.py",
     "nodemedic/remediate/expressions.py",
     "nodemedic/remediate/ledger.py",
+    "nodemedic/remediate/parking.py",
     "nodemedic/remediate/policy.py",
 )
 """The policy function's code: its handler needs nothing outside the standard library."""
