@@ -134,6 +134,9 @@ CLASSIFIER_METRICS: Final = (LINES_CLASSIFIED_METRIC, FAULTS_FOUND_METRIC, DECIS
 """Published by the classifier with the dimensions ``Cluster`` and ``service``."""
 MALFORMED_METRIC: Final = "MalformedPayloads"
 """Published by the classifier for each payload it sends to the dead-letter queue."""
+STRANDED_METRIC: Final = "StrandedNodes"
+"""Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
+remediation, published by the reconcile at every run."""
 
 # The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
 
@@ -174,6 +177,13 @@ TAINT_KEY: Final = "nodemedic.io/unhealthy"
 TAINT_EFFECT: Final = "NoSchedule"
 CLEARED_REASON: Final = "NodeMedicCleared"
 """The reason of a node condition nodemedic set back to healthy."""
+FAULT_TYPE_LABEL: Final = "nodemedic.io/fault-type"
+"""The fault id a failed remediation left its node with (HyperPod's ``fault-types``)."""
+FAULT_REASON_LABEL: Final = "nodemedic.io/fault-reason"
+"""Why the node is still out: ``<step>-failed``, the step its remediation stopped at."""
+FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
+"""Node condition, ``True`` once a remediation of the node failed: its reason is the error,
+its message the step and the decision."""
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""

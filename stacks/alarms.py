@@ -20,7 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import BREAKER_METRIC, METRICS_NAMESPACE
+from nodemedic.contracts import BREAKER_METRIC, METRICS_NAMESPACE, STRANDED_METRIC
 from stacks.insights import insights_query, is_insights_query
 from stacks.settings import ClusterSettings
 
@@ -67,7 +67,10 @@ class Alarms(Construct):
         kube: lambda_.IFunction,
         dead_letters: sqs.IQueue,
         state_machine: sfn.IStateMachine,
+        aftercare: tuple[sfn.IStateMachine, ...],
     ) -> None:
+        """``aftercare``: the state machines that clean up after remediations and reconcile
+        the nodes they leave out of service."""
         super().__init__(scope, id)
         self.settings = settings
         self.action = actions.SnsAction(topic)
@@ -139,7 +142,42 @@ class Alarms(Construct):
                 "The breaker is holding decisions back: a node group is at its limit of nodes "
                 "in remediation (max_parallel / max_unhealthy_percent).",
             ),
+            self._alarm(
+                "StrandedNodes",
+                "stranded-nodes",
+                self._stranded(settings, aftercare),
+                "Nodes carry the nodemedic.io/unhealthy taint with no remediation at work on "
+                "them (the reconcile's last output names them), or the cleanup or the "
+                "reconcile failed. A node whose remediation failed stays out and counted by "
+                "the breaker until a person fixes it and takes the taint off.",
+            ),
         ]
+
+    @staticmethod
+    def _stranded(
+        settings: ClusterSettings, aftercare: tuple[sfn.IStateMachine, ...]
+    ) -> cw.MathExpression:
+        """The reconcile's count, plus every failed, timed-out or aborted aftercare run
+        (each series filled with 0 where it has no data, so that one alone can alarm)."""
+        using: dict[str, cw.IMetric] = {
+            "stranded": cw.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=STRANDED_METRIC,
+                dimensions_map={"Cluster": settings.name},
+                statistic="Maximum",
+                period=PERIOD,
+            )
+        }
+        for i, machine in enumerate(aftercare):
+            using[f"failed{i}"] = machine.metric_failed(period=PERIOD)
+            using[f"timedOut{i}"] = machine.metric_timed_out(period=PERIOD)
+            using[f"aborted{i}"] = machine.metric_aborted(period=PERIOD)
+        return cw.MathExpression(
+            expression=" + ".join(f"FILL({name}, 0)" for name in using),
+            using_metrics=using,
+            period=PERIOD,
+            label="stranded nodes and failed aftercare runs",
+        )
 
     def _alarm(self, id: str, name: str, metric: cw.IMetric, description: str) -> cw.Alarm:
         alarm = cw.Alarm(

@@ -88,6 +88,10 @@ class PipelineStack(Stack):
             kube=self.kube.function,
             dead_letters=self.ingest.dead_letters,
             state_machine=state_machine,
+            aftercare=(
+                self.remediation.aftercare.cleanup,
+                self.remediation.aftercare.reconcile,
+            ),
         )
         self.dashboard = Dashboard(
             self,

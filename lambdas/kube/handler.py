@@ -117,6 +117,23 @@ def _clear(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return {"node": node, "cleared": True}
 
 
+def _fail(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    marked = nodes.mark_failed(
+        core,
+        node,
+        fault_id=f.text("fault_id"),
+        step=f.text("step"),
+        error=f.text("error"),
+        message=f.text("message", empty_ok=True),
+    )
+    return {"node": node, "marked": marked}
+
+
+def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return {"nodes": nodes.tainted(core)}
+
+
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     return {"node": node, "deleted": nodes.delete_node(core, node)}
@@ -129,6 +146,8 @@ OPS: dict[str, Op] = {
     "node_status": _node_status,
     "clear": _clear,
     "delete_node": _delete_node,
+    "fail": _fail,
+    "tainted": _tainted,
 }
 
 

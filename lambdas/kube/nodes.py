@@ -1,4 +1,5 @@
-"""Nodes by instance id: find one, mark it unhealthy, clear it, watch it reboot, delete it.
+"""Nodes by instance id: find one, mark it unhealthy, clear it, watch it reboot, delete it;
+mark a failed remediation on it; list those nodemedic took out of service.
 
 A Node is found by ``spec.providerID`` (``aws:///<az>/<instance-id>``): the instance id is
 the one identity the log stream carries, and hostnames differ between AMIs and CNIs.
@@ -8,7 +9,7 @@ Every op is idempotent; the state machine may repeat any of them.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,9 @@ from kubernetes import client
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts import (
     CLEARED_REASON,
+    FAILED_CONDITION,
+    FAULT_REASON_LABEL,
+    FAULT_TYPE_LABEL,
     HEALTH_LABEL,
     HEALTH_STATUSES,
     SCHEDULABLE,
@@ -53,16 +57,38 @@ def instance_of(provider_id: str) -> str:
     return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
 
 
-def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
+def _nodes(core: client.CoreV1Api) -> Iterator[Any]:
+    """Every Node, a page at a time: a cluster may have thousands."""
     token = None
     while True:
         page = core.list_node(limit=_PAGE, _continue=token)
-        for node in page.items:
-            if instance_of(node.spec.provider_id or "") == instance_id:
-                return node
+        yield from page.items
         token = page.metadata._continue
         if not token:
-            return None
+            return
+
+
+def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
+    return next(
+        (n for n in _nodes(core) if instance_of(n.spec.provider_id or "") == instance_id), None
+    )
+
+
+def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
+    """The Nodes carrying nodemedic's taint, the ones it took out of service: ``node``,
+    ``instance_id`` and ``fault_id`` (the taint's value) each."""
+    found = []
+    for node in _nodes(core):
+        ours = next((t for t in node.spec.taints or [] if t.key == TAINT_KEY), None)
+        if ours is not None:
+            found.append(
+                {
+                    "node": node.metadata.name,
+                    "instance_id": instance_of(node.spec.provider_id or ""),
+                    "fault_id": ours.value or "",
+                }
+            )
+    return found
 
 
 def locate(core: client.CoreV1Api, instance_id: str) -> Located:
@@ -125,6 +151,24 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
         }
 
     _update(core, name, change)
+
+
+def mark_failed(
+    core: client.CoreV1Api, name: str, *, fault_id: str, step: str, error: str, message: str
+) -> bool:
+    """What a failed remediation leaves on its Node for people and tools: the fault and the
+    step it stopped at as labels, the error as a condition. The cordon and the taint stay as
+    they are: a failure neither takes out a node its remediation had not, nor gives back one
+    it had. False when the Node is gone."""
+    try:
+        _set_condition(
+            core, name, kind=FAILED_CONDITION, status="True", reason=error, message=message
+        )
+    except NodeNotFound:
+        return False
+    labels = {FAULT_TYPE_LABEL: fault_id, FAULT_REASON_LABEL: f"{step}-failed"}
+    _update(core, name, lambda node: {"metadata": {"labels": labels}})
+    return True
 
 
 def boot_state(core: client.CoreV1Api, name: str, boot_id: str | None) -> BootState:

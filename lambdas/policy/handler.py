@@ -1,4 +1,4 @@
-"""The remediation state machine's date arithmetic: ``plan`` and ``elapsed``.
+"""The remediation state machine's date arithmetic: ``plan``, ``elapsed`` and ``clock``.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodemedic.remediate.errors import PolicyError
-from nodemedic.remediate.policy import Group, Policy, elapsed, parse_time, plan
+from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
 
 
 def _group(raw: dict[str, Any]) -> Group | None:
@@ -38,6 +38,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return _plan(event)
         if op == "elapsed":
             return {"seconds": elapsed(event["since"], event["until"])}
+        if op == "clock":
+            return clock(event["at"])
     except (AttributeError, KeyError, TypeError) as exc:
         raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
-    raise PolicyError(f"unknown op {op!r}: expected plan or elapsed")
+    raise PolicyError(f"unknown op {op!r}: expected plan, elapsed or clock")

@@ -4,12 +4,12 @@ The local world deploys the very template ``cdk synth`` produces (``stacks.synth
 synth_template``: the whole PipelineStack): KMS keys, IAM roles and policies, tables,
 topics and their policies, queues, log groups and subscription filters, Lambda functions
 (a placeholder zip: the code runs in-process, see ``inprocess.py``) and their
-permissions, alarms, the dashboard, and the state machine with its definition's
-``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved against the moto resources, then
-the stack's outputs. One creator per resource type (``resources.py``); a type moto cannot
-hold is skipped only with a reason (``resources.SKIPPED``); any other unknown type, and any
-intrinsic function ``cloudformation.py`` does not know, is an error, not a silently wrong
-value.
+permissions, alarms, the dashboard, EventBridge rules (held, never fired), and the state
+machines with their definitions' ``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved
+against the moto resources, then the stack's outputs. One creator per resource type
+(``resources.py``); a type moto cannot hold is skipped only with a reason
+(``resources.SKIPPED``); any other unknown type, and any intrinsic function
+``cloudformation.py`` does not know, is an error, not a silently wrong value.
 
 ``node_group`` adds what the stack does not create but acts on: an Auto Scaling group of
 instances. Where moto behaves otherwise than AWS in a way nodemedic depends on, the world

@@ -289,6 +289,28 @@ def _state_machine(client: Client, d: Deployment, lid: str, props: dict[str, Any
     return arn, {"Arn": arn, "Name": name}
 
 
+def _events_rule(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    """Stored with its targets, never fired: moto runs no schedule, Step Functions in moto
+    sends no status-change events, and moto's EventBridge starts no state machine target.
+    The tests start the targets with the events the rules match."""
+    events = client("events")
+    name = props.get("Name") or _physical_name(d, lid)
+    args: dict[str, Any] = {"Name": name, "State": props.get("State", "ENABLED")}
+    for key in ("Description", "ScheduleExpression"):
+        if key in props:
+            args[key] = props[key]
+    if "EventPattern" in props:
+        args["EventPattern"] = json.dumps(props["EventPattern"])
+    arn = events.put_rule(**args)["RuleArn"]
+    targets = [
+        {k: v for k, v in target.items() if k in ("Id", "Arn", "RoleArn", "Input")}
+        for target in props.get("Targets", [])
+    ]
+    if targets:
+        events.put_targets(Rule=name, Targets=targets)
+    return name, {"Arn": arn}
+
+
 _ALARM_FIELDS = {
     "AlarmName",
     "AlarmDescription",
@@ -352,4 +374,5 @@ CREATORS: dict[str, Callable[[Client, Deployment, str, dict[str, Any]], Created]
     "AWS::StepFunctions::StateMachine": _state_machine,
     "AWS::CloudWatch::Alarm": _alarm,
     "AWS::CloudWatch::Dashboard": _dashboard,
+    "AWS::Events::Rule": _events_rule,
 }

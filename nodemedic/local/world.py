@@ -120,7 +120,9 @@ class World:
 
     @property
     def state_machine_arn(self) -> str:
-        return self.deployment.find("AWS::StepFunctions::StateMachine").ref
+        return self.deployment.find(
+            "AWS::StepFunctions::StateMachine", "RemediationStateMachine"
+        ).ref
 
     @property
     def ledger_table(self) -> str:

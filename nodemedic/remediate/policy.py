@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from nodemedic.contracts import STATUS_OF_ACTION
+from nodemedic.remediate import parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates
 
@@ -161,6 +162,14 @@ def parse_time(value: str, field: str) -> datetime:
 
 def elapsed(since: str, until: str) -> float:
     return round((parse_time(until, "until") - parse_time(since, "since")).total_seconds(), 3)
+
+
+def clock(at: str) -> dict[str, int]:
+    """``at`` in epoch seconds, and the end of a parked lock's lease from then
+    (``parking.LEASE_SECONDS``): the ledger's expiries are epoch seconds, which a condition
+    compares as numbers, and States Language has no conversion from its ISO times."""
+    now = int(parse_time(at, "at").timestamp())
+    return {"epoch": now, "lease_until": now + parking.LEASE_SECONDS}
 
 
 def _unmanaged(group: Group | None, policy: Policy) -> str:

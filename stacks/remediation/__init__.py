@@ -20,8 +20,14 @@ the date arithmetic States Language cannot do (the policy Lambda):
    none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
    (SetInstanceHealth Unhealthy, wait for termination, delete the Node).
 5. ``report``: metrics, SNS, close the ledger, ``release`` the slot and the lock. Any
-   failure on the way goes to ``failure``: the ledger says where it stopped, the slot and
-   lock are released, SNS says so, and the execution ends in "Remediation failed".
+   failure on the way goes to ``failure``: the ledger and the Node say where it stopped,
+   SNS says so, and the execution ends in "Remediation failed". A node taken out of
+   service stays locked and counted by the breaker (``nodemedic.remediate.parking``);
+   otherwise the lock is released.
+6. ``aftercare``: two more state machines. ``cleanup`` runs the failure phase for an
+   execution that timed out or was stopped (an EventBridge rule on its status change);
+   ``reconcile`` (scheduled) finds the nodes nodemedic took out with no live remediation,
+   keeps the failed ones counted and publishes ``StrandedNodes``.
 
 Metrics (namespace NodeMedic, dimensions Cluster and NodeGroup): ``Remediations`` (plus
 ``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision, ``BreakerHeld`` per
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, aws_lambda
+from aws_cdk import RemovalPolicy, aws_lambda
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
@@ -42,13 +48,14 @@ from constructs import Construct
 
 from nodemedic.remediate import policy
 from stacks.functions import PythonFunction
-from stacks.loggroups import log_group
+from stacks.remediation.aftercare import Aftercare
 from stacks.remediation.breaker import admit
 from stacks.remediation.drain import drain
 from stacks.remediation.failure import failure
 from stacks.remediation.flow import Flow
 from stacks.remediation.intake import intake
 from stacks.remediation.lock import lock
+from stacks.remediation.machine import state_machine
 from stacks.remediation.mark import mark
 from stacks.remediation.reboot import reboot
 from stacks.remediation.replace import replace
@@ -66,6 +73,7 @@ POLICY_MODULES = (
     "nodemedic/remediate/errors.py",
     "nodemedic/remediate/expressions.py",
     "nodemedic/remediate/ledger.py",
+    "nodemedic/remediate/parking.py",
     "nodemedic/remediate/policy.py",
 )
 """The policy function's code: its handler needs nothing outside the standard library."""
@@ -135,26 +143,25 @@ class Remediation(Construct):
             reboot_timeout=settings.reboot_timeout,
             poll_seconds=settings.poll_seconds,
         )
-        flow = Flow(
+
+        def flow(scope: Construct) -> Flow:
+            return Flow(
+                scope,
+                settings=settings,
+                kube=kube_function,
+                policy_function=self.policy_function,
+                topic=topic,
+                ledger_table=self.ledger,
+                lock_seconds=timeout,
+            )
+
+        self.state_machine = state_machine(
             self,
             settings=settings,
-            kube=kube_function,
-            policy_function=self.policy_function,
-            topic=topic,
-            ledger_table=self.ledger,
-            lock_seconds=timeout,
-        )
-        execution_logs = log_group(
-            self, "ExecutionLogs", retention_days=settings.log_retention_days
-        )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
+            states=_states(flow(self)),
             comment=f"nodemedic: remediate one decision on cluster {settings.name}",
-            definition_body=sfn.DefinitionBody.from_chainable(_states(flow)),
-            timeout=Duration.seconds(timeout),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=execution_logs, level=sfn.LogLevel.ALL, include_execution_data=True
-            ),
+            timeout_seconds=timeout,
+        )
+        self.aftercare = Aftercare(
+            self, "Aftercare", settings=settings, remediation=self.state_machine, flow=flow
         )

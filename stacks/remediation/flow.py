@@ -25,6 +25,7 @@ from stacks.remediation.render import (
     NOW,
     Value,
     dynamo_now,
+    dynamo_text,
     entered_at,
     expression_values,
     formatted,
@@ -75,18 +76,19 @@ class Flow:
 
     # Tasks --------------------------------------------------------------------------------
 
-    def read(self, id: str, key: Mapping[str, Value], result_path: str) -> tasks.DynamoGetItem:
+    def read(
+        self, id: str, key: Mapping[str, Value], result_path: str, *, guard: bool = True
+    ) -> tasks.DynamoGetItem:
         """A consistent read of one ledger item: the GetItem result at ``result_path``."""
-        return self.guard(
-            tasks.DynamoGetItem(
-                self.scope,
-                id,
-                table=self.ledger,
-                key=dict(key),
-                consistent_read=True,
-                result_path=result_path,
-            )
+        task = tasks.DynamoGetItem(
+            self.scope,
+            id,
+            table=self.ledger,
+            key=dict(key),
+            consistent_read=True,
+            result_path=result_path,
         )
+        return self.guard(task) if guard else task
 
     def write(
         self,
@@ -143,11 +145,17 @@ class Flow:
         )
 
     def step(self, id: str, name: str) -> tasks.DynamoUpdateItem:
-        """Enter a phase: the record's ``state`` and ``$.step`` say where a failure stopped."""
+        """Enter a phase: the record's ``state`` and ``$.step`` say where a failure stopped;
+        its ``node`` and ``node_group``, what a cleanup after an execution that was stopped
+        acts on (``cleanup``)."""
         return self.guard(
             self.record(
                 id,
                 record_state=name,
+                values={
+                    "node": dynamo_text(state.NODE_NAME),
+                    "node_group": dynamo_text(state.GROUP_NAME),
+                },
                 result_selector={"name": name, "at": NOW},
                 result_path=state.STEP,
             )
@@ -161,6 +169,7 @@ class Flow:
         *,
         result_path: str,
         timed: bool = False,
+        guard: bool = True,
     ) -> tasks.LambdaInvoke:
         """One kube Lambda op (docs/contracts.md); ``timed`` keeps only when it ran."""
         task = tasks.LambdaInvoke(
@@ -178,7 +187,7 @@ class Flow:
             max_attempts=1,
             interval=Duration.seconds(self.settings.poll_seconds),
         )
-        return self.guard(task)
+        return self.guard(task) if guard else task
 
     def aws(
         self,
@@ -218,17 +227,29 @@ class Flow:
             result_path=result_path,
         )
 
-    def elapsed(self, id: str, since: str, until: str, result_path: str) -> tasks.LambdaInvoke:
-        """Seconds between two ISO times (policy Lambda: States Language has no date math)."""
+    def _policy(
+        self, id: str, payload: Mapping[str, Any], result_path: str, *, guard: bool = True
+    ) -> tasks.LambdaInvoke:
+        """Date arithmetic by the policy Lambda: States Language has none."""
         task = tasks.LambdaInvoke(
             self.scope,
             id,
             lambda_function=self.policy_function,
-            payload=sfn.TaskInput.from_object({"op": "elapsed", "since": since, "until": until}),
+            payload=sfn.TaskInput.from_object(dict(payload)),
             payload_response_only=True,
             result_path=result_path,
         )
-        return self.guard(task)
+        return self.guard(task) if guard else task
+
+    def elapsed(self, id: str, since: str, until: str, result_path: str) -> tasks.LambdaInvoke:
+        """Seconds between two ISO times."""
+        return self._policy(id, {"op": "elapsed", "since": since, "until": until}, result_path)
+
+    def clock(self, id: str, *, guard: bool = True) -> tasks.LambdaInvoke:
+        """``$.clock``: now, as this state runs, in epoch seconds, and the end of a parked
+        lock's lease from now (``policy.clock``): a ledger rule must judge expiries by the
+        time it runs at, not an earlier one."""
+        return self._policy(id, {"op": "clock", "at": NOW}, state.CLOCK, guard=guard)
 
     # Passes --------------------------------------------------------------------------------
 

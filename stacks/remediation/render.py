@@ -63,8 +63,9 @@ def record_key() -> dict[str, Value]:
     return ledger.key(dynamo_text(state.INSTANCE_ID), dynamo_text(state.RECORD_SK))
 
 
-def lock_key() -> dict[str, Value]:
-    return ledger.key(dynamo_text(state.INSTANCE_ID), Value.from_string(LOCK_SK))
+def lock_key(instance: str = state.INSTANCE_ID) -> dict[str, Value]:
+    """The node lock's key, of the instance at path ``instance``."""
+    return ledger.key(dynamo_text(instance), Value.from_string(LOCK_SK))
 
 
 def reboot_key() -> dict[str, Value]:

@@ -24,9 +24,10 @@ from nodemedic.remediate.ledger import (
 # The decision record, the execution's input (docs/contracts.md) ---------------------------
 
 
-def incoming(field: str) -> str:
-    """A field of the input, before ``"Begin"`` moves the record to ``$.decision``."""
-    return f"$.{field}"
+def incoming(field: str, source: str = "$") -> str:
+    """A field of the input, before ``"Begin"`` moves the record to ``$.decision``; a
+    cleanup finds the record at ``source`` of its input (``cleanup.DECISION``)."""
+    return f"{source}.{field}"
 
 
 DECISION: Final = "$.decision"
@@ -187,28 +188,35 @@ RECORD_ERROR: Final = "$.record_error"
 RELEASE_ERROR: Final = "$.release_error"
 NOTIFY_ERROR: Final = "$.notify_error"
 METRIC_ERROR: Final = "$.metric_error"
+MARK_ERROR: Final = "$.mark_error"
+PARK_ERROR: Final = "$.park_error"
 """Where a best-effort step of the failure phase leaves its own error and goes on."""
+CLOCK: Final = "$.clock"
+"""``{epoch, lease_until}``: now in epoch seconds as a sweep, a park or a renewal runs, and
+the end of a parked lock's lease from then (``Flow.clock``)."""
+CLOCK_EPOCH: Final = f"{CLOCK}.epoch"
+LEASE_UNTIL: Final = f"{CLOCK}.lease_until"
 
 
-def initial_state() -> dict[str, Any]:
-    """``"Begin"``'s parameters, over the decision record as input."""
+def initial_state(source: str = "$") -> dict[str, Any]:
+    """``"Begin"``'s parameters, over the decision record as input (at ``source``)."""
+
+    def field(name: str) -> str:
+        return sfn.JsonPath.string_at(incoming(name, source))
+
     return {
-        "decision": sfn.JsonPath.entire_payload,
+        "decision": sfn.JsonPath.object_at(source),
         "started_at": sfn.JsonPath.state_entered_time,
         "keys": {
-            "record": sfn.JsonPath.format(
-                ledger.RECORD_SK, sfn.JsonPath.string_at(incoming("decision_id"))
-            ),
-            "reboot": sfn.JsonPath.format(
-                ledger.REBOOT_SK, sfn.JsonPath.string_at(incoming("fault_id"))
-            ),
-            "instance_ids": sfn.JsonPath.array(sfn.JsonPath.string_at(incoming("instance_id"))),
+            "record": sfn.JsonPath.format(ledger.RECORD_SK, field("decision_id")),
+            "reboot": sfn.JsonPath.format(ledger.REBOOT_SK, field("fault_id")),
+            "instance_ids": sfn.JsonPath.array(field("instance_id")),
         },
         "group": {"name": policy.NO_GROUP, "size": 0, "found": False},
         "node": {"node": "", "boot_id": ""},
         "step": {"name": "planning"},
         # Until "Plan" replaces it: a failure before it still has an action to report.
-        "plan": {"action": sfn.JsonPath.string_at(incoming("action"))},
+        "plan": {"action": field("action")},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
         "lock_wait": {"rounds": 0},
         "escalation": {"escalated": False, "reason": None},

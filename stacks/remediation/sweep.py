@@ -2,20 +2,19 @@
 (and the breaker shut) forever.
 
 Each holder is removed by one transaction that checks ``ledger.STALE`` on the holder's node
-lock and applies ``ledger.SWEEP`` to the breaker: a live holder makes it fail, and stays.
+lock, as of the sweep's own clock, and applies ``ledger.SWEEP`` to the breaker: a live
+holder makes it fail, and stays.
 """
 
 from __future__ import annotations
 
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import ledger, policy
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
-from stacks.remediation.render import breaker_key, expression_values, formatted, text_at
+from stacks.remediation.render import breaker_key, text_at
+from stacks.remediation.transact import Item, breaker_of, instance_set, lock_of, number, transaction
 
 # The state of one iteration of the sweep:
 HOLDER = "$.holder"
@@ -23,7 +22,8 @@ HOLDER = "$.holder"
 ITEM_GROUP = "$.group"
 """The node group's name."""
 ITEM_NOW = "$.now"
-"""The plan's time in epoch seconds, for ``ledger.STALE``."""
+"""The sweep's time in epoch seconds, for ``ledger.STALE``: a lock expires while a held
+decision waits, so the time it was planned at would keep a stale holder live."""
 
 
 def sweep(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
@@ -40,7 +40,7 @@ def sweep(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         item_selector={
             "holder": sfn.JsonPath.string_at("$$.Map.Item.Value"),
             "group": text_at(state.GROUP_NAME),
-            "now": sfn.JsonPath.number_at(state.NOW_EPOCH),
+            "now": sfn.JsonPath.number_at(state.CLOCK_EPOCH),
         },
         max_concurrency=1,
         result_path=sfn.JsonPath.DISCARD,
@@ -57,56 +57,23 @@ def sweep(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     scheduled.next(then)
     read.next(
         sfn.Choice(s, "Any holders?")
-        .when(sfn.Condition.is_present(state.BREAKER_HOLDERS), each.next(scheduled))
+        .when(
+            sfn.Condition.is_present(state.BREAKER_HOLDERS),
+            flow.clock("Sweep clock").next(each).next(scheduled),
+        )
         .otherwise(scheduled)
     )
     return read
 
 
-def _remove_if_stale(flow: Flow) -> tasks.CallAwsService:
-    """One TransactWriteItems in the SDK's wire shapes: no typed task exists for it."""
-    table = flow.ledger
-    stale = ledger.STALE
-    sweep_update = ledger.SWEEP
-    return tasks.CallAwsService(
-        flow.scope,
+def _remove_if_stale(flow: Flow) -> sfn.TaskStateBase:
+    """``ledger.STALE`` checked on the holder's lock, ``ledger.SWEEP`` on the breaker."""
+    return transaction(
+        flow,
         "Remove stale holder",
-        service="dynamodb",
-        action="transactWriteItems",
-        iam_action="dynamodb:ConditionCheckItem",
-        iam_resources=[table.table_arn],
-        additional_iam_statements=[
-            iam.PolicyStatement(actions=["dynamodb:UpdateItem"], resources=[table.table_arn])
+        [
+            Item(lock_of(HOLDER), {":now": number(ITEM_NOW)}, condition=ledger.STALE),
+            Item(breaker_of(ITEM_GROUP), {":holder": instance_set(HOLDER)}, change=ledger.SWEEP),
         ],
-        parameters={
-            "TransactItems": [
-                {
-                    "ConditionCheck": {
-                        "TableName": table.table_name,
-                        "Key": ledger.key(_text(text_at(HOLDER)), _text(LOCK_SK)),
-                        "ConditionExpression": stale.text,
-                        "ExpressionAttributeValues": expression_values(
-                            {":now": {"N": formatted("{}", ITEM_NOW)}}, stale
-                        ),
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": table.table_name,
-                        "Key": ledger.key(
-                            _text(formatted(ledger.BREAKER_PK, ITEM_GROUP)), _text(BREAKER_SK)
-                        ),
-                        "UpdateExpression": sweep_update.text,
-                        "ExpressionAttributeValues": expression_values(
-                            {":holder": {"SS": sfn.JsonPath.array(text_at(HOLDER))}}, sweep_update
-                        ),
-                    }
-                },
-            ]
-        },
-        result_path=sfn.JsonPath.DISCARD,
+        guard=False,
     )
-
-
-def _text(value: str) -> dict[str, str]:
-    return {"S": value}

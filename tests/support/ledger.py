@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import ledger
+from nodemedic.remediate import ledger, parking
 from nodemedic.remediate.expressions import Condition, Update, Values
 
 Key = tuple[str, str]
@@ -128,3 +128,35 @@ class MemoryLedger:
                 self.update(
                     self.breaker(group), ledger.SWEEP, None, {":holder": frozenset({holder})}
                 )
+
+    # A failed remediation's parked lock (nodemedic.remediate.parking) --------------------
+
+    def _transact(self, writes: list[tuple[Key, Update, Condition | None, Values]]) -> bool:
+        """Every update if every condition holds, else none (TransactWriteItems)."""
+        if not all(self._holds(key, condition, values) for key, _, condition, values in writes):
+            return False
+        for key, change, _, values in writes:
+            self.update(key, change, None, values)
+        return True
+
+    def park(
+        self, group: str, instance: str, decision_id: str, *, step: str, now: str, until: int
+    ) -> bool:
+        """ "Park node": the failure's own lock parked, its node counted on the breaker."""
+        lock = {":me": decision_id, ":now": now, ":step": step, ":group": group, ":until": until}
+        return self._transact(
+            [
+                ((instance, LOCK_SK), parking.PARK, ledger.LOCK_HELD_BY, lock),
+                (self.breaker(group), parking.COUNT, None, {":holder": frozenset({instance})}),
+            ]
+        )
+
+    def renew(self, instance: str, until: int) -> bool:
+        """The reconcile's "Renew lease", on the breaker the parked lock names."""
+        group = self.item((instance, LOCK_SK)).get("node_group", "")
+        return self._transact(
+            [
+                ((instance, LOCK_SK), parking.RENEW, parking.PARKED, {":until": until}),
+                (self.breaker(group), parking.COUNT, None, {":holder": frozenset({instance})}),
+            ]
+        )

@@ -13,6 +13,7 @@ nothing but the control plane."""
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,7 @@ from nodemedic.local.inbox import Inbox
 from nodemedic.remediate.decision import Identity, decide
 from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
+from tests.support.templates import MACHINE, REMEDIATION
 
 REGION = "us-east-1"
 MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
@@ -50,6 +52,11 @@ NODE_GROUPS = (
     "p5-rebooted",
     "p5-weaker",
     "p5-late",
+    "trn1-fail",
+    "trn1-aborted",
+    "trn1-timed-out",
+    "trn1-reconcile",
+    "p5-sweep",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
@@ -82,11 +89,16 @@ def acting_template() -> dict[str, Any]:
     return synth_template(ACTING)
 
 
-def state_machine_definition(template: dict[str, Any]) -> dict[str, Any]:
-    """The definition with each CloudFormation reference replaced by ``${LogicalId}`` or
-    ``${LogicalId.Attribute}``, for looking at its states without deploying."""
+def state_machine_definition(
+    template: dict[str, Any], machine_id: str = REMEDIATION
+) -> dict[str, Any]:
+    """The definition of the state machine whose logical id starts with ``machine_id``, with
+    each CloudFormation reference replaced by ``${LogicalId}`` or ``${LogicalId.Attribute}``,
+    for looking at its states without deploying."""
     (machine,) = (
-        r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+        r
+        for k, r in template["Resources"].items()
+        if r["Type"] == MACHINE and k.startswith(machine_id)
     )
     parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
     text = "".join(p if isinstance(p, str) else _placeholder(p) for p in parts)
@@ -145,6 +157,54 @@ class Pipeline:
         )
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.dynamodb = boto3.client("dynamodb", region_name=REGION)
+
+    @property
+    def cleanup(self) -> str:
+        """The cleanup state machine's ARN (``stacks.remediation.cleanup``)."""
+        return self.deployment.find(MACHINE, "RemediationAftercareCleanup").ref
+
+    @property
+    def reconcile(self) -> str:
+        """The reconcile state machine's ARN (``stacks.remediation.reconcile``)."""
+        return self.deployment.find(MACHINE, "RemediationAftercareReconcile").ref
+
+    def rule(self, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The EventBridge rule whose logical id starts with ``prefix``, and its targets, as
+        moto holds them (it fires none: ``nodemedic.local.resources``)."""
+        events = boto3.client("events", region_name=REGION)
+        name = self.deployment.find("AWS::Events::Rule", prefix).ref
+        targets: list[dict[str, Any]] = events.list_targets_by_rule(Rule=name)["Targets"]
+        return events.describe_rule(Name=name), targets
+
+    def status_change(self, execution_arn: str, status: str) -> dict[str, Any]:
+        """The ``Step Functions Execution Status Change`` event EventBridge delivers once the
+        execution ended with ``status``: moto's Step Functions sends none."""
+        ended = self.sfn.describe_execution(executionArn=execution_arn)
+        detail = {
+            "executionArn": execution_arn,
+            "stateMachineArn": ended["stateMachineArn"],
+            "name": ended["name"],
+            "status": status,
+            "startDate": int(ended["startDate"].timestamp() * 1000),
+            "stopDate": int(ended["stopDate"].timestamp() * 1000),
+            "input": ended["input"],
+            "inputDetails": {"included": True},
+            "output": None,
+            "outputDetails": None,
+            "error": "States.Timeout" if status == "TIMED_OUT" else None,
+            "cause": None,
+        }
+        return {
+            "version": "0",
+            "id": secrets.token_hex(16),
+            "detail-type": "Step Functions Execution Status Change",
+            "source": "aws.states",
+            "account": execution_arn.split(":")[4],
+            "time": iso(ended["stopDate"]),
+            "region": REGION,
+            "resources": [execution_arn],
+            "detail": detail,
+        }
 
     def start(self, record: dict[str, Any]) -> str:
         arn: str = self.sfn.start_execution(

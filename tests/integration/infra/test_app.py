@@ -19,7 +19,7 @@ from stacks import synth
 from stacks.settings import CONTEXT_KEY, ClusterSettings
 from stacks.synth import NO_BUNDLING, add_pipelines, app_context, synth_template
 from tests.support.paths import ROOT
-from tests.support.templates import Template, one
+from tests.support.templates import MACHINE, REMEDIATION, Template, one
 
 CDK_JSON = json.loads((ROOT / "cdk.json").read_text())
 CLI_CONTEXT = {
@@ -158,7 +158,7 @@ def _context_entry(settings: ClusterSettings) -> dict[str, Any]:
 
 
 def _definition(template: Template) -> Any:
-    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    _, machine = one(template, MACHINE, REMEDIATION)
     return machine["Properties"]["DefinitionString"]
 
 

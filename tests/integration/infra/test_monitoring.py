@@ -19,7 +19,7 @@ from nodemedic.contracts import (
 from nodemedic.detect.filterpattern import filter_terms
 from stacks.dashboard import EVIDENCE_LINES
 from stacks.insights import DIMENSIONS
-from tests.support.templates import SETTINGS, Template, one, render, resources
+from tests.support.templates import MACHINE, REMEDIATION, SETTINGS, Template, one, render, resources
 
 QUERY = re.compile(
     r'^SELECT MAX\("(?P<metric>[^"]+)"\) FROM SCHEMA\("(?P<namespace>[^"]+)", "Cluster", '
@@ -76,7 +76,7 @@ def test_queries_fit_cloudwatch_limits(template: Template) -> None:
 
 def test_the_pipeline_watches_itself(template: Template) -> None:
     alarms = _alarms(template)
-    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    machine_id, _ = one(template, MACHINE, REMEDIATION)
     queue_id, _ = one(template, "AWS::SQS::Queue")
     failures = alarms["nodemedic-demo-remediation-failures"]["Metrics"]
     watched = {
@@ -179,7 +179,7 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
         if not any(QUERY.match(q.get("Expression", "")) for q in a["Properties"].get("Metrics", []))
     }
     assert set(alarms) == pipeline
-    assert len(alarms) == 5
+    assert len(alarms) == 6
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
@@ -196,7 +196,7 @@ def _put_metric_data(template: Template) -> list[dict[str, Any]]:
             for value in node:
                 walk(value)
 
-    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    _, machine = one(template, MACHINE, REMEDIATION)
     walk(json.loads(render(machine["Properties"]["DefinitionString"])))
     return found
 

@@ -21,7 +21,17 @@ from stacks.pipeline import PipelineStack
 from stacks.settings import ClusterSettings
 from stacks.synth import NO_BUNDLING, synth_template
 from tests.support.paths import ROOT
-from tests.support.templates import SETTINGS, Template, actions, one, render, resources, statements
+from tests.support.templates import (
+    MACHINE,
+    REMEDIATION,
+    SETTINGS,
+    Template,
+    actions,
+    one,
+    render,
+    resources,
+    statements,
+)
 
 
 def _function(template: Template, handler: str) -> tuple[str, dict[str, Any]]:
@@ -95,7 +105,7 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
     queue_id, queue = one(template, "AWS::SQS::Queue")
     assert props["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [queue_id, "Arn"]}}
     assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
-    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    machine_id, _ = one(template, MACHINE, REMEDIATION)
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
     assert props["Environment"]["Variables"] == {
         "STATE_MACHINE_ARN": {"Ref": machine_id},
@@ -112,7 +122,7 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
 
 def test_the_classifier_may_start_executions_and_use_its_table_only(template: Template) -> None:
     _, classifier = _function(template, "lambdas.classify.handler.handler")
-    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    machine_id, _ = one(template, MACHINE, REMEDIATION)
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
     granted: dict[str, list[Any]] = {}
     for statement in statements(template, _role_of(classifier)):
@@ -139,7 +149,7 @@ def test_tables_expire_and_recover(template: Template) -> None:
 
 
 def test_the_state_machine_logs_everything_and_is_traced(template: Template) -> None:
-    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    _, machine = one(template, MACHINE, REMEDIATION)
     props = machine["Properties"]
     assert props["TracingConfiguration"] == {"Enabled": True}
     assert props["LoggingConfiguration"]["Level"] == "ALL"
@@ -226,7 +236,7 @@ def test_no_role_may_act_on_everything(template: Template) -> None:
 def test_only_the_state_machine_may_reboot_replace_or_publish_metrics(
     template: Template,
 ) -> None:
-    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    _, machine = one(template, MACHINE, REMEDIATION)
     machine_role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
     for role_id, granted in _roles(template).items():
         allowed = set().union(*(_lower(s) for s in granted if s["Effect"] == "Allow"))
@@ -242,7 +252,7 @@ def test_only_the_state_machine_may_reboot_replace_or_publish_metrics(
 def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
     template: Template,
 ) -> None:
-    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    _, machine = one(template, MACHINE, REMEDIATION)
     role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
     denies = {s["Sid"]: s for s in statements(template, role_id) if s["Effect"] == "Deny"}
     reboot = denies["RebootOnlyConfiguredNodeGroups"]

@@ -1,4 +1,5 @@
-"""locate / mark / node_status / clear / delete_node against the real API server."""
+"""locate / mark / node_status / clear / delete_node / fail / tainted against the real API
+server."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
-from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts import (
+    FAILED_CONDITION,
+    FAULT_REASON_LABEL,
+    FAULT_TYPE_LABEL,
+    HEALTH_LABEL,
+    TAINT_KEY,
+)
 from nodemedic.local.kubelet import SimulatedKubelet
 from tests.support.kube import Invoke, Node, wait_for
 
@@ -185,3 +192,61 @@ def test_delete_node(invoke: Invoke, node: Node) -> None:
 def test_unknown_op_is_refused(invoke: Invoke) -> None:
     with pytest.raises(BadRequest, match="op one of"):
         invoke({"op": "reboot", "node": "x"})
+
+
+def fail_event(node: str) -> dict[str, object]:
+    return {
+        "op": "fail",
+        "node": node,
+        "fault_id": "nvidia-xid-79",
+        "step": "draining",
+        "error": "DrainTimeout",
+        "message": "nodemedic: remediation d-1 of nvidia-xid-79 stopped at draining: DrainTimeout",
+    }
+
+
+def test_fail_says_what_failed_and_leaves_the_node_out(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    invoke(mark_event(node.name))
+
+    assert invoke(fail_event(node.name)) == {"node": node.name, "marked": True}
+
+    seen = core.read_node(node.name)
+    assert seen.metadata.labels[FAULT_TYPE_LABEL] == "nvidia-xid-79"
+    assert seen.metadata.labels[FAULT_REASON_LABEL] == "draining-failed"
+    assert seen.metadata.labels[HEALTH_LABEL] == "UnschedulablePendingReplacement"
+    assert seen.spec.unschedulable is True
+    assert [t.key for t in seen.spec.taints] == [TAINT_KEY]
+    failed = condition(core, node.name, FAILED_CONDITION)
+    assert (failed.status, failed.reason) == ("True", "DrainTimeout")
+    assert failed.message.endswith("stopped at draining: DrainTimeout")
+    assert condition(core, node.name, "AcceleratedHardwareReady").status == "False"
+
+
+def test_fail_neither_cordons_a_node_nor_minds_one_gone(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    invoke(fail_event(node.name))
+
+    seen = core.read_node(node.name)
+    assert not seen.spec.unschedulable
+    assert not seen.spec.taints
+    core.delete_node(node.name)
+    assert invoke(fail_event(node.name)) == {"node": node.name, "marked": False}
+
+
+def test_tainted_lists_the_nodes_nodemedic_took_out(
+    invoke: Invoke, new_node: Callable[..., Node], core: client.CoreV1Api
+) -> None:
+    out, marked_only, untouched = new_node(), new_node(), new_node()
+    invoke(mark_event(out.name))
+    invoke(mark_event(marked_only.name, cordon=False, taint=False))
+    core.patch_node(untouched.name, {"spec": {"taints": [USER_TAINT]}})
+
+    listed = invoke({"op": "tainted"})["nodes"]
+
+    ours = {out.name, marked_only.name, untouched.name}
+    assert [n for n in listed if n["node"] in ours] == [
+        {"node": out.name, "instance_id": out.instance_id, "fault_id": "nvidia-xid-79"}
+    ]

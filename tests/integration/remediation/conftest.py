@@ -1,5 +1,6 @@
 """The remediation tests' session: quick EC2 in moto and the acting cluster's template
-(see ``tests.support.remediation``)."""
+(see ``tests.support.remediation``); the flow tests' world, one per module that asks for it
+(``tests.support.flow``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
+from moto import mock_aws
 
-from nodemedic.local.aws import QUICK_EC2
-from tests.support.remediation import acting_template
+from nodemedic.local.aws import QUICK_EC2, deploy
+from nodemedic.local.hypervisor import Hypervisor, machines
+from nodemedic.local.inprocess import handlers_in_process
+from nodemedic.local.kubeapi import LocalCluster
+from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.motopatch import atomic_writes
+from nodemedic.local.stepfunctions import definitions_parsed_once
+from nodemedic.local.watch import NodeWatch
+from stacks.pipeline import stack_name
+from stacks.synth import synth_template
+from tests.support.flow import REBOOT_SECONDS, World
+from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,3 +36,43 @@ def quick_ec2() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def default_template() -> dict[str, Any]:
     return acting_template()
+
+
+@pytest.fixture(scope="module")
+def world(
+    cluster: LocalCluster, core: client.CoreV1Api, kubelet: SimulatedKubelet
+) -> Iterator[World]:
+    nodes: dict[str, str] = {}
+    hypervisor = Hypervisor(
+        on_reboot=lambda instance: kubelet.reboot(nodes[instance], down_seconds=REBOOT_SECONDS),
+        # The machine is gone; the state machine deletes its Node.
+        on_power_off=lambda instance: None,
+    )
+    with (
+        mock_aws(config=MOTO),
+        handlers_in_process(),
+        atomic_writes(),
+        definitions_parsed_once(),
+        pytest.MonkeyPatch.context() as env,
+        machines(hypervisor),
+    ):
+        env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+        pipelines = {
+            s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
+            for s in (ACTING, WATCH, DRY, UNSET)
+        }
+        watch = NodeWatch(cluster.api_client).start()
+        try:
+            yield World(pipelines, core, kubelet, hypervisor, watch, nodes)
+        finally:
+            watch.stop()
+
+
+@pytest.fixture
+def own_nodes(world: World) -> Iterator[None]:
+    """The Nodes a test registered are gone after it (those its remediation left)."""
+    before = set(world.nodes)
+    yield
+    for instance_id in set(world.nodes) - before:
+        if world.node(instance_id) is not None:
+            world.core.delete_node(world.nodes[instance_id])

@@ -12,37 +12,30 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
-import boto3
 import pytest
 from kubernetes import client
-from moto import mock_aws
 
 from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY, shipped_message
-from nodemedic.local.aws import deploy
-from nodemedic.local.hypervisor import Hypervisor, machines
-from nodemedic.local.inprocess import handlers_in_process
-from nodemedic.local.kubeapi import LocalCluster
-from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.motopatch import atomic_writes
-from nodemedic.local.stepfunctions import definitions_parsed_once
-from nodemedic.local.watch import NodeSeen, NodeWatch
+from nodemedic.local.watch import NodeSeen
 from nodemedic.remediate import ledger as nodemedic_ledger
-from stacks.pipeline import stack_name
-from stacks.synth import synth_template
+from tests.support.flow import (
+    GPU,
+    NEURON,
+    REBOOT_SECONDS,
+    World,
+    asg_instance,
+    condition,
+    neuron_line,
+    our_taints,
+)
 from tests.support.kube import bind_pod, exists, owner, pdb, running, wait_for
 from tests.support.remediation import (
     ACTING,
-    DRY,
     EXAMPLES,
-    MOTO,
-    REGION,
-    UNSET,
-    WATCH,
     Pipeline,
     datapoints,
     decision,
@@ -51,136 +44,7 @@ from tests.support.remediation import (
     metric_names,
 )
 
-pytestmark = pytest.mark.kube
-
-NEURON: dict[str, Any] = {
-    "instance_type": "trn1.32xlarge",
-    "devices": {"aws.amazon.com/neuron": "16"},
-}
-GPU: dict[str, Any] = {"instance_type": "p5.48xlarge", "devices": {"nvidia.com/gpu": "8"}}
-REBOOT_SECONDS = 0.5
-"""How long a rebooting machine's Node stays NotReady."""
-
-
-@dataclass
-class World:
-    """Three clusters' pipelines in one moto world, one Kubernetes control plane."""
-
-    pipelines: dict[str, Pipeline]
-    core: client.CoreV1Api
-    kubelet: SimulatedKubelet
-    hypervisor: Hypervisor
-    watch: NodeWatch
-    nodes: dict[str, str] = field(default_factory=dict)
-    """Instance id → Node name."""
-
-    def group(
-        self, name: str, size: int, *, instance_type: str, devices: dict[str, str]
-    ) -> list[str]:
-        """An Auto Scaling group whose instances joined the cluster as Nodes named, as on
-        EKS, by their private DNS names."""
-        ids = instances(name, size, instance_type=instance_type)
-        ec2 = boto3.client("ec2", region_name=REGION)
-        for reservation in ec2.describe_instances(InstanceIds=ids)["Reservations"]:
-            for instance in reservation["Instances"]:
-                node = instance["PrivateDnsName"]
-                self.nodes[instance["InstanceId"]] = node
-                self.kubelet.register(
-                    node,
-                    instance["InstanceId"],
-                    az=instance["Placement"]["AvailabilityZone"],
-                    nodegroup=name,
-                    instance_type=instance_type,
-                    devices=devices,
-                )
-        return ids
-
-    def node(self, instance_id: str) -> client.V1Node | None:
-        try:
-            return self.core.read_node(self.nodes[instance_id])
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def ship(self, cluster: str, instance_id: str, line: str) -> None:
-        """What the node's agent does with a kernel line: put it in the cluster's log group,
-        whose subscription filter hands it to the classifier."""
-        logs = boto3.client("logs", region_name=REGION)
-        group, stream = f"/nodemedic/{cluster}/nodes", f"{instance_id}/kmsg"
-        logs.create_log_stream(logGroupName=group, logStreamName=stream)
-        logs.put_log_events(
-            logGroupName=group,
-            logStreamName=stream,
-            logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
-        )
-
-    def seen(self, instance_id: str, since: float) -> list[NodeSeen]:
-        return self.watch.history(instance_id, since)
-
-
-@pytest.fixture(scope="module")
-def world(
-    cluster: LocalCluster, core: client.CoreV1Api, kubelet: SimulatedKubelet
-) -> Iterator[World]:
-    nodes: dict[str, str] = {}
-    hypervisor = Hypervisor(
-        on_reboot=lambda instance: kubelet.reboot(nodes[instance], down_seconds=REBOOT_SECONDS),
-        # The machine is gone; the state machine deletes its Node.
-        on_power_off=lambda instance: None,
-    )
-    with (
-        mock_aws(config=MOTO),
-        handlers_in_process(),
-        atomic_writes(),
-        definitions_parsed_once(),
-        pytest.MonkeyPatch.context() as env,
-        machines(hypervisor),
-    ):
-        env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
-        pipelines = {
-            s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
-            for s in (ACTING, WATCH, DRY, UNSET)
-        }
-        watch = NodeWatch(cluster.api_client).start()
-        try:
-            yield World(pipelines, core, kubelet, hypervisor, watch, nodes)
-        finally:
-            watch.stop()
-
-
-@pytest.fixture(autouse=True)
-def own_nodes(world: World) -> Iterator[None]:
-    """The Nodes a test registered are gone after it (those its remediation left)."""
-    before = set(world.nodes)
-    yield
-    for instance_id in set(world.nodes) - before:
-        if world.node(instance_id) is not None:
-            world.core.delete_node(world.nodes[instance_id])
-
-
-def condition(node: client.V1Node, kind: str) -> client.V1NodeCondition:
-    (found,) = [c for c in node.status.conditions if c.type == kind]
-    return found
-
-
-def our_taints(node: client.V1Node) -> list[str]:
-    return [f"{t.key}={t.value}:{t.effect}" for t in node.spec.taints or [] if t.key == TAINT_KEY]
-
-
-def asg_instance(instance_id: str) -> dict[str, Any]:
-    autoscaling = boto3.client("autoscaling", region_name=REGION)
-    (found,) = autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])[
-        "AutoScalingInstances"
-    ]
-    return cast(dict[str, Any], found)
-
-
-def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:
-    return (
-        f"NEURON_HW_ERR={error} instance-id={instance_id} hostname=ip-10-0-3-17 nd-id=0 "
-        "nc-id=3 serial-num=19fcda00f5ff6eb9 action=TERMINATE_INSTANCE"
-    )
+pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
 
 def test_a_neuron_dma_error_line_replaces_the_node_after_a_drain_within_its_budget(

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nodemedic.remediate import ledger, policy
+from nodemedic.remediate import ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
     DRY,
@@ -27,8 +27,9 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:setInstanceHealth",
     "arn:${AWS::Partition}:states:::aws-sdk:ec2:rebootInstances",
     "arn:${AWS::Partition}:states:::aws-sdk:cloudwatch:putMetricData",
+    "arn:${AWS::Partition}:states:::aws-sdk:dynamodb:transactWriteItems",
 }
-KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node"}
+KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node", "fail"}
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -78,6 +79,9 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
     definition = state_machine_definition(default_template)
     failure_chain = {
         "Record failure",
+        "Mark failure",
+        "Failed: clock",
+        "Park node",
         "Failed: release slot",
         "Failed: publish nodes in remediation",
         "Failed: release lock",
@@ -230,8 +234,9 @@ def test_the_node_is_rebooted_and_given_back_only_while_the_lock_asks_for_no_esc
 def test_the_policy_lambda_is_called_for_date_arithmetic_only(
     default_template: dict[str, Any],
 ) -> None:
-    """Once to plan (escalation window, epoch times, breaker limit), and for the two
-    durations the metrics report; never to unpick a DynamoDB answer."""
+    """Once to plan (escalation window, epoch times, breaker limit), for the two durations
+    the metrics report, and for the time a sweep or a park runs at; never to unpick a
+    DynamoDB answer."""
     definition = state_machine_definition(default_template)
     calls = {
         name: s["Parameters"]
@@ -244,6 +249,8 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Plan": "plan",
         "Fault to action": "elapsed",
         "Elapsed": "elapsed",
+        "Sweep clock": "clock",
+        "Failed: clock": "clock",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]
@@ -251,3 +258,52 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         {"at.$": "$.last_reboot.Item.at.S"},
         "$.last_reboot",
     )
+
+
+def test_a_failure_parks_by_the_parking_rules_and_a_sweep_goes_by_its_own_clock(
+    default_template: dict[str, Any],
+) -> None:
+    found = state_machine_definition(default_template)["States"]
+    taken_out = found["Node taken out?"]["Choices"]
+    assert taken_out == [{"Variable": "$.slot", "IsPresent": True, "Next": "Failed: clock"}]
+    lock, breaker = (i["Update"] for i in found["Park node"]["Parameters"]["TransactItems"])
+    assert lock["ConditionExpression"] == ledger.LOCK_HELD_BY.text
+    assert lock["UpdateExpression"] == parking.PARK.text
+    assert breaker["UpdateExpression"] == parking.COUNT.text
+    assert found["Sweep clock"]["Next"] == "Sweep stale holders"
+    assert found["Sweep stale holders"]["ItemSelector"]["now.$"] == "$.clock.epoch"
+
+
+def _kube_ops(definition: dict[str, Any], template: dict[str, Any]) -> set[str]:
+    """The kube ops the definition's tasks ask for, those inside a Map included."""
+    found = set()
+    for state in definition["States"].values():
+        if state["Type"] == "Map":
+            found |= _kube_ops(state["ItemProcessor"], template)
+        elif (
+            state["Type"] == "Task"
+            and state["Resource"].startswith("${")
+            and lambda_target(state, template) == "lambdas.kube.handler.handler"
+        ):
+            found.add(state["Parameters"]["op"])
+    return found
+
+
+def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases(
+    default_template: dict[str, Any],
+) -> None:
+    cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
+    reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
+    assert _kube_ops(cleanup, default_template) == {"fail"}
+    assert _kube_ops(reconcile, default_template) == {"tainted"}
+    failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
+    assert failure_phase <= set(cleanup["States"])
+    assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
+    assert "Remediation failed" not in cleanup["States"], "a cleanup that did its work succeeds"
+    checks = reconcile["States"]["Check each node"]["ItemProcessor"]["States"]
+    lock, breaker = (i["Update"] for i in checks["Renew lease"]["Parameters"]["TransactItems"])
+    assert (lock["ConditionExpression"], lock["UpdateExpression"]) == (
+        parking.PARKED.text,
+        parking.RENEW.text,
+    )
+    assert breaker["UpdateExpression"] == parking.COUNT.text

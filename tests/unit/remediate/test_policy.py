@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lambdas.policy.handler import handler
-from nodemedic.remediate import policy
+from nodemedic.remediate import parking, policy
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, plan
 
@@ -158,3 +158,12 @@ def test_a_reboot_escalated_to_a_replacement_may_be_forced() -> None:
     allowed = Policy(node_groups=("g",), force_drain=True)
     escalated = plan(REBOOT, Group("g", 4), NOW - timedelta(seconds=60), NOW, allowed)
     assert (escalated.action, escalated.force_drain) == ("replace", True)
+
+
+def test_the_clock_reads_the_state_machine_s_time_in_epoch_seconds() -> None:
+    entered = "2026-11-22T18:30:00.192Z"  # $$.State.EnteredTime
+    now = int(NOW.timestamp())
+    assert policy.clock(entered) == {"epoch": now, "lease_until": now + parking.LEASE_SECONDS}
+    assert handler({"op": "clock", "at": entered}, None) == policy.clock(entered)
+    with pytest.raises(PolicyError):
+        handler({"op": "clock", "at": "2026-11-22T18:30:00"}, None)  # no time zone

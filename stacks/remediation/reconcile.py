@@ -1,0 +1,140 @@
+"""The reconcile: every ``parking.RECONCILE_SECONDS`` (an EventBridge schedule), the Nodes
+that carry nodemedic's taint, the ones it took out of service, checked against the ledger.
+
+A node whose lock is live (held, unexpired, not parked) has a remediation at work on it.
+Any other is *stranded*: its remediation failed or was stopped (a parked lock), or it has
+no lock at all (expired, or lost). For a parked one the reconcile renews the lease and
+counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it stays counted
+for as long as it stays out. The count of stranded nodes is published as
+``StrandedNodes`` (its alarm mails the cluster's topic), and the execution's output names
+them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from nodemedic.contracts import METRICS_NAMESPACE, STRANDED_METRIC
+from nodemedic.remediate import ledger, parking
+from stacks.remediation import state
+from stacks.remediation.flow import Flow
+from stacks.remediation.render import lock_key, text_at
+from stacks.remediation.transact import (
+    Item,
+    breaker_of,
+    instance_set,
+    lock_of,
+    number,
+    transaction,
+)
+
+TAINTED: Final = "$.tainted"
+"""The kube ``tainted`` op's answer: ``{nodes: [{node, instance_id, fault_id}]}``."""
+CHECKED: Final = "$.checked"
+"""One result per tainted node: ``{node}`` when it is stranded, ``{}`` when it is not."""
+STRANDED: Final = "$.stranded"
+"""``{count, nodes}``: the stranded nodes."""
+
+# The state of one iteration: the node, and what the ledger says of it.
+NODE: Final = "$.node"
+INSTANCE: Final = "$.instance_id"
+NOW: Final = "$.now"
+UNTIL: Final = "$.until"
+LOCK: Final = "$.lock"
+LOCK_GROUP: Final = f"{LOCK}.Item.node_group.S"
+EXPIRY: Final = "$.expiry"
+"""``{at}``: the lock's ``expires_at`` as a number (GetItem gives numbers as strings)."""
+
+
+def reconcile(flow: Flow) -> sfn.IChainable:
+    """The state machine's first state; its input (the schedule's event) is not read."""
+    s = flow.scope
+    listed = flow.kube("List tainted nodes", "tainted", {}, result_path=TAINTED, guard=False)
+    each = sfn.Map(
+        s,
+        "Check each node",
+        items_path=f"{TAINTED}.nodes",
+        item_selector={
+            "node": text_at("$$.Map.Item.Value.node"),
+            "instance_id": text_at("$$.Map.Item.Value.instance_id"),
+            "now": sfn.JsonPath.number_at(state.CLOCK_EPOCH),
+            "until": sfn.JsonPath.number_at(state.LEASE_UNTIL),
+        },
+        max_concurrency=4,
+        result_path=CHECKED,
+    ).item_processor(_check(flow))
+    count = flow.put(
+        "Count stranded",
+        STRANDED,
+        count=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].node")),
+        nodes=sfn.JsonPath.list_at(f"{CHECKED}[*].node"),
+    )
+    published = flow.aws(
+        "Publish stranded nodes",
+        "cloudwatch",
+        "putMetricData",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricData": [
+                {
+                    "MetricName": STRANDED_METRIC,
+                    "Value": sfn.JsonPath.number_at(f"{STRANDED}.count"),
+                    "Unit": "Count",
+                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
+                }
+            ],
+        },
+        guard=False,
+    )
+    start = flow.clock("Clock", guard=False)
+    start.next(listed).next(each).next(count).next(published).next(
+        sfn.Succeed(s, "Reconciled", output_path=STRANDED)
+    )
+    return start
+
+
+def _check(flow: Flow) -> sfn.IChainable:
+    """One node: live, or stranded (and, when parked, its lease renewed)."""
+    s = flow.scope
+    stranded = flow.put("Stranded", "$", node=text_at(NODE))
+    renew = transaction(
+        flow,
+        "Renew lease",
+        [
+            Item(
+                lock_of(INSTANCE),
+                {":until": number(UNTIL)},
+                condition=parking.PARKED,
+                change=parking.RENEW,
+            ),
+            Item(breaker_of(LOCK_GROUP), {":holder": instance_set(INSTANCE)}, change=parking.COUNT),
+        ],
+        guard=False,
+    )
+    # A lock a new remediation took over meanwhile is no longer parked: still stranded now.
+    renew.add_catch(stranded, result_path=sfn.JsonPath.DISCARD)
+    renew.next(stranded)
+    live = (
+        sfn.Choice(s, "Live?")
+        .when(
+            sfn.Condition.number_greater_than_equals_json_path(f"{EXPIRY}.at", NOW),
+            sfn.Pass(s, "Live", result=sfn.Result.from_object({})),
+        )
+        .otherwise(stranded)
+    )
+    expiry = flow.put(
+        "Expiry",
+        EXPIRY,
+        at=sfn.JsonPath.string_to_json(text_at(f"{LOCK}.Item.{ledger.EXPIRES_AT}.N")),
+    )
+    expiry.next(live)
+    read = flow.read("Read lock", lock_key(INSTANCE), LOCK, guard=False)
+    read.next(
+        sfn.Choice(s, "Parked?")
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.FAILED_AT}"), renew)
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), expiry)
+        .otherwise(stranded)
+    )
+    return read

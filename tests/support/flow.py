@@ -1,0 +1,109 @@
+"""The world the remediation flow tests run in: three clusters' pipelines (the synthesized
+stacks) in one moto world, the Lambda handlers in-process, the kube Lambda against the real
+local kube-apiserver, moto's reboots and instance health reaching the simulated machines
+(the ``world`` fixture, ``tests/integration/remediation/conftest.py``); and what the tests
+read of a Node and an instance."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import boto3
+from kubernetes import client
+
+from nodemedic.contracts import TAINT_KEY
+from nodemedic.local.hypervisor import Hypervisor
+from nodemedic.local.kubelet import SimulatedKubelet
+from nodemedic.local.watch import NodeSeen, NodeWatch
+from tests.support.remediation import REGION, Pipeline, instances
+
+NEURON: dict[str, Any] = {
+    "instance_type": "trn1.32xlarge",
+    "devices": {"aws.amazon.com/neuron": "16"},
+}
+GPU: dict[str, Any] = {"instance_type": "p5.48xlarge", "devices": {"nvidia.com/gpu": "8"}}
+REBOOT_SECONDS = 0.5
+"""How long a rebooting machine's Node stays NotReady."""
+
+
+@dataclass
+class World:
+    """Three clusters' pipelines in one moto world, one Kubernetes control plane."""
+
+    pipelines: dict[str, Pipeline]
+    core: client.CoreV1Api
+    kubelet: SimulatedKubelet
+    hypervisor: Hypervisor
+    watch: NodeWatch
+    nodes: dict[str, str] = field(default_factory=dict)
+    """Instance id → Node name."""
+
+    def group(
+        self, name: str, size: int, *, instance_type: str, devices: dict[str, str]
+    ) -> list[str]:
+        """An Auto Scaling group whose instances joined the cluster as Nodes named, as on
+        EKS, by their private DNS names."""
+        ids = instances(name, size, instance_type=instance_type)
+        ec2 = boto3.client("ec2", region_name=REGION)
+        for reservation in ec2.describe_instances(InstanceIds=ids)["Reservations"]:
+            for instance in reservation["Instances"]:
+                node = instance["PrivateDnsName"]
+                self.nodes[instance["InstanceId"]] = node
+                self.kubelet.register(
+                    node,
+                    instance["InstanceId"],
+                    az=instance["Placement"]["AvailabilityZone"],
+                    nodegroup=name,
+                    instance_type=instance_type,
+                    devices=devices,
+                )
+        return ids
+
+    def node(self, instance_id: str) -> client.V1Node | None:
+        try:
+            return self.core.read_node(self.nodes[instance_id])
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def ship(self, cluster: str, instance_id: str, line: str) -> None:
+        """What the node's agent does with a kernel line: put it in the cluster's log group,
+        whose subscription filter hands it to the classifier."""
+        logs = boto3.client("logs", region_name=REGION)
+        group, stream = f"/nodemedic/{cluster}/nodes", f"{instance_id}/kmsg"
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName=stream,
+            logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
+        )
+
+    def seen(self, instance_id: str, since: float) -> list[NodeSeen]:
+        return self.watch.history(instance_id, since)
+
+
+def condition(node: client.V1Node, kind: str) -> client.V1NodeCondition:
+    (found,) = [c for c in node.status.conditions if c.type == kind]
+    return found
+
+
+def our_taints(node: client.V1Node) -> list[str]:
+    return [f"{t.key}={t.value}:{t.effect}" for t in node.spec.taints or [] if t.key == TAINT_KEY]
+
+
+def asg_instance(instance_id: str) -> dict[str, Any]:
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    (found,) = autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])[
+        "AutoScalingInstances"
+    ]
+    return cast(dict[str, Any], found)
+
+
+def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:
+    return (
+        f"NEURON_HW_ERR={error} instance-id={instance_id} hostname=ip-10-0-3-17 nd-id=0 "
+        "nc-id=3 serial-num=19fcda00f5ff6eb9 action=TERMINATE_INSTANCE"
+    )
