@@ -85,6 +85,47 @@ def split_previous_boot(text: str) -> tuple[bool, str]:
     return False, text
 
 
+IDENTITY_STREAM: Final = "{instance_id}/identity"
+"""Where an agent registers its signing key: one event per start, the registration
+encrypted under the cluster's origin key (``nodemedic.origin``). No subscription reads it;
+the classifier reads it itself (``logs:GetLogEvents``) when it meets a key it does not know."""
+IDENTITY_STREAM_RE: Final = re.compile(r"^i-[0-9a-f]{8,17}/identity$")
+
+
+def identity_stream(instance_id: str) -> str:
+    return IDENTITY_STREAM.format(instance_id=instance_id)
+
+
+ORIGIN_KEY_ALIAS: Final = "alias/nodemedic-{cluster}-origin"
+"""The KMS key agents encrypt their registrations under and only the classifier decrypts."""
+ORIGIN_CONTEXT_CLUSTER: Final = "nodemedic:cluster"
+ORIGIN_CONTEXT_INSTANCE: Final = "nodemedic:instance"
+"""The KMS encryption context of a registration: it decrypts only as the registration of
+that instance in that cluster, so it cannot be moved to another node's identity stream."""
+
+
+def origin_key_alias(cluster: str) -> str:
+    return ORIGIN_KEY_ALIAS.format(cluster=cluster)
+
+
+SIGNATURE_MARK: Final = "[signed {key_id} {mac}] "
+"""Put by the agent before every event it ships, outside every other mark: the id of its
+registered key and the HMAC that binds the instance, the event's timestamp and the rest of
+its text to that key (``nodemedic.origin.signing``)."""
+_SIGNATURE_MARK_RE: Final = re.compile(
+    r"\[signed (?P<key_id>[0-9a-f]{8}) (?P<mac>[A-Za-z0-9_-]{22})\] "
+)
+
+
+def split_signature(text: str) -> tuple[tuple[str, str] | None, str]:
+    """((key id, mac) or None when unsigned, the text behind the mark) of an event's text."""
+    if text.startswith("[signed "):
+        found = _SIGNATURE_MARK_RE.match(text)
+        if found is not None:
+            return (found["key_id"], found["mac"]), text[found.end() :]
+    return None, text
+
+
 # Environment variables --------------------------------------------------------------------
 
 ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
@@ -100,6 +141,12 @@ ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
 ENV_ACCEPT_INJECTED: Final = "NODEMEDIC_ACCEPT_INJECTED_FAULTS"
 """``true`` or ``false``: the cluster setting ``accept_injected_faults``, for the classify
 Lambda (a line marked injected acts only where it is ``true``)."""
+ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
+"""``enforce`` or ``audit``: the cluster setting ``proof_of_origin``, for the classify Lambda
+(enforced, a line whose origin is not proven is at most notified)."""
+ENV_IDENTITY_CERTIFICATES: Final = "NODEMEDIC_IDENTITY_CERTIFICATES"
+"""PEM certificates the classify Lambda verifies instance identity documents with; empty:
+AWS's, vendored in ``nodemedic/origin/certificates``."""
 ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
 """The kube Lambda's EKS cluster (its endpoint and token come from it)."""
 ENV_KUBECONFIG: Final = "KUBECONFIG"
@@ -132,6 +179,9 @@ FAULTS_FOUND_METRIC: Final = "FaultsFound"
 DECISIONS_STARTED_METRIC: Final = "DecisionsStarted"
 CLASSIFIER_METRICS: Final = (LINES_CLASSIFIED_METRIC, FAULTS_FOUND_METRIC, DECISIONS_STARTED_METRIC)
 """Published by the classifier with the dimensions ``Cluster`` and ``service``."""
+UNPROVEN_METRIC: Final = "UnprovenEvidence"
+"""Published by the classifier for each reboot or replace line whose origin it could not
+prove (capped where ``proof_of_origin`` is ``enforce``, counted either way)."""
 MALFORMED_METRIC: Final = "MalformedPayloads"
 """Published by the classifier for each payload it sends to the dead-letter queue."""
 STRANDED_METRIC: Final = "StrandedNodes"

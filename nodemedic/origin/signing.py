@@ -1,0 +1,152 @@
+"""Signed lines: a per-boot HMAC key, registered with the instance identity document, and
+a mark on every event that binds the event to the instance and the key.
+
+The MAC covers the instance id, the event's timestamp and the whole text behind the mark
+(the injected and previous-boot marks included), so a signed line cannot be moved to
+another instance's stream, re-stamped, or stripped of a mark. HMAC-SHA256 is in the
+standard library: the agent pays no import and no memory for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from nodemedic.contracts import SIGNATURE_MARK, split_signature
+from nodemedic.origin.der import RsaCertificate
+from nodemedic.origin.identity import OriginError, verified_document
+
+KEY_BYTES = 32
+MAC_BYTES = 16
+"""128 bits of HMAC-SHA256: forging one line takes 2**128 guesses, each a PutLogEvents."""
+SIGNATURE_BYTES = len(SIGNATURE_MARK.format(key_id="0" * 8, mac="A" * 22))
+"""What the mark adds to every event (41 bytes)."""
+REGISTRATION_SCHEMA = 1
+
+
+def key_id(key: bytes) -> str:
+    """A short public name of ``key`` (32 bits of a hash: it tells keys apart, no more)."""
+    return hashlib.sha256(b"nodemedic-key-id\0" + key).hexdigest()[:8]
+
+
+def mac(key: bytes, instance_id: str, timestamp_ms: int, text: str) -> str:
+    message = f"{instance_id}\n{timestamp_ms}\n{text}".encode("utf-8", "surrogatepass")
+    digest = hmac.new(key, message, hashlib.sha256).digest()[:MAC_BYTES]
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+def sign(key: bytes, instance_id: str, timestamp_ms: int, text: str) -> str:
+    """``text`` as shipped by ``instance_id`` at ``timestamp_ms``: behind the signature mark."""
+    return (
+        SIGNATURE_MARK.format(key_id=key_id(key), mac=mac(key, instance_id, timestamp_ms, text))
+        + text
+    )
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What an agent registers at start (encrypted, see ``contracts.IDENTITY_STREAM``)."""
+
+    instance_id: str
+    boot_id: str
+    key: bytes
+    document: str
+    """The instance identity document exactly as IMDS served it (its signature is over
+    these bytes)."""
+    signature: str
+
+    @property
+    def key_id(self) -> str:
+        return key_id(self.key)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "schema": REGISTRATION_SCHEMA,
+                "instance_id": self.instance_id,
+                "boot_id": self.boot_id,
+                "key": base64.b64encode(self.key).decode("ascii"),
+                "document": self.document,
+                "signature": self.signature,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Registration:
+        try:
+            fields = json.loads(text)
+            if not isinstance(fields, dict) or fields.get("schema") != REGISTRATION_SCHEMA:
+                raise OriginError("not a registration of a known schema")
+            values = [fields[k] for k in ("instance_id", "boot_id", "document", "signature")]
+            key = base64.b64decode(fields["key"], validate=True)
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+            raise OriginError(f"not a registration: {exc!r}") from exc
+        if not all(isinstance(v, str) for v in values) or len(key) != KEY_BYTES:
+            raise OriginError("a registration field has the wrong type or size")
+        instance_id, boot_id, document, signature = values
+        return cls(instance_id, boot_id, key, document, signature)
+
+
+def check_registration(
+    registration: Registration,
+    instance_id: str,
+    certificates: Sequence[RsaCertificate],
+    at: datetime,
+) -> None:
+    """OriginError unless ``registration`` is ``instance_id``'s: AWS signed its identity
+    document, and the document names that instance."""
+    if registration.instance_id != instance_id:
+        raise OriginError(f"registration of {registration.instance_id}, not of {instance_id}")
+    document = verified_document(registration.document, registration.signature, certificates, at)
+    if document["instanceId"] != instance_id:
+        raise OriginError(f"identity document of {document['instanceId']}, not of {instance_id}")
+
+
+class Registrations(Protocol):
+    def find(self, instance_id: str, key_id: str) -> Registration | None:
+        """The checked registration of ``key_id`` by ``instance_id``, if there is one."""
+        ...
+
+
+def unproven(
+    registrations: Registrations, instance_id: str, timestamp_ms: int, message: str
+) -> str | None:
+    """Why ``message`` (an event of ``instance_id``'s stream) is not proven to come from
+    that instance, or None when its signature checks out against the instance's key."""
+    signature, text = split_signature(message)
+    if signature is None:
+        return "unsigned"
+    found_id, found_mac = signature
+    registration = registrations.find(instance_id, found_id)
+    if registration is None:
+        return f"key {found_id} is not registered by {instance_id}"
+    if not hmac.compare_digest(found_mac, mac(registration.key, instance_id, timestamp_ms, text)):
+        return f"signature does not match key {found_id}"
+    return None
+
+
+def first_per_boot(
+    registrations: Sequence[Registration],
+) -> tuple[dict[str, Registration], list[str]]:
+    """(the registrations that hold by key id, why each other one was refused), from one
+    instance's checked registrations in the order they were written. A boot has one key:
+    the first registered. A later registration of the same boot with another key is what a
+    replay of the instance's identity document with a key of the replayer's looks like,
+    and is refused."""
+    first: dict[str, Registration] = {}
+    refused = []
+    for registration in registrations:
+        known = first.setdefault(registration.boot_id, registration)
+        if known.key != registration.key:
+            refused.append(
+                f"key {registration.key_id} for boot {registration.boot_id} of "
+                f"{registration.instance_id}: that boot registered key {known.key_id} first"
+            )
+    return {r.key_id: r for r in first.values()}, refused
