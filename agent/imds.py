@@ -46,3 +46,25 @@ def instance_identity(endpoint: str | None = None, timeout: float = 2.0) -> tupl
             "off EC2, pass --instance-id and --region"
         ) from exc
     return instance_id, region
+
+
+def identity_document(endpoint: str | None = None, timeout: float = 2.0) -> tuple[str, str]:
+    """(instance identity document, AWS's base64 RSA signature over it), as IMDSv2 serves
+    them to this instance only; raises IdentityError where there is no IMDS."""
+    endpoint = (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
+    try:
+        token = _request(
+            f"{endpoint}/latest/api/token",
+            "PUT",
+            {"X-aws-ec2-metadata-token-ttl-seconds": "300"},
+            timeout,
+        )
+        headers = {"X-aws-ec2-metadata-token": token}
+        base = f"{endpoint}/latest/dynamic/instance-identity"
+        document = _request(f"{base}/document", "GET", headers, timeout)
+        signature = _request(f"{base}/signature", "GET", headers, timeout)
+    except (urllib.error.URLError, OSError) as exc:
+        raise IdentityError(
+            f"cannot read the instance identity document at {endpoint} ({exc})"
+        ) from exc
+    return document, signature

@@ -23,19 +23,26 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHitCounter, execution_starter
-from lambdas.classify.service import LogEvent, Starter, process_batch
+from lambdas.classify.origin import LogsRegistrations
+from lambdas.classify.service import LogEvent, Origin, Starter, process_batch
 from lambdas.observability import logger, metrics, tracer
 from nodemedic.contracts import (
     DECISIONS_STARTED_METRIC,
     ENV_ACCEPT_INJECTED,
     ENV_IDEMPOTENCY_TABLE,
+    ENV_IDENTITY_CERTIFICATES,
+    ENV_PROOF_OF_ORIGIN,
     ENV_STATE_MACHINE_ARN,
     FAULTS_FOUND_METRIC,
+    IDENTITY_STREAM_RE,
     LINES_CLASSIFIED_METRIC,
     MALFORMED_METRIC,
+    UNPROVEN_METRIC,
 )
 from nodemedic.detect.classifier import default_classifier
-from nodemedic.remediate.decision import DEFAULT_WINDOW, IdentityError, identity_of
+from nodemedic.origin.identity import load_certificates, vendored_certificates
+from nodemedic.origin.signing import unproven
+from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
 
 
 class MalformedPayload(ValueError):
@@ -47,6 +54,20 @@ def _dependencies(
     state_machine_arn: str, table: str, window: int
 ) -> tuple[DynamoHitCounter, Starter, IdempotencyConfig]:
     return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window)
+
+
+@cache
+def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
+    certificates = (
+        load_certificates(certificates_pem) if certificates_pem else vendored_certificates()
+    )
+    return LogsRegistrations(cluster, certificates)
+
+
+def _origin(identity: Identity) -> Origin:
+    """Proves an event of ``identity``'s stream against the keys its instance registered."""
+    registry = _registrations(identity.cluster, os.environ.get(ENV_IDENTITY_CERTIFICATES, ""))
+    return lambda event: unproven(registry, identity.instance_id, event.timestamp_ms, event.message)
 
 
 MESSAGE_TYPES = ("DATA_MESSAGE", "CONTROL_MESSAGE")
@@ -94,7 +115,8 @@ def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         message_type, group, stream, events = _decode(event)
-        if message_type == "CONTROL_MESSAGE":
+        if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
+            # Registrations are read on demand (``origin``), never classified.
             return {"lines": 0}
         identity = identity_of(group, stream)
     except (MalformedPayload, IdentityError) as exc:
@@ -113,6 +135,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         start=start,
         dedup_window=DEFAULT_WINDOW,
         accept_injected=os.environ.get(ENV_ACCEPT_INJECTED, "false") == "true",
+        origin=_origin(identity),
+        # Anything but an explicit audit enforces: a missing setting never lets a forged
+        # line act.
+        enforce_origin=os.environ.get(ENV_PROOF_OF_ORIGIN, "enforce") != "audit",
     )
     metrics.add_dimension(name="Cluster", value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
@@ -120,6 +146,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(
         name=DECISIONS_STARTED_METRIC, unit=MetricUnit.Count, value=len(result.started)
     )
+    metrics.add_metric(name=UNPROVEN_METRIC, unit=MetricUnit.Count, value=len(result.unproven))
     summary = {
         "instance_id": identity.instance_id,
         "lines": result.lines,
@@ -130,6 +157,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "superseded": result.superseded,
         # Injected lines notified instead of acted on: accept_injected_faults is off.
         "capped": result.capped,
+        # Reboot or replace lines whose origin was not proven (capped where enforced).
+        "unproven": result.unproven,
     }
     logger.info("batch classified", extra=summary)
     return summary

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Protocol, get_args
 
 from nodemedic.catalog import Action, Rule
+from nodemedic.contracts import split_signature
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.remediate.decision import Decision, Identity, decide, distrusted
 
@@ -35,6 +36,10 @@ class HitCounter(Protocol):
 
 Starter = Callable[[Decision], bool]
 """Starts the remediation of a decision; False when it was already started."""
+Origin = Callable[[LogEvent], str | None]
+"""Why an event is not proven to come from the instance whose stream holds it, or None
+(``nodemedic.origin.signing.unproven``)."""
+ACTING: frozenset[str] = frozenset({"reboot", "replace"})
 
 
 @dataclass
@@ -49,6 +54,9 @@ class BatchResult:
     """Decisions (started or not) of injected lines, notified instead of their rule's
     reboot or replace because the cluster does not accept injected faults, and of lines of
     the boot that died, which are only ever notified."""
+    unproven: list[str] = field(default_factory=list)
+    """Event ids of reboot or replace lines whose origin was not proven (capped to notify
+    where the origin is enforced, counted either way)."""
 
 
 @dataclass
@@ -61,11 +69,13 @@ class _Hits:
 _STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
 
 
-def _hit_key(identity: Identity, rule: Rule, untrusted: bool) -> str:
-    """Injected lines the cluster does not trust count apart: they never make up the
-    threshold of a kernel fault."""
+def _hit_key(identity: Identity, rule: Rule, untrusted: bool, unproven: bool) -> str:
+    """Injected lines the cluster does not trust, and lines of unproven origin, count apart:
+    they never make up the threshold of a kernel fault."""
     key = f"hits#{identity.cluster}#{identity.instance_id}#{rule.id}"
-    return f"{key}#injected" if untrusted else key
+    if untrusted:
+        return f"{key}#injected"
+    return f"{key}#unproven" if unproven else key
 
 
 def process_batch(
@@ -77,6 +87,8 @@ def process_batch(
     start: Starter,
     dedup_window: int,
     accept_injected: bool = False,
+    origin: Origin | None = None,
+    enforce_origin: bool = True,
 ) -> BatchResult:
     """Classify every line and start at most one remediation: the strongest action among
     the rules that fired (the earliest on a tie); the others are reported as superseded.
@@ -88,22 +100,33 @@ def process_batch(
     the place of a kernel fault's decision. Lines of the boot that died (pstore) are
     grouped apart and only notified, but their hits count towards the rule's threshold
     with the new boot's kernel lines: a fault that comes back after the reboot escalates.
+    ``origin`` (None: not checked) proves each reboot or replace line that nothing else
+    caps; where ``enforce_origin``, an unproven one is at most notified, with the reason,
+    and counted apart.
     """
     result = BatchResult(lines=len(events))
-    by_rule: dict[tuple[str, bool, bool], _Hits] = {}
-    messages = [event.message for event in events]
+    by_rule: dict[tuple[str, bool, bool, str | None], _Hits] = {}
+    messages = [split_signature(event.message)[1] for event in events]
     for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
-        key = (fault.rule.id, distrusted(fault, accept_injected), fault.previous_boot)
-        hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         event = events[index]
+        untrusted = distrusted(fault, accept_injected)
+        why = None
+        acting = fault.rule.action in ACTING and not (untrusted or fault.previous_boot)
+        if origin is not None and acting:
+            why = origin(event)
+        if why is not None:
+            result.unproven.append(event.event_id)
+        why = why if enforce_origin else None
+        key = (fault.rule.id, untrusted, fault.previous_boot, why)
+        hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         hits.times[event.event_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
-    for (rule_id, untrusted, _), hits in by_rule.items():
+    for (rule_id, untrusted, _, why), hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times.values())
         if rule.threshold is not None:
-            hit_key = _hit_key(identity, rule, untrusted)
+            hit_key = _hit_key(identity, rule, untrusted, why is not None)
             times = counter.add(hit_key, hits.times, rule.threshold.window)
             if len(times) < rule.threshold.count:
                 result.below_threshold.append(rule_id)
@@ -115,6 +138,7 @@ def process_batch(
             count=len(times),
             window=dedup_window,
             accept_injected=accept_injected,
+            unproven=why,
         )
         if decision is None:
             continue

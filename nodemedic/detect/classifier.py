@@ -22,7 +22,7 @@ from operator import add
 from typing import Any, NamedTuple
 
 from nodemedic.catalog import Catalog, Rule, Source, load_catalog
-from nodemedic.contracts import split_injected, split_previous_boot
+from nodemedic.contracts import split_injected, split_previous_boot, split_signature
 
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")
@@ -72,12 +72,12 @@ class Fault(NamedTuple):
     @property
     def injected(self) -> bool:
         """The line is marked as not logged by the kernel (``contracts.INJECTED_MARK``)."""
-        return split_injected(split_previous_boot(self.line)[1])[0]
+        return split_injected(split_previous_boot(split_signature(self.line)[1])[1])[0]
 
     @property
     def previous_boot(self) -> bool:
         """The line was logged by a boot that died (``contracts.PREVIOUS_BOOT_MARK``)."""
-        return split_previous_boot(self.line)[0]
+        return split_previous_boot(split_signature(self.line)[1])[0]
 
 
 def required_literal(pattern: str) -> str | None:
@@ -181,14 +181,16 @@ def health_text(line: str) -> str | None:
 
 def _text(line: str, source: Source) -> str:
     """What ``source``'s rules match in ``line``: a kernel line's message without the
-    previous-boot and injected marks (rules match from the message's start), a health
+    signature, previous-boot and injected marks (rules match from the message's start), a health
     result's canonical text; empty for a health line that is no health result, which then
     has no fault."""
     cut = line[:MAX_LINE]
     if source != "kmsg":
         return health_text(cut) or ""
     # The marks start with "[": a storm's lines are mostly passed over without a call.
-    return split_injected(split_previous_boot(cut)[1])[1] if cut[:1] == "[" else cut
+    if cut[:1] != "[":
+        return cut
+    return split_injected(split_previous_boot(split_signature(cut)[1])[1])[1]
 
 
 def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:

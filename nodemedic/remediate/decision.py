@@ -86,6 +86,7 @@ def decision_id(
     *,
     injected: bool = False,
     previous_boot: bool = False,
+    unproven: bool = False,
 ) -> str:
     """A valid Step Functions execution name (≤ 80 of ``[A-Za-z0-9_-]``), readable by a
     person and unique per (cluster, instance, fault, window). The decision of an
@@ -97,6 +98,8 @@ def decision_id(
         key += "\0injected"
     if previous_boot:
         key += "\0previous-boot"
+    if unproven:
+        key += "\0unproven"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = _EXECUTION_NAME.sub("-", f"{instance_id}-{digest}-{fault_id}")
     return name[:80]
@@ -138,6 +141,12 @@ PREVIOUS_BOOT_NOTE = "(logged by the boot that died: {action} capped to notify) 
 """Put before the evidence of a decision capped because its line is previous-boot evidence
 (``contracts.PREVIOUS_BOOT_MARK``): the reboot that line asked for, or worse, already
 happened, and nothing says the new boot is sick."""
+UNPROVEN_NOTE = (
+    "(origin not proven: {reason}: {action} capped to notify, proof_of_origin is enforce) "
+)
+"""Put before the evidence of a decision capped because nothing proves its line came from
+the instance whose stream holds it (``nodemedic.origin``): whoever holds the agents'
+shared credential can write any node's stream."""
 
 
 def distrusted(fault: Fault, accept_injected: bool) -> bool:
@@ -154,13 +163,16 @@ def decide(
     count: int = 1,
     window: int = DEFAULT_WINDOW,
     accept_injected: bool = False,
+    unproven: str | None = None,
 ) -> Decision | None:
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
     asks for nothing to be done. A line marked injected is at most notified unless
     ``accept_injected`` (the cluster setting ``accept_injected_faults``): a tenant who can
     write to the node's kernel log must not be able to have the node rebooted or replaced.
     A line of the boot that died (pstore) is at most notified, whatever the cluster: acting
-    on it would reboot or replace the node again for a crash that is already over."""
+    on it would reboot or replace the node again for a crash that is already over. A line
+    whose origin is ``unproven`` (the reason; None when proven or not required) is at most
+    notified too: it may have been written by any holder of the agents' credential."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
@@ -168,9 +180,14 @@ def decide(
         raise IdentityError(f"not an EC2 instance id: {identity.instance_id!r}")
     untrusted = distrusted(fault, accept_injected)
     previous = fault.previous_boot
-    capped = (untrusted or previous) and rule.action != INJECTED_ACTION
+    capped = (untrusted or previous or unproven is not None) and rule.action != INJECTED_ACTION
     action = INJECTED_ACTION if capped else rule.action
-    note = (PREVIOUS_BOOT_NOTE if previous else CAPPED_NOTE).format(action=rule.action)
+    if previous:
+        note = PREVIOUS_BOOT_NOTE.format(action=rule.action)
+    elif untrusted:
+        note = CAPPED_NOTE.format(action=rule.action)
+    else:
+        note = UNPROVEN_NOTE.format(reason=unproven, action=rule.action)
     note = note if capped else ""
     return Decision(
         decision_id=decision_id(
@@ -180,6 +197,7 @@ def decide(
             window_of(first_seen, window),
             injected=untrusted,
             previous_boot=previous,
+            unproven=unproven is not None,
         ),
         cluster=identity.cluster,
         instance_id=identity.instance_id,

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from nodemedic.contracts import ENV_PROOF_OF_ORIGIN
 from tests.support.classify import REGION, TABLE
 
 
@@ -35,8 +36,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         )["stateMachineArn"]
         monkeypatch.setenv("STATE_MACHINE_ARN", machine)
         monkeypatch.setenv("IDEMPOTENCY_TABLE", TABLE)
+        # These lines are unsigned: proof of origin is tested where it is enforced.
+        monkeypatch.setenv(ENV_PROOF_OF_ORIGIN, "audit")
         from lambdas.classify import handler as module
 
         module._dependencies.cache_clear()
+        module._registrations.cache_clear()
         yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
         module._dependencies.cache_clear()
