@@ -75,8 +75,15 @@ class Batcher:
         max_events: int = MAX_BATCH_EVENTS,
         max_bytes: int = MAX_BATCH_BYTES,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        sign: Callable[[int, str], str] | None = None,
+        sign_bytes: int = 0,
     ) -> None:
+        """``sign`` (``agent.origin``) marks each event with its signature, which adds
+        ``sign_bytes`` to it: a message is cut to leave room for them."""
         self.stream = stream
+        self._sign = sign
+        self._room = MAX_MESSAGE_BYTES - sign_bytes
         self._max_events = min(max_events, MAX_BATCH_EVENTS)
         self._max_bytes = min(max_bytes, MAX_BATCH_BYTES)
         self._clock = clock
@@ -92,11 +99,15 @@ class Batcher:
     def add(self, ts_ms: int, message: str, cursor: Checkpoint | None = None) -> Batch | None:
         """Add an event; returns the batch it closed to make room, if any."""
         size = utf8_size(message)
-        if size > MAX_MESSAGE_BYTES:
-            message = truncate(message)
+        if size > self._room:
+            message = truncate(message, self._room)
             size = utf8_size(message)
         ts_ms = max(ts_ms, self._last_ts)
         self._last_ts = ts_ms
+        if self._sign is not None:
+            # Signed with its final timestamp, which the signature covers.
+            message = self._sign(ts_ms, message)
+            size = utf8_size(message)
         closed = None
         batch = self._batch
         if batch.events and (

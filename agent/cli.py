@@ -56,6 +56,14 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="create the log group if missing (local mode; the stack owns it)",
     )
+    where.add_argument(
+        "--no-sign",
+        dest="sign",
+        action="store_false",
+        help="ship events unsigned (off EC2); a cluster enforcing proof_of_origin then only "
+        "notifies this node's faults (default: sign every event with a per-boot key "
+        "registered with the instance identity document)",
+    )
     source = parser.add_argument_group("kernel log")
     source.add_argument(
         "--kmsg",

@@ -36,6 +36,9 @@ class Config:
     """The checks' option values by ``Option.dest``; one left out takes its default."""
     pstore_dir: Path = Path("/sys/fs/pstore")
     """Where the crashed boot's last kernel log records are kept (``agent.pstore``)."""
+    sign: bool = True
+    """Sign every event and register the key with the instance identity document
+    (``agent.origin``); ``--no-sign`` for hosts off EC2 and agents of clusters in audit."""
     sys_root: Path = Path("/sys")
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0

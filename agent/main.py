@@ -19,18 +19,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.batch import Batch, Batcher, clamp_ms
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent.batch import MAX_BATCH_EVENTS, Batch, Batcher, clamp_ms
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
 from agent.checks import registered
 from agent.checks.base import Check, Runner, worst
 from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.metrics import Metrics, metrics_server, serve
+from agent.origin import Signer, boot_key, sealed_registration, signer
 from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import Shipper
 from agent.spool import Spool
-from nodemedic.contracts import health_stream, kmsg_stream, node_log_group
+from nodemedic.contracts import health_stream, identity_stream, kmsg_stream, node_log_group
+from nodemedic.origin.signing import SIGNATURE_BYTES, Registration
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +145,9 @@ class Agent:
             base_delay=config.retry_base_delay,
             max_delay=config.retry_max_delay,
         )
+        self.sign: Signer | None = None
+        """Marks every event with this boot's signature once the instance identity
+        document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.server = (
             metrics_server(self.metrics, config.metrics_address, config.metrics_port)
@@ -168,6 +175,7 @@ class Agent:
             len(self.runner.checks),
         )
         try:
+            self._register()
             self._ship_pstore()
             self._collect(reader, stop)
         finally:
@@ -182,7 +190,7 @@ class Agent:
 
     def _collect(self, reader: Reader, stop: threading.Event) -> None:
         config = self.config
-        batcher = Batcher(kmsg_stream(config.instance_id), max_events=config.max_batch_events)
+        batcher = self._batcher(kmsg_stream(config.instance_id), config.max_batch_events)
         boot_ms = int((time.time() - time.monotonic()) * 1000)
         while not stop.is_set():
             timeout = config.flush_interval  # also how long a stop may wait for the reader
@@ -198,13 +206,48 @@ class Agent:
                 self._put(batcher.flush())
         self._put(batcher.flush())
 
+    def _batcher(self, stream: str, max_events: int = MAX_BATCH_EVENTS) -> Batcher:
+        size = SIGNATURE_BYTES if self.sign is not None else 0
+        return Batcher(stream, max_events, sign=self.sign, sign_bytes=size)
+
+    def _register(self) -> None:
+        """Sign from now on with this boot's key, and queue its registration ahead of every
+        line. Off EC2 (no IMDS) or without the origin key the agent ships unsigned, and
+        says so: a cluster that enforces proof of origin then only notifies its faults."""
+        config = self.config
+        if not config.sign:
+            return
+        from agent.imds import IdentityError, identity_document
+
+        try:
+            document, signature = identity_document()
+            key = boot_key(config.state_dir, config.boot_id)
+            registration = Registration(
+                config.instance_id, config.boot_id, key, document, signature
+            )
+            sealed = sealed_registration(self._kms(), config.cluster, registration)
+        except (IdentityError, OSError, ClientError, BotoCoreError) as exc:
+            log.warning("shipping unsigned, no proof of origin: %s", exc)
+            return
+        batch = Batcher(identity_stream(config.instance_id))
+        batch.add(int(time.time() * 1000), sealed)
+        self._put(batch.flush())
+        self.sign = signer(key, config.instance_id)
+
+    def _kms(self) -> Any:
+        import boto3
+
+        return boto3.session.Session().client(
+            "kms", region_name=self.config.region, endpoint_url=self.config.endpoint_url
+        )
+
     def _ship_pstore(self) -> None:
         """Queue the records pstore kept of the boot that died, ahead of the new boot's
         lines; they are remembered as shipped once the batch holding the last is safe (a
         stop before that ships them again: at least once, like every batch)."""
         config = self.config
         shipped = ShippedDumps(config.state_dir / "pstore-shipped.json")
-        batcher = Batcher(kmsg_stream(config.instance_id), max_events=config.max_batch_events)
+        batcher = self._batcher(kmsg_stream(config.instance_id), config.max_batch_events)
         now_ms = int(time.time() * 1000)
         digests = []
         for dump in read_dumps(config.pstore_dir, self.previous_boot_id, shipped.load()):
@@ -222,7 +265,7 @@ class Agent:
             self.outbox.put(batch)
 
     def _check_loop(self, stop: threading.Event) -> None:
-        batcher = Batcher(health_stream(self.config.instance_id))
+        batcher = self._batcher(health_stream(self.config.instance_id))
         while not stop.is_set():
             results, commits = self.runner.run(datetime.now(UTC))
             now_ms = int(time.time() * 1000)

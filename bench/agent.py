@@ -166,7 +166,7 @@ def nodemedic_throughput(directory: Path, endpoint: str, lines: list[str]) -> fl
     config = Config(
         cluster="bench", instance_id="i-0nodemedic", region=REGION, boot_id="bench",
         state_dir=directory / "state", kmsg=str(kmsg), endpoint_url=endpoint,
-        create_log_group=True, checks=(),
+        create_log_group=True, checks=(), sign=False,
     )  # fmt: skip
     agent = Agent(config)
     stop = threading.Event()

@@ -47,6 +47,7 @@ BUNDLED_PACKAGES = (
     "nodemedic/catalog",
     "nodemedic/detect/__init__.py",
     "nodemedic/detect/classifier.py",
+    "nodemedic/origin",
     "nodemedic/remediate",
 )
 """What the handlers import, relative to the repository: the Lambda bundle carries these and

@@ -5,6 +5,7 @@ idempotency table."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
@@ -16,8 +17,15 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import ENV_ACCEPT_INJECTED, ENV_IDEMPOTENCY_TABLE, ENV_STATE_MACHINE_ARN
+from nodemedic.contracts import (
+    ENV_ACCEPT_INJECTED,
+    ENV_IDEMPOTENCY_TABLE,
+    ENV_IDENTITY_CERTIFICATES,
+    ENV_PROOF_OF_ORIGIN,
+    ENV_STATE_MACHINE_ARN,
+)
 from nodemedic.detect.filterpattern import subscription_filter_pattern
+from nodemedic.origin.identity import load_certificates
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
 from stacks.settings import ClusterSettings
@@ -25,6 +33,14 @@ from stacks.settings import ClusterSettings
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
 """Powertools' idempotency attribute names (and the classifier's hit counter's)."""
+
+
+def identity_certificates(settings: ClusterSettings) -> str:
+    """The PEM text of the cluster's own certificates, checked at synth; empty for AWS's."""
+    text = "".join(Path(p).read_text(encoding="ascii") for p in settings.identity_certificates)
+    if text:
+        load_certificates(text)
+    return text
 
 
 class Ingest(Construct):
@@ -81,6 +97,8 @@ class Ingest(Construct):
                 ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                 ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
                 ENV_ACCEPT_INJECTED: "true" if settings.accept_injected_faults else "false",
+                ENV_PROOF_OF_ORIGIN: settings.proof_of_origin,
+                ENV_IDENTITY_CERTIFICATES: identity_certificates(settings),
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letters,

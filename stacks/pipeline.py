@@ -26,6 +26,7 @@ from stacks.ingest import Ingest
 from stacks.kube_access import KubeAccess
 from stacks.nag import acknowledge
 from stacks.notifications import Notifications
+from stacks.origin import OriginKey
 from stacks.remediation import Remediation
 from stacks.settings import ClusterSettings
 
@@ -78,6 +79,14 @@ class PipelineStack(Stack):
             environment=catalog_environment(catalog_files),
         )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
+        self.origin = OriginKey(
+            self,
+            "Origin",
+            settings=settings,
+            log_group=self.ingest.log_group,
+            agent_policy=self.agent.policy,
+            classifier=self.ingest.function,
+        )
         self.alarms = Alarms(
             self,
             "Alarms",

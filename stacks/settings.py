@@ -51,6 +51,14 @@ class ClusterSettings:
     nodes like kernel lines. Off, their faults are at most notified: anyone who can write
     to a node's kernel log could otherwise have it rebooted or replaced. For drills and
     the local demo only."""
+    proof_of_origin: str = "enforce"
+    """``enforce``: a reboot or replace acts only on lines signed with the key their
+    instance registered with its EC2 identity document; any other is at most notified,
+    with the reason. ``audit``: such lines act and are counted (``UnprovenEvidence``), for
+    the rollout of signing agents (docs/deploy.md)."""
+    identity_certificates: tuple[str, ...] = ()
+    """PEM files of the certificates identity documents are verified with; empty: AWS's
+    RSA certificates vendored in ``nodemedic/origin/certificates`` (read at synth)."""
     max_unhealthy_percent: int = 20
     """Breaker: no new action while more than this share of a node group is in remediation."""
     max_parallel: int = 2
@@ -148,6 +156,10 @@ def _check_values(settings: ClusterSettings) -> None:
         )
     if settings.recovery_mode not in ("Automatic", "None"):
         raise ValueError(f"recovery_mode must be Automatic or None, not {settings.recovery_mode!r}")
+    if settings.proof_of_origin not in ("enforce", "audit"):
+        raise ValueError(
+            f"proof_of_origin must be enforce or audit, not {settings.proof_of_origin!r}"
+        )
     if not 0 <= settings.max_unhealthy_percent <= 100:
         raise ValueError("max_unhealthy_percent must be within 0..100")
     for key in (

@@ -130,6 +130,8 @@ class AgentFleet:
             "--metrics-port=0",
             "--log-level=WARNING",
             "--checks=nvidia",
+            # The local world serves no identity documents yet: its agents do not sign.
+            "--no-sign",
             f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
         ]
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}

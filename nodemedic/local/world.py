@@ -68,6 +68,8 @@ def demo_settings(**overrides: Any) -> ClusterSettings:
         "name": "demo",
         "node_groups": (NODE_GROUP,),
         "accept_injected_faults": True,
+        # Its agents do not sign yet (no identity documents are served): audit, not enforce.
+        "proof_of_origin": "audit",
         "poll_seconds": 1,
         "drain_timeout": 4,
         "reboot_timeout": 20,

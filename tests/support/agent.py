@@ -104,6 +104,7 @@ def config(tmp_path: Path, endpoint: str, instance_id: str, **overrides: Any) ->
         "retry_base_delay": 0.05,
         "retry_max_delay": 0.5,
         "shutdown_grace": 2.0,
+        "sign": False,
     }
     base.update(overrides)
     return Config(**base)

@@ -32,6 +32,8 @@ from tests.support.templates import MACHINE, REMEDIATION
 REGION = "us-east-1"
 MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
 FAST: dict[str, Any] = {
+    # World.ship writes unsigned lines; proof of origin is tested in tests/unit/classify.
+    "proof_of_origin": "audit",
     "poll_seconds": 1,
     "drain_timeout": 4,
     "reboot_timeout": 4,
