@@ -26,18 +26,27 @@ def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> 
     return body.decode("ascii").strip()
 
 
+def _endpoint(endpoint: str | None) -> str:
+    return (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
+
+
+def _session(endpoint: str, timeout: float) -> dict[str, str]:
+    """The headers of an IMDSv2 session (a token PUT first: IMDSv1 may be off)."""
+    token = _request(
+        f"{endpoint}/latest/api/token",
+        "PUT",
+        {"X-aws-ec2-metadata-token-ttl-seconds": "300"},
+        timeout,
+    )
+    return {"X-aws-ec2-metadata-token": token}
+
+
 def instance_identity(endpoint: str | None = None, timeout: float = 2.0) -> tuple[str, str]:
     """(instance id, region); raises IdentityError off EC2 or when the metadata service is
     unreachable (in a pod: hostNetwork, or a hop limit of 2)."""
-    endpoint = (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
+    endpoint = _endpoint(endpoint)
     try:
-        token = _request(
-            f"{endpoint}/latest/api/token",
-            "PUT",
-            {"X-aws-ec2-metadata-token-ttl-seconds": "300"},
-            timeout,
-        )
-        headers = {"X-aws-ec2-metadata-token": token}
+        headers = _session(endpoint, timeout)
         instance_id = _request(f"{endpoint}/latest/meta-data/instance-id", "GET", headers, timeout)
         region = _request(f"{endpoint}/latest/meta-data/placement/region", "GET", headers, timeout)
     except (urllib.error.URLError, OSError) as exc:
@@ -51,15 +60,9 @@ def instance_identity(endpoint: str | None = None, timeout: float = 2.0) -> tupl
 def identity_document(endpoint: str | None = None, timeout: float = 2.0) -> tuple[str, str]:
     """(instance identity document, AWS's base64 RSA signature over it), as IMDSv2 serves
     them to this instance only; raises IdentityError where there is no IMDS."""
-    endpoint = (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
+    endpoint = _endpoint(endpoint)
     try:
-        token = _request(
-            f"{endpoint}/latest/api/token",
-            "PUT",
-            {"X-aws-ec2-metadata-token-ttl-seconds": "300"},
-            timeout,
-        )
-        headers = {"X-aws-ec2-metadata-token": token}
+        headers = _session(endpoint, timeout)
         base = f"{endpoint}/latest/dynamic/instance-identity"
         document = _request(f"{base}/document", "GET", headers, timeout)
         signature = _request(f"{base}/signature", "GET", headers, timeout)
