@@ -131,6 +131,13 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="longest backoff, seconds (default: %(default)s)",
     )
     state.add_argument(
+        "--register-retry",
+        type=seconds,
+        default=defaults["register_retry"],
+        help="seconds between tries to register the signing key after one failed; events "
+        "ship unsigned meanwhile (default: %(default)s)",
+    )
+    state.add_argument(
         "--shutdown-grace",
         type=seconds,
         default=defaults["shutdown_grace"],

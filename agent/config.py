@@ -39,6 +39,9 @@ class Config:
     sign: bool = True
     """Sign every event and register the key with the instance identity document
     (``agent.origin``); ``--no-sign`` for hosts off EC2 and agents of clusters in audit."""
+    register_retry: float = 60.0
+    """Seconds between tries to register the key after one failed (no identity document,
+    KMS or the network away); events ship unsigned until one succeeds."""
     sys_root: Path = Path("/sys")
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0

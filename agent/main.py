@@ -166,6 +166,11 @@ class Agent:
         if self.server is not None:
             serve(self.server)
         shipper.start()
+        # Registered before anything is read, so the boot's first lines ship signed.
+        if config.sign and not self._register():
+            threading.Thread(
+                target=self._retry_registration, args=(stop,), name="registration", daemon=True
+            ).start()
         checks.start()
         log.info(
             "agent started: group %s, kmsg %s from %s, %d checks",
@@ -175,7 +180,6 @@ class Agent:
             len(self.runner.checks),
         )
         try:
-            self._register()
             self._ship_pstore()
             self._collect(reader, stop)
         finally:
@@ -207,18 +211,22 @@ class Agent:
         self._put(batcher.flush())
 
     def _batcher(self, stream: str, max_events: int = MAX_BATCH_EVENTS) -> Batcher:
-        size = SIGNATURE_BYTES if self.sign is not None else 0
-        return Batcher(stream, max_events, sign=self.sign, sign_bytes=size)
+        if not self.config.sign:
+            return Batcher(stream, max_events)
+        return Batcher(stream, max_events, sign=self._mark, sign_bytes=SIGNATURE_BYTES)
 
-    def _register(self) -> None:
+    def _mark(self, timestamp_ms: int, text: str) -> str:
+        sign = self.sign
+        return text if sign is None else sign(timestamp_ms, text)
+
+    def _register(self) -> bool:
         """Sign from now on with this boot's key, and queue its registration ahead of every
-        line. Off EC2 (no IMDS) or without the origin key the agent ships unsigned, and
-        says so: a cluster that enforces proof of origin then only notifies its faults."""
-        config = self.config
-        if not config.sign:
-            return
+        line signed with it; False when it failed (off EC2, no origin key, KMS away): the
+        agent ships unsigned meanwhile, and says so, since a cluster that enforces proof
+        of origin then only notifies its faults."""
         from agent.imds import IdentityError, identity_document
 
+        config = self.config
         try:
             document, signature = identity_document()
             key = boot_key(config.state_dir, config.boot_id)
@@ -227,18 +235,40 @@ class Agent:
             )
             sealed = sealed_registration(self._kms(), config.cluster, registration)
         except (IdentityError, OSError, ClientError, BotoCoreError) as exc:
-            log.warning("shipping unsigned, no proof of origin: %s", exc)
-            return
+            self.metrics.registration_failures += 1
+            log.warning(
+                "shipping unsigned, no proof of origin (registration tried again in %.0f s): %s",
+                config.register_retry,
+                exc,
+            )
+            return False
         batch = Batcher(identity_stream(config.instance_id))
         batch.add(int(time.time() * 1000), sealed)
         self._put(batch.flush())
         self.sign = signer(key, config.instance_id)
+        self.metrics.signing = 1
+        log.info("signing every event with key %s", registration.key_id)
+        return True
+
+    def _retry_registration(self, stop: threading.Event) -> None:
+        while not stop.wait(self.config.register_retry) and not self._register():
+            pass
 
     def _kms(self) -> Any:
+        """A KMS client that gives up within seconds: a registration tried later is better
+        than a collector held up at start."""
         import boto3
+        from botocore.config import Config as BotoConfig
 
         return boto3.session.Session().client(
-            "kms", region_name=self.config.region, endpoint_url=self.config.endpoint_url
+            "kms",
+            region_name=self.config.region,
+            endpoint_url=self.config.endpoint_url,
+            config=BotoConfig(
+                retries={"total_max_attempts": 2, "mode": "standard"},
+                connect_timeout=3,
+                read_timeout=10,
+            ),
         )
 
     def _ship_pstore(self) -> None:

@@ -27,6 +27,8 @@ class Metrics:
         self.records_lost = 0
         self.put_failures = 0
         self.spool_bytes = 0
+        self.signing = 0
+        self.registration_failures = 0
         self.check_status: dict[str, str] = {}
 
     def render(self) -> str:
@@ -75,6 +77,18 @@ class Metrics:
             [("", self.put_failures)],
         )
         metric("spool_bytes", "gauge", "Bytes waiting in the spool.", [("", self.spool_bytes)])
+        metric(
+            "signing",
+            "gauge",
+            "1 once this boot's key is registered and events ship signed (proof of origin).",
+            [("", self.signing)],
+        )
+        metric(
+            "registration_failures_total",
+            "counter",
+            "Tries to register the signing key that failed (events ship unsigned meanwhile).",
+            [("", self.registration_failures)],
+        )
         metric(
             "check_status",
             "gauge",
