@@ -1,16 +1,18 @@
 """The cluster's origin key: agents encrypt their registrations under it (kms:Encrypt,
 with their instance as encryption context) and only the classifier decrypts them, after
-reading them from the identity streams (logs:GetLogEvents). docs/security.md says why."""
+reading them from the identity streams (logs:GetLogEvents, on those streams only).
+docs/security.md says why."""
 
 from __future__ import annotations
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from nodemedic.contracts import origin_key_alias
+from nodemedic.contracts import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
+from stacks.nag import acknowledge
 from stacks.settings import ClusterSettings
 
 
@@ -21,7 +23,6 @@ class OriginKey(Construct):
         id: str,
         *,
         settings: ClusterSettings,
-        log_group: logs.ILogGroup,
         agent_policy: iam.ManagedPolicy,
         classifier: lambda_.IFunction,
     ) -> None:
@@ -33,12 +34,34 @@ class OriginKey(Construct):
             description=f"nodemedic {settings.name}: agent key registrations",
             enable_key_rotation=True,
         )
+        # Sealed for this cluster only: a registration names the cluster it is for.
         agent_policy.add_statements(
-            iam.PolicyStatement(actions=["kms:Encrypt"], resources=[self.key.key_arn])
-        )
-        self.key.grant_decrypt(classifier)
-        classifier.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["logs:GetLogEvents"], resources=[f"{log_group.log_group_arn}"]
+                actions=["kms:Encrypt"],
+                resources=[self.key.key_arn],
+                conditions={
+                    "StringEquals": {
+                        f"kms:EncryptionContext:{ORIGIN_CONTEXT_CLUSTER}": settings.name
+                    }
+                },
             )
         )
+        self.key.grant_decrypt(classifier)
+        # The identity streams only: the classifier reads no node's kernel log back.
+        identity_streams = Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{settings.log_group_name}:log-stream:{identity_stream('*')}",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        classifier.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:GetLogEvents"], resources=[identity_streams])
+        )
+        if classifier.role is not None:
+            acknowledge(
+                classifier.role,
+                "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
+                f"log-group:{settings.log_group_name}:log-stream:{identity_stream('*')}]",
+                "Instance ids are only known at run time; the wildcard covers the agents' "
+                "identity streams of this cluster's log group and no other stream",
+            )

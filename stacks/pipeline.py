@@ -83,7 +83,6 @@ class PipelineStack(Stack):
             self,
             "Origin",
             settings=settings,
-            log_group=self.ingest.log_group,
             agent_policy=self.agent.policy,
             classifier=self.ingest.function,
         )

@@ -61,17 +61,24 @@ def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Temp
     )
     assert group["Properties"]["RetentionInDays"] == 14
     _, policy = one(template, "AWS::IAM::ManagedPolicy", "Agent")
-    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    statement, seal = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Effect"] == "Allow"
     assert sorted(actions(statement)) == ["logs:CreateLogStream", "logs:PutLogEvents"]
     assert statement["Resource"] == {"Fn::GetAtt": [log_id, "Arn"]}
+    # Registrations sealed under the cluster's origin key, for this cluster only.
+    key_id, _ = one(template, "AWS::KMS::Key", "Origin")
+    assert (seal["Effect"], seal["Action"]) == ("Allow", "kms:Encrypt")
+    assert seal["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert seal["Condition"] == {
+        "StringEquals": {"kms:EncryptionContext:nodemedic:cluster": "demo"}
+    }
     _, association = one(template, "AWS::EKS::PodIdentityAssociation")
     assert association["Properties"]["ClusterName"] == "demo-eks"
     assert association["Properties"]["Namespace"] == AGENT_NAMESPACE
     assert association["Properties"]["ServiceAccount"] == AGENT_SERVICE_ACCOUNT
     role_id = association["Properties"]["RoleArn"]["Fn::GetAtt"][0]
-    # The managed policy's one statement is all the agents may do.
-    assert list(statements(template, role_id)) == [statement]
+    # The managed policy's statements are all the agents may do.
+    assert list(statements(template, role_id)) == [statement, seal]
     trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
     (trust_statement,) = trust["Statement"]
     assert trust_statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
@@ -112,6 +119,9 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
         "IDEMPOTENCY_TABLE": {"Ref": table_id},
         # The cluster setting accept_injected_faults, off unless the cluster turns it on.
         "NODEMEDIC_ACCEPT_INJECTED_FAULTS": "false",
+        # proof_of_origin enforced, against AWS's vendored certificates.
+        "NODEMEDIC_PROOF_OF_ORIGIN": "enforce",
+        "NODEMEDIC_IDENTITY_CERTIFICATES": "",
         "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
         "POWERTOOLS_METRICS_NAMESPACE": "NodeMedic",
         "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -133,6 +143,12 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
     for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
         assert granted[f"dynamodb:{action}"] == [{"Fn::GetAtt": [table_id, "Arn"]}]
+    key_id, _ = one(template, "AWS::KMS::Key", "Origin")
+    assert granted["kms:Decrypt"] == [{"Fn::GetAtt": [key_id, "Arn"]}]
+    (identity_streams,) = granted["logs:GetLogEvents"]
+    assert json.dumps(identity_streams).endswith(
+        ':log-group:/nodemedic/demo/nodes:log-stream:*/identity"]]}'
+    )
     wildcard = {a for a, resource in granted.items() if resource == ["*"]}
     assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
     assert not any(a.startswith("cloudwatch:") for a in granted)
@@ -298,7 +314,7 @@ def test_without_node_groups_remediation_may_reboot_and_replace_nothing() -> Non
 
 def test_the_topic_is_encrypted_and_mails_the_configured_addresses(template: Template) -> None:
     topic_id, topic = one(template, "AWS::SNS::Topic")
-    key_id, key = one(template, "AWS::KMS::Key")
+    key_id, key = one(template, "AWS::KMS::Key", "Notifications")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
     alarm_use = [
