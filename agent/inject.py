@@ -7,7 +7,8 @@ Every line written here is an injected line, not a kernel one: the kernel record
 to ``/dev/kmsg`` with the facility LOG_USER, a record appended to a file gets that
 facility too, and a plain line has none. The agent ships such lines marked, and the
 classifier lets them cordon, drain, reboot or replace a node only in a cluster whose
-setting ``accept_injected_faults`` is on; elsewhere they are at most notified.
+setting ``accept_injected_faults`` is on; elsewhere they are at most notified. The agent
+signs them like every line it ships, so a drill passes ``proof_of_origin: enforce``.
 """
 
 from __future__ import annotations

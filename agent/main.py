@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError
 
 from agent.batch import MAX_BATCH_EVENTS, Batch, Batcher, clamp_ms
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
@@ -28,7 +28,7 @@ from agent.checks.base import Check, Runner, worst
 from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.metrics import Metrics, metrics_server, serve
-from agent.origin import Signer, boot_key, sealed_registration, signer
+from agent.origin import SealError, Signer, boot_key, kms_encrypt, sealed_registration, signer
 from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import Shipper
@@ -233,8 +233,9 @@ class Agent:
             registration = Registration(
                 config.instance_id, config.boot_id, key, document, signature
             )
-            sealed = sealed_registration(self._kms(), config.cluster, registration)
-        except (IdentityError, OSError, ClientError, BotoCoreError) as exc:
+            encrypt = kms_encrypt(config.region, config.endpoint_url)
+            sealed = sealed_registration(encrypt, config.cluster, registration)
+        except (IdentityError, OSError, SealError, BotoCoreError) as exc:
             self.metrics.registration_failures += 1
             log.warning(
                 "shipping unsigned, no proof of origin (registration tried again in %.0f s): %s",
@@ -253,23 +254,6 @@ class Agent:
     def _retry_registration(self, stop: threading.Event) -> None:
         while not stop.wait(self.config.register_retry) and not self._register():
             pass
-
-    def _kms(self) -> Any:
-        """A KMS client that gives up within seconds: a registration tried later is better
-        than a collector held up at start."""
-        import boto3
-        from botocore.config import Config as BotoConfig
-
-        return boto3.session.Session().client(
-            "kms",
-            region_name=self.config.region,
-            endpoint_url=self.config.endpoint_url,
-            config=BotoConfig(
-                retries={"total_max_attempts": 2, "mode": "standard"},
-                connect_timeout=3,
-                read_timeout=10,
-            ),
-        )
 
     def _ship_pstore(self) -> None:
         """Queue the records pstore kept of the boot that died, ahead of the new boot's

@@ -3,8 +3,10 @@ against watchtower (the usual Python CloudWatch Logs handler) in the same run.
 
 - parse: kmsg records (real messages from tests/events/kmsg, with continuation lines as
   /dev/kmsg prints them) read from a file and batched, in one thread (one core);
-- peak RSS: ``python -m agent`` shipping a burst to a moto server, VmHWM at the end;
-- idle CPU: the same process with nothing to read, over ``--idle-seconds``;
+- peak RSS: ``python -m agent`` shipping a burst to a moto server, VmHWM at the end, with
+  signing off and on (proof of origin: a key registered with an identity document the
+  local world's simulated IMDSv2 serves, sealed with the moto KMS, every event signed);
+- idle CPU: the same processes with nothing to read, over ``--idle-seconds``;
 - throughput: lines acknowledged per second by the same moto server, for nodemedic (the
   agent in-process, from a file) and for watchtower (a logging handler, same lines).
 
@@ -25,6 +27,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from agent.batch import Batcher  # noqa: E402
 from agent.config import Config  # noqa: E402
+from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE  # noqa: E402
 from agent.kmsg import FileKmsgReader  # noqa: E402
 from agent.main import Agent, batch_lines  # noqa: E402
-from nodemedic.contracts import kmsg_stream  # noqa: E402
+from nodemedic.contracts import kmsg_stream, origin_key_alias  # noqa: E402
 
 EVENTS = ROOT / "tests" / "events" / "kmsg"
 REGION = "us-east-1"
@@ -99,16 +103,25 @@ def scrape(port: int, name: str) -> int:
     return sum(int(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name))
 
 
-def agent_process(directory: Path, endpoint: str, port: int) -> subprocess.Popen[bytes]:
+def agent_process(
+    directory: Path, endpoint: str, port: int, imds: Callable[[str], str] | None
+) -> subprocess.Popen[bytes]:
+    """The agent as its own process; it signs where ``imds`` (the IMDSv2 endpoint of an
+    instance) is given."""
+    instance_id = f"i-{port:017x}"
     kmsg = directory / "kmsg"
     kmsg.touch()
     args = [
-        "--cluster", "bench", "--instance-id", f"i-{port:017x}", "--region", REGION,
+        "--cluster", "bench", "--instance-id", instance_id, "--region", REGION,
         "--endpoint-url", endpoint, "--create-log-group", "--boot-id", "bench",
         "--kmsg", str(kmsg), "--state-dir", str(directory / "state"),
         "--metrics-port", str(port),
     ]  # fmt: skip
     env = {**os.environ, **AWS_ENV, "PYTHONPATH": str(ROOT)}
+    if imds is None:
+        args.append("--no-sign")
+    else:
+        env[IMDS_ENDPOINT_VARIABLE] = imds(instance_id)
     process = subprocess.Popen(
         [sys.executable, "-m", "agent", *args], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
     )
@@ -136,13 +149,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def burst_and_idle(
-    directory: Path, endpoint: str, burst: int, idle_seconds: float
+    directory: Path,
+    endpoint: str,
+    burst: int,
+    idle_seconds: float,
+    imds: Callable[[str], str] | None = None,
 ) -> tuple[float, float, float, float]:
     """(peak RSS MB, burst lines/s shipped, idle CPU %, RSS MB before the burst)."""
     port = free_port()
-    process = agent_process(directory, endpoint, port)
+    process = agent_process(directory, endpoint, port, imds)
     try:
         time.sleep(2.0)  # start-up (imports, first health checks) is not idle time
+        signing = scrape(port, "nodemedic_agent_signing")
+        assert signing == (imds is not None), f"signing is {signing} with IMDS at {imds}"
         before = cpu_seconds(process.pid)
         time.sleep(idle_seconds)
         idle = (cpu_seconds(process.pid) - before) / idle_seconds * 100
@@ -223,12 +242,20 @@ def main() -> None:
     os.environ.update(AWS_ENV)
     for noisy in ("agent", "werkzeug", "botocore"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+    import boto3
     from moto.server import ThreadedMotoServer
+
+    from nodemedic.local.identity import MetadataService, local_authority
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
+    kms = boto3.client("kms", endpoint_url=endpoint, region_name=REGION)
+    kms.create_alias(
+        AliasName=origin_key_alias("bench"), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
+    )
+    metadata = MetadataService(local_authority(), REGION)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         per_cpu, per_wall = parse_rate(args.lines, work)
@@ -237,16 +264,21 @@ def main() -> None:
             f"({per_wall:,.0f} per wall-clock second; {args.lines:,} records)"
         )
         print("  target >= 50,000 lines/s on one core")
-        (work / "proc").mkdir()
-        peak, burst_rate, idle, rss_idle = burst_and_idle(
-            work / "proc", endpoint, args.burst, args.idle_seconds
-        )
-        print(
-            f"idle CPU over {args.idle_seconds:.0f} s: {idle:.3f} % of one core (target <= 0.5 %)"
-        )
-        print(f"RSS idle: {rss_idle:.1f} MB; peak after a {args.burst:,}-line burst: {peak:.1f} MB")
-        print("  target <= 60 MB peak")
-        print(f"burst shipped end to end by the agent process: {burst_rate:,.0f} lines/s")
+        for label, imds in (("signing off", None), ("signing on", metadata.endpoint)):
+            (work / label).mkdir()
+            peak, burst_rate, idle, rss_idle = burst_and_idle(
+                work / label, endpoint, args.burst, args.idle_seconds, imds
+            )
+            print(f"agent process, {label}:")
+            print(
+                f"  idle CPU over {args.idle_seconds:.0f} s: {idle:.3f} % of one core "
+                "(target <= 0.5 %)"
+            )
+            print(
+                f"  RSS idle: {rss_idle:.1f} MB; peak after a {args.burst:,}-line burst: "
+                f"{peak:.1f} MB (target <= 60 MB peak)"
+            )
+            print(f"  burst shipped end to end: {burst_rate:,.0f} lines/s")
         lines = [
             line.split(";", 1)[1]
             for line in records(args.ship_lines).decode().splitlines()
@@ -259,6 +291,7 @@ def main() -> None:
         print(f"  nodemedic  {ours:,.0f} lines/s")
         print(f"  watchtower {theirs:,.0f} lines/s")
         print(f"  ratio nodemedic/watchtower: {ours / theirs:.2f}x")
+    metadata.close()
     server.stop()
 
 

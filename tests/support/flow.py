@@ -13,10 +13,12 @@ from typing import Any, cast
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts import TAINT_KEY
+from nodemedic.contracts import TAINT_KEY, kmsg_stream
 from nodemedic.local.hypervisor import Hypervisor
 from nodemedic.local.kubelet import SimulatedKubelet
 from nodemedic.local.watch import NodeSeen, NodeWatch
+from nodemedic.origin.signing import sign
+from tests.support.origin import put, register
 from tests.support.remediation import REGION, Pipeline, instances
 
 NEURON: dict[str, Any] = {
@@ -39,6 +41,8 @@ class World:
     watch: NodeWatch
     nodes: dict[str, str] = field(default_factory=dict)
     """Instance id → Node name."""
+    keys: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    """(cluster, instance id) → the key its agent registered (``key``)."""
 
     def group(
         self, name: str, size: int, *, instance_type: str, devices: dict[str, str]
@@ -69,17 +73,35 @@ class World:
                 return None
             raise
 
+    def key(self, cluster: str, instance_id: str) -> bytes:
+        """The signing key the instance's agent registered for its current boot with the
+        cluster (registered on first use, as the agent does at start)."""
+        known = self.keys.get((cluster, instance_id))
+        if known is None:
+            node = self.node(instance_id)
+            assert node is not None, f"{instance_id} has no Node"
+            known = register(
+                boto3.client("logs", region_name=REGION),
+                boto3.client("kms", region_name=REGION),
+                cluster,
+                instance_id,
+                node.status.node_info.boot_id,
+            )
+            self.keys[(cluster, instance_id)] = known
+        return known
+
     def ship(self, cluster: str, instance_id: str, line: str) -> None:
-        """What the node's agent does with a kernel line: put it in the cluster's log group,
-        whose subscription filter hands it to the classifier."""
+        """What the node's agent does with a kernel line: sign it with its key and put it
+        in the cluster's log group, whose subscription filter hands it to the classifier."""
+        key = self.key(cluster, instance_id)
+        now_ms = int(time.time() * 1000)
+        self.put(cluster, instance_id, sign(key, instance_id, now_ms, line), now_ms)
+
+    def put(self, cluster: str, instance_id: str, message: str, timestamp_ms: int = 0) -> None:
+        """``message`` written as it is into the instance's kernel log stream, as anyone
+        holding the agents' shared credential can."""
         logs = boto3.client("logs", region_name=REGION)
-        group, stream = f"/nodemedic/{cluster}/nodes", f"{instance_id}/kmsg"
-        logs.create_log_stream(logGroupName=group, logStreamName=stream)
-        logs.put_log_events(
-            logGroupName=group,
-            logStreamName=stream,
-            logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
-        )
+        put(logs, cluster, kmsg_stream(instance_id), message, timestamp_ms)
 
     def seen(self, instance_id: str, since: float) -> list[NodeSeen]:
         return self.watch.history(instance_id, since)

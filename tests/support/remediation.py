@@ -27,13 +27,14 @@ from nodemedic.local.inbox import Inbox
 from nodemedic.remediate.decision import Identity, decide
 from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
+from tests.support.origin import CERTIFICATE
 from tests.support.templates import MACHINE, REMEDIATION
 
 REGION = "us-east-1"
 MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
 FAST: dict[str, Any] = {
-    # World.ship writes unsigned lines; proof of origin is tested in tests/unit/classify.
-    "proof_of_origin": "audit",
+    # proof_of_origin stays enforce: World.ship signs as the node's agent does.
+    "identity_certificates": (CERTIFICATE,),
     "poll_seconds": 1,
     "drain_timeout": 4,
     "reboot_timeout": 4,
@@ -59,6 +60,7 @@ NODE_GROUPS = (
     "trn1-timed-out",
     "trn1-reconcile",
     "p5-sweep",
+    "p5-forged",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)

@@ -70,10 +70,16 @@ def test_daemonset_mounts_kmsg_and_sys_read_only_and_keeps_state_on_the_host() -
 
 def test_iam_policy_allows_shipping_to_the_cluster_log_group_only() -> None:
     policy = json.loads((DEPLOY / "iam-policy.json").read_text())
-    (statement,) = policy["Statement"]
+    statement, seal = policy["Statement"]
     assert statement["Effect"] == "Allow"
     assert sorted(statement["Action"]) == ["logs:CreateLogStream", "logs:PutLogEvents"]
     assert all(":log-group:/nodemedic/CLUSTER_NAME/nodes" in r for r in statement["Resource"])
+    # And sealing its registration under the cluster's origin key, for that cluster only.
+    assert (seal["Effect"], seal["Action"]) == ("Allow", ["kms:Encrypt"])
+    assert seal["Resource"].endswith(":alias/nodemedic-CLUSTER_NAME-origin")
+    assert seal["Condition"] == {
+        "StringEquals": {"kms:EncryptionContext:nodemedic:cluster": "CLUSTER_NAME"}
+    }
 
 
 def test_systemd_unit_runs_the_agent_with_its_state_dir() -> None:

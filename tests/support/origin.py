@@ -1,0 +1,67 @@
+"""Proof of origin in the flow tests: a test authority made for this run, which the clusters
+under test trust in place of AWS's (their ``identity_certificates``), and each instance's
+key registered with the identity document it signs, as the node's agent does at start
+(``agent.origin``), so that the lines the tests ship are signed like an agent's.
+
+The authority's key pair is made here at import, never AWS's; its certificate lives in a
+temporary directory for as long as the test process does."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agent.origin import Encrypt, sealed_registration
+from nodemedic.contracts import identity_stream, node_log_group
+from nodemedic.local.identity import identity_document, local_authority
+from nodemedic.origin.signing import KEY_BYTES, Registration
+
+AUTHORITY = local_authority()
+_HOME = Path(tempfile.mkdtemp(prefix="nodemedic-authority-"))
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
+CERTIFICATE = str(AUTHORITY.write_certificate(_HOME / "authority.pem"))
+"""The PEM file the clusters under test verify identity documents with."""
+
+
+def register(logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str) -> bytes:
+    """A new key for ``instance_id``'s boot, registered in its identity stream with the
+    identity document the authority signed for it; the key."""
+    key = secrets.token_bytes(KEY_BYTES)
+    document = identity_document(instance_id, kms.meta.region_name)
+    registration = Registration(instance_id, boot_id, key, document, AUTHORITY.sign(document))
+    put(
+        logs, cluster, identity_stream(instance_id), sealed_registration(kms, cluster, registration)
+    )
+    return key
+
+
+def encrypter(kms: Any) -> Encrypt:
+    """KMS Encrypt through a boto3 client (moto's, in the flow tests)."""
+
+    def encrypt(key_id: str, plaintext: bytes, context: dict[str, str]) -> bytes:
+        answer = kms.encrypt(KeyId=key_id, Plaintext=plaintext, EncryptionContext=context)
+        blob: bytes = answer["CiphertextBlob"]
+        return blob
+
+    return encrypt
+
+
+def put(logs: Any, cluster: str, stream: str, message: str, timestamp_ms: int = 0) -> int:
+    """``message`` appended to ``stream`` of the cluster's node log group as it is (the
+    stream made if missing); its timestamp, now unless given."""
+    group = node_log_group(cluster)
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    timestamp_ms = timestamp_ms or int(time.time() * 1000)
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName=stream,
+        logEvents=[{"timestamp": timestamp_ms, "message": message}],
+    )
+    return timestamp_ms
