@@ -121,7 +121,7 @@ def test_the_whole_stack_deploys_with_its_references_resolved(
     topic = boto3.client("sns", region_name=REGION).get_topic_attributes(
         TopicArn=outputs["TopicArn"]
     )["Attributes"]
-    assert topic["KmsMasterKeyId"] == deployment.find("AWS::KMS::Key").arn
+    assert topic["KmsMasterKeyId"] == deployment.find("AWS::KMS::Key", "Notifications").arn
     attached = boto3.client("iam", region_name=REGION).list_attached_role_policies(
         RoleName=deployment.find("AWS::IAM::Role", "AgentRole").ref
     )["AttachedPolicies"]
