@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE
 from nodemedic.local.kubeapi import die_with_parent
 
 RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
@@ -36,6 +37,10 @@ class AgentSettings:
     workdir: Path
     flush_interval: float = 0.2
     environment: Mapping[str, str] | None = None
+    metadata: Callable[[str], str] | None = None
+    """The IMDSv2 endpoint of an instance (``identity.MetadataService.endpoint``): its agent
+    registers a key with the identity document served there and signs every event. None:
+    the agents ship unsigned (``--no-sign``)."""
 
 
 @dataclass
@@ -130,12 +135,14 @@ class AgentFleet:
             "--metrics-port=0",
             "--log-level=WARNING",
             "--checks=nvidia",
-            # The local world serves no identity documents yet: its agents do not sign.
-            "--no-sign",
             f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
         ]
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
+        if s.metadata is None:
+            args.append("--no-sign")
+        else:
+            environment[IMDS_ENDPOINT_VARIABLE] = s.metadata(instance_id)
         with (node_dir / "agent.log").open("ab") as log:
             return subprocess.Popen(
                 args,

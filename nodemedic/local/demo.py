@@ -108,6 +108,12 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
                 "written with `nodemedic inject`, not by a kernel, and act like kernel lines "
                 "only because of it (off, the default, they would only be notified)."
             )
+        if world.settings.proof_of_origin == "enforce":
+            say(
+                "Proof of origin is enforced: each agent signs its lines with a key registered "
+                "with its instance identity document, which a test authority made for this "
+                "world signs in AWS's place."
+            )
         scenario_began = time.time()
         result = SCENARIOS[args.scenario](world, say)
         state = snapshot(world)

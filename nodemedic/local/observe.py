@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nodemedic.contracts import HEALTH_LABEL, LABEL_PREFIX
+from nodemedic.contracts import HEALTH_LABEL, LABEL_PREFIX, split_signature
 from nodemedic.local.timeline import FaultRun, Step
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
@@ -77,7 +77,8 @@ class Observer:
         except self.logs.exceptions.ResourceNotFoundException:
             return None
         for event in events:
-            if event["message"].strip() == run.line.strip():
+            # The agent ships it behind its signature mark (proof of origin).
+            if split_signature(event["message"])[1].strip() == run.line.strip():
                 return Step(event["ingestionTime"] / 1000, f"{group} {stream}")
         return None
 

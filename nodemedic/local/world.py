@@ -24,6 +24,7 @@ Everything started is stopped on the way out, whatever ends the block.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -41,6 +42,7 @@ from nodemedic.local.agents import AgentFleet, AgentSettings
 from nodemedic.local.aws import deploy, node_group
 from nodemedic.local.cloudformation import Deployment
 from nodemedic.local.hypervisor import Hypervisor, machines
+from nodemedic.local.identity import MetadataService, local_authority
 from nodemedic.local.inbox import Inbox
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
@@ -68,8 +70,6 @@ def demo_settings(**overrides: Any) -> ClusterSettings:
         "name": "demo",
         "node_groups": (NODE_GROUP,),
         "accept_injected_faults": True,
-        # Its agents do not sign yet (no identity documents are served): audit, not enforce.
-        "proof_of_origin": "audit",
         "poll_seconds": 1,
         "drain_timeout": 4,
         "reboot_timeout": 20,
@@ -216,11 +216,19 @@ def local_world(
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress."""
-    settings = settings or demo_settings()
     workdir.mkdir(parents=True, exist_ok=True)
+    # The machines' identity documents are signed by an authority made for this world,
+    # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
+    authority = local_authority()
+    trusted = authority.write_certificate(workdir / "identity-authority.pem")
+    settings = dataclasses.replace(
+        settings or demo_settings(), identity_certificates=(str(trusted),)
+    )
     began = time.monotonic()
     timings: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
+        metadata = MetadataService(authority, REGION)
+        stack.callback(metadata.close)
         endpoint = stack.enter_context(moto_server())
         say(f"AWS: moto server on {endpoint}")
 
@@ -266,6 +274,7 @@ def local_world(
                 endpoint_url=endpoint,
                 workdir=workdir / "nodes",
                 environment={**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint},
+                metadata=metadata.endpoint,
             )
         )
         stack.callback(agents.close)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY, identity_stream, node_log_group
 from nodemedic.local.scenarios import Result
 from nodemedic.local.timeline import FaultRun
 from nodemedic.local.world import NODE_GROUP, World
@@ -158,3 +158,20 @@ def test_every_training_worker_runs_again(world: World, result: Result) -> None:
     nodes = {n.metadata.name: n for n in core.list_node().items}
     for name in placed:
         assert not nodes[name].spec.unschedulable
+
+
+def test_the_demo_enforces_proof_of_origin_and_every_agent_registered(
+    world: World, result: Result
+) -> None:
+    """The replace and the reboot above acted on lines the nodes' agents signed with keys
+    registered with identity documents the world's test authority signed."""
+    assert world.settings.proof_of_origin == "enforce"
+    logs = world.aws("logs")
+    streams = {
+        s["logStreamName"]
+        for page in logs.get_paginator("describe_log_streams").paginate(
+            logGroupName=node_log_group(world.settings.name)
+        )
+        for s in page["logStreams"]
+    }
+    assert {identity_stream(m.instance_id) for m in world.live_machines()} <= streams
