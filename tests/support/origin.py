@@ -36,7 +36,10 @@ def register(logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str) 
     document = identity_document(instance_id, kms.meta.region_name)
     registration = Registration(instance_id, boot_id, key, document, AUTHORITY.sign(document))
     put(
-        logs, cluster, identity_stream(instance_id), sealed_registration(kms, cluster, registration)
+        logs,
+        cluster,
+        identity_stream(instance_id),
+        sealed_registration(encrypter(kms), cluster, registration),
     )
     return key
 
