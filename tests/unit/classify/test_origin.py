@@ -21,6 +21,7 @@ from nodemedic.local.identity import identity_document, local_authority
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.classify import CONTEXT, World, executions
+from tests.support.origin import encrypter
 from tests.support.payloads import wrap
 
 CLUSTER, VICTIM, ATTACKER = "trn-prod", "i-0a1b2c3d4e5f60718", "i-0ffffffffffffff01"
@@ -42,7 +43,8 @@ def enforced(aws: World, monkeypatch: pytest.MonkeyPatch) -> World:
     for instance, secret in KEYS.items():
         document = identity_document(instance, "us-east-1")
         registration = Registration(instance, "boot-1", secret, document, AUTHORITY.sign(document))
-        put(logs, identity_stream(instance), sealed_registration(kms, CLUSTER, registration))
+        sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
+        put(logs, identity_stream(instance), sealed)
     return aws
 
 
