@@ -108,6 +108,18 @@ ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
 
+# The stack ----------------------------------------------------------------------------------
+
+STACK_NAME: Final = "nodemedic-{cluster}"
+"""The CloudFormation stack of one cluster's pipeline; the CLI finds its resources by it."""
+LEDGER_OUTPUT: Final = "LedgerTableName"
+"""The stack's output naming the ledger table (``nodemedic breaker`` reads it)."""
+
+
+def stack_name(cluster: str) -> str:
+    return STACK_NAME.format(cluster=cluster)
+
+
 # Metrics -----------------------------------------------------------------------------------
 
 METRICS_NAMESPACE: Final = "NodeMedic"
@@ -125,6 +137,9 @@ IN_REMEDIATION_METRIC: Final = "InRemediation"
 and release."""
 BREAKER_METRIC: Final = "BreakerHeld"
 """Count, each time the breaker holds a decision back."""
+BREAKER_TRIPPED_METRIC: Final = "BreakerTripped"
+"""Count (dimension Cluster only): 1 each time the cluster's breaker trips on a limit (the
+cluster cap or a group's rate), once per trip; its alarm pages."""
 REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
 """Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
 LINES_CLASSIFIED_METRIC: Final = "LinesClassified"
@@ -153,6 +168,17 @@ REBOOT_SK_PREFIX: Final = "reboot#"
 
 def group_pk(group: str) -> str:
     return GROUP_PK_PREFIX + group
+
+
+CLUSTER_PK_PREFIX: Final = "cluster#"
+"""``cluster#<name>`` / ``breaker``: the cluster's breaker, its holders across node groups
+and its tripped state; ``cluster#<name>`` / ``rate#<group>#<action>#<window>``: the
+remediations of that action started in a group in one clock hour or UTC day."""
+RATE_SK_PREFIX: Final = "rate#"
+
+
+def cluster_pk(cluster: str) -> str:
+    return CLUSTER_PK_PREFIX + cluster
 
 
 # Kubernetes --------------------------------------------------------------------------------

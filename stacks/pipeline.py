@@ -15,8 +15,9 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from nodemedic import contracts
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import METRICS_NAMESPACE
+from nodemedic.contracts import LEDGER_OUTPUT, METRICS_NAMESPACE
 from stacks.agent_access import AgentAccess
 from stacks.alarms import Alarms
 from stacks.bundling import catalog_environment, lambda_code
@@ -31,7 +32,7 @@ from stacks.settings import ClusterSettings
 
 
 def stack_name(settings: ClusterSettings) -> str:
-    return f"nodemedic-{settings.name}"
+    return contracts.stack_name(settings.name)
 
 
 class PipelineStack(Stack):
@@ -116,6 +117,7 @@ class PipelineStack(Stack):
             ),
             ("KubeRoleArn", self.kube.role.role_arn, "mapped to group nodemedic:remediator"),
             ("StateMachineArn", self.remediation.state_machine.state_machine_arn, "remediation"),
+            (LEDGER_OUTPUT, self.remediation.ledger.table_name, "the ledger: nodemedic breaker"),
             ("TopicArn", self.notifications.topic.topic_arn, "notifications and alarms"),
             ("DeadLetterQueueUrl", self.ingest.dead_letters.queue_url, "rejected log batches"),
             ("DashboardName", self.dashboard.dashboard.dashboard_name, "CloudWatch dashboard"),

@@ -68,6 +68,25 @@ class ClusterSettings:
     """The same fault again within this many seconds after a reboot escalates to replace."""
     breaker_hold: int = 3600
     """Seconds a decision held by the breaker keeps waiting for a free slot before giving up."""
+    max_in_flight: int = 10
+    """Breaker: at most this many nodes of the whole cluster in remediation (or left out by a
+    failed one) at once, across node groups; one more trips the breaker. Per-group limits
+    alone let a cluster of many groups lose many nodes at once."""
+    reboots_per_hour: int = 6
+    """Breaker: reboots started per node group per clock hour; one more trips the breaker."""
+    reboots_per_day: int = 24
+    """Breaker: reboots started per node group per UTC day; one more trips the breaker."""
+    replacements_per_hour: int = 3
+    """Breaker: replacements started per node group per clock hour; one more trips the
+    breaker. Real hardware failures are rare and independent: more than a few an hour in one
+    group is far likelier a false alarm (a driver, a firmware, a job) than broken cards, and
+    a replacement cannot be undone."""
+    replacements_per_day: int = 12
+    """Breaker: replacements started per node group per UTC day; one more trips the breaker."""
+    breaker_cooldown: int = 1800
+    """Seconds a tripped breaker holds every reboot and replacement of the cluster; then the
+    first decision whose limits all have room closes it (one that still hits a limit
+    restarts the cooldown). ``nodemedic breaker reset`` closes it at once."""
     poll_seconds: int = 15
     """Interval of the state machine's wait loops (drain retries, reboot watch, breaker)."""
     log_retention_days: int = 30
@@ -157,9 +176,18 @@ def _check_values(settings: ClusterSettings) -> None:
         "escalation_window",
         "breaker_hold",
         "poll_seconds",
+        "max_in_flight",
+        "reboots_per_hour",
+        "reboots_per_day",
+        "replacements_per_hour",
+        "replacements_per_day",
+        "breaker_cooldown",
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")
+    for action in ("reboots", "replacements"):
+        if getattr(settings, f"{action}_per_day") < getattr(settings, f"{action}_per_hour"):
+            raise ValueError(f"{action}_per_day must be at least {action}_per_hour")
     if settings.classifier_reserved_concurrency < 0:
         raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:

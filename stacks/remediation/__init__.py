@@ -70,6 +70,7 @@ POLICY_MODULES = (
     "nodemedic/__init__.py",
     "nodemedic/contracts.py",
     "nodemedic/remediate/__init__.py",
+    "nodemedic/remediate/breaker.py",
     "nodemedic/remediate/errors.py",
     "nodemedic/remediate/expressions.py",
     "nodemedic/remediate/ledger.py",

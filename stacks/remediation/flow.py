@@ -241,6 +241,12 @@ class Flow:
         )
         return self.guard(task) if guard else task
 
+    def arithmetic(
+        self, id: str, op: str, payload: Mapping[str, Any], result_path: str
+    ) -> tasks.LambdaInvoke:
+        """One more op of the policy Lambda (``lambdas.policy.handler``)."""
+        return self._policy(id, {"op": op, **payload}, result_path)
+
     def elapsed(self, id: str, since: str, until: str, result_path: str) -> tasks.LambdaInvoke:
         """Seconds between two ISO times."""
         return self._policy(id, {"op": "elapsed", "since": since, "until": until}, result_path)

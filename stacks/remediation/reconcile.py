@@ -16,14 +16,16 @@ from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts import METRICS_NAMESPACE, STRANDED_METRIC
+from nodemedic.contracts import STRANDED_METRIC
 from nodemedic.remediate import ledger, parking
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import lock_key, text_at
+from stacks.remediation.signals import cluster_metric
 from stacks.remediation.transact import (
     Item,
     breaker_of,
+    cluster_breaker_of,
     instance_set,
     lock_of,
     number,
@@ -71,21 +73,11 @@ def reconcile(flow: Flow) -> sfn.IChainable:
         count=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].node")),
         nodes=sfn.JsonPath.list_at(f"{CHECKED}[*].node"),
     )
-    published = flow.aws(
+    published = cluster_metric(
+        flow,
         "Publish stranded nodes",
-        "cloudwatch",
-        "putMetricData",
-        {
-            "Namespace": METRICS_NAMESPACE,
-            "MetricData": [
-                {
-                    "MetricName": STRANDED_METRIC,
-                    "Value": sfn.JsonPath.number_at(f"{STRANDED}.count"),
-                    "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
-                }
-            ],
-        },
+        STRANDED_METRIC,
+        sfn.JsonPath.number_at(f"{STRANDED}.count"),
         guard=False,
     )
     start = flow.clock("Clock", guard=False)
@@ -110,6 +102,11 @@ def _check(flow: Flow) -> sfn.IChainable:
                 change=parking.RENEW,
             ),
             Item(breaker_of(LOCK_GROUP), {":holder": instance_set(INSTANCE)}, change=parking.COUNT),
+            Item(
+                cluster_breaker_of(flow.settings.name),
+                {":holder": instance_set(INSTANCE)},
+                change=parking.COUNT,
+            ),
         ],
         guard=False,
     )

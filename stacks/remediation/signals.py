@@ -74,6 +74,29 @@ def one_metric(
     )
 
 
+def cluster_metric(
+    flow: Flow, id: str, name: str, value: Any, *, guard: bool = True
+) -> tasks.CallAwsService:
+    """One ``NodeMedic`` datum of the whole cluster: dimension ``Cluster`` only."""
+    return flow.aws(
+        id,
+        "cloudwatch",
+        "putMetricData",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricData": [
+                {
+                    "MetricName": name,
+                    "Value": value,
+                    "Unit": "Count",
+                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
+                }
+            ],
+        },
+        guard=guard,
+    )
+
+
 def in_remediation(flow: Flow, id: str, count: str, *, guard: bool = True) -> tasks.CallAwsService:
     """The gauge of the group's breaker holders (nodes in remediation), as it now is."""
     return one_metric(flow, id, IN_REMEDIATION_METRIC, count, "Count", guard=guard)

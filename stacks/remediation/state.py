@@ -107,6 +107,15 @@ HOLD: Final = "$.hold"
 HELD: Final = f"{HOLD}.held"
 HOLD_ROUNDS: Final = f"{HOLD}.rounds"
 SWEEP_AT: Final = f"{HOLD}.sweep_at"
+ADMISSION: Final = "$.admission"
+"""``breaker.admission`` of the latest admission attempt: ``{epoch, hour, day, until,
+hourly, daily, cap}``, now's rate windows and the action's limits."""
+WHY: Final = "$.why"
+"""A refused admission's GetItem results: ``{breaker, hour, day}`` (the cluster's breaker and
+the two rate windows), for the judgement."""
+VERDICT: Final = "$.verdict"
+"""``{verdict, reason}``: ``breaker.judge`` of the refused admission."""
+VERDICT_REASON: Final = f"{VERDICT}.reason"
 BREAKER: Final = "$.breaker"
 """The breaker item as the sweep read it (GetItem result)."""
 BREAKER_HOLDERS: Final = f"{BREAKER}.Item.{HOLDERS}.SS"
@@ -218,6 +227,7 @@ def initial_state(source: str = "$") -> dict[str, Any]:
         # Until "Plan" replaces it: a failure before it still has an action to report.
         "plan": {"action": field("action")},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
+        "verdict": {"verdict": "paced", "reason": ""},
         "lock_wait": {"rounds": 0},
         "escalation": {"escalated": False, "reason": None},
         "times": {},

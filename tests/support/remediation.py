@@ -59,7 +59,14 @@ NODE_GROUPS = (
     "p5-sweep",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
-ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
+ACTING = ClusterSettings(
+    name="demo",
+    node_groups=NODE_GROUPS,
+    # The breaker test replaces a whole group of 10; the rate limits have their own tests.
+    replacements_per_hour=10,
+    replacements_per_day=10,
+    **FAST,
+)
 WATCH = ClusterSettings(
     name="watch",
     recovery_mode="None",
