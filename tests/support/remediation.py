@@ -57,6 +57,12 @@ NODE_GROUPS = (
     "trn1-timed-out",
     "trn1-reconcile",
     "p5-sweep",
+    "trn1-rate",
+    "trn1-reset",
+    "p5-cap-a",
+    "p5-cap-b",
+    "trn1-parked",
+    "p5-parked",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
