@@ -34,14 +34,10 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _attributes(result: dict[str, Any]) -> dict[str, Any]:
-    """A GetItem result as plain values (``{}`` for no item): numbers, strings, string sets.
-    The breaker's judgement reads items whose attributes may be missing, which States
-    Language cannot reshape without a Choice for each."""
-    plain: dict[str, Any] = {}
-    for name, value in result.get("Item", {}).items():
-        ((kind, raw),) = value.items()
-        plain[name] = float(raw) if kind == "N" else frozenset(raw) if kind == "SS" else raw
-    return plain
+    """A GetItem result as plain values (``{}`` for no item). The breaker's judgement reads
+    items whose attributes may be missing, which States Language cannot reshape without a
+    Choice for each."""
+    return breaker.plain_item(result.get("Item", {}))
 
 
 def _judge(event: dict[str, Any]) -> dict[str, Any]:

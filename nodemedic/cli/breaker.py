@@ -31,15 +31,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint-url", help="another AWS endpoint (a local moto server)")
 
 
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
-    """A DynamoDB item's attributes as Python values."""
-    plain: dict[str, Any] = {}
-    for name, value in item.items():
-        ((kind, raw),) = value.items()
-        plain[name] = float(raw) if kind == "N" else frozenset(raw) if kind == "SS" else raw
-    return plain
-
-
 def _iso(epoch: Any) -> str | None:
     if epoch is None:
         return None
@@ -75,7 +66,7 @@ def status(dynamodb: Any, table: str, cluster: str, now: int) -> dict[str, Any]:
         Key=key({"S": breaker.CLUSTER_PK.format(cluster)}, {"S": breaker.CLUSTER_SK}),
         ConsistentRead=True,
     ).get("Item", {})
-    item = _plain(found)
+    item = breaker.plain_item(found)
     current = set(breaker.windows(now))
     rates = []
     for rate in _rate_items(dynamodb, table, cluster):

@@ -184,6 +184,15 @@ def judge(
     return Judgement("paced", f"no free slot in group {group}")
 
 
+def plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A DynamoDB item in its wire shape as plain values: numbers, strings, string sets."""
+    plain: dict[str, Any] = {}
+    for name, value in item.items():
+        ((kind, raw),) = value.items()
+        plain[name] = float(raw) if kind == "N" else frozenset(raw) if kind == "SS" else raw
+    return plain
+
+
 def state_of(breaker: Mapping[str, Any], now: int) -> str:
     """``closed``, ``tripped`` (cooling down) or ``cooled`` (the next admission with room
     closes it), as ``nodemedic breaker status`` reports it."""

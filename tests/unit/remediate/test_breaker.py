@@ -67,22 +67,29 @@ def _started(
     return counted(hour), counted(day)
 
 
+def _judge(
+    table: MemoryLedger, instance: str, decision: str, action: str, *, group: str, now: int
+) -> breaker.Judgement:
+    """``breaker.judge`` of a refused admission, from what the ledger holds now."""
+    return judge(
+        table.item(CLUSTER),
+        _started(table, action, now),
+        instance=instance,
+        decision=decision,
+        action=action,
+        group=group,
+        now=now,
+        limits=LIMITS,
+    )
+
+
 def test_the_hourly_replacement_limit_refuses_the_next_decision_and_says_why() -> None:
     table = MemoryLedger()
     assert _admit(table, "i-1", "d1")
     _release(table, "i-1")
 
     assert not _admit(table, "i-2", "d2")
-    verdict = judge(
-        table.item(CLUSTER),
-        _started(table, "replace"),
-        instance="i-2",
-        decision="d2",
-        action="replace",
-        group="g",
-        now=NOW,
-        limits=LIMITS,
-    )
+    verdict = _judge(table, "i-2", "d2", "replace", group="g", now=NOW)
     assert verdict.verdict == "trip"
     assert verdict.reason == "1 replaces started in group g this hour (replace limit 1 per hour)"
     # Reboots have their own windows.
@@ -103,16 +110,7 @@ def test_the_daily_limit_holds_once_the_hours_have_spent_it() -> None:
         admitted = _admit(table, f"i-{decision}", decision, now=now)
         _release(table, f"i-{decision}")
         assert admitted == (decision != "d3"), decision
-    verdict = judge(
-        table.item(CLUSTER),
-        _started(table, "replace", NOW + 7200),
-        instance="i-d3",
-        decision="d3",
-        action="replace",
-        group="g",
-        now=NOW + 7200,
-        limits=LIMITS,
-    )
+    verdict = _judge(table, "i-d3", "d3", "replace", group="g", now=NOW + 7200)
     assert "this day (replace limit 2 per day)" in verdict.reason
 
 
@@ -121,16 +119,7 @@ def test_the_cluster_cap_counts_holders_across_groups_and_trips() -> None:
     assert _admit(table, "i-1", "d1", action="reboot")
     assert _admit(table, "i-2", "d2", action="reboot")
     assert not _admit(table, "i-3", "d3", action="reboot")
-    verdict = judge(
-        table.item(CLUSTER),
-        _started(table, "reboot"),
-        instance="i-3",
-        decision="d3",
-        action="reboot",
-        group="other",
-        now=NOW,
-        limits=LIMITS,
-    )
+    verdict = _judge(table, "i-3", "d3", "reboot", group="other", now=NOW)
     assert (verdict.verdict, verdict.reason) == (
         "trip",
         "2 nodes of the cluster in remediation or left out (max_in_flight 2)",
@@ -147,16 +136,7 @@ def test_a_tripped_breaker_holds_everything_until_its_cooldown_then_an_admission
     assert state_of(table.item(CLUSTER), NOW) == "tripped"
 
     assert not _admit(table, "i-1", "d1", action="reboot", now=NOW + 10)
-    verdict = judge(
-        table.item(CLUSTER),
-        ((frozenset(), frozenset())),
-        instance="i-1",
-        decision="d1",
-        action="reboot",
-        group="g",
-        now=NOW + 10,
-        limits=LIMITS,
-    )
+    verdict = _judge(table, "i-1", "d1", "reboot", group="g", now=NOW + 10)
     assert verdict.verdict == "tripped" and "(why); cooling down until" in verdict.reason
 
     later = NOW + LIMITS.cooldown + 1
