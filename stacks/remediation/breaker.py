@@ -280,7 +280,13 @@ def _trip(flow: Flow, held: sfn.IChainable) -> sfn.IChainable:
         },
     )
     trip.next(page).next(
-        cluster_metric(flow, "Publish breaker tripped", BREAKER_TRIPPED_METRIC, 1)
+        cluster_metric(
+            flow,
+            "Publish breaker tripped",
+            BREAKER_TRIPPED_METRIC,
+            1,
+            cluster=sfn.JsonPath.string_at(state.CLUSTER),
+        )
     ).next(held)
     return trip
 

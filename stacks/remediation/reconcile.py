@@ -78,6 +78,7 @@ def reconcile(flow: Flow) -> sfn.IChainable:
         "Publish stranded nodes",
         STRANDED_METRIC,
         sfn.JsonPath.number_at(f"{STRANDED}.count"),
+        cluster=flow.settings.name,
         guard=False,
     )
     start = flow.clock("Clock", guard=False)

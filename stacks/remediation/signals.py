@@ -75,9 +75,10 @@ def one_metric(
 
 
 def cluster_metric(
-    flow: Flow, id: str, name: str, value: Any, *, guard: bool = True
+    flow: Flow, id: str, name: str, value: Any, *, cluster: str, guard: bool = True
 ) -> tasks.CallAwsService:
-    """One ``NodeMedic`` datum of the whole cluster: dimension ``Cluster`` only."""
+    """One ``NodeMedic`` datum of the whole cluster: dimension ``Cluster`` only (``cluster``,
+    the name or a path to it)."""
     return flow.aws(
         id,
         "cloudwatch",
@@ -89,7 +90,7 @@ def cluster_metric(
                     "MetricName": name,
                     "Value": value,
                     "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
+                    "Dimensions": [{"Name": "Cluster", "Value": cluster}],
                 }
             ],
         },
