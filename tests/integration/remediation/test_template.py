@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nodemedic.remediate import ledger, parking, policy
+from nodemedic.remediate import breaker, ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
     DRY,
@@ -83,6 +83,7 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
         "Failed: clock",
         "Park node",
         "Failed: release slot",
+        "Failed: release cluster slot",
         "Failed: publish nodes in remediation",
         "Failed: release lock",
         "Notify failure",
@@ -196,13 +197,31 @@ def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]
     for name in ("Note reboot on lock", "Note give-back on lock"):
         assert sent(name, "ConditionExpression") == ledger.UNFLAGGED.text
     assert sent("Note give-back on lock", "UpdateExpression") == ledger.GIVE_BACK.text
-    assert sent("Admit", "ConditionExpression") == ledger.ADMISSIBLE.text
-    assert sent("Admit", "UpdateExpression") == ledger.ADMIT.text
+    group, cluster, hour, day = (
+        next(iter(i.values())) for i in found["Admit"]["Parameters"]["TransactItems"]
+    )
+    assert (group["ConditionExpression"], group["UpdateExpression"]) == (
+        ledger.ADMISSIBLE.text,
+        ledger.ADMIT.text,
+    )
+    assert (cluster["ConditionExpression"], cluster["UpdateExpression"]) == (
+        breaker.CLUSTER_ADMISSIBLE.text,
+        breaker.CLUSTER_ADMIT.text,
+    )
+    for window in (hour, day):
+        assert (window["ConditionExpression"], window["UpdateExpression"]) == (
+            breaker.RATE_ROOM.text,
+            breaker.COUNT_START.text,
+        )
+    assert sent("Trip breaker", "ConditionExpression") == breaker.NOT_TRIPPED.text
+    assert sent("Extend cooldown", "UpdateExpression") == breaker.EXTEND.text
     for prefix in ("Finally ", "Failed: "):
         assert sent(f"{prefix}release slot", "UpdateExpression") == ledger.RELEASE.text
+        assert sent(f"{prefix}release cluster slot", "UpdateExpression") == ledger.RELEASE.text
         assert sent(f"{prefix}release lock", "ConditionExpression") == ledger.LOCK_HELD_BY.text
     sweep = found["Sweep stale holders"]["ItemProcessor"]["States"]["Remove stale holder"]
-    check_item, update_item = sweep["Parameters"]["TransactItems"]
+    check_item, update_item, cluster_item = sweep["Parameters"]["TransactItems"]
+    assert cluster_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
     assert check_item["ConditionCheck"]["ConditionExpression"] == ledger.STALE.text
     assert update_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
 
@@ -251,6 +270,10 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Elapsed": "elapsed",
         "Sweep clock": "clock",
         "Failed: clock": "clock",
+        # The breaker: the rate windows of now, and why a refused admission was refused
+        # (it reads the GetItem answers of three items, attributes possibly missing).
+        "Admission clock": "admission",
+        "Judge refusal": "judge",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]
@@ -266,10 +289,10 @@ def test_a_failure_parks_by_the_parking_rules_and_a_sweep_goes_by_its_own_clock(
     found = state_machine_definition(default_template)["States"]
     taken_out = found["Node taken out?"]["Choices"]
     assert taken_out == [{"Variable": "$.slot", "IsPresent": True, "Next": "Failed: clock"}]
-    lock, breaker = (i["Update"] for i in found["Park node"]["Parameters"]["TransactItems"])
+    lock, group, cluster = (i["Update"] for i in found["Park node"]["Parameters"]["TransactItems"])
     assert lock["ConditionExpression"] == ledger.LOCK_HELD_BY.text
     assert lock["UpdateExpression"] == parking.PARK.text
-    assert breaker["UpdateExpression"] == parking.COUNT.text
+    assert group["UpdateExpression"] == cluster["UpdateExpression"] == parking.COUNT.text
     assert found["Sweep clock"]["Next"] == "Sweep stale holders"
     assert found["Sweep stale holders"]["ItemSelector"]["now.$"] == "$.clock.epoch"
 
@@ -301,7 +324,10 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
     assert "Remediation failed" not in cleanup["States"], "a cleanup that did its work succeeds"
     checks = reconcile["States"]["Check each node"]["ItemProcessor"]["States"]
-    lock, breaker = (i["Update"] for i in checks["Renew lease"]["Parameters"]["TransactItems"])
+    lock, breaker, cluster = (
+        i["Update"] for i in checks["Renew lease"]["Parameters"]["TransactItems"]
+    )
+    assert cluster["UpdateExpression"] == parking.COUNT.text
     assert (lock["ConditionExpression"], lock["UpdateExpression"]) == (
         parking.PARKED.text,
         parking.RENEW.text,
