@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from nodemedic.contracts import HEALTH_LABEL, LABEL_PREFIX
+from nodemedic.local.inbox import Notification
 from nodemedic.local.timeline import FaultRun, Step
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
@@ -104,7 +105,7 @@ class Observer:
             started = summary.get("started") or summary.get("duplicates") or []
             if started:
                 run.decision_id = str(started[0])
-                detail = f"{run.rule} -> {run.fault.expect}"
+                detail = f"{run.rule} -> {run.fault.action}"
                 # The classifier starts the execution before its output is logged.
                 execution = self._started(run)
                 if execution is not None:
@@ -163,7 +164,7 @@ class Observer:
 
     def _notified(self, run: FaultRun) -> Step | None:
         for message in self.world.inbox.about(run.machine.instance_id):
-            if message.sent_at >= run.written_at - 1 and message.outcome not in (None, "held"):
+            if message.sent_at >= run.written_at - 1 and _final(message):
                 run.outcome = message.outcome
                 return Step(message.sent_at, message.subject)
         return None
@@ -229,6 +230,15 @@ class Observer:
             run.done = all(s in run.steps for s in run.fault.steps)
 
 
+def _final(message: Notification) -> bool:
+    """The remediation's outcome, not a notice on the way: the breaker's page when the
+    decision trips it, or its notice that it holds the decision (one held until its hold
+    ran out is reported ``held`` too, with its duration)."""
+    if message.outcome in (None, "tripped"):
+        return False
+    return message.outcome != "held" or "seconds" in message.body
+
+
 def _marked(seen: NodeSeen) -> bool:
     return seen.unschedulable or seen.tainted or seen.health not in (None, "Schedulable")
 
@@ -259,17 +269,21 @@ def follow(
     *,
     timeout: float,
     tick: Callable[[], None] | None = None,
+    pending: Callable[[], bool] | None = None,
 ) -> None:
     """Observe ``runs`` until each is done or ``timeout`` passes; ``show(run, step)`` is
     called once per step, in the order of the fault's steps, as soon as it and the steps
-    before it are known. ``tick`` runs on every round (the storm's breaker view)."""
-    shown: dict[int, int] = {id(r): 0 for r in runs}
+    before it are known. ``tick`` runs on every round (the storm's breaker view, the spread's
+    next fault); while ``pending()`` says more runs are to come, ``tick`` may add to
+    ``runs``."""
+    shown: dict[int, int] = {}
     deadline = time.monotonic() + timeout
     while True:
         ready: list[tuple[float, int, FaultRun, str]] = []
         for index, run in enumerate(runs):
             observer.update(run)
             order = run.fault.steps
+            shown.setdefault(id(run), 0)
             while shown[id(run)] < len(order) and order[shown[id(run)]] in run.steps:
                 step = order[shown[id(run)]]
                 ready.append((run.steps[step].at, index, run, step))
@@ -279,7 +293,8 @@ def follow(
             show(run, step)
         if tick is not None:
             tick()
-        if all(r.done for r in runs) or time.monotonic() > deadline:
+        more = pending is not None and pending()
+        if (all(r.done for r in runs) and not more) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     for run in runs:

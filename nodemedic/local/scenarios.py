@@ -5,7 +5,9 @@ checked on the final state of the cluster and of AWS.
 (replace), an Xid 48 (reboot with a new boot id), a benign driver line (nothing) and an
 Xid 13 (notify only). ``storm``: 60 % of the nodes report a fatal fault at once; the
 breaker lets at most its limit of them into remediation together, holds the rest and
-lets them proceed as slots free up.
+lets them proceed as slots free up. ``spread``: fatal faults one after another, one more
+than the hourly replacement limit, then a reboot: the limit trips the cluster's breaker
+(``nodemedic.local.spread``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class Result:
     """Storm: the most nodes cordoned and not yet replaced at one time (Node watch)."""
     held: list[str] = field(default_factory=list)
     """Storm: instances whose decision the breaker held."""
+    pacing: dict[str, Any] | None = None
+    """Spread: the settings shown, the breaker's states as they changed, its pages."""
 
     @property
     def ok(self) -> bool:
@@ -85,6 +89,8 @@ class Result:
                 "most_out_at_once": self.most_out_at_once,
                 "held": list(self.held),
             }
+        if self.pacing is not None:
+            found["pacing"] = self.pacing
         return found
 
 
@@ -188,10 +194,23 @@ def run_storm(world: World, say: Say) -> Result:
     return result
 
 
+def run_spread(world: World, say: Say) -> Result:
+    """``nodemedic.local.spread``, imported here because it builds on this module."""
+    from nodemedic.local.spread import run_spread as spread
+
+    return spread(world, say)
+
+
 SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "default": run_default,
     "storm": run_storm,
+    "spread": run_spread,
 }
+SETTINGS: dict[str, dict[str, Any]] = {
+    "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
+}
+"""A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
+cools down for seconds, not an hour and half an hour, so that the demo shows it recover."""
 
 
 def _inject_together(world: World, machines: list[Machine], fault: Fault) -> list[FaultRun]:
@@ -228,7 +247,7 @@ def _verdict(run: FaultRun) -> str:
 
 # Checks on the final state ----------------------------------------------------------------
 
-_OUTCOMES = {"replace": "replaced", "reboot": "rebooted", "notify": "notified"}
+_OUTCOMES = {"replace": "replaced", "reboot": "rebooted", "notify": "notified", "held": "held"}
 
 
 def verify(world: World, run: FaultRun) -> None:
@@ -241,6 +260,7 @@ def verify(world: World, run: FaultRun) -> None:
         "replace": _replaced,
         "reboot": _rebooted,
         "notify": _untouched,
+        "held": _untouched,
         "nothing": _nothing,
     }[run.fault.expect]
     problems += check(world, run)

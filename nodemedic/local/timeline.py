@@ -26,7 +26,7 @@ STEPS = (
     "notified",
 )
 NOTIFY_STEPS = ("written", "shipped", "classified", "started", "notified")
-ACTIONS = ("replace", "reboot", "notify", "nothing")
+ACTIONS = ("replace", "reboot", "notify", "nothing", "held")
 _INJECTED = re.compile(r"^(?P<rule>\S+) -> .*?: (?P<line>.*)$")
 
 
@@ -37,7 +37,8 @@ class Fault:
     kind: str
     value: str
     expect: str
-    """``replace``, ``reboot``, ``notify`` or ``nothing``."""
+    """``replace``, ``reboot``, ``notify``, ``nothing``, or ``held``: a replacement the
+    breaker holds until its hold runs out, the node left untouched."""
     title: str
 
     def __post_init__(self) -> None:
@@ -45,10 +46,15 @@ class Fault:
             raise ValueError(f"expect must be one of {ACTIONS}, not {self.expect!r}")
 
     @property
+    def action(self) -> str:
+        """What the classifier decides for the line."""
+        return "replace" if self.expect == "held" else self.expect
+
+    @property
     def steps(self) -> tuple[str, ...]:
         if self.expect in ("replace", "reboot"):
             return STEPS
-        if self.expect == "notify":
+        if self.expect in ("notify", "held"):
             return NOTIFY_STEPS
         return STEPS[:3]
 
