@@ -1,23 +1,30 @@
 """The storm end to end: 60 % of the nodes report a fatal fault at once. The breaker lets
 at most its limit into remediation together, holds the rest, and lets them proceed as
-slots free up; every faulty instance ends up replaced and the job runs again."""
+slots free up, up to the group's replacements per hour: those are replaced and the job
+runs again; the rest trip the cluster's breaker and stay held, their nodes untouched."""
 
 from __future__ import annotations
 
 import pytest
 
 from nodemedic.local.scenarios import Result
+from nodemedic.local.timeline import FaultRun
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
 from tests.support.e2e import group_after_replacements, run_scenario, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
+REPLACED = 3  # replacements_per_hour, the default
 
 
 @pytest.fixture(scope="module")
 def result(world: World) -> Result:
     return run_scenario(world, "storm")
+
+
+def replaced(result: Result) -> list[FaultRun]:
+    return [r for r in result.runs if r.outcome == "replaced"]
 
 
 def began(result: Result) -> float:
@@ -37,15 +44,22 @@ def most_cordoned_at_once(seen: list[NodeSeen], since: float) -> int:
     return most
 
 
-def test_five_of_eight_nodes_fail_and_all_are_replaced(world: World, result: Result) -> None:
-    assert result.ok, (result.problems, [(r.machine.node, r.problems) for r in result.runs])
+def test_five_of_eight_nodes_fail_three_are_replaced_two_held(world: World, result: Result) -> None:
+    assert not result.problems
     assert len(result.runs) == 5
-    members = group_after_replacements(world, {r.machine.instance_id for r in result.runs})
+    assert len(replaced(result)) == REPLACED
+    members = group_after_replacements(world, {r.machine.instance_id for r in replaced(result)})
     assert len(members) == 8
     assert {m["LifecycleState"] for m in members.values()} == {"InService"}
     assert {m["HealthStatus"] for m in members.values()} == {"Healthy"}
     for run in result.runs:
-        assert run.outcome == "replaced"
+        if run.outcome != "replaced":
+            # Still held when the scenario ends (the demo holds for breaker_hold 120 s).
+            assert not world.machine_events(run.machine.instance_id, "unhealthy")
+            assert world.node(run.machine.node) is not None
+            assert run.machine.instance_id in members
+            continue
+        assert run.ok, run.problems
         assert run.machine.instance_id not in members
         assert world.instance_state(run.machine.instance_id) == "terminated"
         assert world.node(run.machine.node) is None
@@ -65,27 +79,29 @@ def test_the_breaker_never_let_more_than_its_limit_out(world: World, result: Res
     assert "holders" not in breaker or breaker["holders"]["SS"] == []
 
 
-def test_the_rest_were_held_then_admitted(world: World, result: Result) -> None:
+def test_the_rest_were_held_and_one_admitted_later(world: World, result: Result) -> None:
     ours = {r.machine.instance_id for r in result.runs}
     mail = [m for m in world.inbox.messages() if m.instance_id in ours]
-    held = [m for m in mail if m.outcome == "held"]
+    held = [m for m in mail if m.outcome == "held" and "seconds" not in m.body]
     assert len(held) == len(result.runs) - LIMIT
     for message in held:
         assert message.subject == f"nodemedic held: {message.instance_id}"
-        assert "breaker open" in message.body["summary"]
-        replaced = [
-            m for m in mail if m.instance_id == message.instance_id and m.outcome == "replaced"
-        ]
-        assert replaced and replaced[0].sent_at > message.sent_at
+        assert "breaker holds replace" in message.body["summary"]
+    # One held got a slot as one freed and was replaced; the rest hit the hourly limit.
+    held_ids = {m.instance_id for m in held}
+    assert len([r for r in replaced(result) if r.machine.instance_id in held_ids]) == (
+        REPLACED - LIMIT
+    )
     decisions = {r.decision_id for r in result.runs}
     executions = world.aws("stepfunctions").list_executions(
         stateMachineArn=world.state_machine_arn
     )["executions"]
-    statuses = [e["status"] for e in executions if e["name"] in decisions]
-    assert statuses == ["SUCCEEDED"] * len(result.runs)
+    statuses = {e["name"]: e["status"] for e in executions if e["name"] in decisions}
+    assert [statuses[r.decision_id or ""] for r in replaced(result)] == ["SUCCEEDED"] * REPLACED
+    assert set(statuses.values()) <= {"SUCCEEDED", "RUNNING"}
 
 
 def test_the_training_job_runs_again_on_healthy_nodes(world: World, result: Result) -> None:
-    faulty = {r.machine.node for r in result.runs}
+    faulty = {r.machine.node for r in replaced(result)}
     placed = workers_running_again(world, timeout=15)
     assert not faulty & set(placed)
