@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Figure, Result, SysfsDevices, read_counter
 from agent.checks.registry import Option, register
+from nodemedic.health.devices import EFA_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "efa"
+NAME = EFA_CHECK
 EXPECT_DEVICES = Option("--expect-efa-devices", 0, "EFA devices expected (0: unchecked)", count)
 SYSFS_DIR = "class/infiniband"
 _ERROR_COUNTERS = {

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Result, SysfsDevices, read_counter
 from agent.checks.registry import Option, register
+from nodemedic.health.devices import NEURON_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "neuron-sysfs"
+NAME = NEURON_CHECK
 EXPECT_DEVICES = Option(
     "--expect-neuron-devices", 0, "Neuron devices expected (0: unchecked)", count
 )
