@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from agent.config import Config
 
 NAME = EFA_CHECK
+# Not from the instance type: its MaximumEfaInterfaces is the most it can take, not what the
+# launch template attached, and expecting it would reboot every node launched with fewer.
 EXPECT_DEVICES = Option("--expect-efa-devices", 0, "EFA devices expected (0: unchecked)", count)
 SYSFS_DIR = "class/infiniband"
 _ERROR_COUNTERS = {

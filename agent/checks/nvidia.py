@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from agent.argtypes import count, seconds
 from agent.checks.base import Check, Figure, Result, ToolMissing
 from agent.checks.registry import Option, register
+from agent.expected import expected_count
 from nodemedic.health.nvidia_smi import NAME, evaluate
 
 if TYPE_CHECKING:
@@ -34,8 +35,11 @@ TIMEOUT = Option(
     "seconds before nvidia-smi counts as failed (default: %(default)s)",
     seconds,
 )
-EXPECT_GPUS = Option(
-    "--expect-gpus", 0, "GPUs this instance type has; fewer is GpuMissing (0: unchecked)", count
+EXPECT_GPUS: Option[int | None] = Option(
+    "--expect-gpus",
+    None,
+    "GPUs expected; fewer is GpuMissing (default: the instance type's; 0: unchecked)",
+    count,
 )
 
 
@@ -74,9 +78,8 @@ class NvidiaSmi(Check):
 
 def build(config: Config) -> NvidiaSmi:
     options = config.check_options
-    return NvidiaSmi(
-        shlex.split(COMMAND.value(options)), EXPECT_GPUS.value(options), TIMEOUT.value(options)
-    )
+    gpus = expected_count(EXPECT_GPUS.value(options), config.instance_type, "gpus")
+    return NvidiaSmi(shlex.split(COMMAND.value(options)), gpus, TIMEOUT.value(options))
 
 
 register("nvidia", build, COMMAND, TIMEOUT, EXPECT_GPUS)
