@@ -17,6 +17,8 @@ from nodemedic.health.result import Figure, Result, Status
 
 NAME = "dcgmi-diag"
 _HEADER = re.compile(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
+_RESULT_ROW = re.compile(r"^\|[^|]*\|\s*(?:Pass|Fail|Warn|Skip)\b", re.MULTILINE)
+"""A result row, for an excerpt pasted without the table's header."""
 _ROW = re.compile(r"^\|\s*(?P<test>[^|]*?)\s*\|\s*(?P<result>[^|]*?)\s*\|?\s*$")
 _GPUS = re.compile(r"\d+")
 _DETAIL_ROWS = {"warning", "info", "error"}
@@ -24,7 +26,9 @@ _STATUS: dict[str, Status] = {"fail": "fail", "warn": "warn"}
 
 
 def recognise(text: str) -> bool:
-    return bool(_HEADER.search(text)) or '"DCGM GPU Diagnostic"' in text[:4096]
+    if '"DCGM GPU Diagnostic"' in text[:4096]:
+        return True
+    return bool(_HEADER.search(text) or _RESULT_ROW.search(text))
 
 
 def _devices(gpus: str) -> list[str]:
@@ -37,8 +41,8 @@ def _table(text: str) -> Iterator[tuple[str, str, list[str]]]:
     """(test, status word, devices) for each result in the table; a row with no test name
     continues the test above it (``Pass - GPUs: 1, 2`` then ``Fail - GPU: 0``). An
     ``Error`` row is a failure of the test above it, on the GPU its text names."""
-    test = ""
-    for line in text[_HEADER.search(text).end() :].splitlines():  # type: ignore[union-attr]
+    test, header = "", _HEADER.search(text)
+    for line in text[header.end() if header else 0 :].splitlines():
         row = _ROW.match(line)
         if not row or row["test"].startswith("-"):
             continue
