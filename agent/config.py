@@ -23,6 +23,9 @@ class Config:
     region: str
     boot_id: str
     state_dir: Path
+    instance_type: str = ""
+    """EC2's name for the node's type; says how many GPUs and Neuron devices the checks
+    expect (``nodemedic.health.instance_types``). Empty: unknown, nothing expected."""
     kmsg: str = "/dev/kmsg"
     endpoint_url: str | None = None
     create_log_group: bool = False
