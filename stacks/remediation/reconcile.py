@@ -29,6 +29,7 @@ from stacks.remediation.transact import (
     number,
     transaction,
 )
+from stacks.unscoped import unscoped
 
 TAINTED: Final = "$.tainted"
 """The kube ``tainted`` op's answer: ``{nodes: [{node, instance_id, fault_id}]}``."""
@@ -86,6 +87,7 @@ def reconcile(flow: Flow) -> sfn.IChainable:
                 }
             ],
         },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
         guard=False,
     )
     start = flow.clock("Clock", guard=False)
