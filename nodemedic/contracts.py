@@ -9,6 +9,7 @@ else. docs/contracts.md describes the shapes behind the names.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Final, Literal, get_args
 
@@ -83,6 +84,40 @@ def split_previous_boot(text: str) -> tuple[bool, str]:
         if found is not None:
             return True, text[found.end() :]
     return False, text
+
+
+AGENT_LINE_PREFIX: Final = "nodemedic: "
+"""What every line the agent writes of its own starts with (spool-full notes, overwritten
+ring buffer counts, heartbeats): one subscription filter term selects them all."""
+HEARTBEAT_MARK: Final = AGENT_LINE_PREFIX + "heartbeat "
+HEARTBEAT_SECONDS: Final = 300
+"""The agent's default heartbeat interval; the reconcile calls a node silent after
+``SILENT_AFTER_BEATS`` of them."""
+SILENT_AFTER_BEATS: Final = 3
+
+
+def heartbeat_message(state: dict[str, int]) -> str:
+    """The kmsg stream's heartbeat line: the mark, then the agent's state as compact JSON
+    (``interval`` in seconds, and its counters: ``docs/contracts.md``)."""
+    return HEARTBEAT_MARK + json.dumps(state, separators=(",", ":"), sort_keys=True)
+
+
+def parse_heartbeat(text: str) -> dict[str, int] | None:
+    """The state a heartbeat line carries; None for any other line (a kernel line, one
+    marked injected or previous-boot: only the agent writes a bare heartbeat)."""
+    if not text.startswith(HEARTBEAT_MARK) or len(text) > MAX_HEARTBEAT_CHARS:
+        return None
+    try:
+        state = json.loads(text[len(HEARTBEAT_MARK) :])
+    except ValueError:
+        return None
+    if not isinstance(state, dict):
+        return None
+    return {k: v for k, v in state.items() if isinstance(k, str) and type(v) is int}
+
+
+MAX_HEARTBEAT_CHARS: Final = 1024
+"""A longer line is no heartbeat: what is stored of one stays small."""
 
 
 # Environment variables --------------------------------------------------------------------
