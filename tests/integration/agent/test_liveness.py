@@ -17,7 +17,7 @@ from agent.checkpoint import Checkpoint
 from agent.config import Config
 from agent.kmsg import Line, Reader
 from nodemedic.contracts import kmsg_stream, parse_heartbeat
-from tests.support.agent import Outage, Running, config, free_port, messages, wait_for
+from tests.support.agent import Outage, Running, append_lines, config, free_port, messages, wait_for
 
 
 def probe(port: int) -> tuple[int, str]:
@@ -58,6 +58,7 @@ def test_live_while_kmsg_is_idle_and_while_cloudwatch_is_away(
     port = free_port()
     running = run_agent(_quick(tmp_path, outage.url, instance_id, port))
     outage.stop()
+    append_lines(tmp_path / "kmsg", ["a line that cannot ship"])
     wait_for(lambda: running.agent.metrics.put_failures >= 3, 15, "shipping to fail")
     for _ in range(10):  # 2 s: several times every loop's allowance
         assert probe(port) == (200, "ok\n")
