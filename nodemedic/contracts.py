@@ -135,6 +135,9 @@ ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
 ENV_ACCEPT_INJECTED: Final = "NODEMEDIC_ACCEPT_INJECTED_FAULTS"
 """``true`` or ``false``: the cluster setting ``accept_injected_faults``, for the classify
 Lambda (a line marked injected acts only where it is ``true``)."""
+ENV_LEDGER_TABLE: Final = "LEDGER_TABLE"
+"""The ledger table: the classify Lambda records heartbeats there, the kube Lambda's
+``silent`` op reads them."""
 ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
 """The kube Lambda's EKS cluster (its endpoint and token come from it)."""
 ENV_KUBECONFIG: Final = "KUBECONFIG"
@@ -173,6 +176,10 @@ STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""
 
+SILENT_METRIC: Final = "SilentNodes"
+"""Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for
+``SILENT_AFTER_BEATS`` heartbeat intervals, published by the reconcile at every run."""
+
 # The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
 
 LOCK_SK: Final = "inflight"
@@ -182,6 +189,10 @@ BREAKER_SK: Final = "breaker"
 GROUP_PK_PREFIX: Final = "group#"
 DECISION_SK_PREFIX: Final = "decision#"
 """``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings."""
+HEARTBEAT_PK: Final = "heartbeat"
+"""``heartbeat`` / ``<instance-id>``: when the node's agent was last heard (``heard_at``,
+epoch seconds), the state its heartbeat carried, and ``notified_at`` once its silence was
+notified. One partition, so one Query reads a whole cluster."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
 

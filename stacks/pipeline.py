@@ -28,6 +28,7 @@ from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.remediation import Remediation
 from stacks.settings import ClusterSettings
+from stacks.silence import hear_silence
 from stacks.unscoped import UNSCOPED_ACTIONS
 from stacks.unscoped import reason as unscoped_reason
 
@@ -78,6 +79,9 @@ class PipelineStack(Stack):
             code=code,
             state_machine=state_machine,
             environment=catalog_environment(catalog_files),
+        )
+        hear_silence(
+            self.remediation.ledger, classifier=self.ingest.function, kube=self.kube.function
         )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
         self.alarms = Alarms(

@@ -3,7 +3,9 @@
 Only lines that can be a fault should invoke the classifier: a healthy fleet writes
 millions of kernel lines a day. The pattern is an OR of quoted terms (``?"a" ?"b"``), one
 per distinct rule pattern: the literal every match of that pattern must contain, so the
-filter never drops a line a rule would have matched.
+filter never drops a line a rule would have matched. One more term selects every line the
+agent writes of its own (``AGENT_LINE_PREFIX``): its heartbeats reach the classifier, and
+the rules on its notes need no terms of their own.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
+from nodemedic.contracts import AGENT_LINE_PREFIX
 from nodemedic.detect.classifier import required_literal
 
 MAX_PATTERN_LENGTH = 1024
@@ -37,7 +40,7 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
 
 def filter_terms(catalog: Catalog) -> list[str]:
     """The minimal set of terms: a term that contains another term adds nothing."""
-    terms: dict[str, None] = {}
+    terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
         if rule.action != "ignore":
             terms.setdefault(_term(rule.id, required_literal(rule.pattern), rule.source))
