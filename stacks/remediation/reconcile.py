@@ -76,24 +76,7 @@ def reconcile(flow: Flow) -> sfn.IChainable:
         count=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].node")),
         nodes=sfn.JsonPath.list_at(f"{CHECKED}[*].node"),
     )
-    published = flow.aws(
-        "Publish stranded nodes",
-        "cloudwatch",
-        "putMetricData",
-        {
-            "Namespace": METRICS_NAMESPACE,
-            "MetricData": [
-                {
-                    "MetricName": STRANDED_METRIC,
-                    "Value": sfn.JsonPath.number_at(f"{STRANDED}.count"),
-                    "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
-                }
-            ],
-        },
-        iam_resources=unscoped("cloudwatch", "putMetricData"),
-        guard=False,
-    )
+    published = cluster_gauge(flow, "Publish stranded nodes", STRANDED_METRIC, STRANDED)
     done = sfn.Succeed(s, "Reconciled", output_path=STRANDED)
     start = flow.clock("Clock", guard=False)
     start.next(listed).next(each).next(count).next(published).next(hear_silence(flow, done))
@@ -105,24 +88,7 @@ def hear_silence(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:
     Lambda's ``silent`` op marks them told, so the next runs do not repeat them)."""
     s = flow.scope
     listed = flow.kube("List silent nodes", "silent", {}, result_path=SILENT, guard=False)
-    published = flow.aws(
-        "Publish silent nodes",
-        "cloudwatch",
-        "putMetricData",
-        {
-            "Namespace": METRICS_NAMESPACE,
-            "MetricData": [
-                {
-                    "MetricName": SILENT_METRIC,
-                    "Value": sfn.JsonPath.number_at(f"{SILENT}.count"),
-                    "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
-                }
-            ],
-        },
-        iam_resources=unscoped("cloudwatch", "putMetricData"),
-        guard=False,
-    )
+    published = cluster_gauge(flow, "Publish silent nodes", SILENT_METRIC, SILENT)
     told = tasks.SnsPublish(
         s,
         "Notify silent nodes",
@@ -138,6 +104,28 @@ def hear_silence(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:
         .otherwise(done)
     )
     return listed
+
+
+def cluster_gauge(flow: Flow, id: str, metric: str, at: str) -> sfn.IChainable:
+    """``metric`` (dimension Cluster only) with the value at ``at``.count."""
+    return flow.aws(
+        id,
+        "cloudwatch",
+        "putMetricData",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricData": [
+                {
+                    "MetricName": metric,
+                    "Value": sfn.JsonPath.number_at(f"{at}.count"),
+                    "Unit": "Count",
+                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
+                }
+            ],
+        },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
+        guard=False,
+    )
 
 
 def _check(flow: Flow) -> sfn.IChainable:
