@@ -19,8 +19,9 @@ from tests.support.remediation import REGION, Pipeline, datapoints
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
-INTERVAL = 1
-"""The agents' heartbeat interval here: silent after three seconds."""
+INTERVAL = 4
+"""The agents' heartbeat interval here: silent after twelve seconds, far more than a
+reconcile run takes after the last heartbeat."""
 TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
@@ -74,7 +75,9 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
         time.sleep(INTERVAL / 2)
         _beat(talking)
     wait_for(
-        lambda: float((pipeline.item("heartbeat", talking) or {})["heard_at"]) > time.time() - 2,
+        lambda: (
+            float((pipeline.item("heartbeat", talking) or {})["heard_at"]) > time.time() - INTERVAL
+        ),
         timeout=10,
         what="talking's last heartbeat recorded",
     )
