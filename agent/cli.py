@@ -135,6 +135,20 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="seconds to keep shipping after SIGTERM before spooling the rest "
         "(default: %(default)s)",
     )
+    state.add_argument(
+        "--heartbeat-interval",
+        type=seconds,
+        default=defaults["heartbeat_interval"],
+        help="seconds between heartbeat lines; nodemedic reports a Ready node silent after "
+        "three intervals without one (default: %(default)s)",
+    )
+    state.add_argument(
+        "--stall-grace",
+        type=seconds,
+        default=defaults["stall_grace"],
+        help="seconds a loop may be late beyond three of its turns before /livez fails "
+        "(default: %(default)s)",
+    )
     checks = parser.add_argument_group("health checks")
     checks.add_argument(
         "--checks",

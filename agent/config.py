@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
 from agent.checks import names as check_names
+from nodemedic.contracts import HEARTBEAT_SECONDS
 
 
 @dataclass
@@ -45,3 +46,9 @@ class Config:
     retry_base_delay: float = 0.2
     retry_max_delay: float = 30.0
     shutdown_grace: float = 5.0
+    heartbeat_interval: float = float(HEARTBEAT_SECONDS)
+    """Seconds between heartbeat lines; the reconcile reports a Ready node silent after
+    three intervals without one (``SILENT_AFTER_BEATS``)."""
+    stall_grace: float = 60.0
+    """Seconds a loop may be late beyond three of its turns before the liveness probe
+    fails (``agent.liveness``)."""

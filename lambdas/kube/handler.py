@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import drain, nodes
+from lambdas.kube import drain, nodes, silence
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -134,6 +134,10 @@ def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return {"nodes": nodes.tainted(core)}
 
 
+def _silent(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return silence.silent(core)
+
+
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     return {"node": node, "deleted": nodes.delete_node(core, node)}
@@ -148,6 +152,7 @@ OPS: dict[str, Op] = {
     "delete_node": _delete_node,
     "fail": _fail,
     "tainted": _tainted,
+    "silent": _silent,
 }
 
 

@@ -27,6 +27,7 @@ from nodemedic.contracts import (
     TAINT_EFFECT,
     TAINT_KEY,
 )
+from nodemedic.remediate.silence import ReadyNode
 
 _MERGE = "application/merge-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
@@ -88,6 +89,25 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
                     "fault_id": ours.value or "",
                 }
             )
+    return found
+
+
+def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
+    """The Ready Nodes of EC2 instances, each with when it last became Ready."""
+    found = []
+    for node in _nodes(core):
+        instance_id = instance_of(node.spec.provider_id or "")
+        ready = next(
+            (
+                c
+                for c in (node.status.conditions if node.status else None) or []
+                if c.type == "Ready"
+            ),
+            None,
+        )
+        if instance_id and ready is not None and ready.status == "True":
+            since = ready.last_transition_time or node.metadata.creation_timestamp
+            found.append(ReadyNode(node.metadata.name, instance_id, since.timestamp()))
     return found
 
 

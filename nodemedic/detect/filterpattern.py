@@ -11,6 +11,9 @@ classifier. That costs nothing on the node and no Logs charge of its own; a line
 holds terms of both patterns is delivered twice, and the classifier's idempotency keeps
 it one decision. While the terms fit in one pattern only one filter is made, which leaves
 the log group's second filter free for the user.
+
+One more term selects every line the agent writes of its own (``AGENT_LINE_PREFIX``): its
+heartbeats reach the classifier, and the rules on its notes need no terms of their own.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
+from nodemedic.contracts import AGENT_LINE_PREFIX
 from nodemedic.detect.classifier import required_literal
 
 MAX_PATTERN_LENGTH = 1024
@@ -46,7 +50,7 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
 
 def filter_terms(catalog: Catalog) -> list[str]:
     """The minimal set of terms: a term that contains another term adds nothing."""
-    terms: dict[str, None] = {}
+    terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
         if rule.action != "ignore":
             terms.setdefault(_term(rule.id, required_literal(rule.pattern), rule.source))

@@ -57,6 +57,7 @@ NODE_GROUPS = (
     "trn1-timed-out",
     "trn1-reconcile",
     "p5-sweep",
+    "p5-silent",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)

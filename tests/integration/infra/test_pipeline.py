@@ -118,6 +118,8 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
     assert props["Environment"]["Variables"] == {
         "STATE_MACHINE_ARN": {"Ref": machine_id},
         "IDEMPOTENCY_TABLE": {"Ref": table_id},
+        # Where it records the agents' heartbeats.
+        "LEDGER_TABLE": {"Ref": one(template, "AWS::DynamoDB::Table", "RemediationLedger")[0]},
         # The cluster setting accept_injected_faults, off unless the cluster turns it on.
         "NODEMEDIC_ACCEPT_INJECTED_FAULTS": "false",
         "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
@@ -132,10 +134,18 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     _, classifier = _function(template, "lambdas.classify.handler.handler")
     machine_id, _ = one(template, MACHINE, REMEDIATION)
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
+    ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     granted: dict[str, list[Any]] = {}
     for statement in statements(template, _role_of(classifier)):
         assert statement["Effect"] == "Allow"
         resource = statement["Resource"]
+        if resource == {"Fn::GetAtt": [ledger_id, "Arn"]}:
+            # The ledger: heartbeats only.
+            assert actions(statement) == ["dynamodb:UpdateItem"]
+            assert statement["Condition"] == {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
+            }
+            continue
         for action in actions(statement):
             granted[action] = resource if isinstance(resource, list) else [resource]
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
