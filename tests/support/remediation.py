@@ -36,8 +36,11 @@ FAST: dict[str, Any] = {
     "drain_timeout": 4,
     "reboot_timeout": 4,
     "breaker_hold": 60,
+    "fleet_window": 8,
+    "fleet_settle": 2,
 }
-"""Every wait loop of the state machine polls once a second and gives up within seconds."""
+"""Every wait loop of the state machine polls once a second and gives up within seconds; a
+fault's fleet window lasts seconds, not minutes."""
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",

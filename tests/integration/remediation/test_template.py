@@ -128,7 +128,11 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
     assert sweep == "States.MathAdd($.hold.rounds, 9)"
     timeout = policy.execution_timeout(
-        breaker_hold=700, drain_timeout=70, reboot_timeout=140, poll_seconds=7
+        breaker_hold=700,
+        drain_timeout=70,
+        reboot_timeout=140,
+        poll_seconds=7,
+        fleet_settle=DRY.fleet_settle,
     )
     assert definition["TimeoutSeconds"] == timeout
 
@@ -148,6 +152,7 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             drain_timeout=FAST["drain_timeout"],
             reboot_timeout=FAST["reboot_timeout"],
             poll_seconds=FAST["poll_seconds"],
+            fleet_settle=FAST["fleet_settle"],
         ),
         "force_drain": False,
     }
