@@ -60,6 +60,10 @@ NODE_GROUPS = (
     "trn1-timed-out",
     "trn1-reconcile",
     "p5-sweep",
+    "trn1-fleet",
+    "trn1-fleet-late",
+    "trn1-spread",
+    "trn1-mixed",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
