@@ -39,6 +39,10 @@ from stacks.remediation.render import (
 from stacks.remediation.signals import notify
 
 
+HELD_STATE = "Fleet event"
+"""The state a remediation held for a fleet event passes (the local world times it)."""
+
+
 def _key() -> dict[str, Value]:
     """The window of this fault in this node's group."""
     return ledger.key(
@@ -228,7 +232,7 @@ def hold(flow: Flow, *, report: sfn.IChainable) -> sfn.IChainable:
         timed=True,
     )
     start = flow.step("Start holding", "holding")
-    start.next(why).next(reason).next(held).next(flow.ended("Fleet event", fleet.OUTCOME)).next(
+    start.next(why).next(reason).next(held).next(flow.ended(HELD_STATE, fleet.OUTCOME)).next(
         report
     )
     return start
