@@ -35,7 +35,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
 def _fleet(event: dict[str, Any]) -> dict[str, Any]:
     group = event["group"]
     return fleet.judge(
-        fleet.sightings_of(event["read"]),
+        fleet.sightings_of(event["window"]),
         instance_id=str(event["instance_id"]),
         fault_id=str(event["fault_id"]),
         group=str(group["name"]),

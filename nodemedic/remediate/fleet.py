@@ -125,20 +125,19 @@ class Sightings:
     declared: bool
 
 
-def sightings_of(read: Mapping[str, Any]) -> Sightings | None:
-    """The GetItem answer (``{"Item": {...}}`` in DynamoDB's attribute shapes, or ``{}``
-    when there is no item) as ``Sightings``."""
-    item = read.get("Item")
-    if not item:
+def sightings_of(window: Mapping[str, Any]) -> Sightings | None:
+    """The window as the state machine read it: ``{found, first_at, nodes, verdict}``, or
+    ``{found: false}`` when there is none."""
+    if not window.get("found"):
         return None
     try:
         return Sightings(
-            first_at=int(item[FIRST_AT]["N"]),
-            nodes=tuple(sorted(item[NODES]["SS"])),
-            declared=item[VERDICT]["S"] == FLEET,
+            first_at=int(window[FIRST_AT]),
+            nodes=tuple(sorted(str(n) for n in window[NODES])),
+            declared=window[VERDICT] == FLEET,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(f"fleet item is not a window of sightings: {exc!r}") from exc
+        raise PolicyError(f"fleet window is not a window of sightings: {exc!r}") from exc
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ from stacks.remediation.render import (
 )
 from stacks.remediation.signals import notify
 
-
 HELD_STATE = "Fleet event"
 """The state a remediation held for a fleet event passes (the local world times it)."""
 
@@ -135,6 +134,17 @@ def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.ICha
     declare the fleet event (mailing it once) and ``hold``."""
     s = flow.scope
     read = flow.read("Read fleet", _key(), state.FLEET_READ)
+    item = f"{state.FLEET_READ}.Item"
+    # Plain values for the policy Lambda, not DynamoDB's shapes.
+    found = flow.put(
+        "Fleet window found",
+        state.WINDOW,
+        found=True,
+        first_at=sfn.JsonPath.string_at(f"{item}.{fleet.FIRST_AT}.N"),
+        nodes=sfn.JsonPath.list_at(f"{item}.{fleet.NODES}.SS"),
+        verdict=sfn.JsonPath.string_at(f"{item}.{fleet.VERDICT}.S"),
+    )
+    gone = flow.put("No fleet window", state.WINDOW, found=False)
     judged = flow.guard(
         tasks.LambdaInvoke(
             s,
@@ -143,7 +153,7 @@ def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.ICha
             payload=sfn.TaskInput.from_object(
                 {
                     "op": "fleet",
-                    "read": sfn.JsonPath.object_at(state.FLEET_READ),
+                    "window": sfn.JsonPath.object_at(state.WINDOW),
                     "instance_id": text_at(state.INSTANCE_ID),
                     "fault_id": text_at(state.FAULT_ID),
                     "group": sfn.JsonPath.object_at(state.GROUP),
@@ -188,7 +198,14 @@ def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.ICha
         },
     )
     settle = sfn.Wait(s, "Fleet settle", time=sfn.WaitTime.seconds_path(state.JUDGED_WAIT))
-    read.next(judged).next(
+    found.next(judged)
+    gone.next(judged)
+    read.next(
+        sfn.Choice(s, "Fleet window read?")
+        .when(sfn.Condition.is_present(f"{item}.{fleet.NODES}.SS"), found)
+        .otherwise(gone)
+    )
+    judged.next(
         sfn.Choice(s, "Fleet settled?")
         .when(sfn.Condition.number_greater_than(state.JUDGED_WAIT, 0), settle.next(read))
         .when(
@@ -232,7 +249,5 @@ def hold(flow: Flow, *, report: sfn.IChainable) -> sfn.IChainable:
         timed=True,
     )
     start = flow.step("Start holding", "holding")
-    start.next(why).next(reason).next(held).next(flow.ended(HELD_STATE, fleet.OUTCOME)).next(
-        report
-    )
+    start.next(why).next(reason).next(held).next(flow.ended(HELD_STATE, fleet.OUTCOME)).next(report)
     return start

@@ -36,7 +36,7 @@ FAST: dict[str, Any] = {
     "drain_timeout": 4,
     "reboot_timeout": 4,
     "breaker_hold": 60,
-    "fleet_window": 8,
+    "fleet_window": 15,
     "fleet_settle": 2,
 }
 """Every wait loop of the state machine polls once a second and gives up within seconds; a

@@ -125,16 +125,15 @@ def test_a_node_outside_the_current_window_is_its_own_fault() -> None:
 
 
 def test_the_policy_lambda_judges_the_state_machines_read() -> None:
-    read: dict[str, Any] = {
-        "Item": {
-            "first_at": {"N": str(NOW)},
-            "nodes": {"SS": ["i-b", "i-a"]},
-            "verdict": {"S": "open"},
-        }
+    window: dict[str, Any] = {
+        "found": True,
+        "first_at": str(NOW),
+        "nodes": ["i-b", "i-a"],
+        "verdict": "open",
     }
     event = {
         "op": "fleet",
-        "read": read,
+        "window": window,
         "instance_id": "i-a",
         "fault_id": "neuron-dma-error",
         "group": {"name": "trn1", "size": 4, "found": True},
@@ -143,9 +142,9 @@ def test_the_policy_lambda_judges_the_state_machines_read() -> None:
     }
     result = handler(event, None)
     assert (result["fleet"], result["count"], result["nodes"]) == (True, 2, ["i-a", "i-b"])
-    assert handler({**event, "read": {}}, None)["fleet"] is False
+    assert handler({**event, "window": {"found": False}}, None)["fleet"] is False
     with pytest.raises(PolicyError):
-        handler({**event, "read": {"Item": {"nodes": {"SS": ["i-a"]}}}}, None)
+        handler({**event, "window": {"found": True, "nodes": ["i-a"]}}, None)
 
 
 @pytest.mark.parametrize(
