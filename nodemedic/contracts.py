@@ -195,6 +195,9 @@ epoch seconds), the state its heartbeat carried, and ``notified_at`` once its si
 notified. One partition, so one Query reads a whole cluster."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+FLEET_SK_PREFIX: Final = "fleet#"
+"""``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
+the fleet window, and whether they make a fleet event."""
 
 
 def group_pk(group: str) -> str:
@@ -230,6 +233,11 @@ FAULT_REASON_LABEL: Final = "nodemedic.io/fault-reason"
 FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
 """Node condition, ``True`` once a remediation of the node failed: its reason is the error,
 its message the step and the decision."""
+FLEET_LABEL: Final = "nodemedic.io/fleet-event"
+"""``<fault_id>``: the node reported a fault that many nodes of its group reported at once
+(a fleet event, a rollout or a job rather than hardware); nodemedic held its hand."""
+FLEET_CONDITION: Final = "NodeMedicFleetEvent"
+"""Node condition, ``True`` while the node is held for a fleet event: its message says why."""
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""

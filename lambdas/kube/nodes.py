@@ -21,6 +21,8 @@ from nodemedic.contracts import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
+    FLEET_CONDITION,
+    FLEET_LABEL,
     HEALTH_LABEL,
     HEALTH_STATUSES,
     SCHEDULABLE,
@@ -153,6 +155,51 @@ def mark(
     _update(core, name, change)
 
 
+def hold_for_fleet(
+    core: client.CoreV1Api,
+    name: str,
+    *,
+    fault_id: str,
+    condition: str,
+    condition_status: str,
+    reason: str,
+    message: str,
+    health_status: str,
+    why: str,
+) -> None:
+    """A node whose fault is part of a fleet event, given back: marked as a monitor-only
+    decision leaves it (condition and health label), the fleet label and condition saying
+    why nodemedic held its hand, our taint gone and uncordoned (it may have been cordoned
+    and drained before the pattern showed)."""
+    mark(
+        core,
+        name,
+        fault_id=fault_id,
+        condition=condition,
+        condition_status=condition_status,
+        reason=reason,
+        message=message,
+        health_status=health_status,
+        cordon=False,
+        taint=False,
+    )
+    _set_condition(core, name, kind=FLEET_CONDITION, status="True", reason=reason, message=why)
+    _update(core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)}))
+
+
+def _label_value(text: str) -> str:
+    """A label value (63 characters at most, alphanumeric at both ends)."""
+    return text[:63].strip("-_.")
+
+
+def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
+    """The patch that puts ``labels`` on the node and takes our taint and the cordon off."""
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
+    }
+
+
 def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
     """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
     _set_condition(
@@ -164,13 +211,7 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
         message=f"nodemedic remediated {fault_id}",
     )
 
-    def change(node: Any) -> dict[str, Any]:
-        return {
-            "metadata": {"labels": {HEALTH_LABEL: SCHEDULABLE}},
-            "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
-        }
-
-    _update(core, name, change)
+    _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 
 def mark_failed(

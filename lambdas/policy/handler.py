@@ -1,4 +1,4 @@
-"""The remediation state machine's date arithmetic: ``plan``, ``elapsed`` and ``clock``.
+"""The remediation state machine's arithmetic: ``plan``, ``elapsed``, ``clock`` and ``fleet``.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodemedic.remediate import fleet
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
 
@@ -31,6 +32,19 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     ).to_mapping()
 
 
+def _fleet(event: dict[str, Any]) -> dict[str, Any]:
+    group = event["group"]
+    return fleet.judge(
+        fleet.sightings_of(event["window"]),
+        instance_id=str(event["instance_id"]),
+        fault_id=str(event["fault_id"]),
+        group=str(group["name"]),
+        group_size=int(group["size"]),
+        now_epoch=int(parse_time(event["now"], "now").timestamp()),
+        rules=fleet.FleetRules.from_mapping(event["rules"]),
+    ).to_mapping()
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     op = event.get("op")
     try:
@@ -40,6 +54,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return {"seconds": elapsed(event["since"], event["until"])}
         if op == "clock":
             return clock(event["at"])
+        if op == "fleet":
+            return _fleet(event)
     except (AttributeError, KeyError, TypeError) as exc:
         raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
-    raise PolicyError(f"unknown op {op!r}: expected plan, elapsed or clock")
+    raise PolicyError(f"unknown op {op!r}: expected plan, elapsed, clock or fleet")

@@ -26,7 +26,10 @@ STEPS = (
     "notified",
 )
 NOTIFY_STEPS = ("written", "shipped", "classified", "started", "notified")
-ACTIONS = ("replace", "reboot", "notify", "nothing")
+FLEET_STEPS = ("written", "shipped", "classified", "started", "held")
+"""A fault held as part of a fleet event: its node is given back, and the event's one mail
+is about all of them, not about each."""
+ACTIONS = ("replace", "reboot", "notify", "nothing", "fleet")
 _INJECTED = re.compile(r"^(?P<rule>\S+) -> .*?: (?P<line>.*)$")
 
 
@@ -37,7 +40,8 @@ class Fault:
     kind: str
     value: str
     expect: str
-    """``replace``, ``reboot``, ``notify`` or ``nothing``."""
+    """``replace``, ``reboot``, ``notify``, ``nothing`` or ``fleet`` (held, part of a fleet
+    event)."""
     title: str
 
     def __post_init__(self) -> None:
@@ -50,6 +54,8 @@ class Fault:
             return STEPS
         if self.expect == "notify":
             return NOTIFY_STEPS
+        if self.expect == "fleet":
+            return FLEET_STEPS
         return STEPS[:3]
 
 
@@ -100,6 +106,7 @@ class FaultRun:
             "marked": "node marked",
             "drained": "drained",
             "notified": "notified",
+            "held": "held",
         }[step]
 
     def to_json(self) -> dict[str, Any]:

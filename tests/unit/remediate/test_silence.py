@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts import heartbeat_message, previous_boot_message, shipped_message
-from nodemedic.detect.filterpattern import subscription_filter_pattern, term_matches
+from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.remediate.silence import Heard, ReadyNode, Recent, newest_heartbeat, silent_nodes
 
 NOW = 1_800_000_000.0
@@ -12,8 +12,7 @@ BEAT = heartbeat_message({"interval": 300, "credential_failures": 2})
 
 
 def test_a_heartbeat_passes_the_filter_and_only_the_agents_own_counts() -> None:
-    pattern = subscription_filter_pattern(load_catalog())
-    assert term_matches(pattern, BEAT)
+    assert selected(subscription_filter_patterns(load_catalog()), BEAT)
     assert newest_heartbeat(["a kernel line", BEAT]) == {"interval": 300, "credential_failures": 2}
     # Written to /dev/kmsg by someone else, or replayed from the boot that died: no heartbeat.
     assert newest_heartbeat([shipped_message(BEAT, 1)]) is None
