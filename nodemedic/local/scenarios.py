@@ -36,7 +36,7 @@ DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
 DEFAULT = (
     DMA_ERROR,
     Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)"),
-    Fault("xid", "63", "nothing", "benign driver line: a row remapped (Xid 63)"),
+    Fault("xid", "162", "nothing", "benign driver line: power smoothing re-engaged (Xid 162)"),
     Fault("xid", "13", "notify", "application fault: graphics exception (Xid 13)"),
 )
 STORM_FAULT = Fault("neuron", "DMA_ERROR", "fleet", "Neuron DMA error")
