@@ -24,6 +24,7 @@ from nodemedic.contracts import (
     BREAKER_METRIC,
     BREAKER_TRIPPED_METRIC,
     METRICS_NAMESPACE,
+    SILENT_METRIC,
     STRANDED_METRIC,
 )
 from stacks.insights import insights_query, is_insights_query
@@ -176,6 +177,20 @@ class Alarms(Construct):
                 "them (the reconcile's last output names them), or the cleanup or the "
                 "reconcile failed. A node whose remediation failed stays out and counted by "
                 "the breaker until a person fixes it and takes the taint off.",
+            ),
+            self._alarm(
+                "SilentNodes",
+                "silent-nodes",
+                cw.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=SILENT_METRIC,
+                    dimensions_map={"Cluster": settings.name},
+                    statistic="Maximum",
+                    period=PERIOD,
+                ),
+                "Ready nodes whose nodemedic agent shipped no heartbeat for 3 intervals: its "
+                "credentials refused or expired, its pod not running, or the node hung while "
+                "still Ready. Faults on them go unseen; the topic got their names once.",
             ),
         ]
 

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
 from nodemedic.contracts import node_log_group
+from nodemedic.remediate.fleet import FleetRules
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
@@ -93,6 +94,21 @@ class ClusterSettings:
     """Days CloudWatch Logs keeps the node log group and the Lambdas' logs."""
     notification_emails: tuple[str, ...] = ()
     """Addresses subscribed to the cluster's topic (remediation reports and alarms)."""
+    fleet_min_nodes: int = 3
+    """Fleet correlation: the same fault on at least this many nodes of a node group within
+    ``fleet_window`` is a fleet event (a rollout or a job, not hardware): nothing is rebooted
+    or replaced for it, the nodes are given back marked, and one notification lists them.
+    At least 2."""
+    fleet_min_percent: int = 50
+    """... or on at least this share of the node group (and two nodes at least); 0 turns the
+    share off and leaves ``fleet_min_nodes``."""
+    fleet_window: int = 600
+    """Seconds from a fault's first sighting in a group within which later sightings count
+    with it; the next sighting after that opens a new window."""
+    fleet_settle: int = 60
+    """Seconds after a fault's first sighting in a group before any of its nodes may be
+    rebooted or replaced: the rest of a storm arrives within it. The cordon and the drain
+    do not wait; at most ``fleet_window``."""
     classifier_reserved_concurrency: int = 0
     """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
     A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
@@ -100,6 +116,15 @@ class ClusterSettings:
 
     def __post_init__(self) -> None:
         _check_values(self)
+
+    @property
+    def fleet_rules(self) -> FleetRules:
+        return FleetRules(
+            min_nodes=self.fleet_min_nodes,
+            min_percent=self.fleet_min_percent,
+            window=self.fleet_window,
+            settle=self.fleet_settle,
+        )
 
     @property
     def log_group_name(self) -> str:
@@ -188,6 +213,7 @@ def _check_values(settings: ClusterSettings) -> None:
     for action in ("reboots", "replacements"):
         if getattr(settings, f"{action}_per_day") < getattr(settings, f"{action}_per_hour"):
             raise ValueError(f"{action}_per_day must be at least {action}_per_hour")
+    settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
     if settings.classifier_reserved_concurrency < 0:
         raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:

@@ -1,5 +1,5 @@
-"""The remediation state machine's date arithmetic: ``plan``, ``elapsed``, ``clock``, and
-the breaker's ``admission`` windows and ``judge``ment of a refused admission.
+"""The remediation state machine's arithmetic: ``plan``, ``elapsed``, ``clock``, ``fleet``,
+and the breaker's ``admission`` windows and ``judge``ment of a refused admission.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodemedic.remediate import breaker
+from nodemedic.remediate import breaker, fleet
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
 
@@ -55,6 +55,19 @@ def _judge(event: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": found.verdict, "reason": found.reason}
 
 
+def _fleet(event: dict[str, Any]) -> dict[str, Any]:
+    group = event["group"]
+    return fleet.judge(
+        fleet.sightings_of(event["window"]),
+        instance_id=str(event["instance_id"]),
+        fault_id=str(event["fault_id"]),
+        group=str(group["name"]),
+        group_size=int(group["size"]),
+        now_epoch=int(parse_time(event["now"], "now").timestamp()),
+        rules=fleet.FleetRules.from_mapping(event["rules"]),
+    ).to_mapping()
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     op = event.get("op")
     try:
@@ -70,6 +83,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return breaker.admission(at, str(event["action"]), limits)
         if op == "judge":
             return _judge(event)
+        if op == "fleet":
+            return _fleet(event)
     except (AttributeError, KeyError, TypeError) as exc:
         raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
-    raise PolicyError(f"unknown op {op!r}: expected plan, elapsed, clock, admission or judge")
+    raise PolicyError(
+        f"unknown op {op!r}: expected plan, elapsed, clock, admission, judge or fleet"
+    )

@@ -31,6 +31,8 @@ from nodemedic.local.inbox import Notification
 from nodemedic.local.timeline import FaultRun, Step
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
+from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
+from stacks.remediation.fleet import HELD_STATE as FLEET_HELD_STATE
 
 QUIET_SECONDS = 3.0
 """How long a line that needs nothing must stay without consequence."""
@@ -57,6 +59,7 @@ class Observer:
             ("drained", self._drained),
             ("acted", self._acted),
             ("notified", self._notified),
+            ("held", self._held),
         ):
             if step in run.fault.steps and step not in run.steps:
                 found = find(run)
@@ -168,6 +171,13 @@ class Observer:
                 run.outcome = message.outcome
                 return Step(message.sent_at, message.subject)
         return None
+
+    def _held(self, run: FaultRun) -> Step | None:
+        entered = self._state_entered(run, FLEET_HELD_STATE)
+        if entered is None:
+            return None
+        run.outcome = FLEET_OUTCOME
+        return Step(entered, "fleet event: given back, neither rebooted nor replaced")
 
     # Helpers --------------------------------------------------------------------------
 

@@ -3,9 +3,10 @@ checked on the final state of the cluster and of AWS.
 
 ``default``: four lines, one after the other, each on its own node: a Neuron DMA error
 (replace), an Xid 48 (reboot with a new boot id), a benign driver line (nothing) and an
-Xid 13 (notify only). ``storm``: 60 % of the nodes report a fatal fault at once; the
-breaker lets at most its limit of them into remediation together, holds the rest and
-lets them proceed as slots free up. ``spread``: fatal faults one after another, one more
+Xid 13 (notify only). ``storm``: 60 % of the nodes report the same fatal fault at once:
+a fleet event (hardware does not fail in lockstep). The breaker lets at most its limit of
+them into remediation together; none is rebooted or replaced, every one is given back
+marked, and one mail lists them. ``spread``: fatal faults one after another, one more
 than the hourly replacement limit, then a reboot: the limit trips the cluster's breaker
 (``nodemedic.local.spread``).
 """
@@ -21,6 +22,7 @@ from typing import Any
 from nodemedic.contracts import (
     BREAKER_SK,
     DECISION_SK_PREFIX,
+    FLEET_LABEL,
     HEALTH_LABEL,
     TAINT_KEY,
     group_pk,
@@ -28,6 +30,7 @@ from nodemedic.contracts import (
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
 from nodemedic.local.world import NODE_GROUP, Machine, World
+from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
 from nodemedic.remediate.ledger import admission_limit
 
 Say = Callable[[str], None]
@@ -35,10 +38,10 @@ DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
 DEFAULT = (
     DMA_ERROR,
     Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)"),
-    Fault("xid", "63", "nothing", "benign driver line: a row remapped (Xid 63)"),
+    Fault("xid", "162", "nothing", "benign driver line: power smoothing re-engaged (Xid 162)"),
     Fault("xid", "13", "notify", "application fault: graphics exception (Xid 13)"),
 )
-STORM_FAULT = DMA_ERROR
+STORM_FAULT = Fault("neuron", "DMA_ERROR", "fleet", "Neuron DMA error")
 STORM_SHARE = 0.6
 FAULT_TIMEOUT = 60.0
 STORM_TIMEOUT = 150.0
@@ -71,6 +74,8 @@ class Result:
     """Storm: instances whose decision the breaker held."""
     pacing: dict[str, Any] | None = None
     """Spread: the settings shown, the breaker's states as they changed, its pages."""
+    fleet_mail: list[list[str]] = field(default_factory=list)
+    """Storm: the nodes each fleet event mail listed (one mail is right)."""
 
     @property
     def ok(self) -> bool:
@@ -89,6 +94,7 @@ class Result:
                 "most_out_at_once": self.most_out_at_once,
                 "held": list(self.held),
             }
+            found["fleet_mail"] = [list(nodes) for nodes in self.fleet_mail]
         if self.pacing is not None:
             found["pacing"] = self.pacing
         return found
@@ -184,10 +190,16 @@ def run_storm(world: World, say: Say) -> Result:
         result.problems.append(f"{result.most_out_at_once} nodes were out at once (limit {limit})")
     if count > limit and not result.held:
         result.problems.append(f"{count} faults at once and the breaker held none")
+    result.fleet_mail = [
+        sorted(m.body.get("nodes") or []) for m in world.inbox.messages() if m.outcome == "fleet"
+    ]
+    if result.fleet_mail != [sorted(r.machine.instance_id for r in runs)]:
+        result.problems.append(f"fleet event mails {result.fleet_mail}: one listing all, expected")
     say("")
     say(
         f"  => breaker: at most {breaker.most} in remediation (limit {limit}), at most "
-        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held then admitted"
+        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held then admitted; "
+        f"{len(result.fleet_mail)} fleet event mail(s)"
     )
     for run in runs:
         say(f"  => {run.machine.node}: {_verdict(run)}")
@@ -247,7 +259,13 @@ def _verdict(run: FaultRun) -> str:
 
 # Checks on the final state ----------------------------------------------------------------
 
-_OUTCOMES = {"replace": "replaced", "reboot": "rebooted", "notify": "notified", "held": "held"}
+_OUTCOMES = {
+    "replace": "replaced",
+    "reboot": "rebooted",
+    "notify": "notified",
+    "held": "held",
+    "fleet": FLEET_OUTCOME,
+}
 
 
 def verify(world: World, run: FaultRun) -> None:
@@ -262,6 +280,7 @@ def verify(world: World, run: FaultRun) -> None:
         "notify": _untouched,
         "held": _untouched,
         "nothing": _nothing,
+        "fleet": _given_back,
     }[run.fault.expect]
     problems += check(world, run)
 
@@ -304,6 +323,27 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
         problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
     if world.instance_state(instance_id) != "running":
         problems.append(f"{instance_id} is not running")
+    return problems
+
+
+def _given_back(world: World, run: FaultRun) -> list[str]:
+    """Held for a fleet event: neither rebooted nor replaced, back in service, marked."""
+    instance_id, name = run.machine.instance_id, run.machine.node
+    problems = []
+    for event in ("reboot", "unhealthy"):
+        if world.machine_events(instance_id, event):
+            problems.append(f"{instance_id} had a {event}")
+    if world.instance_state(instance_id) != "running":
+        problems.append(f"{instance_id} is not running")
+    node = world.node(name)
+    if node is None:
+        return [*problems, f"node {name} is gone"]
+    if node.spec.unschedulable:
+        problems.append(f"{name} is still cordoned")
+    if any(t.key == TAINT_KEY for t in node.spec.taints or []):
+        problems.append(f"{name} still has the {TAINT_KEY} taint")
+    if (node.metadata.labels or {}).get(FLEET_LABEL) != run.rule:
+        problems.append(f"{name} has no {FLEET_LABEL}={run.rule} label")
     return problems
 
 

@@ -26,6 +26,8 @@ _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "<>": operator.ne,
     "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
 }
 
 

@@ -13,6 +13,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from nodemedic.contracts import IN_REMEDIATION_METRIC, METRICS_NAMESPACE, REMEDIATIONS_METRIC
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
+from stacks.unscoped import unscoped
 
 
 def remediations(outcome: str) -> dict[str, Any]:
@@ -57,6 +58,7 @@ def metrics(
                 for m in data
             ],
         },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
         guard=guard,
     )
 
@@ -94,6 +96,7 @@ def cluster_metric(
                 }
             ],
         },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
         guard=guard,
     )
 

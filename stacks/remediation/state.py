@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.remediate import ledger, policy
+from nodemedic.remediate import fleet, ledger, policy
 from nodemedic.remediate.ledger import (
     GIVING_BACK_AT,
     HOLDERS,
@@ -138,6 +138,32 @@ UPGRADED: Final = "$.upgraded"
 """``{decision_id}``: the remediation in flight that this decision upgraded."""
 UPGRADED_DECISION: Final = f"{UPGRADED}.decision_id"
 
+# Fleet correlation (``stacks.remediation.fleet``) -------------------------------------------
+
+FLEET: Final = "$.fleet"
+"""``{since}``: this sighting counts in a fault's window opened after then (epoch seconds);
+then ``{verdict}``, the window's as the sighting left it (``open``, or ``fleet`` once a
+fleet event was declared)."""
+FLEET_SINCE: Final = f"{FLEET}.since"
+FLEET_VERDICT: Final = f"{FLEET}.verdict"
+FLEET_READ: Final = "$.fleet_read"
+"""The window as read again (GetItem result): after a breaker hold, before acting."""
+FLEET_READ_VERDICT: Final = f"{FLEET_READ}.Item.verdict.S"
+WINDOW: Final = "$.window"
+"""The window as read, reshaped: ``{found, first_at, nodes, verdict}`` (``{found}`` false
+when there is none)."""
+JUDGED: Final = "$.judged"
+"""``fleet.Verdict``: a fleet event or not, or how long to wait for the window to settle."""
+JUDGED_WAIT: Final = f"{JUDGED}.wait"
+JUDGED_FLEET: Final = f"{JUDGED}.fleet"
+JUDGED_FIRST_AT: Final = f"{JUDGED}.first_at"
+JUDGED_COUNT: Final = f"{JUDGED}.count"
+JUDGED_NODES: Final = f"{JUDGED}.nodes"
+JUDGED_SUMMARY: Final = f"{JUDGED}.summary"
+HOLD_REASON: Final = "$.hold_reason"
+"""``{text}``: why a node is held for a fleet event, before it becomes the plan's reason."""
+HOLD_REASON_TEXT: Final = f"{HOLD_REASON}.text"
+
 # Acting on the node -------------------------------------------------------------------------
 
 STEP: Final = "$.step"
@@ -228,6 +254,7 @@ def initial_state(source: str = "$") -> dict[str, Any]:
         "plan": {"action": field("action")},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
         "verdict": {"verdict": "paced", "reason": ""},
+        "fleet": {"verdict": fleet.OPEN},
         "lock_wait": {"rounds": 0},
         "escalation": {"escalated": False, "reason": None},
         "times": {},

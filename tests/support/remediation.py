@@ -36,8 +36,11 @@ FAST: dict[str, Any] = {
     "drain_timeout": 4,
     "reboot_timeout": 4,
     "breaker_hold": 60,
+    "fleet_window": 15,
+    "fleet_settle": 2,
 }
-"""Every wait loop of the state machine polls once a second and gives up within seconds."""
+"""Every wait loop of the state machine polls once a second and gives up within seconds; a
+fault's fleet window lasts seconds, not minutes."""
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",
@@ -63,6 +66,11 @@ NODE_GROUPS = (
     "p5-cap-b",
     "trn1-parked",
     "p5-parked",
+    "p5-silent",
+    "trn1-fleet",
+    "trn1-fleet-late",
+    "trn1-spread",
+    "trn1-mixed",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

@@ -260,3 +260,22 @@ def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Templ
         if rule.action != "ignore" and rule.example:
             assert compiled.search(rule.example), rule.id
     assert compiled.pattern.count("|") == len(filter_terms(catalog)) - 1
+
+
+def test_silent_nodes_alarm_on_the_reconciles_count(template: Template) -> None:
+    (alarm,) = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("AlarmName") == f"nodemedic-{SETTINGS.name}-silent-nodes"
+    ]
+    assert (alarm["MetricName"], alarm["Namespace"], alarm["Statistic"]) == (
+        "SilentNodes",
+        "NodeMedic",
+        "Maximum",
+    )
+    assert alarm["Dimensions"] == [{"Name": "Cluster", "Value": SETTINGS.name}]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert alarm["TreatMissingData"] == "notBreaching" and alarm["AlarmActions"]

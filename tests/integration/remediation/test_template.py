@@ -29,7 +29,7 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::aws-sdk:cloudwatch:putMetricData",
     "arn:${AWS::Partition}:states:::aws-sdk:dynamodb:transactWriteItems",
 }
-KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node", "fail"}
+KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node", "fail", "hold"}
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -113,7 +113,11 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     )
     definition = state_machine_definition(synth_template(DRY))
     waits = {name: s for name, s in states(definition) if s["Type"] == "Wait"}
-    assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {7, "$.drain.wait"}
+    assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {
+        7,
+        "$.drain.wait",
+        "$.judged.wait",
+    }
     assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
 
     def bound(choice: str, variable: str) -> int:
@@ -129,7 +133,11 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
     assert sweep == "States.MathAdd($.hold.rounds, 9)"
     timeout = policy.execution_timeout(
-        breaker_hold=700, drain_timeout=70, reboot_timeout=140, poll_seconds=7
+        breaker_hold=700,
+        drain_timeout=70,
+        reboot_timeout=140,
+        poll_seconds=7,
+        fleet_settle=DRY.fleet_settle,
     )
     assert definition["TimeoutSeconds"] == timeout
 
@@ -149,6 +157,7 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             drain_timeout=FAST["drain_timeout"],
             reboot_timeout=FAST["reboot_timeout"],
             poll_seconds=FAST["poll_seconds"],
+            fleet_settle=FAST["fleet_settle"],
         ),
         "force_drain": False,
     }
@@ -254,8 +263,8 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
     default_template: dict[str, Any],
 ) -> None:
     """Once to plan (escalation window, epoch times, breaker limit), for the two durations
-    the metrics report, and for the time a sweep or a park runs at; never to unpick a
-    DynamoDB answer."""
+    the metrics report, for the time a sweep or a park runs at, and to judge a fault's fleet
+    window; never to unpick a DynamoDB answer."""
     definition = state_machine_definition(default_template)
     calls = {
         name: s["Parameters"]
@@ -274,6 +283,7 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         # (it reads the GetItem answers of three items, attributes possibly missing).
         "Admission clock": "admission",
         "Judge refusal": "judge",
+        "Judge fleet": "fleet",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]
