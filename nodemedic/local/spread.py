@@ -2,7 +2,8 @@
 node group may replace in an hour.
 
 Each fault is injected on its own node once the one before it has its outcome: as many
-Neuron DMA errors as ``replacements_per_hour`` allows are replaced; the next one hits the
+Neuron uncorrectable errors (each a different one: ``REPLACED``) as
+``replacements_per_hour`` allows are replaced; the next one, a DMA error, hits the
 limit, trips the cluster's breaker (one page) and is held until its ``breaker_hold`` runs
 out, its node untouched. Once the breaker has cooled down (``breaker_cooldown``), an Xid 48
 is admitted, which closes the breaker again, and its node is rebooted: the breaker paces a
@@ -26,6 +27,16 @@ from nodemedic.local.world import Machine, World
 from nodemedic.remediate.breaker import windows
 from stacks.settings import ClusterSettings
 
+REPLACED = tuple(
+    Fault("neuron", error, "replace", title)
+    for error, title in (
+        ("SRAM_UNCORRECTABLE_ERROR", "Neuron SRAM uncorrectable error"),
+        ("NC_UNCORRECTABLE_ERROR", "Neuron core uncorrectable error"),
+        ("HBM_UNCORRECTABLE_ERROR", "Neuron HBM uncorrectable error"),
+    )
+)
+"""Distinct faults, one per node: the same fault on ``fleet_min_nodes`` nodes within
+``fleet_window`` would be a fleet event, held as a whole, not paced by the breaker."""
 HELD = dataclasses.replace(
     DMA_ERROR, expect="held", title="Neuron DMA engine error, over the hourly limit"
 )
@@ -113,8 +124,9 @@ def run_spread(world: World, say: Say) -> Result:
     shown = {name: getattr(settings, name) for name in SHOWN_SETTINGS}
     say("")
     say(
-        f"Spread: {limit + 1} Neuron DMA errors one after another, each on its own node, one "
-        f"more than a group may replace per hour; then an Xid 48 once the breaker has cooled."
+        f"Spread: {limit + 1} Neuron uncorrectable errors, one after another, each on its own "
+        f"node, one more than a group may replace per hour; then an Xid 48 once the breaker "
+        f"has cooled."
     )
     say(
         "Settings: "
@@ -122,7 +134,7 @@ def run_spread(world: World, say: Say) -> Result:
         + "; the demo's hold and cooldown are seconds so that it shows the breaker recover."
     )
     _within_one_window(say)
-    faults = [*[DMA_ERROR] * limit, HELD, REBOOT]
+    faults = [*(REPLACED[i % len(REPLACED)] for i in range(limit)), HELD, REBOOT]
     spread = _Spread(world, say, list(zip(faults, targets(world, len(faults)), strict=True)))
     follow(
         Observer(world),

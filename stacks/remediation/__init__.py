@@ -96,14 +96,18 @@ def _states(flow: Flow) -> sfn.IChainable:
     replaced = replace(flow, report=reported, failure=failed)
     rebooted = reboot(flow, report=reported, replace=replaced)
     held = fleet.hold(flow, report=reported)
+    declare = fleet.declaring(flow, hold=held)
     acting = fleet.judge(
-        flow, hold=held, then=reboot_or_replace(flow, reboot=rebooted, replace=replaced)
+        flow, declare=declare, then=reboot_or_replace(flow, reboot=rebooted, replace=replaced)
     )
     drained = drain(flow, failure=failed, act=acting)
     marked = fleet.recheck(flow, hold=held, then=mark(flow, drained))
     admitted = admit(flow, report=reported, admitted=marked)
     locked = lock(
-        flow, report=reported, failure=failed, act=fleet.gate(flow, hold=held, then=admitted)
+        flow,
+        report=reported,
+        failure=failed,
+        act=fleet.gate(flow, hold=held, declare=declare, then=admitted),
     )
     start = intake(flow, report=reported, act=fleet.sight(flow, then=locked))
     flow.catch_all(failed)

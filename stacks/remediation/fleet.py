@@ -5,7 +5,8 @@ The rules and the arithmetic are ``nodemedic.remediate.fleet``'s. Here they beco
 - ``sight`` (acting plans, right after planning, before the lock and the breaker): one
   conditional update adds the node to its fault's window in its group, or opens a new
   window. No wait: the cordon is as quick as before.
-- ``gate`` (once the node lock is taken): a window already declared a fleet event makes
+- ``gate`` (once the node lock is taken, before the breaker): a window already declared
+  a fleet event, or one that this sighting makes one (judged at once, no settle), makes
   this decision monitor-only from the start (``hold``), never cordoned.
 - ``recheck`` (once admitted, for a decision the breaker held): the event may have been
   declared while it waited.
@@ -104,12 +105,18 @@ def _declared(at: str) -> sfn.Condition:
     )
 
 
-def gate(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
-    """A sighting of a declared fleet event is monitor-only from the start."""
+def gate(
+    flow: Flow, *, hold: sfn.IChainable, declare: sfn.IChainable, then: sfn.IChainable
+) -> sfn.IChainable:
+    """Before the breaker: a sighting of a declared fleet event is monitor-only from the
+    start, and so is the one that makes its window a fleet event (it declares it). Only
+    the first ``fleet_min_nodes`` - 1 of a storm go on, so the storm neither fills the
+    breaker's slots nor spends its rate limits."""
+    early = _judged(flow, " now", settle=None, declare=declare, then=then)
     return (
         sfn.Choice(flow.scope, "Fleet event declared?")
         .when(_declared(state.FLEET_VERDICT), hold)
-        .otherwise(then)
+        .otherwise(early)
     )
 
 
@@ -129,26 +136,41 @@ def recheck(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IC
     )
 
 
-def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
+def judge(flow: Flow, *, declare: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
     """Right before reboot or replace: wait for the window to settle, then ``then``, or
-    declare the fleet event (mailing it once) and ``hold``."""
+    ``declare`` the fleet event."""
+    settle = sfn.Wait(flow.scope, "Fleet settle", time=sfn.WaitTime.seconds_path(state.JUDGED_WAIT))
+    return _judged(flow, "", settle=settle, declare=declare, then=then)
+
+
+def _judged(
+    flow: Flow,
+    suffix: str,
+    *,
+    settle: sfn.Wait | None,
+    declare: sfn.IChainable,
+    then: sfn.IChainable,
+) -> sfn.IChainable:
+    """Read the window and judge it (``nodemedic.remediate.fleet.judge``): a fleet event
+    goes to ``declare``; a window not yet settled waits in ``settle`` and reads again, or,
+    without one, goes on to ``then`` like a window that is no fleet event."""
     s = flow.scope
-    read = flow.read("Read fleet", _key(), state.FLEET_READ)
+    read = flow.read(f"Read fleet{suffix}", _key(), state.FLEET_READ)
     item = f"{state.FLEET_READ}.Item"
     # Plain values for the policy Lambda, not DynamoDB's shapes.
     found = flow.put(
-        "Fleet window found",
+        f"Fleet window found{suffix}",
         state.WINDOW,
         found=True,
         first_at=sfn.JsonPath.string_at(f"{item}.{fleet.FIRST_AT}.N"),
         nodes=sfn.JsonPath.list_at(f"{item}.{fleet.NODES}.SS"),
         verdict=sfn.JsonPath.string_at(f"{item}.{fleet.VERDICT}.S"),
     )
-    gone = flow.put("No fleet window", state.WINDOW, found=False)
+    gone = flow.put(f"No fleet window{suffix}", state.WINDOW, found=False)
     judged = flow.guard(
         tasks.LambdaInvoke(
             s,
-            "Judge fleet",
+            f"Judge fleet{suffix}",
             lambda_function=flow.policy_function,
             payload=sfn.TaskInput.from_object(
                 {
@@ -165,6 +187,27 @@ def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.ICha
             result_path=state.JUDGED,
         )
     )
+    found.next(judged)
+    gone.next(judged)
+    read.next(
+        sfn.Choice(s, f"Fleet window read{suffix}?")
+        .when(sfn.Condition.is_present(f"{item}.{fleet.NODES}.SS"), found)
+        .otherwise(gone)
+    )
+    verdict = sfn.Choice(s, f"Fleet settled{suffix}?")
+    if settle is not None:
+        verdict.when(sfn.Condition.number_greater_than(state.JUDGED_WAIT, 0), settle.next(read))
+    judged.next(
+        verdict.when(sfn.Condition.boolean_equals(state.JUDGED_FLEET, True), declare).otherwise(
+            then
+        )
+    )
+    return read
+
+
+def declaring(flow: Flow, *, hold: sfn.IChainable) -> sfn.IChainable:
+    """Declare the fleet event judged (``state.JUDGED``) by one conditional write, whose
+    winner mails the one notification listing the nodes, then ``hold``."""
     declare = flow.write(
         "Declare fleet event",
         _key(),
@@ -197,24 +240,8 @@ def judge(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.ICha
             "summary": sfn.JsonPath.string_at(state.JUDGED_SUMMARY),
         },
     )
-    settle = sfn.Wait(s, "Fleet settle", time=sfn.WaitTime.seconds_path(state.JUDGED_WAIT))
-    found.next(judged)
-    gone.next(judged)
-    read.next(
-        sfn.Choice(s, "Fleet window read?")
-        .when(sfn.Condition.is_present(f"{item}.{fleet.NODES}.SS"), found)
-        .otherwise(gone)
-    )
-    judged.next(
-        sfn.Choice(s, "Fleet settled?")
-        .when(sfn.Condition.number_greater_than(state.JUDGED_WAIT, 0), settle.next(read))
-        .when(
-            sfn.Condition.boolean_equals(state.JUDGED_FLEET, True),
-            flow.guard(declare).next(mailed).next(hold),
-        )
-        .otherwise(then)
-    )
-    return read
+    flow.guard(declare).next(mailed).next(hold)
+    return declare
 
 
 def hold(flow: Flow, *, report: sfn.IChainable) -> sfn.IChainable:

@@ -1,4 +1,4 @@
-"""Failures spread over time, end to end: Neuron DMA errors one after another on their own
+"""Failures spread over time, end to end: Neuron uncorrectable errors one after another on their own
 nodes, one more than a group may replace per hour, then an Xid 48. The first ones are
 replaced, the next is held and trips the cluster's breaker with exactly one page, its node
 untouched; after the (demo's short) cooldown the breaker closes again and the reboot goes

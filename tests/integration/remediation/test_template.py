@@ -284,6 +284,7 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Admission clock": "admission",
         "Judge refusal": "judge",
         "Judge fleet": "fleet",
+        "Judge fleet now": "fleet",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]
@@ -328,7 +329,7 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
     reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
     assert _kube_ops(cleanup, default_template) == {"fail"}
-    assert _kube_ops(reconcile, default_template) == {"tainted"}
+    assert _kube_ops(reconcile, default_template) == {"tainted", "silent"}
     failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
     assert failure_phase <= set(cleanup["States"])
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
