@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit synth bench kube clean xid-rules
+.PHONY: demo test lint typecheck unit synth bench kube clean xid-rules instance-devices
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -50,6 +50,11 @@ test: lint typecheck $(INSTALLED) node_modules/.installed kube
 # (nodemedic/catalog/xid/); a unit test fails while the committed file is stale.
 xid-rules: $(INSTALLED)
 	$(BIN)/python scripts/generate_xid_rules.py
+
+# nodemedic/health/instance_devices.json from EC2 DescribeInstanceTypes data as moto ships it;
+# a unit test fails while the committed file is stale for the installed moto.
+instance-devices: $(INSTALLED)
+	$(BIN)/python scripts/generate_instance_devices.py
 
 synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet

@@ -50,6 +50,12 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="EC2 instance id; names the streams <id>/kmsg and <id>/health (default: IMDSv2)",
     )
     where.add_argument("--region", help="region of the log group (default: IMDSv2)")
+    where.add_argument(
+        "--instance-type",
+        default="",
+        help="EC2 instance type; says how many GPUs and Neuron devices to expect (default: "
+        "IMDSv2 when it gives the identity too; none: the counts are unchecked)",
+    )
     where.add_argument("--endpoint-url", help="CloudWatch Logs endpoint (moto in local mode)")
     where.add_argument(
         "--create-log-group",
@@ -144,6 +150,20 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="seconds to keep shipping after SIGTERM before spooling the rest "
         "(default: %(default)s)",
     )
+    state.add_argument(
+        "--heartbeat-interval",
+        type=seconds,
+        default=defaults["heartbeat_interval"],
+        help="seconds between heartbeat lines; nodemedic reports a Ready node silent after "
+        "three intervals without one (default: %(default)s)",
+    )
+    state.add_argument(
+        "--stall-grace",
+        type=seconds,
+        default=defaults["stall_grace"],
+        help="seconds a loop may be late beyond three of its turns before /livez fails "
+        "(default: %(default)s)",
+    )
     checks = parser.add_argument_group("health checks")
     checks.add_argument(
         "--checks",
@@ -216,13 +236,15 @@ def _problem(args: argparse.Namespace) -> str | None:
 
 
 def _identity(args: argparse.Namespace) -> tuple[str, str, str]:
-    """(instance id, region, boot id); raises IdentityError or OSError."""
-    from agent.imds import instance_identity
+    """(instance id, region, boot id); raises IdentityError or OSError. Where IMDS gives
+    the identity it gives ``args.instance_type`` too, unless the flag did."""
+    from agent.imds import instance_identity, instance_type
 
     instance_id, region = args.instance_id, args.region
     if not (instance_id and region):
         found_id, found_region = instance_identity()
         instance_id, region = instance_id or found_id, region or found_region
+        args.instance_type = args.instance_type or instance_type()
     boot_id = args.boot_id or Path(args.boot_id_file).read_text(encoding="ascii").strip()
     return instance_id, region, boot_id
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
 from agent.checks import names as check_names
+from nodemedic.contracts import HEARTBEAT_SECONDS
 
 
 @dataclass
@@ -23,6 +24,9 @@ class Config:
     region: str
     boot_id: str
     state_dir: Path
+    instance_type: str = ""
+    """EC2's name for the node's type; says how many GPUs and Neuron devices the checks
+    expect (``nodemedic.health.instance_types``). Empty: unknown, nothing expected."""
     kmsg: str = "/dev/kmsg"
     endpoint_url: str | None = None
     create_log_group: bool = False
@@ -48,3 +52,9 @@ class Config:
     retry_base_delay: float = 0.2
     retry_max_delay: float = 30.0
     shutdown_grace: float = 5.0
+    heartbeat_interval: float = float(HEARTBEAT_SECONDS)
+    """Seconds between heartbeat lines; the reconcile reports a Ready node silent after
+    three intervals without one (``SILENT_AFTER_BEATS``)."""
+    stall_grace: float = 60.0
+    """Seconds a loop may be late beyond three of its turns before the liveness probe
+    fails (``agent.liveness``)."""

@@ -41,14 +41,20 @@ def _session(endpoint: str, timeout: float) -> dict[str, str]:
     return {"X-aws-ec2-metadata-token": token}
 
 
+def _metadata(endpoint: str, paths: tuple[str, ...], timeout: float) -> list[str]:
+    """The values under ``latest/meta-data/`` of ``paths``, in one IMDSv2 session."""
+    headers = _session(endpoint, timeout)
+    return [
+        _request(f"{endpoint}/latest/meta-data/{path}", "GET", headers, timeout) for path in paths
+    ]
+
+
 def instance_identity(endpoint: str | None = None, timeout: float = 2.0) -> tuple[str, str]:
     """(instance id, region); raises IdentityError off EC2 or when the metadata service is
     unreachable (in a pod: hostNetwork, or a hop limit of 2)."""
     endpoint = _endpoint(endpoint)
     try:
-        headers = _session(endpoint, timeout)
-        instance_id = _request(f"{endpoint}/latest/meta-data/instance-id", "GET", headers, timeout)
-        region = _request(f"{endpoint}/latest/meta-data/placement/region", "GET", headers, timeout)
+        instance_id, region = _metadata(endpoint, ("instance-id", "placement/region"), timeout)
     except (urllib.error.URLError, OSError) as exc:
         raise IdentityError(
             f"cannot read the instance identity from IMDSv2 at {endpoint} ({exc}); "
@@ -71,3 +77,12 @@ def identity_document(endpoint: str | None = None, timeout: float = 2.0) -> tupl
             f"cannot read the instance identity document at {endpoint} ({exc})"
         ) from exc
     return document, signature
+
+
+def instance_type(endpoint: str | None = None, timeout: float = 2.0) -> str:
+    """The instance type (``p5.48xlarge``); empty when the metadata service cannot say,
+    which leaves the device counts unchecked rather than stops the agent."""
+    try:
+        return _metadata(_endpoint(endpoint), ("instance-type",), timeout)[0]
+    except (urllib.error.URLError, OSError):
+        return ""

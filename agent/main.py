@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -27,16 +28,30 @@ from agent.checks import registered
 from agent.checks.base import Check, Runner, worst
 from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
+from agent.liveness import Liveness
 from agent.metrics import Metrics, metrics_server, serve
 from agent.origin import SealError, Signer, boot_key, kms_encrypt, sealed_registration, signer
 from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
-from agent.shipper import Shipper
+from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
-from nodemedic.contracts import health_stream, identity_stream, kmsg_stream, node_log_group
+from nodemedic.contracts import (
+    health_stream,
+    heartbeat_message,
+    identity_stream,
+    kmsg_stream,
+    node_log_group,
+)
 from nodemedic.origin.signing import SIGNATURE_BYTES, Registration
 
 log = logging.getLogger(__name__)
+CONNECT_SECONDS = 3
+READ_SECONDS = 20
+CALLS_PER_TURN = 3
+"""At most three calls in one turn of the shipper (CreateLogStream, PutLogEvents, and the
+restamped retry of a refused batch), each bounded by the client's timeouts."""
+COLLECTOR_LOOP = "collector"
+CHECKS_LOOP = "checks"
 
 
 def logs_client(region: str, endpoint_url: str | None) -> Any:
@@ -51,8 +66,8 @@ def logs_client(region: str, endpoint_url: str | None) -> Any:
         endpoint_url=endpoint_url,
         config=BotoConfig(
             retries={"total_max_attempts": 1, "mode": "standard"},
-            connect_timeout=3,
-            read_timeout=20,
+            connect_timeout=CONNECT_SECONDS,
+            read_timeout=READ_SECONDS,
             max_pool_connections=1,
             parameter_validation=False,
         ),
@@ -122,6 +137,8 @@ class Agent:
         self.config = config
         config.state_dir.mkdir(parents=True, exist_ok=True)
         self.metrics = Metrics()
+        self.liveness = Liveness(config.stall_grace)
+        self.metrics.loop_ages = self.liveness.ages
         self.spool = Spool(config.state_dir / "spool", config.spool_max_bytes)
         store = CheckpointStore(config.state_dir / "checkpoint.json")
         device = is_device(config.kmsg)
@@ -144,13 +161,19 @@ class Agent:
             create_group=config.create_log_group,
             base_delay=config.retry_base_delay,
             max_delay=config.retry_max_delay,
+            liveness=self.liveness,
         )
         self.sign: Signer | None = None
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.server = (
-            metrics_server(self.metrics, config.metrics_address, config.metrics_port)
+            metrics_server(
+                self.metrics,
+                config.metrics_address,
+                config.metrics_port,
+                stalled=self.liveness.stalled,
+            )
             if config.metrics_port
             else None
         )
@@ -163,6 +186,10 @@ class Agent:
             target=self.shipper.run, args=(producers_done, config.shutdown_grace), name="shipper"
         )
         checks = threading.Thread(target=self._check_loop, args=(stop,), name="checks", daemon=True)
+        turn = CALLS_PER_TURN * (CONNECT_SECONDS + READ_SECONDS) + config.retry_max_delay
+        self.liveness.expect(SHIPPER_LOOP, turn)
+        self.liveness.expect(COLLECTOR_LOOP, config.flush_interval)
+        self.liveness.expect(CHECKS_LOOP, config.check_interval)
         if self.server is not None:
             serve(self.server)
         shipper.start()
@@ -196,7 +223,14 @@ class Agent:
         config = self.config
         batcher = self._batcher(kmsg_stream(config.instance_id), config.max_batch_events)
         boot_ms = int((time.time() - time.monotonic()) * 1000)
+        next_beat = time.monotonic() + config.heartbeat_interval
         while not stop.is_set():
+            self.liveness.beat(COLLECTOR_LOOP)
+            if time.monotonic() >= next_beat:
+                # Through the collector: a heartbeat proves that collection turns, and
+                # its arrival that shipping does.
+                next_beat = time.monotonic() + config.heartbeat_interval
+                self._put(batcher.add(int(time.time() * 1000), self._heartbeat()))
             timeout = config.flush_interval  # also how long a stop may wait for the reader
             if batcher.pending:
                 timeout += batcher.opened_at - time.monotonic()
@@ -255,6 +289,19 @@ class Agent:
         while not stop.wait(self.config.register_retry) and not self._register():
             pass
 
+    def _heartbeat(self) -> str:
+        metrics = self.metrics
+        return heartbeat_message(
+            {
+                "interval": math.ceil(self.config.heartbeat_interval),
+                "lines_read": metrics.lines_read,
+                "spool_bytes": metrics.spool_bytes,
+                "put_failures": metrics.put_failures,
+                "credential_failures": metrics.credential_failures,
+                "events_dropped": metrics.events_dropped,
+            }
+        )
+
     def _ship_pstore(self) -> None:
         """Queue the records pstore kept of the boot that died, ahead of the new boot's
         lines; they are remembered as shipped once the batch holding the last is safe (a
@@ -281,6 +328,7 @@ class Agent:
     def _check_loop(self, stop: threading.Event) -> None:
         batcher = self._batcher(health_stream(self.config.instance_id))
         while not stop.is_set():
+            self.liveness.beat(CHECKS_LOOP)
             results, commits = self.runner.run(datetime.now(UTC))
             now_ms = int(time.time() * 1000)
             for result in results:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import get_args
 
@@ -26,6 +27,10 @@ class Metrics:
         self.events_rejected = 0
         self.records_lost = 0
         self.put_failures = 0
+        self.credential_failures = 0
+        self.credentials_refused = 0
+        self.loop_ages: Callable[[], dict[str, float]] = dict
+        """Seconds since each loop last turned (``agent.liveness``)."""
         self.spool_bytes = 0
         self.signing = 0
         self.registration_failures = 0
@@ -76,6 +81,24 @@ class Metrics:
             "PutLogEvents calls that failed and were retried.",
             [("", self.put_failures)],
         )
+        metric(
+            "credential_failures_total",
+            "counter",
+            "Calls refused for the credentials (access denied, expired or missing token).",
+            [("", self.credential_failures)],
+        )
+        metric(
+            "credentials_refused",
+            "gauge",
+            "1 while the last call was refused for the credentials.",
+            [("", self.credentials_refused)],
+        )
+        metric(
+            "loop_age_seconds",
+            "gauge",
+            "Seconds since each loop (collector, checks, shipper) last turned.",
+            [(f'{{loop="{loop}"}}', int(age)) for loop, age in self.loop_ages().items()],
+        )
         metric("spool_bytes", "gauge", "Bytes waiting in the spool.", [("", self.spool_bytes)])
         metric(
             "signing",
@@ -102,17 +125,30 @@ class Metrics:
         return "\n".join(out) + "\n"
 
 
-def metrics_server(metrics: Metrics, address: str, port: int) -> ThreadingHTTPServer:
-    """A server for ``/metrics``, bound now (a port in use fails at start-up, not later);
-    ``serve`` runs it."""
+LIVENESS_PATH = "/livez"
+
+
+def metrics_server(
+    metrics: Metrics, address: str, port: int, stalled: Callable[[], list[str]] = list
+) -> ThreadingHTTPServer:
+    """A server for ``/metrics`` and the liveness probe's ``/livez`` (503 naming the loops
+    ``stalled`` returns, see ``agent.liveness``), bound now (a port in use fails at
+    start-up, not later); ``serve`` runs it."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
+            path = self.path.split("?")[0]
+            status = 200
+            if path == "/metrics":
+                body = metrics.render().encode()
+            elif path == LIVENESS_PATH:
+                stuck = stalled()
+                status = 503 if stuck else 200
+                body = (f"stalled: {', '.join(stuck)}" if stuck else "ok").encode() + b"\n"
+            else:
                 self.send_error(404)
                 return
-            body = metrics.render().encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -9,6 +9,7 @@ else. docs/contracts.md describes the shapes behind the names.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Final, Literal, get_args
 
@@ -126,6 +127,40 @@ def split_signature(text: str) -> tuple[tuple[str, str] | None, str]:
     return None, text
 
 
+AGENT_LINE_PREFIX: Final = "nodemedic: "
+"""What every line the agent writes of its own starts with (spool-full notes, overwritten
+ring buffer counts, heartbeats): one subscription filter term selects them all."""
+HEARTBEAT_MARK: Final = AGENT_LINE_PREFIX + "heartbeat "
+HEARTBEAT_SECONDS: Final = 300
+"""The agent's default heartbeat interval; the reconcile calls a node silent after
+``SILENT_AFTER_BEATS`` of them."""
+SILENT_AFTER_BEATS: Final = 3
+
+
+def heartbeat_message(state: dict[str, int]) -> str:
+    """The kmsg stream's heartbeat line: the mark, then the agent's state as compact JSON
+    (``interval`` in seconds, and its counters: ``docs/contracts.md``)."""
+    return HEARTBEAT_MARK + json.dumps(state, separators=(",", ":"), sort_keys=True)
+
+
+def parse_heartbeat(text: str) -> dict[str, int] | None:
+    """The state a heartbeat line carries; None for any other line (a kernel line, one
+    marked injected or previous-boot: only the agent writes a bare heartbeat)."""
+    if not text.startswith(HEARTBEAT_MARK) or len(text) > MAX_HEARTBEAT_CHARS:
+        return None
+    try:
+        state = json.loads(text[len(HEARTBEAT_MARK) :])
+    except ValueError:
+        return None
+    if not isinstance(state, dict):
+        return None
+    return {k: v for k, v in state.items() if isinstance(k, str) and type(v) is int}
+
+
+MAX_HEARTBEAT_CHARS: Final = 1024
+"""A longer line is no heartbeat: what is stored of one stays small."""
+
+
 # Environment variables --------------------------------------------------------------------
 
 ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
@@ -147,6 +182,9 @@ ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
 ENV_IDENTITY_CERTIFICATES: Final = "NODEMEDIC_IDENTITY_CERTIFICATES"
 """PEM certificates the classify Lambda verifies instance identity documents with; empty:
 AWS's, vendored in ``nodemedic/origin/certificates``."""
+ENV_LEDGER_TABLE: Final = "LEDGER_TABLE"
+"""The ledger table: the classify Lambda records heartbeats there, the kube Lambda's
+``silent`` op reads them."""
 ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
 """The kube Lambda's EKS cluster (its endpoint and token come from it)."""
 ENV_KUBECONFIG: Final = "KUBECONFIG"
@@ -154,6 +192,18 @@ ENV_KUBECONFIG: Final = "KUBECONFIG"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
+
+# The stack ----------------------------------------------------------------------------------
+
+STACK_NAME: Final = "nodemedic-{cluster}"
+"""The CloudFormation stack of one cluster's pipeline; the CLI finds its resources by it."""
+LEDGER_OUTPUT: Final = "LedgerTableName"
+"""The stack's output naming the ledger table (``nodemedic breaker`` reads it)."""
+
+
+def stack_name(cluster: str) -> str:
+    return STACK_NAME.format(cluster=cluster)
+
 
 # Metrics -----------------------------------------------------------------------------------
 
@@ -172,6 +222,9 @@ IN_REMEDIATION_METRIC: Final = "InRemediation"
 and release."""
 BREAKER_METRIC: Final = "BreakerHeld"
 """Count, each time the breaker holds a decision back."""
+BREAKER_TRIPPED_METRIC: Final = "BreakerTripped"
+"""Count (dimension Cluster only): 1 each time the cluster's breaker trips on a limit (the
+cluster cap or a group's rate), once per trip; its alarm pages."""
 REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
 """Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
 LINES_CLASSIFIED_METRIC: Final = "LinesClassified"
@@ -188,6 +241,10 @@ STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""
 
+SILENT_METRIC: Final = "SilentNodes"
+"""Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for
+``SILENT_AFTER_BEATS`` heartbeat intervals, published by the reconcile at every run."""
+
 # The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
 
 LOCK_SK: Final = "inflight"
@@ -197,12 +254,30 @@ BREAKER_SK: Final = "breaker"
 GROUP_PK_PREFIX: Final = "group#"
 DECISION_SK_PREFIX: Final = "decision#"
 """``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings."""
+HEARTBEAT_PK: Final = "heartbeat"
+"""``heartbeat`` / ``<instance-id>``: when the node's agent was last heard (``heard_at``,
+epoch seconds), the state its heartbeat carried, and ``notified_at`` once its silence was
+notified. One partition, so one Query reads a whole cluster."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+FLEET_SK_PREFIX: Final = "fleet#"
+"""``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
+the fleet window, and whether they make a fleet event."""
 
 
 def group_pk(group: str) -> str:
     return GROUP_PK_PREFIX + group
+
+
+CLUSTER_PK_PREFIX: Final = "cluster#"
+"""``cluster#<name>`` / ``breaker``: the cluster's breaker, its holders across node groups
+and its tripped state; ``cluster#<name>`` / ``rate#<group>#<action>#<window>``: the
+remediations of that action started in a group in one clock hour or UTC day."""
+RATE_SK_PREFIX: Final = "rate#"
+
+
+def cluster_pk(cluster: str) -> str:
+    return CLUSTER_PK_PREFIX + cluster
 
 
 # Kubernetes --------------------------------------------------------------------------------
@@ -234,6 +309,11 @@ FAULT_REASON_LABEL: Final = "nodemedic.io/fault-reason"
 FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
 """Node condition, ``True`` once a remediation of the node failed: its reason is the error,
 its message the step and the decision."""
+FLEET_LABEL: Final = "nodemedic.io/fleet-event"
+"""``<fault_id>``: the node reported a fault that many nodes of its group reported at once
+(a fleet event, a rollout or a job rather than hardware); nodemedic held its hand."""
+FLEET_CONDITION: Final = "NodeMedicFleetEvent"
+"""Node condition, ``True`` while the node is held for a fleet event: its message says why."""
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""

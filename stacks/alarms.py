@@ -20,7 +20,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import BREAKER_METRIC, METRICS_NAMESPACE, STRANDED_METRIC
+from nodemedic.contracts import (
+    BREAKER_METRIC,
+    BREAKER_TRIPPED_METRIC,
+    METRICS_NAMESPACE,
+    SILENT_METRIC,
+    STRANDED_METRIC,
+)
 from stacks.insights import insights_query, is_insights_query
 from stacks.settings import ClusterSettings
 
@@ -52,6 +58,17 @@ def fault_metrics(catalog: Catalog) -> list[FaultMetric]:
         FaultMetric(ns, metric, tuple(rules), "; ".join(summaries[(ns, metric)]))
         for (ns, metric), rules in found.items()
     ]
+
+
+def breaker_tripped(cluster: str) -> cw.Metric:
+    """Trips of the cluster's breaker, one datum per trip."""
+    return cw.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=BREAKER_TRIPPED_METRIC,
+        dimensions_map={"Cluster": cluster},
+        statistic="Sum",
+        period=PERIOD,
+    )
 
 
 class Alarms(Construct):
@@ -143,6 +160,16 @@ class Alarms(Construct):
                 "in remediation (max_parallel / max_unhealthy_percent).",
             ),
             self._alarm(
+                "BreakerTripped",
+                "breaker-tripped",
+                breaker_tripped(settings.name),
+                f"The breaker of {settings.name} tripped on a limit (max_in_flight, or a "
+                "group's reboots or replacements per hour or day): every reboot and "
+                f"replacement of the cluster is held for breaker_cooldown "
+                f"({settings.breaker_cooldown} s), then until the limits have room. See "
+                f"`nodemedic breaker status --cluster {settings.name}`; `reset` reopens it.",
+            ),
+            self._alarm(
                 "StrandedNodes",
                 "stranded-nodes",
                 self._stranded(settings, aftercare),
@@ -150,6 +177,20 @@ class Alarms(Construct):
                 "them (the reconcile's last output names them), or the cleanup or the "
                 "reconcile failed. A node whose remediation failed stays out and counted by "
                 "the breaker until a person fixes it and takes the taint off.",
+            ),
+            self._alarm(
+                "SilentNodes",
+                "silent-nodes",
+                cw.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=SILENT_METRIC,
+                    dimensions_map={"Cluster": settings.name},
+                    statistic="Maximum",
+                    period=PERIOD,
+                ),
+                "Ready nodes whose nodemedic agent shipped no heartbeat for 3 intervals: its "
+                "credentials refused or expired, its pod not running, or the node hung while "
+                "still Ready. Faults on them go unseen; the topic got their names once.",
             ),
         ]
 

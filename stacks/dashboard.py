@@ -25,6 +25,7 @@ from nodemedic.contracts import (
     REMEDIATIONS_METRIC,
 )
 from nodemedic.detect.filterpattern import filter_terms
+from stacks.alarms import breaker_tripped
 from stacks.insights import insights_query, search_expressions
 from stacks.settings import ClusterSettings
 
@@ -176,8 +177,9 @@ class Dashboard(Construct):
             width=6,
         )
         breaker = cw.GraphWidget(
-            title="Breaker: decisions held per node group",
+            title="Breaker: trips of the cluster, decisions held per node group",
             left=[
+                breaker_tripped(cluster).with_(label="breaker tripped (cluster)"),
                 _expression(
                     insights_query(
                         "SUM",
@@ -186,7 +188,7 @@ class Dashboard(Construct):
                         cluster=cluster,
                         group_by=("NodeGroup",),
                     )
-                )
+                ),
             ],
             width=6,
         )

@@ -24,7 +24,7 @@ from nodemedic.contracts import (
     ENV_PROOF_OF_ORIGIN,
     ENV_STATE_MACHINE_ARN,
 )
-from nodemedic.detect.filterpattern import subscription_filter_pattern
+from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.origin.identity import load_certificates
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
@@ -113,12 +113,17 @@ class Ingest(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
         )
-        self.filter_pattern = subscription_filter_pattern(catalog)
-        self.subscription = logs.SubscriptionFilter(
-            self,
-            "Faults",
-            log_group=self.log_group,
-            destination=destinations.LambdaDestination(self.function),
-            filter_pattern=logs.FilterPattern.literal(self.filter_pattern),
-            filter_name="nodemedic-faults",
-        )
+        # One filter while the catalog's terms fit in one pattern, two when they do not
+        # (nodemedic.detect.filterpattern): the first keeps its construct id and name.
+        self.filter_patterns = subscription_filter_patterns(catalog)
+        self.subscriptions = [
+            logs.SubscriptionFilter(
+                self,
+                "Faults" if index == 0 else f"Faults{index + 1}",
+                log_group=self.log_group,
+                destination=destinations.LambdaDestination(self.function),
+                filter_pattern=logs.FilterPattern.literal(pattern),
+                filter_name="nodemedic-faults" if index == 0 else f"nodemedic-faults-{index + 1}",
+            )
+            for index, pattern in enumerate(self.filter_patterns)
+        ]

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
 from nodemedic.contracts import node_log_group
+from nodemedic.remediate.fleet import FleetRules
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
@@ -76,12 +77,46 @@ class ClusterSettings:
     """The same fault again within this many seconds after a reboot escalates to replace."""
     breaker_hold: int = 3600
     """Seconds a decision held by the breaker keeps waiting for a free slot before giving up."""
+    max_in_flight: int = 10
+    """Breaker: at most this many nodes of the whole cluster in remediation (or left out by a
+    failed one) at once, across node groups; one more trips the breaker. Per-group limits
+    alone let a cluster of many groups lose many nodes at once."""
+    reboots_per_hour: int = 6
+    """Breaker: reboots started per node group per clock hour; one more trips the breaker."""
+    reboots_per_day: int = 24
+    """Breaker: reboots started per node group per UTC day; one more trips the breaker."""
+    replacements_per_hour: int = 3
+    """Breaker: replacements started per node group per clock hour; one more trips the
+    breaker. Real hardware failures are rare and independent: more than a few an hour in one
+    group is far likelier a false alarm (a driver, a firmware, a job) than broken cards, and
+    a replacement cannot be undone."""
+    replacements_per_day: int = 12
+    """Breaker: replacements started per node group per UTC day; one more trips the breaker."""
+    breaker_cooldown: int = 1800
+    """Seconds a tripped breaker holds every reboot and replacement of the cluster; then the
+    first decision whose limits all have room closes it (one that still hits a limit
+    restarts the cooldown). ``nodemedic breaker reset`` closes it at once."""
     poll_seconds: int = 15
     """Interval of the state machine's wait loops (drain retries, reboot watch, breaker)."""
     log_retention_days: int = 30
     """Days CloudWatch Logs keeps the node log group and the Lambdas' logs."""
     notification_emails: tuple[str, ...] = ()
     """Addresses subscribed to the cluster's topic (remediation reports and alarms)."""
+    fleet_min_nodes: int = 3
+    """Fleet correlation: the same fault on at least this many nodes of a node group within
+    ``fleet_window`` is a fleet event (a rollout or a job, not hardware): nothing is rebooted
+    or replaced for it, the nodes are given back marked, and one notification lists them.
+    At least 2."""
+    fleet_min_percent: int = 50
+    """... or on at least this share of the node group (and two nodes at least); 0 turns the
+    share off and leaves ``fleet_min_nodes``."""
+    fleet_window: int = 600
+    """Seconds from a fault's first sighting in a group within which later sightings count
+    with it; the next sighting after that opens a new window."""
+    fleet_settle: int = 60
+    """Seconds after a fault's first sighting in a group before any of its nodes may be
+    rebooted or replaced: the rest of a storm arrives within it. The cordon and the drain
+    do not wait; at most ``fleet_window``."""
     classifier_reserved_concurrency: int = 0
     """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
     A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
@@ -89,6 +124,15 @@ class ClusterSettings:
 
     def __post_init__(self) -> None:
         _check_values(self)
+
+    @property
+    def fleet_rules(self) -> FleetRules:
+        return FleetRules(
+            min_nodes=self.fleet_min_nodes,
+            min_percent=self.fleet_min_percent,
+            window=self.fleet_window,
+            settle=self.fleet_settle,
+        )
 
     @property
     def log_group_name(self) -> str:
@@ -154,12 +198,22 @@ def _check_values(settings: ClusterSettings) -> None:
             f"eks_cluster_name {settings.eks_cluster_name!r} is not an EKS cluster name "
             f"({_EKS_NAME.pattern})"
         )
-    if settings.recovery_mode not in ("Automatic", "None"):
-        raise ValueError(f"recovery_mode must be Automatic or None, not {settings.recovery_mode!r}")
-    if settings.proof_of_origin not in ("enforce", "audit"):
-        raise ValueError(
-            f"proof_of_origin must be enforce or audit, not {settings.proof_of_origin!r}"
-        )
+    for key, allowed in (
+        ("recovery_mode", ("Automatic", "None")),
+        ("proof_of_origin", ("enforce", "audit")),
+    ):
+        if getattr(settings, key) not in allowed:
+            raise ValueError(
+                f"{key} must be {' or '.join(allowed)}, not {getattr(settings, key)!r}"
+            )
+    _check_numbers(settings)
+    _check_node_groups(settings.node_groups)
+    for address in settings.notification_emails:
+        if not _EMAIL.match(address):
+            raise ValueError(f"notification_emails: {address!r} is not an e-mail address")
+
+
+def _check_numbers(settings: ClusterSettings) -> None:
     if not 0 <= settings.max_unhealthy_percent <= 100:
         raise ValueError("max_unhealthy_percent must be within 0..100")
     for key in (
@@ -169,9 +223,19 @@ def _check_values(settings: ClusterSettings) -> None:
         "escalation_window",
         "breaker_hold",
         "poll_seconds",
+        "max_in_flight",
+        "reboots_per_hour",
+        "reboots_per_day",
+        "replacements_per_hour",
+        "replacements_per_day",
+        "breaker_cooldown",
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")
+    for action in ("reboots", "replacements"):
+        if getattr(settings, f"{action}_per_day") < getattr(settings, f"{action}_per_hour"):
+            raise ValueError(f"{action}_per_day must be at least {action}_per_hour")
+    settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
     if settings.classifier_reserved_concurrency < 0:
         raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:
@@ -179,10 +243,6 @@ def _check_values(settings: ClusterSettings) -> None:
             f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "
             f"Logs accepts; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
         )
-    _check_node_groups(settings.node_groups)
-    for address in settings.notification_emails:
-        if not _EMAIL.match(address):
-            raise ValueError(f"notification_emails: {address!r} is not an e-mail address")
 
 
 def parse_clusters(raw: Sequence[Mapping[str, Any]] | None) -> list[ClusterSettings]:

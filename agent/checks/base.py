@@ -13,46 +13,30 @@ import json
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from agent.checkpoint import write_atomically
+from nodemedic.health.devices import missing_devices
+from nodemedic.health.result import Figure, Result, Status, utc_stamp
 
+# The result line is nodemedic.health's (triage writes it too); the checks take it from here.
+__all__ = [
+    "Check",
+    "CounterBaseline",
+    "Figure",
+    "Result",
+    "Runner",
+    "Status",
+    "SysfsDevices",
+    "ToolMissing",
+    "read_counter",
+    "utc_stamp",
+    "worst",
+]
 log = logging.getLogger(__name__)
-Status = Literal["ok", "warn", "fail", "skipped"]
-Figure = int | float | str
 _RANK = {"skipped": 0, "ok": 1, "warn": 2, "fail": 3}
-
-
-def utc_stamp(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True)
-class Result:
-    check: str
-    device: str
-    status: Status
-    reason: str
-    figures: Mapping[str, Figure] = field(default_factory=dict)
-    ts: str = ""
-
-    def to_json(self) -> str:
-        """Compact, keys in the contract's order (check, device, status, reason, figures, ts)."""
-        return json.dumps(
-            {
-                "check": self.check,
-                "device": self.device,
-                "status": self.status,
-                "reason": self.reason,
-                "figures": dict(self.figures),
-                "ts": self.ts,
-            },
-            separators=(",", ":"),
-        )
 
 
 def worst(results: Sequence[Result]) -> Status:
@@ -167,10 +151,7 @@ class SysfsDevices(Check):
         devices = self.devices()
         if not devices and not self.expected_devices:
             raise ToolMissing(f"no {self.kind} devices under {self.root}")
-        results: list[Result] = []
-        if len(devices) < self.expected_devices:
-            figures: dict[str, Figure] = {"expected": self.expected_devices, "found": len(devices)}
-            results.append(Result(self.name, "node", "fail", "DeviceMissing", figures, ts))
+        results = missing_devices(self.name, self.expected_devices, len(devices), ts)
         for device in devices:
             results.extend(self.device_results(device, ts))
         return results

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Figure, Result, SysfsDevices, read_counter
 from agent.checks.registry import Option, register
+from nodemedic.health.devices import EFA_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "efa"
+NAME = EFA_CHECK
+# Not from the instance type: its MaximumEfaInterfaces is the most it can take, not what the
+# launch template attached, and expecting it would reboot every node launched with fewer.
 EXPECT_DEVICES = Option("--expect-efa-devices", 0, "EFA devices expected (0: unchecked)", count)
 SYSFS_DIR = "class/infiniband"
 _ERROR_COUNTERS = {

@@ -16,13 +16,18 @@ from typing import TYPE_CHECKING
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Result, SysfsDevices, read_counter
 from agent.checks.registry import Option, register
+from agent.expected import expected_count
+from nodemedic.health.devices import NEURON_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "neuron-sysfs"
-EXPECT_DEVICES = Option(
-    "--expect-neuron-devices", 0, "Neuron devices expected (0: unchecked)", count
+NAME = NEURON_CHECK
+EXPECT_DEVICES: Option[int | None] = Option(
+    "--expect-neuron-devices",
+    None,
+    "Neuron devices expected (default: the instance type's; 0: unchecked)",
+    count,
 )
 SYSFS_DIR = "devices/virtual/neuron_device"
 _DEVICE = re.compile(r"neuron(\d+)$")
@@ -74,7 +79,9 @@ class NeuronSysfs(SysfsDevices):
 
 def build(config: Config) -> NeuronSysfs:
     baseline = CounterBaseline(config.state_dir / "neuron-counters.json", config.boot_id)
-    return NeuronSysfs(config.sys_root, baseline, EXPECT_DEVICES.value(config.check_options))
+    expected = EXPECT_DEVICES.value(config.check_options)
+    devices = expected_count(expected, config.instance_type, "neuron_devices")
+    return NeuronSysfs(config.sys_root, baseline, devices)
 
 
 register("neuron", build, EXPECT_DEVICES)

@@ -1,11 +1,8 @@
 """NVIDIA GPUs, from ``nvidia-smi -q -x``.
 
-Reports per GPU (device = PCI bus id): volatile uncorrectable ECC errors, a retired page
-or a remapped row waiting for a GPU reset, a failed row remapping, and the hardware
-slowdown / power brake clock event reasons; and for the node, fewer GPUs than expected.
-The command is configurable so the local mode and tests can replay a recorded output.
-Element names differ between driver generations (see tests/events/nvidia-smi/SOURCES.md);
-both are read.
+Runs the tool; what its report means is ``nodemedic.health.nvidia_smi``'s, shared with
+``nodemedic triage``. The command is configurable so the local mode and tests can replay a
+recorded output.
 """
 
 from __future__ import annotations
@@ -18,13 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent.argtypes import count, seconds
-from agent.checks.base import Check, Figure, Result, Status, ToolMissing
+from agent.checks.base import Check, Figure, Result, ToolMissing
 from agent.checks.registry import Option, register
+from agent.expected import expected_count
+from nodemedic.health.nvidia_smi import NAME, evaluate
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "nvidia-smi"
 COMMAND = Option(
     "--nvidia-smi",
     "nvidia-smi -q -x",
@@ -37,137 +35,12 @@ TIMEOUT = Option(
     "seconds before nvidia-smi counts as failed (default: %(default)s)",
     seconds,
 )
-EXPECT_GPUS = Option(
-    "--expect-gpus", 0, "GPUs this instance type has; fewer is GpuMissing (0: unchecked)", count
+EXPECT_GPUS: Option[int | None] = Option(
+    "--expect-gpus",
+    None,
+    "GPUs expected; fewer is GpuMissing (default: the instance type's; 0: unchecked)",
+    count,
 )
-_VOLATILE_UNCORRECTABLE = (
-    "double_bit/total",
-    "dram_uncorrectable",
-    "sram_uncorrectable",
-    "sram_uncorrectable_parity",
-    "sram_uncorrectable_secded",
-)
-# NVML clock event reason bits (nvmlClocksEventReason*), for the figures.
-_REASON_BITS = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-    "display_clocks_setting": 0x100,
-}
-
-
-def _number(element: ET.Element | None) -> int | None:
-    """The integer in an element, or None for absent / ``N/A`` / unsupported."""
-    if element is None or element.text is None:
-        return None
-    text = element.text.strip()
-    return int(text) if text.isdigit() else None
-
-
-def _yes(element: ET.Element | None) -> bool:
-    return element is not None and (element.text or "").strip() == "Yes"
-
-
-def _volatile_uncorrectable(gpu: ET.Element) -> int | None:
-    values = [_number(gpu.find(f"ecc_errors/volatile/{path}")) for path in _VOLATILE_UNCORRECTABLE]
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
-def _clock_event_mask(gpu: ET.Element) -> int:
-    mask = 0
-    for group in ("clocks_event_reasons", "clocks_throttle_reasons"):
-        for child in gpu.findall(f"{group}/*"):
-            name = child.tag.split("_reason_", 1)[-1]
-            if (child.text or "").strip() == "Active":
-                mask |= _REASON_BITS.get(name, 0)
-    return mask
-
-
-def _ecc(gpu: ET.Element) -> tuple[Status, str, dict[str, Figure]] | None:
-    volatile = _volatile_uncorrectable(gpu)
-    if not volatile:
-        return None
-    figures: dict[str, Figure] = {"ecc_uncorrected_volatile": volatile}
-    aggregate = _number(gpu.find("ecc_errors/aggregate/double_bit/total"))
-    if aggregate is None:
-        aggregate = _number(gpu.find("ecc_errors/aggregate/dram_uncorrectable"))
-    if aggregate is not None:
-        figures["ecc_uncorrected_aggregate"] = aggregate
-    return "fail", "EccUncorrectable", figures
-
-
-def _retired_pages(gpu: ET.Element) -> tuple[Status, str, dict[str, Figure]] | None:
-    pages = gpu.find("retired_pages")
-    if pages is None or not (
-        _yes(pages.find("pending_retirement")) or _yes(pages.find("pending_blacklist"))
-    ):
-        return None
-    figures: dict[str, Figure] = {"retired_pages_pending": 1}
-    for kind, path in (("dbe", "double_bit_retirement"), ("sbe", "multiple_single_bit_retirement")):
-        count = _number(pages.find(f"{path}/retired_count"))
-        if count is not None:
-            figures[f"retired_pages_{kind}"] = count
-    return "warn", "RetiredPagesPending", figures
-
-
-def _remapped_rows(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]]:
-    rows = gpu.find("remapped_rows")
-    if rows is None:
-        return []
-    counts: dict[str, Figure] = {}
-    for name in ("remapped_row_corr", "remapped_row_unc"):
-        value = _number(rows.find(name))
-        if value is not None:
-            counts[name] = value
-    found: list[tuple[Status, str, dict[str, Figure]]] = []
-    if _yes(rows.find("remapped_row_failure")) or _yes(rows.find("failure")):
-        found.append(("fail", "RowRemapFailure", {"remapped_rows_failure": 1, **counts}))
-    if _yes(rows.find("remapped_row_pending")) or _yes(rows.find("pending")):
-        found.append(("warn", "RowRemapPending", {"remapped_rows_pending": 1, **counts}))
-    return found
-
-
-def _clock_events(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]]:
-    mask = _clock_event_mask(gpu)
-    found: list[tuple[Status, str, dict[str, Figure]]] = []
-    if mask & (_REASON_BITS["hw_slowdown"] | _REASON_BITS["hw_thermal_slowdown"]):
-        found.append(("warn", "HwSlowdown", {"clocks_event_reasons": mask}))
-    if mask & _REASON_BITS["hw_power_brake_slowdown"]:
-        found.append(("warn", "PowerBrake", {"clocks_event_reasons": mask}))
-    return found
-
-
-def gpu_results(gpu: ET.Element, ts: str) -> list[Result]:
-    """One result per problem found on this GPU, or one ``ok`` result."""
-    device = gpu.get("id") or gpu.findtext("pci/pci_bus_id") or "unknown"
-    problems = [p for p in (_ecc(gpu), _retired_pages(gpu)) if p is not None]
-    problems += _remapped_rows(gpu) + _clock_events(gpu)
-    if not problems:
-        healthy: dict[str, Figure] = {"ecc_uncorrected_volatile": _volatile_uncorrectable(gpu) or 0}
-        problems = [("ok", "Healthy", healthy)]
-    return [
-        Result(NAME, device, status, reason, figures, ts) for status, reason, figures in problems
-    ]
-
-
-def evaluate(document: bytes, expected_gpus: int, ts: str) -> list[Result]:
-    """Results for one ``nvidia-smi -q -x`` output."""
-    # The document is nvidia-smi's own output; expat (>= 2.4) caps entity expansion.
-    root = ET.fromstring(document)  # noqa: S314
-    gpus = root.findall("gpu")
-    results: list[Result] = []
-    if expected_gpus and len(gpus) < expected_gpus:
-        figures: dict[str, Figure] = {"expected": expected_gpus, "found": len(gpus)}
-        results.append(Result(NAME, "node", "fail", "GpuMissing", figures, ts))
-    for gpu in gpus:
-        results.extend(gpu_results(gpu, ts))
-    return results
 
 
 class NvidiaSmi(Check):
@@ -205,9 +78,8 @@ class NvidiaSmi(Check):
 
 def build(config: Config) -> NvidiaSmi:
     options = config.check_options
-    return NvidiaSmi(
-        shlex.split(COMMAND.value(options)), EXPECT_GPUS.value(options), TIMEOUT.value(options)
-    )
+    gpus = expected_count(EXPECT_GPUS.value(options), config.instance_type, "gpus")
+    return NvidiaSmi(shlex.split(COMMAND.value(options)), gpus, TIMEOUT.value(options))
 
 
 register("nvidia", build, COMMAND, TIMEOUT, EXPECT_GPUS)

@@ -17,7 +17,9 @@ from aws_lambda_powertools.utilities.idempotency import (
 from botocore.exceptions import ClientError
 
 from lambdas.classify.service import Starter
+from nodemedic.contracts import HEARTBEAT_PK
 from nodemedic.remediate.decision import Decision, recent
+from nodemedic.remediate.silence import AGENT_STATE, HEARD_AT, NOTIFIED_AT
 
 _CONFLICT_RETRIES = 5
 
@@ -60,6 +62,32 @@ class DynamoHitCounter:
                 continue
             return list(kept.values())
         raise RuntimeError(f"could not record hits for {key}: too many concurrent writers")
+
+
+class DynamoHeartbeats:
+    """The last heartbeat of each node, in the ledger (``HEARTBEAT_PK``): one UpdateItem,
+    never moving ``heard_at`` back, and clearing the mark of a silence already notified."""
+
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
+        self._table = table_name
+        self._client = client or boto3.client("dynamodb")
+
+    def record(self, instance_id: str, at: float, state: Mapping[str, int]) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": HEARTBEAT_PK}, "sk": {"S": instance_id}},
+                UpdateExpression=f"SET {HEARD_AT} = :at, {AGENT_STATE} = :state "
+                f"REMOVE {NOTIFIED_AT}",
+                ConditionExpression=f"attribute_not_exists({HEARD_AT}) OR {HEARD_AT} < :at",
+                ExpressionAttributeValues={
+                    ":at": {"N": str(int(at))},
+                    ":state": {"M": {k: {"N": str(v)} for k, v in state.items()}},
+                },
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
 
 def execution_starter(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import time
 import zlib
 from datetime import UTC, datetime
 from functools import cache
@@ -22,7 +23,7 @@ from aws_lambda_powertools.utilities.data_classes.cloud_watch_logs_event import 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.classify.aws import DynamoHitCounter, execution_starter
+from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.classify.service import LogEvent, Origin, Starter, process_batch
 from lambdas.observability import logger, metrics, tracer
@@ -31,6 +32,7 @@ from nodemedic.contracts import (
     ENV_ACCEPT_INJECTED,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
+    ENV_LEDGER_TABLE,
     ENV_PROOF_OF_ORIGIN,
     ENV_STATE_MACHINE_ARN,
     FAULTS_FOUND_METRIC,
@@ -43,6 +45,7 @@ from nodemedic.detect.classifier import default_classifier
 from nodemedic.origin.identity import load_certificates, vendored_certificates
 from nodemedic.origin.signing import unproven
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
+from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
 
 
 class MalformedPayload(ValueError):
@@ -109,6 +112,26 @@ def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
         raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
 
 
+_RECENT = Recent()
+
+
+@cache
+def _heartbeats(table: str) -> DynamoHeartbeats:
+    return DynamoHeartbeats(table)
+
+
+def _record_heartbeat(instance_id: str, source: str, messages: list[str]) -> None:
+    """Remember that the node's agent was heard: at most one write per node per half
+    heartbeat interval from this process, and only for an agent's own heartbeat line."""
+    table = os.environ.get(ENV_LEDGER_TABLE)
+    state = newest_heartbeat(messages) if source == "kmsg" and table else None
+    now = time.time()
+    if state is None or table is None or not _RECENT.due(instance_id, now, interval_of(state)):
+        return
+    _heartbeats(table).record(instance_id, now, state)
+    _RECENT.written(instance_id, now)
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -140,6 +163,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         # line act.
         enforce_origin=os.environ.get(ENV_PROOF_OF_ORIGIN, "enforce") != "audit",
     )
+    _record_heartbeat(identity.instance_id, identity.source, [e.message for e in events])
     metrics.add_dimension(name="Cluster", value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
     metrics.add_metric(name=FAULTS_FOUND_METRIC, unit=MetricUnit.Count, value=result.faults)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import drain, nodes
+from lambdas.kube import drain, nodes, silence
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -77,22 +77,29 @@ def _locate(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return dataclasses.asdict(nodes.locate(core, f.text("instance_id")))
 
 
+def _marking(f: Fields) -> dict[str, str]:
+    """What a ``mark`` and a ``hold`` put on the node."""
+    return {
+        "fault_id": f.text("fault_id"),
+        "condition": f.text("condition"),
+        "condition_status": f.text("condition_status"),
+        "reason": f.text("reason"),
+        # Free text for people; a fault without an evidence line still gets its mark.
+        "message": f.text("message", empty_ok=True),
+        "health_status": f.text("health_status"),
+    }
+
+
 def _mark(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
-    nodes.mark(
-        core,
-        node,
-        fault_id=f.text("fault_id"),
-        condition=f.text("condition"),
-        condition_status=f.text("condition_status"),
-        reason=f.text("reason"),
-        # Free text for people; a fault without an evidence line still gets its mark.
-        message=f.text("message", empty_ok=True),
-        health_status=f.text("health_status"),
-        cordon=f.flag("cordon"),
-        taint=f.flag("taint"),
-    )
+    nodes.mark(core, node, **_marking(f), cordon=f.flag("cordon"), taint=f.flag("taint"))
     return {"node": node, "marked": True}
+
+
+def _hold(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    nodes.hold_for_fleet(core, node, **_marking(f), why=f.text("why"))
+    return {"node": node, "held": True}
 
 
 def _drain(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -134,6 +141,10 @@ def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return {"nodes": nodes.tainted(core)}
 
 
+def _silent(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return silence.silent(core)
+
+
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     return {"node": node, "deleted": nodes.delete_node(core, node)}
@@ -145,9 +156,11 @@ OPS: dict[str, Op] = {
     "drain": _drain,
     "node_status": _node_status,
     "clear": _clear,
+    "hold": _hold,
     "delete_node": _delete_node,
     "fail": _fail,
     "tainted": _tainted,
+    "silent": _silent,
 }
 
 

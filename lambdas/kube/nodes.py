@@ -21,12 +21,15 @@ from nodemedic.contracts import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
+    FLEET_CONDITION,
+    FLEET_LABEL,
     HEALTH_LABEL,
     HEALTH_STATUSES,
     SCHEDULABLE,
     TAINT_EFFECT,
     TAINT_KEY,
 )
+from nodemedic.remediate.silence import ReadyNode
 
 _MERGE = "application/merge-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
@@ -91,6 +94,25 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
     return found
 
 
+def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
+    """The Ready Nodes of EC2 instances, each with when it last became Ready."""
+    found = []
+    for node in _nodes(core):
+        instance_id = instance_of(node.spec.provider_id or "")
+        ready = next(
+            (
+                c
+                for c in (node.status.conditions if node.status else None) or []
+                if c.type == "Ready"
+            ),
+            None,
+        )
+        if instance_id and ready is not None and ready.status == "True":
+            since = ready.last_transition_time or node.metadata.creation_timestamp
+            found.append(ReadyNode(node.metadata.name, instance_id, since.timestamp()))
+    return found
+
+
 def locate(core: client.CoreV1Api, instance_id: str) -> Located:
     node = find_node(core, instance_id)
     if node is None:
@@ -133,6 +155,51 @@ def mark(
     _update(core, name, change)
 
 
+def hold_for_fleet(
+    core: client.CoreV1Api,
+    name: str,
+    *,
+    fault_id: str,
+    condition: str,
+    condition_status: str,
+    reason: str,
+    message: str,
+    health_status: str,
+    why: str,
+) -> None:
+    """A node whose fault is part of a fleet event, given back: marked as a monitor-only
+    decision leaves it (condition and health label), the fleet label and condition saying
+    why nodemedic held its hand, our taint gone and uncordoned (it may have been cordoned
+    and drained before the pattern showed)."""
+    mark(
+        core,
+        name,
+        fault_id=fault_id,
+        condition=condition,
+        condition_status=condition_status,
+        reason=reason,
+        message=message,
+        health_status=health_status,
+        cordon=False,
+        taint=False,
+    )
+    _set_condition(core, name, kind=FLEET_CONDITION, status="True", reason=reason, message=why)
+    _update(core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)}))
+
+
+def _label_value(text: str) -> str:
+    """A label value (63 characters at most, alphanumeric at both ends)."""
+    return text[:63].strip("-_.")
+
+
+def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
+    """The patch that puts ``labels`` on the node and takes our taint and the cordon off."""
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
+    }
+
+
 def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
     """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
     _set_condition(
@@ -144,13 +211,7 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
         message=f"nodemedic remediated {fault_id}",
     )
 
-    def change(node: Any) -> dict[str, Any]:
-        return {
-            "metadata": {"labels": {HEALTH_LABEL: SCHEDULABLE}},
-            "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
-        }
-
-    _update(core, name, change)
+    _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 
 def mark_failed(

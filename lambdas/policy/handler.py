@@ -1,4 +1,5 @@
-"""The remediation state machine's date arithmetic: ``plan``, ``elapsed`` and ``clock``.
+"""The remediation state machine's arithmetic: ``plan``, ``elapsed``, ``clock``, ``fleet``,
+and the breaker's ``admission`` windows and ``judge``ment of a refused admission.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodemedic.remediate import breaker, fleet
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
 
@@ -31,6 +33,41 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     ).to_mapping()
 
 
+def _attributes(result: dict[str, Any]) -> dict[str, Any]:
+    """A GetItem result as plain values (``{}`` for no item). The breaker's judgement reads
+    items whose attributes may be missing, which States Language cannot reshape without a
+    Choice for each."""
+    return breaker.plain_item(result.get("Item", {}))
+
+
+def _judge(event: dict[str, Any]) -> dict[str, Any]:
+    hour, day = (frozenset(_attributes(event[w]).get(breaker.STARTED, ())) for w in ("hour", "day"))
+    found = breaker.judge(
+        _attributes(event["breaker"]),
+        (hour, day),
+        instance=str(event["instance"]),
+        decision=str(event["decision"]),
+        action=str(event["action"]),
+        group=str(event["group"]),
+        now=int(event["now"]),
+        limits=breaker.Limits.from_mapping(event["limits"]),
+    )
+    return {"verdict": found.verdict, "reason": found.reason}
+
+
+def _fleet(event: dict[str, Any]) -> dict[str, Any]:
+    group = event["group"]
+    return fleet.judge(
+        fleet.sightings_of(event["window"]),
+        instance_id=str(event["instance_id"]),
+        fault_id=str(event["fault_id"]),
+        group=str(group["name"]),
+        group_size=int(group["size"]),
+        now_epoch=int(parse_time(event["now"], "now").timestamp()),
+        rules=fleet.FleetRules.from_mapping(event["rules"]),
+    ).to_mapping()
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     op = event.get("op")
     try:
@@ -40,6 +77,16 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return {"seconds": elapsed(event["since"], event["until"])}
         if op == "clock":
             return clock(event["at"])
+        if op == "admission":
+            at = int(parse_time(event["at"], "at").timestamp())
+            limits = breaker.Limits.from_mapping(event["limits"])
+            return breaker.admission(at, str(event["action"]), limits)
+        if op == "judge":
+            return _judge(event)
+        if op == "fleet":
+            return _fleet(event)
     except (AttributeError, KeyError, TypeError) as exc:
         raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
-    raise PolicyError(f"unknown op {op!r}: expected plan, elapsed or clock")
+    raise PolicyError(
+        f"unknown op {op!r}: expected plan, elapsed, clock, admission, judge or fleet"
+    )

@@ -42,7 +42,7 @@ _DEFAULT_CONDITION: dict[str, str] = {
     "cpu": CONDITION_KERNEL,
     "kernel": CONDITION_KERNEL,
 }
-FAMILIES = ("xid", "nvidia", "nvlink", "neuron", "efa", "kernel", "storage", "health")
+FAMILIES = ("xid", "nvidia", "nvlink", "neuron", "efa", "network", "kernel", "storage", "health")
 """The built-in rule files, ``rules/<family>.yaml``, in the order they are merged.
 
 The first matching rule wins, so this order decides a line that rules of two families

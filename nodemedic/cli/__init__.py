@@ -16,6 +16,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "catalog": ("nodemedic.cli.catalog", "configure", "run", "list rules, print the filter"),
     "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
     "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
+    "breaker": ("nodemedic.cli.breaker", "configure", "run", "read or reset the cluster's breaker"),
     "demo": ("nodemedic.local.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 

@@ -9,26 +9,28 @@ from pathlib import Path
 
 from nodemedic.catalog import CatalogError, Rule, load_catalog
 from nodemedic.detect.classifier import Classifier, anchored
-from nodemedic.detect.filterpattern import subscription_filter_pattern
+from nodemedic.detect.filterpattern import subscription_filter_patterns
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalog", type=Path, action="append", default=[], help="extra file")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
-        "--filter-pattern", action="store_true", help="print the subscription filter pattern"
+        "--filter-pattern",
+        action="store_true",
+        help="print the subscription filter patterns, one per line (one per filter)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog(args.catalog)
-        pattern = subscription_filter_pattern(catalog)
+        patterns = subscription_filter_patterns(catalog)
     except CatalogError as exc:
         print(f"nodemedic catalog: {exc}", file=sys.stderr)
         return 2
     if args.filter_pattern:
-        print(pattern)
+        print("\n".join(patterns))
         return 0
     classifier = Classifier(catalog)
     unmatched = [
@@ -60,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{rule.id:<40} {rule.source:<6} {rule.component:<8} {rule.action:<8} "
                 f"{rule.summary}"
             )
-        print(f"\n{len(catalog.rules)} rules; filter pattern {len(pattern)} characters")
+        sizes = " + ".join(str(len(p)) for p in patterns)
+        print(f"\n{len(catalog.rules)} rules; filter patterns {sizes} characters")
     if unmatched:
         print(
             f"rules whose example is matched by another rule first: {', '.join(unmatched)}",

@@ -1,16 +1,23 @@
-"""``nodemedic triage``: what would nodemedic do to the node these kernel logs came from?
+"""``nodemedic triage``: what would nodemedic do to the node these logs and dumps came from?
 
 Offline and local: reads ``dmesg``, ``journalctl -k``, raw ``/dev/kmsg`` records or agent
 health results, classifies each message with the same catalog and classifier the Lambda
 uses, and prints the faults and a verdict. A raw record whose facility is not the
 kernel's is an injected line, as the agent would mark it: the verdict holds it to what a
 cluster with the default ``accept_injected_faults`` (off) does, notify.
+
+It reads the dumps an engineer takes on a node too (``nvidia-smi -q -x`` and ``-q``,
+``dcgmi diag``, ``neuron-ls``, ``fi_info -p efa``: ``nodemedic.dumps``), recognised by their
+content: each becomes the health results the agent would ship, judged by the same rules.
+A file in none of these formats is refused (exit 2), never given a clean verdict.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -22,10 +29,17 @@ from nodemedic.catalog import Catalog, CatalogError, Source, load_catalog
 from nodemedic.contracts import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.detect.logformat import LogLine, messages
+from nodemedic.dumps import FORMATS, DumpFormat, dump_format
+from nodemedic.health.instance_types import Devices, devices_of
 from nodemedic.remediate.decision import INJECTED_ACTION
 
 _SEVERITY_OF_ACTION = {"notify": 1, "reboot": 2, "replace": 3}
 _MAX_UNDECODABLE = 0.01
+KERNEL_LOG = "kernel-log"
+"""The ``format`` of dmesg, journalctl -k, /dev/kmsg records and agent health results."""
+_BARE_MESSAGE = re.compile(r"^[A-Za-z][\w.\-]*(?: [\w.:\-\[\]]+){0,2}: \S")
+"""A kernel message without a prefix starts with its driver or subsystem: ``NVRM: ``,
+``nvidia-nvlink: ``, ``pci 0000:00:1f.0: ``."""
 
 
 class InputError(Exception):
@@ -38,12 +52,14 @@ class Finding:
     line_no: int
     line: str
     fault: Fault
+    format: str = KERNEL_LOG
 
     def to_json(self) -> dict[str, object]:
         """The stable ``--format json`` record; other tools parse it, so keys only grow.
         ``action`` is the rule's; ``injected`` says the line was not the kernel's (a raw
         record of another facility), which caps it at notify unless the cluster accepts
-        injected faults."""
+        injected faults. For a dump, ``line`` is the health result the agent would ship and
+        ``line_no`` the dump's first line naming its device (0: the whole node)."""
         return {
             "line_no": self.line_no,
             "line": self.line,
@@ -51,11 +67,12 @@ class Finding:
             "component": self.fault.component,
             "action": self.fault.action,
             "injected": self.fault.injected,
+            "format": self.format,
         }
 
 
-def read_text(path: str) -> list[str]:
-    """The file's lines; refuses binary data rather than reporting nonsense about it."""
+def read_text(path: str) -> str:
+    """The file's text; refuses binary data rather than reporting nonsense about it."""
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except IsADirectoryError:
@@ -67,7 +84,7 @@ def read_text(path: str) -> list[str]:
     text = data.decode("utf-8", errors="replace")
     if text.count("\ufffd") > max(8, len(text) * _MAX_UNDECODABLE):
         raise InputError(f"{path}: not text in UTF-8, not a kernel log")
-    return text.splitlines()
+    return text
 
 
 def _looks_like_health(message: str) -> bool:
@@ -95,6 +112,61 @@ def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list
         for index, fault in classifier.classify_lines(map(_as_shipped, entries), source)
     ]
     return sorted(findings, key=lambda finding: finding.line_no)
+
+
+def _is_kernel_log(entries: list[LogLine], found: bool) -> bool:
+    """Whether the lines are a kernel log: some carry a kernel log's prefix or are health
+    results, a rule recognised one, or most read like bare kernel messages."""
+    if found or any(e.raw != e.message or _looks_like_health(e.message) for e in entries):
+        return True
+    bare = sum(1 for e in entries if _BARE_MESSAGE.match(e.message))
+    return bare > 0 and bare * 2 >= len([e for e in entries if not e.message.startswith("#")])
+
+
+def _line_of(lines: list[str], device: str) -> int:
+    """Where the dump first names ``device``; 0 for the node or a device it does not name."""
+    if device == "node":
+        return 0
+    return next((n for n, line in enumerate(lines, start=1) if device in line), 0)
+
+
+def dump_faults(
+    path: str, text: str, dump: DumpFormat, classifier: Classifier, expected: Devices | None
+) -> list[Finding]:
+    """The faults the catalog's health rules find in the results the dump amounts to."""
+    try:
+        results = dump.evaluate(text, expected, "")
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    lines, shipped = text.splitlines(), [result.to_json() for result in results]
+    return [
+        Finding(
+            path=path,
+            line_no=0
+            if results[index].device == "node"
+            else _line_of(lines, results[index].device),
+            line=shipped[index],
+            fault=fault,
+            format=dump.name,
+        )
+        for index, fault in classifier.classify_lines(shipped, "health")
+    ]
+
+
+def file_faults(
+    path: str, classifier: Classifier, expected: Devices | None
+) -> tuple[str, list[Finding]]:
+    """(the format the file is in, its faults); raises InputError for a file in none."""
+    text = read_text(path)
+    dump = dump_format(text)
+    if dump is not None:
+        return dump.name, dump_faults(path, text, dump, classifier, expected)
+    lines = text.splitlines()
+    findings = find_faults(path, lines, classifier)
+    if not _is_kernel_log(list(messages(lines)), bool(findings)):
+        known = ", ".join([KERNEL_LOG] + [f.name for f in FORMATS])
+        raise InputError(f"{path}: not in a format triage reads ({known})")
+    return KERNEL_LOG, findings
 
 
 def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
@@ -135,6 +207,7 @@ def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
 
 _SAYING = {
     "nothing": "leave this node alone",
+    "waiting": "no action yet: the rules below act on more evidence",
     "notify": "notify, leave the node in service",
     "reboot": "cordon, drain and reboot this node",
     "replace": "cordon, drain and replace this node",
@@ -156,7 +229,8 @@ def _table(findings: list[Finding], out: TextIO, many_files: bool) -> None:
                 f"{f.fault.action:<8} {line}\n"
             )
     action, notes = verdict(findings)
-    out.write(f"\nverdict: {_SAYING[action]}\n")
+    saying = _SAYING["waiting" if action == "nothing" and findings else action]
+    out.write(f"\nverdict: {saying}\n")
     for note in notes:
         out.write(f"  - {note}\n")
 
@@ -165,18 +239,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="log file, or - for stdin")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--catalog", type=Path, action="append", default=[], help="extra rule file")
+    parser.add_argument(
+        "--instance-type",
+        default="",
+        help="the node's EC2 type: how many GPUs and Neuron devices a dump should show "
+        "(neuron-ls names its own)",
+    )
+    parser.add_argument(
+        "--expect-efa-devices",
+        type=int,
+        default=0,
+        help="EFA devices the node should have, for fi_info -p efa (default: at least one)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    expected = devices_of(args.instance_type) if args.instance_type else None
+    if args.instance_type and expected is None:
+        print(f"nodemedic triage: unknown instance type {args.instance_type!r}", file=sys.stderr)
+        return 2
+    # fi_info's count is the operator's to say: a type's EFA maximum is not what was attached.
+    expected = dataclasses.replace(expected or Devices(), efa_interfaces=args.expect_efa_devices)
     try:
         catalog: Catalog = load_catalog(args.catalog)
         classifier = Classifier(catalog)
         findings: list[Finding] = []
+        formats: list[tuple[str, str]] = []
         for path in args.files:
-            findings.extend(find_faults(path, read_text(path), classifier))
+            found_format, found = file_faults(path, classifier, expected)
+            formats.append((path, found_format))
+            findings.extend(found)
     except (InputError, CatalogError) as exc:
         print(f"nodemedic triage: {exc}", file=sys.stderr)
         return 2
+    if args.format == "table":
+        for path, found_format in formats:
+            if found_format != KERNEL_LOG:
+                sys.stdout.write(f"{path}: read as {found_format}\n")
     if args.format == "json":
         for finding in findings:
             sys.stdout.write(json.dumps(finding.to_json()) + "\n")

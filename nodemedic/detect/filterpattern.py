@@ -1,9 +1,19 @@
-"""The CloudWatch Logs subscription filter pattern, generated from the catalog.
+"""The CloudWatch Logs subscription filter patterns, generated from the catalog.
 
 Only lines that can be a fault should invoke the classifier: a healthy fleet writes
-millions of kernel lines a day. The pattern is an OR of quoted terms (``?"a" ?"b"``), one
+millions of kernel lines a day. A pattern is an OR of quoted terms (``?"a" ?"b"``), one
 per distinct rule pattern: the literal every match of that pattern must contain, so the
-filter never drops a line a rule would have matched.
+filters never drop a line a rule would have matched.
+
+One pattern holds 1,024 characters, and a log group takes two subscription filters: when
+the terms outgrow one pattern they are split over two, each its own filter to the same
+classifier. That costs nothing on the node and no Logs charge of its own; a line that
+holds terms of both patterns is delivered twice, and the classifier's idempotency keeps
+it one decision. While the terms fit in one pattern only one filter is made, which leaves
+the log group's second filter free for the user.
+
+One more term selects every line the agent writes of its own (``AGENT_LINE_PREFIX``): its
+heartbeats reach the classifier, and the rules on its notes need no terms of their own.
 """
 
 from __future__ import annotations
@@ -11,10 +21,13 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
+from nodemedic.contracts import AGENT_LINE_PREFIX
 from nodemedic.detect.classifier import required_literal
 
 MAX_PATTERN_LENGTH = 1024
 """PutSubscriptionFilter's limit on ``filterPattern``."""
+MAX_FILTERS = 2
+"""CloudWatch Logs' limit on subscription filters per log group."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _STATUS_WORDS = {"ok", "warn", "fail", "skipped"}
 
@@ -37,24 +50,39 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
 
 def filter_terms(catalog: Catalog) -> list[str]:
     """The minimal set of terms: a term that contains another term adds nothing."""
-    terms: dict[str, None] = {}
+    terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
         if rule.action != "ignore":
             terms.setdefault(_term(rule.id, required_literal(rule.pattern), rule.source))
     return [t for t in terms if not any(o != t and o in t for o in terms)]
 
 
-def subscription_filter_pattern(catalog: Catalog) -> str:
-    pattern = " ".join(f'?"{term}"' for term in filter_terms(catalog))
-    if len(pattern) > MAX_PATTERN_LENGTH:
+def subscription_filter_patterns(catalog: Catalog) -> list[str]:
+    """The fewest patterns (at most :data:`MAX_FILTERS`) that hold every term, filled in
+    catalog order so a rule's term keeps its place while rules are added after it."""
+    patterns: list[str] = []
+    for term in filter_terms(catalog):
+        quoted = f'?"{term}"'
+        if patterns and len(patterns[-1]) + 1 + len(quoted) <= MAX_PATTERN_LENGTH:
+            patterns[-1] += " " + quoted
+        else:
+            patterns.append(quoted)
+    if len(patterns) > MAX_FILTERS:
+        total = sum(len(p) for p in patterns)
         raise CatalogError(
-            f"the generated filter pattern is {len(pattern)} characters, over CloudWatch's "
-            f"{MAX_PATTERN_LENGTH}; give rules shared literals"
+            f"the generated filter terms take {total} characters, over the "
+            f"{MAX_FILTERS} x {MAX_PATTERN_LENGTH} of CloudWatch's subscription filters; "
+            "give rules shared literals"
         )
-    return pattern
+    return patterns
 
 
 def term_matches(pattern: str, message: str) -> bool:
     """How CloudWatch applies an OR-of-quoted-terms pattern, for tests and the local mode
     (moto delivers every event regardless of the pattern)."""
     return any(term in message for term in re.findall(r'\?"([^"]*)"', pattern))
+
+
+def selected(patterns: list[str], message: str) -> bool:
+    """Whether any of the log group's filters delivers ``message`` to the classifier."""
+    return any(term_matches(pattern, message) for pattern in patterns)

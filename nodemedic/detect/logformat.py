@@ -29,6 +29,33 @@ _JOURNAL = re.compile(
 """The journal's (and syslog's) ``<time> <host> kernel: ``: ``short``, ``short-precise``,
 ``short-iso`` or ``short-monotonic`` time."""
 
+_DECODED = re.compile(
+    r"^(?:(?P<facility>[a-z]+[0-7]?) *:(?P<level>[a-z]+) *: )?"
+    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+(?:Z|[+-]\d\d:?\d\d) )?"
+)
+"""``dmesg --decode``'s ``kern  :warn  : `` (facility and level by name) and
+``--time-format=iso``'s ``2025-01-02T03:04:05,123456+00:00 ``, alone or together."""
+_FACILITIES = {
+    name: number
+    for number, name in enumerate(
+        [
+            "kern",
+            "user",
+            "mail",
+            "daemon",
+            "auth",
+            "syslog",
+            "lpr",
+            "news",
+            "uucp",
+            "cron",
+            "authpriv",
+            "ftp",
+        ]
+    )
+} | {f"local{n}": 16 + n for n in range(8)}
+_LEVELS = {"emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"}
+
 _PSTORE_HEADER = re.compile(r"^(?:[A-Z][a-z]+#\d+ Part\d+|====\d+\.\d+(?:-[CD])?)$")
 """The line pstore puts before each record of a dump (``Panic#2 Part1``), and the
 ``====<seconds>.<nanoseconds>-<C|D>`` header a ramoops record keeps: no kernel message."""
@@ -58,11 +85,23 @@ def message_of(line: str) -> tuple[str, int | None] | None:
             priority = found.groupdict().get("pri")
             line = line[found.end() :]
             break
+    facility = None
+    decoded = _DECODED.match(line)
+    named = decoded["facility"] if decoded else None
+    if (
+        decoded
+        and decoded.end()
+        and (not named or (named in _FACILITIES and decoded["level"] in _LEVELS))
+    ):
+        facility = _FACILITIES.get(named or "")
+        line = line[decoded.end() :]
     found = _DMESG.match(line)
     if found:
         priority = priority or found["pri"]
         line = line[found.end() :]
-    return line.rstrip("\r\n"), None if priority is None else int(priority) >> 3
+    if priority is not None:
+        facility = int(priority) >> 3
+    return line.rstrip("\r\n"), facility
 
 
 def messages(lines: Iterable[str]) -> Iterator[LogLine]:

@@ -36,7 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=sorted(SCENARIOS),
         default="default",
         help="default: one Neuron DMA error, Xid 48, a benign line, Xid 13; storm: 60%% "
-        "of the nodes fail at once (default: %(default)s)",
+        "of the nodes fail at once; spread: one failure after another, past the hourly "
+        "replacement limit, trips the breaker, which recovers (default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(
@@ -93,14 +94,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
-    from nodemedic.local.scenarios import SCENARIOS
+    from nodemedic.local.scenarios import SCENARIOS, SETTINGS
     from nodemedic.local.snapshot import render, snapshot
-    from nodemedic.local.world import local_world
+    from nodemedic.local.world import demo_settings, local_world
 
     log = workdir / "world.log"
     say(f"nodemedic demo ({args.scenario}): starting the local world in {workdir} (log: {log})")
     began = time.time()
-    with chatter_to(log), local_world(workdir, nodes=args.nodes, say=say) as world:
+    settings = demo_settings(**SETTINGS.get(args.scenario, {}))
+    with (
+        chatter_to(log),
+        local_world(workdir, settings=settings, nodes=args.nodes, say=say) as world,
+    ):
         say(f"World up in {world.timings['world']:.1f}s.")
         if world.settings.accept_injected_faults:
             say(

@@ -17,6 +17,8 @@ out; what the replacements do lives with the behaviour they stand for:
 ``DynamoDBBackend`` writes                  ``put_item``, ``update_item``, ``delete_item`` and
                                             ``transact_write_items`` are atomic, as
                                             DynamoDB's are (``atomic_writes``, here)
+``Environment.set_error`` and              a stopped execution stays ABORTED, as AWS's
+``set_timed_out``                           does (``final_stops``, here)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -126,6 +128,11 @@ DYNAMODB_WRITES = (
     ),
     Target(_DYNAMODB, "transact_write_items", "(self, transact_items)"),
 )
+_ENVIRONMENT = "moto.stepfunctions.parser.asl.eval.environment.Environment"
+EXECUTION_ENDINGS = (
+    Target(_ENVIRONMENT, "set_error", "(self, error)"),
+    Target(_ENVIRONMENT, "set_timed_out", "(self)"),
+)
 TARGETS = (
     REBOOT_INSTANCES,
     TERMINATE_INSTANCES,
@@ -133,6 +140,7 @@ TARGETS = (
     INVOKE_LAMBDA,
     PARSE_DEFINITION,
     *DYNAMODB_WRITES,
+    *EXECUTION_ENDINGS,
 )
 _replacing: set[Target] = set()
 _write_lock = threading.RLock()
@@ -260,4 +268,28 @@ def atomic_writes() -> Iterator[None]:
         return write
 
     with _replaced({target: serialized(target.current()) for target in DYNAMODB_WRITES}):
+        yield
+
+
+@contextlib.contextmanager
+def final_stops() -> Iterator[None]:
+    """Keep a stopped execution stopped, as Step Functions does.
+
+    moto's ``StopExecution`` marks the program stopped while its worker thread may still be
+    inside a task; when that task then fails or times out, its ending overwrote the stop, and
+    the execution ended ``FAILED`` instead of ``ABORTED``. The cleanup of aborted executions
+    is tested on that status, so it must not depend on which thread wins.
+    """
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def unless_stopped(original: Callable[..., Any]) -> Callable[..., Any]:
+        def end(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._state_mutex:
+                if isinstance(self._program_state, ProgramStopped):
+                    return None
+                return original(self, *args, **kwargs)
+
+        return end
+
+    with _replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
         yield

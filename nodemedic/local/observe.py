@@ -27,9 +27,12 @@ from datetime import datetime
 from typing import Any
 
 from nodemedic.contracts import HEALTH_LABEL, LABEL_PREFIX, split_signature
+from nodemedic.local.inbox import Notification
 from nodemedic.local.timeline import FaultRun, Step
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
+from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
+from stacks.remediation.fleet import HELD_STATE as FLEET_HELD_STATE
 
 QUIET_SECONDS = 3.0
 """How long a line that needs nothing must stay without consequence."""
@@ -56,6 +59,7 @@ class Observer:
             ("drained", self._drained),
             ("acted", self._acted),
             ("notified", self._notified),
+            ("held", self._held),
         ):
             if step in run.fault.steps and step not in run.steps:
                 found = find(run)
@@ -105,7 +109,7 @@ class Observer:
             started = summary.get("started") or summary.get("duplicates") or []
             if started:
                 run.decision_id = str(started[0])
-                detail = f"{run.rule} -> {run.fault.expect}"
+                detail = f"{run.rule} -> {run.fault.action}"
                 # The classifier starts the execution before its output is logged.
                 execution = self._started(run)
                 if execution is not None:
@@ -164,10 +168,17 @@ class Observer:
 
     def _notified(self, run: FaultRun) -> Step | None:
         for message in self.world.inbox.about(run.machine.instance_id):
-            if message.sent_at >= run.written_at - 1 and message.outcome not in (None, "held"):
+            if message.sent_at >= run.written_at - 1 and _final(message):
                 run.outcome = message.outcome
                 return Step(message.sent_at, message.subject)
         return None
+
+    def _held(self, run: FaultRun) -> Step | None:
+        entered = self._state_entered(run, FLEET_HELD_STATE)
+        if entered is None:
+            return None
+        run.outcome = FLEET_OUTCOME
+        return Step(entered, "fleet event: given back, neither rebooted nor replaced")
 
     # Helpers --------------------------------------------------------------------------
 
@@ -230,6 +241,15 @@ class Observer:
             run.done = all(s in run.steps for s in run.fault.steps)
 
 
+def _final(message: Notification) -> bool:
+    """The remediation's outcome, not a notice on the way: the breaker's page when the
+    decision trips it, or its notice that it holds the decision (one held until its hold
+    ran out is reported ``held`` too, with its duration)."""
+    if message.outcome in (None, "tripped"):
+        return False
+    return message.outcome != "held" or "seconds" in message.body
+
+
 def _marked(seen: NodeSeen) -> bool:
     return seen.unschedulable or seen.tainted or seen.health not in (None, "Schedulable")
 
@@ -260,17 +280,21 @@ def follow(
     *,
     timeout: float,
     tick: Callable[[], None] | None = None,
+    pending: Callable[[], bool] | None = None,
 ) -> None:
     """Observe ``runs`` until each is done or ``timeout`` passes; ``show(run, step)`` is
     called once per step, in the order of the fault's steps, as soon as it and the steps
-    before it are known. ``tick`` runs on every round (the storm's breaker view)."""
-    shown: dict[int, int] = {id(r): 0 for r in runs}
+    before it are known. ``tick`` runs on every round (the storm's breaker view, the spread's
+    next fault); while ``pending()`` says more runs are to come, ``tick`` may add to
+    ``runs``."""
+    shown: dict[int, int] = {}
     deadline = time.monotonic() + timeout
     while True:
         ready: list[tuple[float, int, FaultRun, str]] = []
         for index, run in enumerate(runs):
             observer.update(run)
             order = run.fault.steps
+            shown.setdefault(id(run), 0)
             while shown[id(run)] < len(order) and order[shown[id(run)]] in run.steps:
                 step = order[shown[id(run)]]
                 ready.append((run.steps[step].at, index, run, step))
@@ -280,7 +304,8 @@ def follow(
             show(run, step)
         if tick is not None:
             tick()
-        if all(r.done for r in runs) or time.monotonic() > deadline:
+        more = pending is not None and pending()
+        if (all(r.done for r in runs) and not more) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     for run in runs:

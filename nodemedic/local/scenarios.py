@@ -3,9 +3,12 @@ checked on the final state of the cluster and of AWS.
 
 ``default``: four lines, one after the other, each on its own node: a Neuron DMA error
 (replace), an Xid 48 (reboot with a new boot id), a benign driver line (nothing) and an
-Xid 13 (notify only). ``storm``: 60 % of the nodes report a fatal fault at once; the
-breaker lets at most its limit of them into remediation together, holds the rest and
-lets them proceed as slots free up.
+Xid 13 (notify only). ``storm``: 60 % of the nodes report the same fatal fault at once:
+a fleet event (hardware does not fail in lockstep). The breaker lets at most its limit of
+them into remediation together; none is rebooted or replaced, every one is given back
+marked, and one mail lists them. ``spread``: fatal faults one after another, one more
+than the hourly replacement limit, then a reboot: the limit trips the cluster's breaker
+(``nodemedic.local.spread``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from nodemedic.contracts import (
     BREAKER_SK,
     DECISION_SK_PREFIX,
+    FLEET_LABEL,
     HEALTH_LABEL,
     TAINT_KEY,
     group_pk,
@@ -26,6 +30,7 @@ from nodemedic.contracts import (
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
 from nodemedic.local.world import NODE_GROUP, Machine, World
+from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
 from nodemedic.remediate.ledger import admission_limit
 
 Say = Callable[[str], None]
@@ -33,10 +38,10 @@ DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
 DEFAULT = (
     DMA_ERROR,
     Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)"),
-    Fault("xid", "63", "nothing", "benign driver line: a row remapped (Xid 63)"),
+    Fault("xid", "162", "nothing", "benign driver line: power smoothing re-engaged (Xid 162)"),
     Fault("xid", "13", "notify", "application fault: graphics exception (Xid 13)"),
 )
-STORM_FAULT = DMA_ERROR
+STORM_FAULT = Fault("neuron", "DMA_ERROR", "fleet", "Neuron DMA error")
 STORM_SHARE = 0.6
 FAULT_TIMEOUT = 60.0
 STORM_TIMEOUT = 150.0
@@ -67,6 +72,10 @@ class Result:
     """Storm: the most nodes cordoned and not yet replaced at one time (Node watch)."""
     held: list[str] = field(default_factory=list)
     """Storm: instances whose decision the breaker held."""
+    pacing: dict[str, Any] | None = None
+    """Spread: the settings shown, the breaker's states as they changed, its pages."""
+    fleet_mail: list[list[str]] = field(default_factory=list)
+    """Storm: the nodes each fleet event mail listed (one mail is right)."""
 
     @property
     def ok(self) -> bool:
@@ -85,6 +94,9 @@ class Result:
                 "most_out_at_once": self.most_out_at_once,
                 "held": list(self.held),
             }
+            found["fleet_mail"] = [list(nodes) for nodes in self.fleet_mail]
+        if self.pacing is not None:
+            found["pacing"] = self.pacing
         return found
 
 
@@ -178,20 +190,39 @@ def run_storm(world: World, say: Say) -> Result:
         result.problems.append(f"{result.most_out_at_once} nodes were out at once (limit {limit})")
     if count > limit and not result.held:
         result.problems.append(f"{count} faults at once and the breaker held none")
+    result.fleet_mail = [
+        sorted(m.body.get("nodes") or []) for m in world.inbox.messages() if m.outcome == "fleet"
+    ]
+    if result.fleet_mail != [sorted(r.machine.instance_id for r in runs)]:
+        result.problems.append(f"fleet event mails {result.fleet_mail}: one listing all, expected")
     say("")
     say(
         f"  => breaker: at most {breaker.most} in remediation (limit {limit}), at most "
-        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held then admitted"
+        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held then admitted; "
+        f"{len(result.fleet_mail)} fleet event mail(s)"
     )
     for run in runs:
         say(f"  => {run.machine.node}: {_verdict(run)}")
     return result
 
 
+def run_spread(world: World, say: Say) -> Result:
+    """``nodemedic.local.spread``, imported here because it builds on this module."""
+    from nodemedic.local.spread import run_spread as spread
+
+    return spread(world, say)
+
+
 SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "default": run_default,
     "storm": run_storm,
+    "spread": run_spread,
 }
+SETTINGS: dict[str, dict[str, Any]] = {
+    "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
+}
+"""A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
+cools down for seconds, not an hour and half an hour, so that the demo shows it recover."""
 
 
 def _inject_together(world: World, machines: list[Machine], fault: Fault) -> list[FaultRun]:
@@ -228,7 +259,13 @@ def _verdict(run: FaultRun) -> str:
 
 # Checks on the final state ----------------------------------------------------------------
 
-_OUTCOMES = {"replace": "replaced", "reboot": "rebooted", "notify": "notified"}
+_OUTCOMES = {
+    "replace": "replaced",
+    "reboot": "rebooted",
+    "notify": "notified",
+    "held": "held",
+    "fleet": FLEET_OUTCOME,
+}
 
 
 def verify(world: World, run: FaultRun) -> None:
@@ -241,7 +278,9 @@ def verify(world: World, run: FaultRun) -> None:
         "replace": _replaced,
         "reboot": _rebooted,
         "notify": _untouched,
+        "held": _untouched,
         "nothing": _nothing,
+        "fleet": _given_back,
     }[run.fault.expect]
     problems += check(world, run)
 
@@ -284,6 +323,27 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
         problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
     if world.instance_state(instance_id) != "running":
         problems.append(f"{instance_id} is not running")
+    return problems
+
+
+def _given_back(world: World, run: FaultRun) -> list[str]:
+    """Held for a fleet event: neither rebooted nor replaced, back in service, marked."""
+    instance_id, name = run.machine.instance_id, run.machine.node
+    problems = []
+    for event in ("reboot", "unhealthy"):
+        if world.machine_events(instance_id, event):
+            problems.append(f"{instance_id} had a {event}")
+    if world.instance_state(instance_id) != "running":
+        problems.append(f"{instance_id} is not running")
+    node = world.node(name)
+    if node is None:
+        return [*problems, f"node {name} is gone"]
+    if node.spec.unschedulable:
+        problems.append(f"{name} is still cordoned")
+    if any(t.key == TAINT_KEY for t in node.spec.taints or []):
+        problems.append(f"{name} still has the {TAINT_KEY} taint")
+    if (node.metadata.labels or {}).get(FLEET_LABEL) != run.rule:
+        problems.append(f"{name} has no {FLEET_LABEL}={run.rule} label")
     return problems
 
 

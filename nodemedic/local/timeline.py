@@ -26,7 +26,10 @@ STEPS = (
     "notified",
 )
 NOTIFY_STEPS = ("written", "shipped", "classified", "started", "notified")
-ACTIONS = ("replace", "reboot", "notify", "nothing")
+FLEET_STEPS = ("written", "shipped", "classified", "started", "held")
+"""A fault held as part of a fleet event: its node is given back, and the event's one mail
+is about all of them, not about each."""
+ACTIONS = ("replace", "reboot", "notify", "nothing", "held", "fleet")
 _INJECTED = re.compile(r"^(?P<rule>\S+) -> .*?: (?P<line>.*)$")
 
 
@@ -37,7 +40,9 @@ class Fault:
     kind: str
     value: str
     expect: str
-    """``replace``, ``reboot``, ``notify`` or ``nothing``."""
+    """``replace``, ``reboot``, ``notify``, ``nothing``, ``held`` (a replacement the breaker
+    holds until its hold runs out, the node left untouched) or ``fleet`` (held, part of a
+    fleet event)."""
     title: str
 
     def __post_init__(self) -> None:
@@ -45,11 +50,18 @@ class Fault:
             raise ValueError(f"expect must be one of {ACTIONS}, not {self.expect!r}")
 
     @property
+    def action(self) -> str:
+        """What the classifier decides for the line."""
+        return "replace" if self.expect == "held" else self.expect
+
+    @property
     def steps(self) -> tuple[str, ...]:
         if self.expect in ("replace", "reboot"):
             return STEPS
-        if self.expect == "notify":
+        if self.expect in ("notify", "held"):
             return NOTIFY_STEPS
+        if self.expect == "fleet":
+            return FLEET_STEPS
         return STEPS[:3]
 
 
@@ -100,6 +112,7 @@ class FaultRun:
             "marked": "node marked",
             "drained": "drained",
             "notified": "notified",
+            "held": "held",
         }[step]
 
     def to_json(self) -> dict[str, Any]:

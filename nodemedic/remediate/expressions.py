@@ -5,7 +5,7 @@ The ledger's rules (``nodemedic.remediate.ledger``) are written with these, so t
 state machine sends and the behaviour the unit tests check come from the same object: a
 rule cannot say one thing in the stack and another in its test. Only what the ledger uses
 is modelled: comparisons, ``attribute_(not_)exists``, ``size``, ``contains``, ``AND``/``OR``
-and the ``SET``, ``ADD`` and ``DELETE`` update actions.
+and the ``SET``, ``ADD``, ``DELETE`` and ``REMOVE`` update actions.
 
 In memory an item is a plain dict (strings, numbers, ``frozenset`` for a string set) and the
 values are keyed by placeholder (``":now"``); a missing item is ``{}``, as DynamoDB
@@ -26,6 +26,8 @@ _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "<>": operator.ne,
     "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
 }
 
 
@@ -124,7 +126,12 @@ def delete_members(attribute: str, placeholder: str) -> Action:
     return Action("DELETE", attribute, placeholder)
 
 
-_VERBS = ("ADD", "DELETE", "SET")
+def remove(attribute: str) -> Action:
+    """``REMOVE attribute``: takes no value."""
+    return Action("REMOVE", attribute, "")
+
+
+_VERBS = ("ADD", "DELETE", "REMOVE", "SET")
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ class Update:
             terms = [
                 f"{self._name(a.attribute)} = {a.placeholder}"
                 if verb == "SET"
-                else f"{self._name(a.attribute)} {a.placeholder}"
+                else f"{self._name(a.attribute)} {a.placeholder}".rstrip()
                 for a in parts
             ]
             clauses.append(f"{verb} {', '.join(terms)}")
@@ -160,13 +167,16 @@ class Update:
 
     @property
     def placeholders(self) -> frozenset[str]:
-        return frozenset(a.placeholder for a in self.actions)
+        return frozenset(a.placeholder for a in self.actions if a.placeholder)
 
     def apply(self, item: Item, values: Values) -> dict[str, Any]:
         """The item after the update. DynamoDB removes a set that ``DELETE`` empties: no
         attribute, not an empty set."""
         after = dict(item)
         for action in self.actions:
+            if action.verb == "REMOVE":
+                after.pop(action.attribute, None)
+                continue
             value = values[action.placeholder]
             if action.verb == "SET":
                 after[action.attribute] = value

@@ -134,18 +134,21 @@ def execution_timeout(
     drain_timeout: int,
     reboot_timeout: int,
     poll_seconds: int,
+    fleet_settle: int = 0,
 ) -> int:
     """An upper bound of one remediation's duration: every wait loop at its longest (the
     reboot watch and the wait for termination both bounded by ``reboot_timeout``, the wait
-    for a lock being given back by ``LOCK_WAIT_ROUNDS``), plus time for the tasks between
-    waits. The in-flight lock expires after this long, so an
-    execution stopped by hand does not block its node forever."""
+    for a lock being given back by ``LOCK_WAIT_ROUNDS``, the wait for a fault's fleet window
+    to settle by ``fleet_settle``), plus time for the tasks between waits. The in-flight
+    lock expires after this long, so an execution stopped by hand does not block its node
+    forever."""
     waits = (
         rounds(breaker_hold, poll_seconds) * poll_seconds
         + drain_rounds(drain_timeout, poll_seconds)
         * (max_drain_wait(poll_seconds) + drain_settle(poll_seconds))
         + 2 * (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds
         + LOCK_WAIT_ROUNDS * poll_seconds
+        + fleet_settle
     )
     return waits + 600
 

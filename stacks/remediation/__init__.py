@@ -48,9 +48,10 @@ from constructs import Construct
 
 from nodemedic.remediate import policy
 from stacks.functions import PythonFunction
+from stacks.remediation import fleet
 from stacks.remediation.aftercare import Aftercare
 from stacks.remediation.breaker import admit
-from stacks.remediation.drain import drain
+from stacks.remediation.drain import drain, reboot_or_replace
 from stacks.remediation.failure import failure
 from stacks.remediation.flow import Flow
 from stacks.remediation.intake import intake
@@ -70,8 +71,10 @@ POLICY_MODULES = (
     "nodemedic/__init__.py",
     "nodemedic/contracts.py",
     "nodemedic/remediate/__init__.py",
+    "nodemedic/remediate/breaker.py",
     "nodemedic/remediate/errors.py",
     "nodemedic/remediate/expressions.py",
+    "nodemedic/remediate/fleet.py",
     "nodemedic/remediate/ledger.py",
     "nodemedic/remediate/parking.py",
     "nodemedic/remediate/policy.py",
@@ -92,10 +95,21 @@ def _states(flow: Flow) -> sfn.IChainable:
     reported = report(flow)
     replaced = replace(flow, report=reported, failure=failed)
     rebooted = reboot(flow, report=reported, replace=replaced)
-    drained = drain(flow, failure=failed, reboot=rebooted, replace=replaced)
-    admitted = admit(flow, report=reported, admitted=mark(flow, drained))
-    locked = lock(flow, report=reported, failure=failed, act=admitted)
-    start = intake(flow, report=reported, act=locked)
+    held = fleet.hold(flow, report=reported)
+    declare = fleet.declaring(flow, hold=held)
+    acting = fleet.judge(
+        flow, declare=declare, then=reboot_or_replace(flow, reboot=rebooted, replace=replaced)
+    )
+    drained = drain(flow, failure=failed, act=acting)
+    marked = fleet.recheck(flow, hold=held, then=mark(flow, drained))
+    admitted = admit(flow, report=reported, admitted=marked)
+    locked = lock(
+        flow,
+        report=reported,
+        failure=failed,
+        act=fleet.gate(flow, hold=held, declare=declare, then=admitted),
+    )
+    start = intake(flow, report=reported, act=fleet.sight(flow, then=locked))
     flow.catch_all(failed)
     return start
 
@@ -142,6 +156,7 @@ class Remediation(Construct):
             drain_timeout=settings.drain_timeout,
             reboot_timeout=settings.reboot_timeout,
             poll_seconds=settings.poll_seconds,
+            fleet_settle=settings.fleet_settle,
         )
 
         def flow(scope: Construct) -> Flow:

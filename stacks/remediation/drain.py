@@ -11,10 +11,19 @@ from stacks.remediation.flow import Flow
 from stacks.remediation.render import NOW, dynamo_json, text_at
 
 
-def drain(
-    flow: Flow, *, failure: sfn.IChainable, reboot: sfn.IChainable, replace: sfn.IChainable
+def reboot_or_replace(
+    flow: Flow, *, reboot: sfn.IChainable, replace: sfn.IChainable
 ) -> sfn.IChainable:
-    """Enter ``draining``; once drained, on to ``reboot`` or ``replace`` as planned."""
+    return (
+        sfn.Choice(flow.scope, "Reboot or replace?")
+        .when(sfn.Condition.string_equals(state.ACTION, "reboot"), reboot)
+        .otherwise(replace)
+    )
+
+
+def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
+    """Enter ``draining``; once drained, on to ``act`` (fleet correlation, then
+    ``reboot_or_replace``)."""
     s = flow.scope
     st = flow.settings
     drain_round = flow.kube(
@@ -42,11 +51,6 @@ def drain(
         started_at=started_at,
         rounds=sfn.JsonPath.number_at(state.DRAIN_ROUNDS),
         wait=sfn.JsonPath.math_add(wait, wait),
-    )
-    act = (
-        sfn.Choice(s, "Reboot or replace?")
-        .when(sfn.Condition.string_equals(state.ACTION, "reboot"), reboot)
-        .otherwise(replace)
     )
     drained = flow.put("Drained", state.time_of("drained"), at=NOW).next(act)
     stuck = flow.found_error(

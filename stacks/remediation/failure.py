@@ -26,6 +26,7 @@ from stacks.remediation.signals import metrics, notify, remediations
 from stacks.remediation.transact import (
     Item,
     breaker_of,
+    cluster_breaker_of,
     instance_set,
     lock_of,
     number,
@@ -140,6 +141,11 @@ def _park(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             ),
             Item(
                 breaker_of(state.GROUP_NAME),
+                {":holder": instance_set(state.INSTANCE_ID)},
+                change=parking.COUNT,
+            ),
+            Item(
+                cluster_breaker_of(flow.settings.name),
                 {":holder": instance_set(state.INSTANCE_ID)},
                 change=parking.COUNT,
             ),

@@ -32,6 +32,7 @@ from stacks.remediation.render import (
     record_key,
 )
 from stacks.settings import ClusterSettings
+from stacks.unscoped import unscoped
 
 _Task = TypeVar("_Task", bound=sfn.TaskStateBase | sfn.Map)
 CONDITIONAL_CHECK_FAILED = "DynamoDB.ConditionalCheckFailedException"
@@ -196,7 +197,7 @@ class Flow:
         action: str,
         parameters: Mapping[str, Any],
         *,
-        iam_resources: Sequence[str] = ("*",),
+        iam_resources: Sequence[str],
         result_selector: Mapping[str, Any] | None = None,
         result_path: str = sfn.JsonPath.DISCARD,
         guard: bool = True,
@@ -223,6 +224,7 @@ class Flow:
             "autoscaling",
             "describeAutoScalingInstances",
             {"InstanceIds": sfn.JsonPath.list_at(state.INSTANCE_IDS)},
+            iam_resources=unscoped("autoscaling", "describeAutoScalingInstances"),
             result_selector={keep: sfn.JsonPath.list_at(f"$.AutoScalingInstances[*].{field}")},
             result_path=result_path,
         )
@@ -240,6 +242,12 @@ class Flow:
             result_path=result_path,
         )
         return self.guard(task) if guard else task
+
+    def arithmetic(
+        self, id: str, op: str, payload: Mapping[str, Any], result_path: str
+    ) -> tasks.LambdaInvoke:
+        """One more op of the policy Lambda (``lambdas.policy.handler``)."""
+        return self._policy(id, {"op": op, **payload}, result_path)
 
     def elapsed(self, id: str, since: str, until: str, result_path: str) -> tasks.LambdaInvoke:
         """Seconds between two ISO times."""

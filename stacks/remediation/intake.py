@@ -26,6 +26,7 @@ from stacks.remediation.render import (
     record_key,
 )
 from stacks.remediation.signals import metrics
+from stacks.unscoped import unscoped
 
 RECORDED_FIELDS = (
     "decision_id",
@@ -115,6 +116,7 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
         "autoscaling",
         "describeAutoScalingGroups",
         {"AutoScalingGroupNames": sfn.JsonPath.list_at(state.ASG_GROUPS)},
+        iam_resources=unscoped("autoscaling", "describeAutoScalingGroups"),
         # Only the two numbers: a group's instance list can be large.
         result_selector={
             "name": sfn.JsonPath.array_get_item(

@@ -13,25 +13,28 @@ from stacks.remediation.render import text_at
 from stacks.remediation.signals import one_metric
 
 
+def marking(health_status: str | None = None) -> dict[str, str]:
+    """What a kube ``mark`` (or ``hold``) puts on the Node: the decision's condition and
+    evidence, and the plan's health label unless ``health_status`` says otherwise."""
+    return {
+        "node": text_at(state.NODE_NAME),
+        "fault_id": text_at(state.FAULT_ID),
+        "condition": text_at(state.decision("condition")),
+        "condition_status": text_at(state.decision("condition_status")),
+        "reason": text_at(state.decision("metric")),
+        "message": text_at(state.decision("evidence_line")),
+        "health_status": health_status or text_at(state.HEALTH_STATUS),
+    }
+
+
 def mark_node(
     flow: Flow, id: str, *, cordon: bool, health_status: str | None = None, when: str = "marked"
 ) -> tasks.LambdaInvoke:
-    """The kube ``mark`` op; ``$.times.<when>`` says when it ran. The health label is the
-    plan's unless ``health_status`` says otherwise."""
+    """The kube ``mark`` op; ``$.times.<when>`` says when it ran."""
     return flow.kube(
         id,
         "mark",
-        {
-            "node": text_at(state.NODE_NAME),
-            "fault_id": text_at(state.FAULT_ID),
-            "condition": text_at(state.decision("condition")),
-            "condition_status": text_at(state.decision("condition_status")),
-            "reason": text_at(state.decision("metric")),
-            "message": text_at(state.decision("evidence_line")),
-            "health_status": health_status or text_at(state.HEALTH_STATUS),
-            "cordon": cordon,
-            "taint": cordon,
-        },
+        {**marking(health_status), "cordon": cordon, "taint": cordon},
         result_path=state.time_of(when),
         timed=True,
     )

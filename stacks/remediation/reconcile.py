@@ -7,7 +7,8 @@ no lock at all (expired, or lost). For a parked one the reconcile renews the lea
 counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it stays counted
 for as long as it stays out. The count of stranded nodes is published as
 ``StrandedNodes`` (its alarm mails the cluster's topic), and the execution's output names
-them.
+them. Then it hears silence (``hear_silence``, ``nodemedic.remediate.silence``): the Ready
+nodes whose agent shipped no heartbeat for three intervals, as ``SilentNodes``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from __future__ import annotations
 from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import METRICS_NAMESPACE, STRANDED_METRIC
+from nodemedic.contracts import SILENT_METRIC, STRANDED_METRIC
 from nodemedic.remediate import ledger, parking
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import lock_key, text_at
+from stacks.remediation.signals import cluster_metric
 from stacks.remediation.transact import (
     Item,
     breaker_of,
+    cluster_breaker_of,
     instance_set,
     lock_of,
     number,
@@ -35,6 +39,8 @@ TAINTED: Final = "$.tainted"
 CHECKED: Final = "$.checked"
 """One result per tainted node: ``{node}`` when it is stranded, ``{}`` when it is not."""
 STRANDED: Final = "$.stranded"
+SILENT: Final = "$.silent"
+"""The kube ``silent`` op's answer: ``{count, nodes, new: {count, message}}``."""
 """``{count, nodes}``: the stranded nodes."""
 
 # The state of one iteration: the node, and what the ledger says of it.
@@ -71,28 +77,46 @@ def reconcile(flow: Flow) -> sfn.IChainable:
         count=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].node")),
         nodes=sfn.JsonPath.list_at(f"{CHECKED}[*].node"),
     )
-    published = flow.aws(
-        "Publish stranded nodes",
-        "cloudwatch",
-        "putMetricData",
-        {
-            "Namespace": METRICS_NAMESPACE,
-            "MetricData": [
-                {
-                    "MetricName": STRANDED_METRIC,
-                    "Value": sfn.JsonPath.number_at(f"{STRANDED}.count"),
-                    "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": flow.settings.name}],
-                }
-            ],
-        },
+    published = _gauge(flow, "Publish stranded nodes", STRANDED_METRIC, STRANDED)
+    done = sfn.Succeed(s, "Reconciled", output_path=STRANDED)
+    start = flow.clock("Clock", guard=False)
+    start.next(listed).next(each).next(count).next(published).next(hear_silence(flow, done))
+    return start
+
+
+def hear_silence(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:
+    """``SilentNodes``, and one notification naming the nodes newly silent (the kube
+    Lambda's ``silent`` op marks them told, so the next runs do not repeat them)."""
+    s = flow.scope
+    listed = flow.kube("List silent nodes", "silent", {}, result_path=SILENT, guard=False)
+    published = _gauge(flow, "Publish silent nodes", SILENT_METRIC, SILENT)
+    told = tasks.SnsPublish(
+        s,
+        "Notify silent nodes",
+        topic=flow.topic,
+        subject=f"nodemedic {flow.settings.name}: agents silent",
+        message=sfn.TaskInput.from_json_path_at(f"{SILENT}.new.message"),
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    told.next(done)
+    listed.next(published).next(
+        sfn.Choice(s, "Newly silent?")
+        .when(sfn.Condition.number_greater_than(f"{SILENT}.new.count", 0), told)
+        .otherwise(done)
+    )
+    return listed
+
+
+def _gauge(flow: Flow, id: str, metric: str, at: str) -> sfn.IChainable:
+    """``metric`` of the whole cluster with the value at ``at``.count."""
+    return cluster_metric(
+        flow,
+        id,
+        metric,
+        sfn.JsonPath.number_at(f"{at}.count"),
+        cluster=flow.settings.name,
         guard=False,
     )
-    start = flow.clock("Clock", guard=False)
-    start.next(listed).next(each).next(count).next(published).next(
-        sfn.Succeed(s, "Reconciled", output_path=STRANDED)
-    )
-    return start
 
 
 def _check(flow: Flow) -> sfn.IChainable:
@@ -110,6 +134,11 @@ def _check(flow: Flow) -> sfn.IChainable:
                 change=parking.RENEW,
             ),
             Item(breaker_of(LOCK_GROUP), {":holder": instance_set(INSTANCE)}, change=parking.COUNT),
+            Item(
+                cluster_breaker_of(flow.settings.name),
+                {":holder": instance_set(INSTANCE)},
+                change=parking.COUNT,
+            ),
         ],
         guard=False,
     )

@@ -1,4 +1,5 @@
-"""Giving back what this execution holds: its breaker slot (then the ``InRemediation`` gauge,
+"""Giving back what this execution holds: its breaker slots, the group's and the cluster's
+(then the ``InRemediation`` gauge,
 as the release left it) and its node lock. The report releases them and fails on an error;
 the failure phase releases them best effort."""
 
@@ -12,6 +13,7 @@ from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import (
     breaker_key,
+    cluster_breaker_key,
     dynamo_instance_set,
     dynamo_now,
     dynamo_text,
@@ -33,6 +35,12 @@ def release(flow: Flow, prefix: str, then: sfn.IChainable, *, best_effort: bool)
         {":me": dynamo_instance_set(), ":now": dynamo_now()},
         return_values=tasks.DynamoReturnValues.ALL_NEW,
         result_path=state.RELEASED,
+    )
+    cluster_slot = flow.write(
+        f"{prefix}release cluster slot",
+        cluster_breaker_key(flow.settings.name),
+        ledger.RELEASE,
+        {":me": dynamo_instance_set(), ":now": dynamo_now()},
     )
     gauge = in_remediation(
         flow, f"{prefix}publish nodes in remediation", state.RELEASED_COUNT, guard=not best_effort
@@ -66,15 +74,17 @@ def release(flow: Flow, prefix: str, then: sfn.IChainable, *, best_effort: bool)
         .when(sfn.Condition.is_present(state.LOCK), lock)
         .otherwise(then)
     )
-    slot.next(left)
+    slot.next(cluster_slot).next(left)
     gauge.next(lock_choice)
     lock.next(then)
     if best_effort:
         slot.add_catch(lock_choice, result_path=state.RELEASE_ERROR)
+        cluster_slot.add_catch(left, result_path=state.RELEASE_ERROR)
         gauge.add_catch(lock_choice, result_path=state.RELEASE_ERROR)
         lock.add_catch(then, result_path=state.RELEASE_ERROR)
     else:
         flow.guard(slot)
+        flow.guard(cluster_slot)
         flow.guard(lock)
     return (
         sfn.Choice(s, f"{prefix}holds slot?")

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import ledger
+from nodemedic.remediate import breaker, ledger
 from nodemedic.remediate.expressions import Condition, Update
 from stacks.remediation import state
 
@@ -76,6 +76,21 @@ def breaker_key() -> dict[str, Value]:
     return ledger.key(
         Value.from_string(formatted(ledger.BREAKER_PK, state.GROUP_NAME)),
         Value.from_string(BREAKER_SK),
+    )
+
+
+def cluster_breaker_key(cluster: str) -> dict[str, Value]:
+    """The cluster's breaker (``nodemedic.remediate.breaker``)."""
+    return ledger.key(
+        Value.from_string(breaker.CLUSTER_PK.format(cluster)), Value.from_string(breaker.CLUSTER_SK)
+    )
+
+
+def rate_key(cluster: str, window: str) -> dict[str, Value]:
+    """The rate window at path ``window`` of this decision's group and action."""
+    return ledger.key(
+        Value.from_string(breaker.CLUSTER_PK.format(cluster)),
+        Value.from_string(formatted(breaker.RATE_SK, state.GROUP_NAME, state.ACTION, window)),
     )
 
 

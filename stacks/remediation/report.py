@@ -7,6 +7,7 @@ from __future__ import annotations
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.contracts import METRICS_NAMESPACE, REMEDIATION_SECONDS_METRIC
+from nodemedic.remediate import fleet
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.release import release
@@ -77,7 +78,11 @@ def report(flow: Flow) -> sfn.IChainable:
         )
     )
     done = sfn.Succeed(flow.scope, "Done")
-    elapsed.next(published).next(mailed).next(close).next(
-        release(flow, "Finally ", done, best_effort=False)
+    # A node held for a fleet event is in the event's one mail (``fleet``), not its own.
+    elapsed.next(published).next(
+        sfn.Choice(flow.scope, "Mail outcome?")
+        .when(sfn.Condition.string_equals(state.OUTCOME_NAME, fleet.OUTCOME), close)
+        .otherwise(mailed)
     )
+    mailed.next(close).next(release(flow, "Finally ", done, best_effort=False))
     return elapsed

@@ -13,6 +13,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from nodemedic.contracts import IN_REMEDIATION_METRIC, METRICS_NAMESPACE, REMEDIATIONS_METRIC
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
+from stacks.unscoped import unscoped
 
 
 def remediations(outcome: str) -> dict[str, Any]:
@@ -57,6 +58,7 @@ def metrics(
                 for m in data
             ],
         },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
         guard=guard,
     )
 
@@ -70,6 +72,31 @@ def one_metric(
         id,
         METRICS_NAMESPACE,
         [{"name": name, "value": sfn.JsonPath.number_at(value_path), "unit": unit}],
+        guard=guard,
+    )
+
+
+def cluster_metric(
+    flow: Flow, id: str, name: str, value: Any, *, cluster: str, guard: bool = True
+) -> tasks.CallAwsService:
+    """One ``NodeMedic`` datum of the whole cluster: dimension ``Cluster`` only (``cluster``,
+    the name or a path to it)."""
+    return flow.aws(
+        id,
+        "cloudwatch",
+        "putMetricData",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricData": [
+                {
+                    "MetricName": name,
+                    "Value": value,
+                    "Unit": "Count",
+                    "Dimensions": [{"Name": "Cluster", "Value": cluster}],
+                }
+            ],
+        },
+        iam_resources=unscoped("cloudwatch", "putMetricData"),
         guard=guard,
     )
 

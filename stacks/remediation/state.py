@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.remediate import ledger, policy
+from nodemedic.remediate import fleet, ledger, policy
 from nodemedic.remediate.ledger import (
     GIVING_BACK_AT,
     HOLDERS,
@@ -107,6 +107,15 @@ HOLD: Final = "$.hold"
 HELD: Final = f"{HOLD}.held"
 HOLD_ROUNDS: Final = f"{HOLD}.rounds"
 SWEEP_AT: Final = f"{HOLD}.sweep_at"
+ADMISSION: Final = "$.admission"
+"""``breaker.admission`` of the latest admission attempt: ``{epoch, hour, day, until,
+hourly, daily, cap}``, now's rate windows and the action's limits."""
+WHY: Final = "$.why"
+"""A refused admission's GetItem results: ``{breaker, hour, day}`` (the cluster's breaker and
+the two rate windows), for the judgement."""
+VERDICT: Final = "$.verdict"
+"""``{verdict, reason}``: ``breaker.judge`` of the refused admission."""
+VERDICT_REASON: Final = f"{VERDICT}.reason"
 BREAKER: Final = "$.breaker"
 """The breaker item as the sweep read it (GetItem result)."""
 BREAKER_HOLDERS: Final = f"{BREAKER}.Item.{HOLDERS}.SS"
@@ -128,6 +137,32 @@ LOCK_WAIT_ROUNDS: Final = f"{LOCK_WAIT}.rounds"
 UPGRADED: Final = "$.upgraded"
 """``{decision_id}``: the remediation in flight that this decision upgraded."""
 UPGRADED_DECISION: Final = f"{UPGRADED}.decision_id"
+
+# Fleet correlation (``stacks.remediation.fleet``) -------------------------------------------
+
+FLEET: Final = "$.fleet"
+"""``{since}``: this sighting counts in a fault's window opened after then (epoch seconds);
+then ``{verdict}``, the window's as the sighting left it (``open``, or ``fleet`` once a
+fleet event was declared)."""
+FLEET_SINCE: Final = f"{FLEET}.since"
+FLEET_VERDICT: Final = f"{FLEET}.verdict"
+FLEET_READ: Final = "$.fleet_read"
+"""The window as read again (GetItem result): after a breaker hold, before acting."""
+FLEET_READ_VERDICT: Final = f"{FLEET_READ}.Item.verdict.S"
+WINDOW: Final = "$.window"
+"""The window as read, reshaped: ``{found, first_at, nodes, verdict}`` (``{found}`` false
+when there is none)."""
+JUDGED: Final = "$.judged"
+"""``fleet.Verdict``: a fleet event or not, or how long to wait for the window to settle."""
+JUDGED_WAIT: Final = f"{JUDGED}.wait"
+JUDGED_FLEET: Final = f"{JUDGED}.fleet"
+JUDGED_FIRST_AT: Final = f"{JUDGED}.first_at"
+JUDGED_COUNT: Final = f"{JUDGED}.count"
+JUDGED_NODES: Final = f"{JUDGED}.nodes"
+JUDGED_SUMMARY: Final = f"{JUDGED}.summary"
+HOLD_REASON: Final = "$.hold_reason"
+"""``{text}``: why a node is held for a fleet event, before it becomes the plan's reason."""
+HOLD_REASON_TEXT: Final = f"{HOLD_REASON}.text"
 
 # Acting on the node -------------------------------------------------------------------------
 
@@ -218,6 +253,8 @@ def initial_state(source: str = "$") -> dict[str, Any]:
         # Until "Plan" replaces it: a failure before it still has an action to report.
         "plan": {"action": field("action")},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
+        "verdict": {"verdict": "paced", "reason": ""},
+        "fleet": {"verdict": fleet.OPEN},
         "lock_wait": {"rounds": 0},
         "escalation": {"escalated": False, "reason": None},
         "times": {},

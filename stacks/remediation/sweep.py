@@ -2,7 +2,8 @@
 (and the breaker shut) forever.
 
 Each holder is removed by one transaction that checks ``ledger.STALE`` on the holder's node
-lock, as of the sweep's own clock, and applies ``ledger.SWEEP`` to the breaker: a live
+lock, as of the sweep's own clock, and applies ``ledger.SWEEP`` to the group's and the
+cluster's breakers: a live
 holder makes it fail, and stays.
 """
 
@@ -14,7 +15,15 @@ from nodemedic.remediate import ledger, policy
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import breaker_key, text_at
-from stacks.remediation.transact import Item, breaker_of, instance_set, lock_of, number, transaction
+from stacks.remediation.transact import (
+    Item,
+    breaker_of,
+    cluster_breaker_of,
+    instance_set,
+    lock_of,
+    number,
+    transaction,
+)
 
 # The state of one iteration of the sweep:
 HOLDER = "$.holder"
@@ -74,6 +83,11 @@ def _remove_if_stale(flow: Flow) -> sfn.TaskStateBase:
         [
             Item(lock_of(HOLDER), {":now": number(ITEM_NOW)}, condition=ledger.STALE),
             Item(breaker_of(ITEM_GROUP), {":holder": instance_set(HOLDER)}, change=ledger.SWEEP),
+            Item(
+                cluster_breaker_of(flow.settings.name),
+                {":holder": instance_set(HOLDER)},
+                change=ledger.SWEEP,
+            ),
         ],
         guard=False,
     )

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import ledger
+from nodemedic.remediate import breaker, ledger
 from nodemedic.remediate.expressions import Condition, Update
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import expression_values, formatted, text_at
@@ -42,6 +42,11 @@ def lock_of(instance: str) -> dict[str, Wire]:
 def breaker_of(group: str) -> dict[str, Wire]:
     """The breaker's key, of the node group at path ``group``."""
     return ledger.key(text(formatted(ledger.BREAKER_PK, group)), text(BREAKER_SK))
+
+
+def cluster_breaker_of(cluster: str) -> dict[str, Wire]:
+    """The cluster's breaker key (``nodemedic.remediate.breaker``)."""
+    return ledger.key(text(breaker.CLUSTER_PK.format(cluster)), text(breaker.CLUSTER_SK))
 
 
 @dataclass(frozen=True)

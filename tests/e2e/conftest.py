@@ -1,4 +1,7 @@
-"""The one local world the e2e tests share (see ``tests.support.e2e``)."""
+"""The local world of each e2e module (see ``tests.support.e2e``): one per module, since the
+breaker counts replacements per clock hour, and a scenario run before would count against
+the next. A module whose scenario has its own cluster settings names them in
+``WORLD_SETTINGS``."""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ import pytest
 from nodemedic.local.world import World, local_world
 
 
-@pytest.fixture(scope="package")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@pytest.fixture(scope="module")
+def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
     workdir: Path = tmp_path_factory.mktemp("world")
-    with local_world(workdir) as running:
+    with local_world(workdir, settings=getattr(request.module, "WORLD_SETTINGS", None)) as running:
         yield running

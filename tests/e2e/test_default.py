@@ -1,5 +1,5 @@
 """The default demo end to end: four lines injected with ``nodemedic inject`` on four nodes
-(Neuron DMA error, Xid 48, a benign Xid 63, Xid 13), then the final state of the cluster
+(Neuron DMA error, Xid 48, a benign Xid 162, Xid 13), then the final state of the cluster
 and of AWS, read back through their APIs."""
 
 from __future__ import annotations

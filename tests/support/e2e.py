@@ -1,9 +1,9 @@
 """The whole local world: moto server with the synthesized stack, the real kube-apiserver,
 simulated kubelets, one agent process per node (``nodemedic.local.world``).
 
-One world serves the session: the default scenario leaves every node healthy again (the
-replaced one has a successor), so the storm runs on it next; the storm's checks look only
-at what its own faults caused. The scenarios are the demo's own; the tests then read the
+Each test module runs its scenario in a world of its own (``tests/e2e/conftest.py``): the
+breaker's rate limits count per clock hour, so one scenario's replacements would hold the
+next one's back. The scenarios are the demo's own; the tests then read the
 final state through the APIs themselves (Kubernetes, Auto Scaling, EC2, SQS, CloudWatch,
 DynamoDB)."""
 

@@ -39,8 +39,11 @@ FAST: dict[str, Any] = {
     "drain_timeout": 4,
     "reboot_timeout": 4,
     "breaker_hold": 60,
+    "fleet_window": 15,
+    "fleet_settle": 2,
 }
-"""Every wait loop of the state machine polls once a second and gives up within seconds."""
+"""Every wait loop of the state machine polls once a second and gives up within seconds; a
+fault's fleet window lasts seconds, not minutes."""
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",
@@ -60,10 +63,28 @@ NODE_GROUPS = (
     "trn1-timed-out",
     "trn1-reconcile",
     "p5-sweep",
+    "trn1-rate",
+    "trn1-reset",
+    "p5-cap-a",
+    "p5-cap-b",
+    "trn1-parked",
+    "p5-parked",
+    "p5-silent",
+    "trn1-fleet",
+    "trn1-fleet-late",
+    "trn1-spread",
+    "trn1-mixed",
     "p5-forged",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
-ACTING = ClusterSettings(name="demo", node_groups=NODE_GROUPS, **FAST)
+ACTING = ClusterSettings(
+    name="demo",
+    node_groups=NODE_GROUPS,
+    # The breaker test replaces a whole group of 10; the rate limits have their own tests.
+    replacements_per_hour=10,
+    replacements_per_day=10,
+    **FAST,
+)
 WATCH = ClusterSettings(
     name="watch",
     recovery_mode="None",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent.imds import ENDPOINT_VARIABLE, IdentityError, instance_identity
+from agent.imds import ENDPOINT_VARIABLE, IdentityError, instance_identity, instance_type
 from nodemedic.contracts import shipped_message
 from tests.support.agent import REGION, agent_process, free_port, messages, wait_for
 
@@ -16,6 +16,12 @@ MOTO_INSTANCE_ID = "i-fake"  # what moto's metadata endpoint says
 
 def test_instance_id_and_region_from_imdsv2(moto_url: str) -> None:
     assert instance_identity(moto_url) == (MOTO_INSTANCE_ID, REGION)
+
+
+def test_instance_type_from_imdsv2_and_none_off_ec2(moto_url: str) -> None:
+    """moto's answer is a type no table knows, so its agents expect no devices."""
+    assert instance_type(moto_url) == "moto.virtual"
+    assert instance_type(f"http://127.0.0.1:{free_port()}", timeout=0.5) == ""
 
 
 def test_off_ec2_the_error_says_which_flags_to_pass() -> None:

@@ -147,3 +147,42 @@ def test_a_long_failure_moves_everything_to_disk_in_order(
     # The service answers again (and the agent was restarted meanwhile).
     ship(tmp_path, logs_client(REGION, moto_url), [batch(stream, "d")])
     assert messages(logs, stream) == ["a", "b", "c", "d"]
+
+
+DENIED = (400, {"__type": "AccessDeniedException", "message": "not authorized"})
+EXPIRED = (400, {"__type": "ExpiredTokenException", "message": "the security token expired"})
+
+
+def test_refused_credentials_are_told_apart_counted_and_said_while_every_line_is_kept(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str, caplog: Any
+) -> None:
+    client = logs_client(REGION, moto_url)
+    FailFirst(client, [DENIED, EXPIRED] * 50)
+    stream = f"{instance_id}/kmsg"
+    with caplog.at_level("WARNING", logger="agent.shipper"):
+        metrics, outbox = ship(
+            tmp_path, client, [batch(stream, "a"), batch(stream, "b")], grace=0.5
+        )
+    assert metrics.credential_failures >= 3 and metrics.credentials_refused == 1
+    assert "nodemedic_agent_credentials_refused 1" in metrics.render()
+    # Still spooled, none lost, and said once on stderr, not at every retry.
+    assert metrics.events_spooled == 2 and len(outbox) == 2 and metrics.events_dropped == 0
+    refused = [r for r in caplog.records if "credentials refused" in r.getMessage()]
+    assert len(refused) == 1 and "AccessDeniedException" in refused[0].getMessage()
+    # The role is fixed: the spool drains in order and the gauge falls.
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="agent.shipper"):
+        metrics, _ = ship(tmp_path, logs_client(REGION, moto_url), [batch(stream, "c")])
+    assert messages(logs, stream) == ["a", "b", "c"]
+    assert metrics.credentials_refused == 0 and metrics.credential_failures == 0
+
+
+def test_throttling_is_no_credential_failure(
+    tmp_path: Path, moto_url: str, logs: Any, instance_id: str
+) -> None:
+    client = logs_client(REGION, moto_url)
+    FailFirst(client, [THROTTLED, UNAVAILABLE])
+    stream = f"{instance_id}/kmsg"
+    metrics, _ = ship(tmp_path, client, [batch(stream, "a")])
+    assert metrics.put_failures == 2 and metrics.credential_failures == 0
+    assert metrics.credentials_refused == 0 and messages(logs, stream) == ["a"]

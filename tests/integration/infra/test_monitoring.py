@@ -167,7 +167,12 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     assert 'MetricName="InRemediation"' in gauge
     (limit,) = nodes["annotations"]["horizontal"]
     assert limit["value"] == SETTINGS.max_parallel
-    (held,) = _expressions(_widget(body, "Breaker"))
+    breaker = _widget(body, "Breaker")
+    (held,) = _expressions(breaker)
+    # The cluster's trips beside the holds: the breaker's state at a glance.
+    assert ["NodeMedic", "BreakerTripped", "Cluster", SETTINGS.name] in [
+        m[:4] for m in breaker["metrics"]
+    ]
     assert held.startswith(
         'SELECT SUM("BreakerHeld") FROM SCHEMA("NodeMedic", "Cluster", "NodeGroup")'
     )
@@ -179,7 +184,7 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
         if not any(QUERY.match(q.get("Expression", "")) for q in a["Properties"].get("Metrics", []))
     }
     assert set(alarms) == pipeline
-    assert len(alarms) == 6
+    assert len(alarms) == 7
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
@@ -255,3 +260,22 @@ def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Templ
         if rule.action != "ignore" and rule.example:
             assert compiled.search(rule.example), rule.id
     assert compiled.pattern.count("|") == len(filter_terms(catalog)) - 1
+
+
+def test_silent_nodes_alarm_on_the_reconciles_count(template: Template) -> None:
+    (alarm,) = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("AlarmName") == f"nodemedic-{SETTINGS.name}-silent-nodes"
+    ]
+    assert (alarm["MetricName"], alarm["Namespace"], alarm["Statistic"]) == (
+        "SilentNodes",
+        "NodeMedic",
+        "Maximum",
+    )
+    assert alarm["Dimensions"] == [{"Name": "Cluster", "Value": SETTINGS.name}]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert alarm["TreatMissingData"] == "notBreaching" and alarm["AlarmActions"]

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts import ENV_ACCEPT_INJECTED, REMEDIATOR_GROUP
-from nodemedic.detect.filterpattern import subscription_filter_pattern
+from nodemedic.detect.filterpattern import subscription_filter_patterns
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
 from stacks.guardrails import guard_remediation
@@ -85,13 +85,17 @@ def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Temp
     assert sorted(actions(trust_statement)) == ["sts:AssumeRole", "sts:TagSession"]
 
 
-def test_the_subscription_filter_sends_the_catalogs_lines_to_the_classifier(
+def test_the_subscription_filters_send_the_catalogs_lines_to_the_classifier(
     template: Template,
 ) -> None:
-    _, subscription = one(template, "AWS::Logs::SubscriptionFilter")
-    props = subscription["Properties"]
-    assert props["FilterPattern"] == subscription_filter_pattern(load_catalog())
-    assert props["LogGroupName"] == {
+    filters = sorted(
+        resources(template, "AWS::Logs::SubscriptionFilter").values(),
+        key=lambda r: str(r["Properties"]["FilterName"]),
+    )
+    expected = subscription_filter_patterns(load_catalog())
+    assert [f["Properties"]["FilterPattern"] for f in filters] == expected
+    assert [f["Properties"]["FilterName"] for f in filters][:1] == ["nodemedic-faults"]
+    group = {
         "Ref": next(
             k
             for k, r in resources(template, "AWS::Logs::LogGroup").items()
@@ -99,9 +103,13 @@ def test_the_subscription_filter_sends_the_catalogs_lines_to_the_classifier(
         )
     }
     classifier_id, _ = _function(template, "lambdas.classify.handler.handler")
-    assert props["DestinationArn"] == {"Fn::GetAtt": [classifier_id, "Arn"]}
-    _, permission = one(template, "AWS::Lambda::Permission")
-    assert permission["Properties"]["Principal"] == "logs.amazonaws.com"
+    for props in (f["Properties"] for f in filters):
+        assert props["LogGroupName"] == group
+        assert props["DestinationArn"] == {"Fn::GetAtt": [classifier_id, "Arn"]}
+    permissions = resources(template, "AWS::Lambda::Permission").values()
+    assert permissions and all(
+        p["Properties"]["Principal"] == "logs.amazonaws.com" for p in permissions
+    )
 
 
 def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
@@ -117,6 +125,8 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
     assert props["Environment"]["Variables"] == {
         "STATE_MACHINE_ARN": {"Ref": machine_id},
         "IDEMPOTENCY_TABLE": {"Ref": table_id},
+        # Where it records the agents' heartbeats.
+        "LEDGER_TABLE": {"Ref": one(template, "AWS::DynamoDB::Table", "RemediationLedger")[0]},
         # The cluster setting accept_injected_faults, off unless the cluster turns it on.
         "NODEMEDIC_ACCEPT_INJECTED_FAULTS": "false",
         # proof_of_origin enforced, against AWS's vendored certificates.
@@ -134,10 +144,18 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     _, classifier = _function(template, "lambdas.classify.handler.handler")
     machine_id, _ = one(template, MACHINE, REMEDIATION)
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
+    ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     granted: dict[str, list[Any]] = {}
     for statement in statements(template, _role_of(classifier)):
         assert statement["Effect"] == "Allow"
         resource = statement["Resource"]
+        if resource == {"Fn::GetAtt": [ledger_id, "Arn"]}:
+            # The ledger: heartbeats only.
+            assert actions(statement) == ["dynamodb:UpdateItem"]
+            assert statement["Condition"] == {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
+            }
+            continue
         for action in actions(statement):
             granted[action] = resource if isinstance(resource, list) else [resource]
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
@@ -378,8 +396,11 @@ def test_a_users_catalog_reaches_filter_alarms_and_the_classifier(
         catalog_files=[extra],
     )
     custom = app.synth().get_stack_by_name(stack.stack_name).template
-    _, subscription = one(custom, "AWS::Logs::SubscriptionFilter")
-    assert '?"failure detected"' in subscription["Properties"]["FilterPattern"]
+    patterns = [
+        f["Properties"]["FilterPattern"]
+        for f in resources(custom, "AWS::Logs::SubscriptionFilter").values()
+    ]
+    assert any('?"failure detected"' in pattern for pattern in patterns)
     alarms = [
         a["Properties"]["AlarmName"] for a in resources(custom, "AWS::CloudWatch::Alarm").values()
     ]

@@ -16,7 +16,7 @@ from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.motopatch import atomic_writes
+from nodemedic.local.motopatch import atomic_writes, final_stops
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from stacks.pipeline import stack_name
@@ -52,6 +52,7 @@ def world(
         mock_aws(config=MOTO),
         handlers_in_process(),
         atomic_writes(),
+        final_stops(),
         definitions_parsed_once(),
         pytest.MonkeyPatch.context() as env,
         machines(hypervisor),

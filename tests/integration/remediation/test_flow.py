@@ -20,6 +20,7 @@ import pytest
 from kubernetes import client
 
 from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY, shipped_message
+from nodemedic.detect.classifier import default_classifier
 from nodemedic.local.watch import NodeSeen
 from nodemedic.remediate import ledger as nodemedic_ledger
 from tests.support.flow import (
@@ -268,7 +269,9 @@ def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_the
     wide = world.group("trn1-wide", 10, **NEURON)
     pipeline = world.pipelines["demo"]
     since = time.time()
-    records = [decision(instance) for instance in wide]
+    # Ten different faults: the same one on ten nodes at once would be a fleet event.
+    replacing = [r for r, line in EXAMPLES.items() if _replaces(r, line)][: len(wide)]
+    records = [decision(i, fault) for i, fault in zip(wide, replacing, strict=True)]
 
     executions = [pipeline.start(record) for record in records]
     results = [pipeline.finish(execution, timeout=120) for execution in executions]
@@ -295,6 +298,12 @@ def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_the
     group = {"Cluster": "demo", "NodeGroup": "trn1-wide"}
     assert "BreakerHeld" in metric_names("NodeMedic", **group)
     assert max(datapoints("NodeMedic", "InRemediation", **group)) == ACTING.max_parallel
+
+
+def _replaces(fault_id: str, line: str | None) -> bool:
+    """A kernel rule whose example line the classifier takes for it, and replaces on."""
+    fault = default_classifier().classify(line) if line else None
+    return fault is not None and fault.rule.id == fault_id and fault.rule.action == "replace"
 
 
 def _marked_at(ledger: dict[str, Any] | None) -> str:

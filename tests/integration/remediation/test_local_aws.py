@@ -14,6 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from nodemedic.catalog import load_catalog
+from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.local.aws import deploy
 from nodemedic.local.cloudformation import TemplateError
 from nodemedic.local.hypervisor import Hypervisor, machines
@@ -103,10 +105,11 @@ def test_the_whole_stack_deploys_with_its_references_resolved(
     assert handler == "lambdas.kube.handler.handler"
     # The classifier: fed by the node log group, starting the state machine.
     classifier = deployment.find("AWS::Lambda::Function", "IngestClassifierFunction")
-    (subscription,) = boto3.client("logs", region_name=REGION).describe_subscription_filters(
+    subscriptions = boto3.client("logs", region_name=REGION).describe_subscription_filters(
         logGroupName=outputs["LogGroup"]
     )["subscriptionFilters"]
-    assert subscription["destinationArn"] == classifier.arn
+    assert len(subscriptions) == len(subscription_filter_patterns(load_catalog()))
+    assert {s["destinationArn"] for s in subscriptions} == {classifier.arn}
     configuration = functions.get_function_configuration(FunctionName=classifier.ref)
     # moto keeps no DeadLetterConfig; the queue is there, as the output says.
     assert (

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nodemedic.remediate import ledger, parking, policy
+from nodemedic.remediate import breaker, ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
     DRY,
@@ -29,7 +29,7 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::aws-sdk:cloudwatch:putMetricData",
     "arn:${AWS::Partition}:states:::aws-sdk:dynamodb:transactWriteItems",
 }
-KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node", "fail"}
+KUBE_OPS = {"locate", "mark", "drain", "node_status", "clear", "delete_node", "fail", "hold"}
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -83,6 +83,7 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
         "Failed: clock",
         "Park node",
         "Failed: release slot",
+        "Failed: release cluster slot",
         "Failed: publish nodes in remediation",
         "Failed: release lock",
         "Notify failure",
@@ -112,7 +113,11 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     )
     definition = state_machine_definition(synth_template(DRY))
     waits = {name: s for name, s in states(definition) if s["Type"] == "Wait"}
-    assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {7, "$.drain.wait"}
+    assert {s.get("Seconds", s.get("SecondsPath")) for s in waits.values()} == {
+        7,
+        "$.drain.wait",
+        "$.judged.wait",
+    }
     assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
 
     def bound(choice: str, variable: str) -> int:
@@ -128,7 +133,11 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
     assert sweep == "States.MathAdd($.hold.rounds, 9)"
     timeout = policy.execution_timeout(
-        breaker_hold=700, drain_timeout=70, reboot_timeout=140, poll_seconds=7
+        breaker_hold=700,
+        drain_timeout=70,
+        reboot_timeout=140,
+        poll_seconds=7,
+        fleet_settle=DRY.fleet_settle,
     )
     assert definition["TimeoutSeconds"] == timeout
 
@@ -148,6 +157,7 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             drain_timeout=FAST["drain_timeout"],
             reboot_timeout=FAST["reboot_timeout"],
             poll_seconds=FAST["poll_seconds"],
+            fleet_settle=FAST["fleet_settle"],
         ),
         "force_drain": False,
     }
@@ -196,13 +206,31 @@ def test_the_ledger_tasks_send_the_ledger_rules(default_template: dict[str, Any]
     for name in ("Note reboot on lock", "Note give-back on lock"):
         assert sent(name, "ConditionExpression") == ledger.UNFLAGGED.text
     assert sent("Note give-back on lock", "UpdateExpression") == ledger.GIVE_BACK.text
-    assert sent("Admit", "ConditionExpression") == ledger.ADMISSIBLE.text
-    assert sent("Admit", "UpdateExpression") == ledger.ADMIT.text
+    group, cluster, hour, day = (
+        next(iter(i.values())) for i in found["Admit"]["Parameters"]["TransactItems"]
+    )
+    assert (group["ConditionExpression"], group["UpdateExpression"]) == (
+        ledger.ADMISSIBLE.text,
+        ledger.ADMIT.text,
+    )
+    assert (cluster["ConditionExpression"], cluster["UpdateExpression"]) == (
+        breaker.CLUSTER_ADMISSIBLE.text,
+        breaker.CLUSTER_ADMIT.text,
+    )
+    for window in (hour, day):
+        assert (window["ConditionExpression"], window["UpdateExpression"]) == (
+            breaker.RATE_ROOM.text,
+            breaker.COUNT_START.text,
+        )
+    assert sent("Trip breaker", "ConditionExpression") == breaker.NOT_TRIPPED.text
+    assert sent("Extend cooldown", "UpdateExpression") == breaker.EXTEND.text
     for prefix in ("Finally ", "Failed: "):
         assert sent(f"{prefix}release slot", "UpdateExpression") == ledger.RELEASE.text
+        assert sent(f"{prefix}release cluster slot", "UpdateExpression") == ledger.RELEASE.text
         assert sent(f"{prefix}release lock", "ConditionExpression") == ledger.LOCK_HELD_BY.text
     sweep = found["Sweep stale holders"]["ItemProcessor"]["States"]["Remove stale holder"]
-    check_item, update_item = sweep["Parameters"]["TransactItems"]
+    check_item, update_item, cluster_item = sweep["Parameters"]["TransactItems"]
+    assert cluster_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
     assert check_item["ConditionCheck"]["ConditionExpression"] == ledger.STALE.text
     assert update_item["Update"]["UpdateExpression"] == ledger.SWEEP.text
 
@@ -235,8 +263,8 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
     default_template: dict[str, Any],
 ) -> None:
     """Once to plan (escalation window, epoch times, breaker limit), for the two durations
-    the metrics report, and for the time a sweep or a park runs at; never to unpick a
-    DynamoDB answer."""
+    the metrics report, for the time a sweep or a park runs at, and to judge a fault's fleet
+    window; never to unpick a DynamoDB answer."""
     definition = state_machine_definition(default_template)
     calls = {
         name: s["Parameters"]
@@ -251,6 +279,12 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Elapsed": "elapsed",
         "Sweep clock": "clock",
         "Failed: clock": "clock",
+        # The breaker: the rate windows of now, and why a refused admission was refused
+        # (it reads the GetItem answers of three items, attributes possibly missing).
+        "Admission clock": "admission",
+        "Judge refusal": "judge",
+        "Judge fleet": "fleet",
+        "Judge fleet now": "fleet",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]
@@ -266,10 +300,10 @@ def test_a_failure_parks_by_the_parking_rules_and_a_sweep_goes_by_its_own_clock(
     found = state_machine_definition(default_template)["States"]
     taken_out = found["Node taken out?"]["Choices"]
     assert taken_out == [{"Variable": "$.slot", "IsPresent": True, "Next": "Failed: clock"}]
-    lock, breaker = (i["Update"] for i in found["Park node"]["Parameters"]["TransactItems"])
+    lock, group, cluster = (i["Update"] for i in found["Park node"]["Parameters"]["TransactItems"])
     assert lock["ConditionExpression"] == ledger.LOCK_HELD_BY.text
     assert lock["UpdateExpression"] == parking.PARK.text
-    assert breaker["UpdateExpression"] == parking.COUNT.text
+    assert group["UpdateExpression"] == cluster["UpdateExpression"] == parking.COUNT.text
     assert found["Sweep clock"]["Next"] == "Sweep stale holders"
     assert found["Sweep stale holders"]["ItemSelector"]["now.$"] == "$.clock.epoch"
 
@@ -295,13 +329,16 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
     reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
     assert _kube_ops(cleanup, default_template) == {"fail"}
-    assert _kube_ops(reconcile, default_template) == {"tainted"}
+    assert _kube_ops(reconcile, default_template) == {"tainted", "silent"}
     failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
     assert failure_phase <= set(cleanup["States"])
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
     assert "Remediation failed" not in cleanup["States"], "a cleanup that did its work succeeds"
     checks = reconcile["States"]["Check each node"]["ItemProcessor"]["States"]
-    lock, breaker = (i["Update"] for i in checks["Renew lease"]["Parameters"]["TransactItems"])
+    lock, breaker, cluster = (
+        i["Update"] for i in checks["Renew lease"]["Parameters"]["TransactItems"]
+    )
+    assert cluster["UpdateExpression"] == parking.COUNT.text
     assert (lock["ConditionExpression"], lock["UpdateExpression"]) == (
         parking.PARKED.text,
         parking.RENEW.text,

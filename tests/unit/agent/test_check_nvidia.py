@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent.checks.base import Result, Runner
-from agent.checks.nvidia import NvidiaSmi, evaluate
+from agent.checks.nvidia import NvidiaSmi
 from nodemedic.detect.classifier import classify
+from nodemedic.health.nvidia_smi import evaluate
 from tests.support.paths import EVENTS
 
 SMI = EVENTS / "nvidia-smi"

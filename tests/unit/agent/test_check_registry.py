@@ -153,7 +153,7 @@ def test_the_config_is_every_flag_of_a_field_and_every_check_option(tmp_path: Pa
             "nvidia_smi": "cat x",
             "nvidia_smi_timeout": 60.0,
             "expect_gpus": 8,
-            "expect_neuron_devices": 0,
+            "expect_neuron_devices": None,
             "expect_efa_devices": 0,
         },
     }

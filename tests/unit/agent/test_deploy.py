@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from agent.cli import DEFAULT_METRICS_PORT
+from agent.metrics import LIVENESS_PATH
 from tests.support.paths import ROOT
 
 DEPLOY = ROOT / "agent" / "deploy"
@@ -59,6 +60,9 @@ def test_daemonset_mounts_kmsg_and_sys_read_only_and_keeps_state_on_the_host() -
     assert args[0] == "agent" and "--state-dir=/var/lib/nodemedic" in args
     assert f"--sys-root={mounts['sys']['mountPath']}" in args
     assert container["livenessProbe"]["httpGet"]["port"] == DEFAULT_METRICS_PORT
+    # The probe asks whether the agent's loops turn (agent.liveness), not just whether the
+    # metrics endpoint answers.
+    assert container["livenessProbe"]["httpGet"]["path"] == LIVENESS_PATH
     assert pod["serviceAccountName"] == "nodemedic-agent" and pod["hostNetwork"]
     assert {"operator": "Exists"} in pod["tolerations"]
     assert "nvidia.com/gpu" not in json.dumps(container["resources"]), "must not take a GPU"

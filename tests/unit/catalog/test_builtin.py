@@ -7,9 +7,10 @@ import pytest
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import (
+    MAX_FILTERS,
     MAX_PATTERN_LENGTH,
-    subscription_filter_pattern,
-    term_matches,
+    selected,
+    subscription_filter_patterns,
 )
 from tests.support.paths import EVENTS as EVENTS_ROOT
 
@@ -77,16 +78,19 @@ def test_the_catalog_covers_what_the_fleet_needs() -> None:
     assert components >= {"gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"}
 
 
-def test_filter_pattern_passes_every_fault_line_and_fits_cloudwatch() -> None:
-    pattern = subscription_filter_pattern(CATALOG)
-    assert 0 < len(pattern) <= MAX_PATTERN_LENGTH
-    missed = [line for _, line in labelled_lines() if not term_matches(pattern, line)]
+def test_filter_patterns_pass_every_fault_line_and_fit_cloudwatch() -> None:
+    patterns = subscription_filter_patterns(CATALOG)
+    assert 0 < len(patterns) <= MAX_FILTERS
+    assert all(0 < len(pattern) <= MAX_PATTERN_LENGTH for pattern in patterns)
+    lines = [line for _, line in labelled_lines()]
+    lines += [r.example for r in CATALOG.rules if r.source == "kmsg" and r.action != "ignore"]
+    missed = [line for line in lines if not selected(patterns, line)]
     assert missed == []
     health = [r.example for r in CATALOG.rules if r.source == "health" and r.action != "ignore"]
     assert health, "health rules exist"
 
 
-def test_filter_pattern_keeps_most_benign_lines_away_from_the_lambda() -> None:
-    pattern = subscription_filter_pattern(CATALOG)
-    passed = [line for line in benign_lines() if term_matches(pattern, line)]
+def test_filter_patterns_keep_most_benign_lines_away_from_the_lambda() -> None:
+    patterns = subscription_filter_patterns(CATALOG)
+    passed = [line for line in benign_lines() if selected(patterns, line)]
     assert len(passed) <= len(benign_lines()) // 4, passed

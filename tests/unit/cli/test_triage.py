@@ -35,7 +35,10 @@ def test_each_log_format_yields_its_faults_as_json(
     assert records, f"{sample} holds faults"
     lines = (EVENTS / sample).read_text().splitlines()
     for record in records:
-        assert set(record) == {"line_no", "line", "fault_id", "component", "action", "injected"}
+        assert set(record) == {
+            *("line_no", "line", "fault_id", "component", "action", "injected", "format")
+        }
+        assert record["format"] == "kernel-log"
         assert record["injected"] is False, "the samples hold kernel lines only"
         assert lines[record["line_no"] - 1] == record["line"]
         assert record["action"] in {"notify", "reboot", "replace"}

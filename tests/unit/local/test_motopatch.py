@@ -8,7 +8,10 @@ import contextlib
 import dataclasses
 import importlib.metadata
 import re
+import threading
 import tomllib
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -90,6 +93,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.lambda_invocations(lambda function, event: ("{}", False, "")),
         motopatch.definition_parsing(lambda parse, definition: parse(definition)),
         motopatch.atomic_writes(),
+        motopatch.final_stops(),
     ]
 
 
@@ -113,3 +117,37 @@ def test_a_second_owner_of_a_target_is_refused() -> None:
             pass
         assert REBOOT_INSTANCES.current() is replaced
     assert REBOOT_INSTANCES.current() is own
+
+
+def _execution(*, stopped: bool) -> Any:
+    """moto's evaluation environment of a running execution, ``stopped`` or not."""
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+
+    states: Any = importlib.import_module("moto.stepfunctions.parser.asl.eval.program_state")
+    env: Any = object.__new__(Environment)
+    env._state_mutex = threading.RLock()
+    env._frames = []
+    env.program_state_event = threading.Event()
+    env._program_state = states.ProgramRunning()
+    if stopped:
+        env.set_stop(stop_date=datetime.now(UTC), cause=None, error=None)
+    return env
+
+
+def test_a_stopped_execution_stays_stopped_when_its_last_task_then_fails() -> None:
+    """The race moto has: a task still running when the execution is stopped fails
+    afterwards; the execution must end ABORTED, not FAILED."""
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError, ProgramStopped
+
+    failed = {"error": "States.TaskFailed", "cause": "the task was cut short"}
+    with motopatch.final_stops():
+        stopped = _execution(stopped=True)
+        stopped.set_error(failed)
+        stopped.set_timed_out()
+        assert isinstance(stopped.program_state(), ProgramStopped)
+        running = _execution(stopped=False)
+        running.set_error(failed)
+        assert isinstance(running.program_state(), ProgramError)
+    unpatched = _execution(stopped=True)
+    unpatched.set_error(failed)
+    assert isinstance(unpatched.program_state(), ProgramError), "moto keeps a stop: drop the patch"

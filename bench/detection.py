@@ -1,0 +1,159 @@
+"""How far the built-in catalog agrees with what other projects do about the same lines.
+
+The corpus (bench/corpus/*.yaml, README there) holds real kernel lines from peers' public
+test data and rule files, each with the peer's own verdict on nodemedic's scale. For each
+family this prints: lines, lines the peer detects, how many of those nodemedic detects,
+lines whose action matches the peer's, and false actions (a reboot or replace where the
+peer says benign or notify-only), with how many of those are deliberate (the entry says
+why). Run it on two commits to compare catalogs.
+
+    python bench/detection.py [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodemedic.catalog import Action, Catalog, load_catalog
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.logformat import message_of
+
+CORPUS = Path(__file__).parent / "corpus"
+EXPECTATIONS = ("none", "notify", "reboot", "replace", "act")
+"""A peer's verdict; ``act`` is "reboot or replace" where the peer does not say which."""
+_STRENGTH: dict[str, int] = {"ignore": 0, "none": 0, "notify": 1, "reboot": 2, "replace": 3}
+
+
+@dataclass(frozen=True)
+class Entry:
+    peer: str
+    family: str
+    line: str
+    expect: str
+    why: str
+
+
+def load_corpus(folder: Path = CORPUS) -> list[Entry]:
+    """Every entry of every peer file; a malformed entry stops the run with its place."""
+    entries = []
+    for path in sorted(folder.glob("*.yaml")):
+        document: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for number, raw in enumerate(document["entries"], start=1):
+            where = f"{path.name} entry {number}"
+            if raw.get("expect") not in EXPECTATIONS or not raw.get("line"):
+                raise ValueError(f"{where}: needs a line and expect in {EXPECTATIONS}")
+            if not raw.get("path"):
+                raise ValueError(f"{where}: says where the line and its verdict are (path)")
+            entries.append(
+                Entry(
+                    peer=str(document["peer"]),
+                    family=str(raw["family"]),
+                    line=str(raw["line"]),
+                    expect=str(raw["expect"]),
+                    why=str(raw.get("why") or ""),
+                )
+            )
+    return entries
+
+
+def verdict(classifier: Classifier, text: str) -> Action | str:
+    """nodemedic's action on the lines of ``text`` (the strongest one), ``none`` if none."""
+    best: str = "none"
+    for raw in text.splitlines():
+        parsed = message_of(raw)
+        fault = classifier.classify(parsed[0]) if parsed else None
+        if fault is not None and _STRENGTH[fault.action] > _STRENGTH[best]:
+            best = fault.action
+    return best
+
+
+def matches(expect: str, action: str) -> bool:
+    return action in ("reboot", "replace") if expect == "act" else action == expect
+
+
+@dataclass
+class Score:
+    lines: int = 0
+    peer_detects: int = 0
+    detected: int = 0
+    matching: int = 0
+    false_actions: int = 0
+    deliberate: int = 0
+
+    def add(self, entry: Entry, action: str) -> None:
+        self.lines += 1
+        if entry.expect != "none":
+            self.peer_detects += 1
+            self.detected += action != "none"
+        self.matching += matches(entry.expect, action)
+        if entry.expect in ("none", "notify") and action in ("reboot", "replace"):
+            self.false_actions += 1
+            self.deliberate += bool(entry.why)
+
+
+def score(entries: Iterable[Entry], catalog: Catalog) -> dict[str, Score]:
+    """Per family, and ``all`` over every entry."""
+    classifier = Classifier(catalog)
+    scores: dict[str, Score] = {}
+    for entry in entries:
+        action = verdict(classifier, entry.line)
+        for key in (entry.family, "all"):
+            scores.setdefault(key, Score()).add(entry, action)
+    return scores
+
+
+def table(scores: dict[str, Score]) -> str:
+    header = ("family", "lines", "peer detects", "detected", "actions match", "false actions")
+    rows = [header]
+    for family in [*sorted(k for k in scores if k != "all"), "all"]:
+        s = scores[family]
+        rows.append(
+            (
+                family,
+                str(s.lines),
+                str(s.peer_detects),
+                f"{s.detected} ({100 * s.detected // max(s.peer_detects, 1)} %)",
+                f"{s.matching} ({100 * s.matching // max(s.lines, 1)} %)",
+                f"{s.false_actions} ({s.deliberate} deliberate)",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def misses(entries: Sequence[Entry], catalog: Catalog) -> list[str]:
+    """The entries whose action differs from the peer's, for people to read."""
+    classifier = Classifier(catalog)
+    out = []
+    for entry in entries:
+        action = verdict(classifier, entry.line)
+        if not matches(entry.expect, action):
+            mark = " (deliberate)" if entry.why else ""
+            last = entry.line.splitlines()[-1]
+            head = f"{entry.family:9} {entry.peer:32} {entry.expect:>7} {action:>7}"
+            out.append(f"{head}{mark}  {last}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--misses", action="store_true", help="list lines whose action differs")
+    args = parser.parse_args()
+    entries, catalog = load_corpus(), load_catalog()
+    print(table(score(entries, catalog)))
+    if args.misses:
+        print("\nfamily    peer                              expect  action")
+        print("\n".join(misses(entries, catalog)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Hearing silence on moto and the real apiserver: a Ready node whose agent stops shipping
+heartbeats is published as ``SilentNodes`` and notified once; a node that ships is not."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from nodemedic.contracts import heartbeat_message
+from tests.support.flow import GPU, World
+from tests.support.kube import wait_for
+from tests.support.remediation import REGION, Pipeline, datapoints
+
+pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
+
+INTERVAL = 4
+"""The agents' heartbeat interval here: silent after twelve seconds, far more than a
+reconcile run takes after the last heartbeat."""
+TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
+def _beat(instance_id: str) -> None:
+    """What the node's agent ships every interval: a heartbeat line on its kmsg stream."""
+    logs = boto3.client("logs", region_name=REGION)
+    group, stream = "/nodemedic/demo/nodes", f"{instance_id}/kmsg"
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    line = heartbeat_message({"interval": INTERVAL, "credential_failures": 0, "spool_bytes": 0})
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName=stream,
+        logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
+    )
+
+
+def _reconcile(pipeline: Pipeline) -> dict[str, Any]:
+    started = pipeline.sfn.start_execution(
+        stateMachineArn=pipeline.reconcile, name=secrets.token_hex(8), input=json.dumps(TICK)
+    )
+    done = pipeline.finish(started["executionArn"])
+    assert done["status"] == "SUCCEEDED", done
+    (silent,) = pipeline.outputs(started["executionArn"], "List silent nodes")
+    return dict(silent["silent"])
+
+
+def _told(pipeline: Pipeline, node: str) -> list[str]:
+    return [
+        n.body["text"]
+        for n in pipeline.inbox.messages()
+        if n.subject == "nodemedic demo: agents silent" and node in n.body.get("text", "")
+    ]
+
+
+def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
+    world: World,
+) -> None:
+    quiet, talking = world.group("p5-silent", 2, **GPU)
+    pipeline = world.pipelines["demo"]
+    for instance in (quiet, talking):
+        _beat(instance)
+    wait_for(
+        lambda: all(pipeline.item("heartbeat", i) for i in (quiet, talking)),
+        timeout=10,
+        what="both heartbeats recorded",
+    )
+    # quiet's agent stops; talking's keeps shipping while three intervals pass.
+    deadline = time.monotonic() + 3.5 * INTERVAL
+    while time.monotonic() < deadline:
+        time.sleep(INTERVAL / 2)
+        _beat(talking)
+    wait_for(
+        lambda: (
+            float((pipeline.item("heartbeat", talking) or {})["heard_at"]) > time.time() - INTERVAL
+        ),
+        timeout=10,
+        what="talking's last heartbeat recorded",
+    )
+
+    first = _reconcile(pipeline)
+
+    node_quiet, node_talking = world.nodes[quiet], world.nodes[talking]
+    assert node_quiet in first["nodes"] and node_talking not in first["nodes"]
+    assert datapoints("NodeMedic", "SilentNodes", Cluster="demo")[-1] == first["count"] >= 1
+    (told,) = _told(pipeline, node_quiet)
+    assert f"{node_quiet} ({quiet}): last heard " in told
+    assert "credential_failures 0" in told and node_talking not in told
+
+    # The next run counts it again, but does not tell it again.
+    again = _reconcile(pipeline)
+    assert node_quiet in again["nodes"]
+    assert len(_told(pipeline, node_quiet)) == 1
+
+    # Its agent is back: no longer silent, and a later silence would be told anew.
+    _beat(quiet)
+    wait_for(
+        lambda: "notified_at" not in (pipeline.item("heartbeat", quiet) or {"notified_at": 1}),
+        timeout=10,
+        what="quiet heard again",
+    )
+    assert node_quiet not in _reconcile(pipeline)["nodes"]
