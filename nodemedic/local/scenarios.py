@@ -4,11 +4,11 @@ checked on the final state of the cluster and of AWS.
 ``default``: four lines, one after the other, each on its own node: a Neuron DMA error
 (replace), an Xid 48 (reboot with a new boot id), a benign driver line (nothing) and an
 Xid 13 (notify only). ``storm``: 60 % of the nodes report the same fatal fault at once:
-a fleet event (hardware does not fail in lockstep). The breaker lets at most its limit of
-them into remediation together; none is rebooted or replaced, every one is given back
-marked, and one mail lists them. ``spread``: fatal faults one after another, one more
-than the hourly replacement limit, then a reboot: the limit trips the cluster's breaker
-(``nodemedic.local.spread``).
+a fleet event (hardware does not fail in lockstep). The sighting that makes it one
+declares it, so at most the first ``fleet_min_nodes`` - 1 are cordoned, none is rebooted or
+replaced, every one is given back marked, and one mail lists them all. ``spread``: fatal
+faults one after another, one more than the hourly replacement limit, then a reboot: the
+limit trips the cluster's breaker (``nodemedic.local.spread``).
 """
 
 from __future__ import annotations
@@ -188,8 +188,12 @@ def run_storm(world: World, say: Say) -> Result:
         result.problems.append(f"breaker let {breaker.most} in at once (limit {limit})")
     if result.most_out_at_once > limit:
         result.problems.append(f"{result.most_out_at_once} nodes were out at once (limit {limit})")
-    if count > limit and not result.held:
-        result.problems.append(f"{count} faults at once and the breaker held none")
+    first = world.settings.fleet_min_nodes - 1
+    if result.most_out_at_once > first:
+        result.problems.append(
+            f"{result.most_out_at_once} nodes were out at once: a fleet event lets at most its "
+            f"first {first} sightings be cordoned"
+        )
     result.fleet_mail = [
         sorted(m.body.get("nodes") or []) for m in world.inbox.messages() if m.outcome == "fleet"
     ]
@@ -198,7 +202,7 @@ def run_storm(world: World, say: Say) -> Result:
     say("")
     say(
         f"  => breaker: at most {breaker.most} in remediation (limit {limit}), at most "
-        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held then admitted; "
+        f"{result.most_out_at_once} nodes out at once, {len(result.held)} held by it; "
         f"{len(result.fleet_mail)} fleet event mail(s)"
     )
     for run in runs:
@@ -233,15 +237,22 @@ def _inject_together(world: World, machines: list[Machine], fault: Fault) -> lis
 
 
 def _most_out_at_once(world: World, runs: list[FaultRun]) -> int:
-    """Intervals from a node's cordon to its deletion, from the Node watch; the most that
-    overlap."""
+    """Intervals from a node's cordon to its deletion or uncordon, from the Node watch; the
+    most that overlap."""
     edges: list[tuple[float, int]] = []
     for run in runs:
         history = world.watch.history(run.machine.instance_id, run.written_at)
         out = next((s.at for s in history if s.unschedulable), None)
         if out is None:
             continue
-        back = next((s.at for s in history if s.at >= out and s.event == "DELETED"), time.time())
+        back = next(
+            (
+                s.at
+                for s in history
+                if s.at >= out and (s.event == "DELETED" or not s.unschedulable)
+            ),
+            time.time(),
+        )
         edges += [(out, 1), (back, -1)]
     most = current = 0
     for _, change in sorted(edges):

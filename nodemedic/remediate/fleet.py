@@ -146,6 +146,9 @@ class Verdict:
     """Hold: reboot and replace nothing."""
     wait: int
     """Seconds to wait before judging again: the window is younger than ``settle``."""
+    settles_in: int
+    """Seconds until the window is ``settle`` old: the declarer's one mail waits for it, so
+    that it lists every node of a storm, not those seen when the event was declared."""
     first_at: int
     count: int
     nodes: list[str]
@@ -169,10 +172,11 @@ def judge(
     that is known. A window this node is not in (over, and a new one opened since) says
     nothing about it: it is remediated as its own fault."""
     if seen is None or instance_id not in seen.nodes:
-        return Verdict(False, 0, 0, 0, [], f"{fault_id}: the node's fleet window is over")
+        return Verdict(False, 0, 0, 0, 0, [], f"{fault_id}: the node's fleet window is over")
     count = len(seen.nodes)
     fleet = seen.declared or is_fleet(count, group_size, rules)
-    wait = 0 if fleet else max(0, seen.first_at + rules.settle - now_epoch)
+    settles_in = max(0, seen.first_at + rules.settle - now_epoch)
+    wait = 0 if fleet else settles_in
     summary = (
         f"fleet event: {fault_id} on {count} of the {group_size} nodes of group {group} "
         f"within fleet_window ({rules.window} s; fleet_min_nodes {rules.min_nodes}, "
@@ -181,4 +185,4 @@ def judge(
         if fleet
         else f"{fault_id} on {count} node(s) of group {group}: no fleet event"
     )
-    return Verdict(fleet, wait, seen.first_at, count, list(seen.nodes), summary)
+    return Verdict(fleet, wait, settles_in, seen.first_at, count, list(seen.nodes), summary)

@@ -206,8 +206,10 @@ def _judged(
 
 
 def declaring(flow: Flow, *, hold: sfn.IChainable) -> sfn.IChainable:
-    """Declare the fleet event judged (``state.JUDGED``) by one conditional write, whose
-    winner mails the one notification listing the nodes, then ``hold``."""
+    """Declare the fleet event judged (``state.JUDGED``) by one conditional write, then
+    ``hold``. The write's winner mails the one notification once the window has settled,
+    judged again so that it lists every node of the storm (its own node is not cordoned:
+    the wait costs nothing)."""
     declare = flow.write(
         "Declare fleet event",
         _key(),
@@ -240,7 +242,12 @@ def declaring(flow: Flow, *, hold: sfn.IChainable) -> sfn.IChainable:
             "summary": sfn.JsonPath.string_at(state.JUDGED_SUMMARY),
         },
     )
-    flow.guard(declare).next(mailed).next(hold)
+    settled = sfn.Wait(
+        flow.scope, "Fleet settle to mail", time=sfn.WaitTime.seconds_path(state.JUDGED_SETTLES_IN)
+    )
+    judged_again = _judged(flow, " to mail", settle=None, declare=mailed, then=mailed)
+    flow.guard(declare).next(settled).next(judged_again)
+    mailed.next(hold)
     return declare
 
 

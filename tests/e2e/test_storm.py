@@ -1,20 +1,25 @@
 """The storm end to end: 60 % of the nodes report the same fatal fault at once, a fleet
-event. The breaker lets at most its limit into remediation together and holds the rest;
-none is rebooted or replaced, every one is given back marked, one mail lists them all, and
-the job runs again."""
+event. The sighting that makes it one declares it: at most the first fleet_min_nodes - 1
+are cordoned, none is rebooted or replaced, the storm spends none of the breaker's rate
+limits, every node is given back marked, one mail lists them all, and the job runs again."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from nodemedic.cli.breaker import status
 from nodemedic.contracts import FLEET_LABEL
 from nodemedic.local.scenarios import Result
 from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import World
+from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
+FIRST = 2  # fleet_min_nodes 3: the first two sightings may be cordoned before the third
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +68,14 @@ def test_one_notification_lists_the_fleet_event_s_nodes(world: World, result: Re
     assert set(fleet[0].body["nodes"]) == ours
     assert fleet[0].subject == "nodemedic fleet event: neuron-dma-error on 5 nodes of accelerated"
     outcomes = {m.outcome for m in world.inbox.messages() if m.instance_id in ours}
-    assert outcomes <= {"held", "fleet"}
+    assert outcomes <= {"fleet"}, "no held or breaker mail: the storm never reached its limits"
 
 
-def test_the_breaker_never_let_more_than_its_limit_out(world: World, result: Result) -> None:
+def test_at_most_the_first_sightings_were_cordoned(world: World, result: Result) -> None:
     assert result.breaker is not None
     assert result.breaker.limit == LIMIT
-    assert most_cordoned_at_once(world.watch.seen, began(result)) == LIMIT
-    assert result.breaker.most == LIMIT
+    assert most_cordoned_at_once(world.watch.seen, began(result)) <= FIRST
+    assert result.breaker.most <= FIRST
     # And gave every slot back.
     breaker = world.aws("dynamodb").get_item(
         TableName=world.ledger_table,
@@ -80,13 +85,16 @@ def test_the_breaker_never_let_more_than_its_limit_out(world: World, result: Res
     assert "holders" not in breaker or breaker["holders"]["SS"] == []
 
 
-def test_the_rest_were_held_then_given_back_uncordoned(world: World, result: Result) -> None:
-    ours = {r.machine.instance_id for r in result.runs}
-    held = [m for m in world.inbox.messages() if m.instance_id in ours and m.outcome == "held"]
-    assert len(held) == len(result.runs) - LIMIT
-    for message in held:
-        assert message.subject == f"nodemedic held: {message.instance_id}"
-        assert "breaker open" in message.body["summary"]
+def test_the_storm_spent_none_of_the_rate_limits_and_tripped_nothing(
+    world: World, result: Result
+) -> None:
+    found = status(world.aws("dynamodb"), world.ledger_table, world.settings.name, int(time.time()))
+    assert (found["state"], found["tripped_at"]) == ("closed", None), found
+    hour, _ = windows(int(time.time()))
+    started = [
+        r["started"] for r in found["rates"] if (r["action"], r["window"]) == ("replace", hour)
+    ]
+    assert sum(started) <= FIRST, found
     decisions = {r.decision_id for r in result.runs}
     executions = world.aws("stepfunctions").list_executions(
         stateMachineArn=world.state_machine_arn

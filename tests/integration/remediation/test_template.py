@@ -285,6 +285,7 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Judge refusal": "judge",
         "Judge fleet": "fleet",
         "Judge fleet now": "fleet",
+        "Judge fleet to mail": "fleet",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]

@@ -113,6 +113,9 @@ def test_judge_holds_at_once_when_the_pattern_is_there() -> None:
     three = Sightings(NOW, ("i-a", "i-b", "i-c"), False)
     verdict = _judge(three, NOW + 1)
     assert (verdict.fleet, verdict.wait, verdict.count) == (True, 0, 3)
+    # Held at once, but its one mail waits for the window to settle, to list the whole storm.
+    assert verdict.settles_in == 59
+    assert _judge(three, NOW + 61).settles_in == 0
     assert verdict.nodes == ["i-a", "i-b", "i-c"]
     assert "3 of the 8 nodes of group trn1" in verdict.summary
     assert _judge(Sightings(NOW, ("i-a",), True), NOW).fleet
