@@ -117,6 +117,7 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
         7,
         "$.drain.wait",
         "$.judged.wait",
+        "$.judged.settles_in",
     }
     assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
 
