@@ -184,7 +184,9 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
         if not any(QUERY.match(q.get("Expression", "")) for q in a["Properties"].get("Metrics", []))
     }
     assert set(alarms) == pipeline
-    assert len(alarms) == 7
+    # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
+    # stranded nodes, silent nodes
+    assert len(alarms) == 8
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:

@@ -114,7 +114,8 @@ def test_a_step_failing_after_the_cordon_leaves_the_node_out_marked_and_counted(
         world, pipeline, sick, group="trn1-fail", step="draining", error=error
     )
     # The group's one slot is still the failed node's: the next decision waits for it.
-    waiting = pipeline.start(decision(other))
+    # Another fault: the same one on two of three nodes would be a fleet event.
+    waiting = pipeline.start(decision(other, "neuron-hbm-uncorrectable-error"))
     wait_for(lambda: any(m["outcome"] == "held" for m in pipeline.messages(other)), what="hold")
     pipeline.sfn.stop_execution(executionArn=waiting)
     untouched = world.node(other)
