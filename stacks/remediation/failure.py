@@ -25,9 +25,7 @@ from stacks.remediation.render import NOW, dynamo_json, dynamo_now, dynamo_text,
 from stacks.remediation.signals import metrics, notify, remediations
 from stacks.remediation.transact import (
     Item,
-    breaker_of,
-    cluster_breaker_of,
-    instance_set,
+    both_breakers,
     lock_of,
     number,
     text,
@@ -139,16 +137,7 @@ def _park(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
                 condition=ledger.LOCK_HELD_BY,
                 change=parking.PARK,
             ),
-            Item(
-                breaker_of(state.GROUP_NAME),
-                {":holder": instance_set(state.INSTANCE_ID)},
-                change=parking.COUNT,
-            ),
-            Item(
-                cluster_breaker_of(flow.settings.name),
-                {":holder": instance_set(state.INSTANCE_ID)},
-                change=parking.COUNT,
-            ),
+            *both_breakers(state.GROUP_NAME, state.INSTANCE_ID, flow.settings.name, parking.COUNT),
         ],
         guard=False,
     )

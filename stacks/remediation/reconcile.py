@@ -26,9 +26,7 @@ from stacks.remediation.render import lock_key, text_at
 from stacks.remediation.signals import cluster_metric
 from stacks.remediation.transact import (
     Item,
-    breaker_of,
-    cluster_breaker_of,
-    instance_set,
+    both_breakers,
     lock_of,
     number,
     transaction,
@@ -133,12 +131,7 @@ def _check(flow: Flow) -> sfn.IChainable:
                 condition=parking.PARKED,
                 change=parking.RENEW,
             ),
-            Item(breaker_of(LOCK_GROUP), {":holder": instance_set(INSTANCE)}, change=parking.COUNT),
-            Item(
-                cluster_breaker_of(flow.settings.name),
-                {":holder": instance_set(INSTANCE)},
-                change=parking.COUNT,
-            ),
+            *both_breakers(LOCK_GROUP, INSTANCE, flow.settings.name, parking.COUNT),
         ],
         guard=False,
     )

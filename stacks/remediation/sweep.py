@@ -17,9 +17,7 @@ from stacks.remediation.flow import Flow
 from stacks.remediation.render import breaker_key, text_at
 from stacks.remediation.transact import (
     Item,
-    breaker_of,
-    cluster_breaker_of,
-    instance_set,
+    both_breakers,
     lock_of,
     number,
     transaction,
@@ -82,12 +80,7 @@ def _remove_if_stale(flow: Flow) -> sfn.TaskStateBase:
         "Remove stale holder",
         [
             Item(lock_of(HOLDER), {":now": number(ITEM_NOW)}, condition=ledger.STALE),
-            Item(breaker_of(ITEM_GROUP), {":holder": instance_set(HOLDER)}, change=ledger.SWEEP),
-            Item(
-                cluster_breaker_of(flow.settings.name),
-                {":holder": instance_set(HOLDER)},
-                change=ledger.SWEEP,
-            ),
+            *both_breakers(ITEM_GROUP, HOLDER, flow.settings.name, ledger.SWEEP),
         ],
         guard=False,
     )

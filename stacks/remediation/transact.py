@@ -76,6 +76,16 @@ class Item:
         return {"Update": shape}
 
 
+def both_breakers(group: str, holder: str, cluster: str, change: Update) -> list[Item]:
+    """``change`` of the ``:holder`` set (the instance at path ``holder``) on the breaker of
+    the node group at path ``group`` and on the cluster's: a node counts on both or neither."""
+    values = {":holder": instance_set(holder)}
+    return [
+        Item(breaker_of(group), values, change=change),
+        Item(cluster_breaker_of(cluster), values, change=change),
+    ]
+
+
 def transaction(flow: Flow, id: str, items: Sequence[Item], *, guard: bool) -> sfn.TaskStateBase:
     """The items in one transaction: a failed condition cancels all of them
     (``DynamoDB.TransactionCanceledException``)."""
