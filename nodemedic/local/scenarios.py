@@ -136,7 +136,7 @@ def run_default(world: World, say: Say) -> Result:
             timeout=FAULT_TIMEOUT,
         )
         verify(world, run)
-        say(f"  => {_verdict(run)}")
+        say(f"  => {verdict_line(run)}")
     return Result("default", runs)
 
 
@@ -206,7 +206,7 @@ def run_storm(world: World, say: Say) -> Result:
         f"{len(result.fleet_mail)} fleet event mail(s)"
     )
     for run in runs:
-        say(f"  => {run.machine.node}: {_verdict(run)}")
+        say(f"  => {run.machine.node}: {verdict_line(run)}")
     return result
 
 
@@ -261,7 +261,7 @@ def _most_out_at_once(world: World, runs: list[FaultRun]) -> int:
     return most
 
 
-def _verdict(run: FaultRun) -> str:
+def verdict_line(run: FaultRun) -> str:
     outcome = run.outcome or ("nothing" if run.fault.expect == "nothing" else "none")
     if run.ok:
         return f"OK: {outcome} (expected {run.fault.expect})"

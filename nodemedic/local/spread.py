@@ -21,7 +21,7 @@ from typing import Any
 from nodemedic.cli.breaker import status
 from nodemedic.local.inbox import Notification
 from nodemedic.local.observe import Observer, follow
-from nodemedic.local.scenarios import DMA_ERROR, Result, Say, _verdict, targets, verify
+from nodemedic.local.scenarios import DMA_ERROR, Result, Say, targets, verdict_line, verify
 from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
 from nodemedic.local.world import Machine, World
 from nodemedic.remediate.breaker import windows
@@ -176,7 +176,7 @@ def run_spread(world: World, say: Say) -> Result:
     )
     say("  => breaker " + " -> ".join(states) + ("; recovered" if recovered else "; NOT recovered"))
     for run in spread.runs:
-        say(f"  => {run.machine.node}: {_verdict(run)}")
+        say(f"  => {run.machine.node}: {verdict_line(run)}")
     return result
 
 
