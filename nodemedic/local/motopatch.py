@@ -19,6 +19,9 @@ out; what the replacements do lives with the behaviour they stand for:
                                             DynamoDB's are (``atomic_writes``, here)
 ``Environment.set_error`` and              a stopped execution stays ABORTED, as AWS's
 ``set_timed_out``                           does (``final_stops``, here)
+``ExecutionState._from_error``              a task's unexpected exception is logged with
+                                            its traceback, and named in the error's cause
+                                            (``runtime_causes``, here)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -34,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -133,6 +137,11 @@ EXECUTION_ENDINGS = (
     Target(_ENVIRONMENT, "set_error", "(self, error)"),
     Target(_ENVIRONMENT, "set_timed_out", "(self)"),
 )
+FROM_ERROR = Target(
+    "moto.stepfunctions.parser.asl.component.state.exec.execute_state.ExecutionState",
+    "_from_error",
+    "(self, env, ex)",
+)
 TARGETS = (
     REBOOT_INSTANCES,
     TERMINATE_INSTANCES,
@@ -141,8 +150,10 @@ TARGETS = (
     PARSE_DEFINITION,
     *DYNAMODB_WRITES,
     *EXECUTION_ENDINGS,
+    FROM_ERROR,
 )
 _replacing: set[Target] = set()
+_log = logging.getLogger(__name__)
 _write_lock = threading.RLock()
 
 
@@ -292,4 +303,30 @@ def final_stops() -> Iterator[None]:
         return end
 
     with _replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
+        yield
+
+
+@contextlib.contextmanager
+def runtime_causes() -> Iterator[None]:
+    """Say which exception a ``States.Runtime`` error was.
+
+    moto turns any exception inside a task that is not a Step Functions failure into
+    ``States.Runtime`` with ``str(exception)`` as its cause, and logs only that it happened:
+    a ``KeyError`` reads ``'region'``, and the traceback is gone. Such an error is a fault
+    of the local world (or of a definition), never an outcome a test should pass on, so its
+    type leads the cause and its traceback goes to the log.
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+
+    original = FROM_ERROR.current()
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, FailureEventException):
+            return original(self, env, ex)
+        _log.error("%s in state %r", type(ex).__name__, getattr(self, "name", "?"), exc_info=ex)
+        return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
+
+    with _replaced({FROM_ERROR: from_error}):
         yield

@@ -22,7 +22,7 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.aws import QUICK_EC2
 from nodemedic.local.inprocess import handlers_in_process
-from nodemedic.local.motopatch import atomic_writes, final_stops
+from nodemedic.local.motopatch import atomic_writes, final_stops, runtime_causes
 from nodemedic.local.stepfunctions import definitions_parsed_once
 
 REGION = "us-east-1"
@@ -63,6 +63,7 @@ def moto_server() -> Iterator[str]:
         stack.enter_context(handlers_in_process())
         stack.enter_context(atomic_writes())
         stack.enter_context(final_stops())
+        stack.enter_context(runtime_causes())
         stack.enter_context(definitions_parsed_once())
         yield endpoint
 

@@ -33,6 +33,7 @@ from stacks.remediation.render import (
 from stacks.remediation.signals import cluster_metric, in_remediation, metrics, notify
 from stacks.remediation.sweep import sweep
 from stacks.remediation.transact import (
+    TRANSACTION_CANCELED,
     Item,
     Wire,
     breaker_of,
@@ -43,9 +44,6 @@ from stacks.remediation.transact import (
     transaction,
 )
 
-TRANSACTION_CANCELED = "DynamoDb.TransactionCanceledException"
-"""What an ``aws-sdk`` transaction whose condition failed raises (its service is spelled
-``DynamoDb`` there, unlike the optimized DynamoDB tasks)."""
 WINDOWS = ("hour", "day")
 
 

@@ -25,6 +25,7 @@ from stacks.remediation.flow import Flow
 from stacks.remediation.render import lock_key, text_at
 from stacks.remediation.signals import cluster_metric
 from stacks.remediation.transact import (
+    TRANSACTION_CANCELED,
     Item,
     both_breakers,
     lock_of,
@@ -136,7 +137,9 @@ def _check(flow: Flow) -> sfn.IChainable:
         guard=False,
     )
     # A lock a new remediation took over meanwhile is no longer parked: still stranded now.
-    renew.add_catch(stranded, result_path=sfn.JsonPath.DISCARD)
+    # Any other error fails the run, which the StrandedNodes alarm counts: a renewal that
+    # did not happen must not pass for one.
+    renew.add_catch(stranded, errors=[TRANSACTION_CANCELED], result_path=sfn.JsonPath.DISCARD)
     renew.next(stranded)
     live = (
         sfn.Choice(s, "Live?")

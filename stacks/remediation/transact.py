@@ -19,6 +19,9 @@ from stacks.remediation.flow import Flow
 from stacks.remediation.render import expression_values, formatted, text_at
 
 Wire = dict[str, Any]
+TRANSACTION_CANCELED = "DynamoDb.TransactionCanceledException"
+"""What an ``aws-sdk`` transaction whose condition failed raises (its service is spelled
+``DynamoDb`` there, unlike the optimized DynamoDB tasks)."""
 
 
 def text(value: str) -> Wire:

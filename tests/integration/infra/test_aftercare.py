@@ -3,10 +3,20 @@ they may do, and the alarm that says a node was left out of service."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from nodemedic.remediate import parking
-from tests.support.templates import MACHINE, REMEDIATION, Template, one, resources, statements
+from tests.support.templates import (
+    MACHINE,
+    REMEDIATION,
+    Template,
+    one,
+    render,
+    resources,
+    statements,
+)
 
 CLEANUP = "RemediationAftercareCleanup"
 RECONCILE = "RemediationAftercareReconcile"
@@ -100,3 +110,22 @@ def test_a_node_left_out_of_service_alarms(template: Template) -> None:
     # Each series alone can alarm: none waits for another's data.
     series = [i for i, q in queries.items() if "MetricStat" in q]
     assert expression == " + ".join(f"FILL({i}, 0)" for i in series)
+
+
+def _states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every state, those inside a Map's processor too."""
+    for name, body in definition["States"].items():
+        yield name, body
+        if "ItemProcessor" in body:
+            yield from _states(body["ItemProcessor"])
+
+
+def test_only_a_lock_taken_over_meanwhile_makes_a_failed_renewal_pass_for_stranded(
+    template: Template,
+) -> None:
+    """A renewal that failed for any other reason fails the reconcile run, which the
+    stranded-nodes alarm counts, instead of passing silently for one that was done."""
+    _, machine = one(template, MACHINE, RECONCILE)
+    definition = json.loads(render(machine["Properties"]["DefinitionString"]))
+    renew = dict(_states(definition))["Renew lease"]
+    assert [c["ErrorEquals"] for c in renew["Catch"]] == [["DynamoDb.TransactionCanceledException"]]

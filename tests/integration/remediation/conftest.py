@@ -16,7 +16,7 @@ from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.motopatch import atomic_writes, final_stops
+from nodemedic.local.motopatch import atomic_writes, final_stops, runtime_causes
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from stacks.pipeline import stack_name
@@ -53,6 +53,7 @@ def world(
         handlers_in_process(),
         atomic_writes(),
         final_stops(),
+        runtime_causes(),
         definitions_parsed_once(),
         pytest.MonkeyPatch.context() as env,
         machines(hypervisor),

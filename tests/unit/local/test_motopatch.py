@@ -11,6 +11,7 @@ import re
 import threading
 import tomllib
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -94,6 +95,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.definition_parsing(lambda parse, definition: parse(definition)),
         motopatch.atomic_writes(),
         motopatch.final_stops(),
+        motopatch.runtime_causes(),
     ]
 
 
@@ -151,3 +153,25 @@ def test_a_stopped_execution_stays_stopped_when_its_last_task_then_fails() -> No
     unpatched = _execution(stopped=True)
     unpatched.set_error(failed)
     assert isinstance(unpatched.program_state(), ProgramError), "moto keeps a stop: drop the patch"
+
+
+def test_a_task_s_unexpected_exception_is_named_in_its_cause_and_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """moto would report ``'region'`` alone: which exception, and where, is lost."""
+    env: Any = SimpleNamespace(
+        next_state_name="Renew lease", event_history_context=SimpleNamespace(source_event_id=7)
+    )
+    state = SimpleNamespace(name="Renew lease")
+    places: dict[str, str] = {}
+    try:
+        places["region"]
+    except KeyError as exc:
+        raised = exc
+    with motopatch.runtime_causes():
+        event = motopatch.FROM_ERROR.current()(state, env, raised)
+    details = event.event_details["taskFailedEventDetails"]
+    assert (details["error"], details["cause"]) == ("States.Runtime", "KeyError: 'region'")
+    (record,) = [r for r in caplog.records if r.name == motopatch.__name__]
+    assert "Renew lease" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[1] is raised
