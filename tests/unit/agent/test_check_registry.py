@@ -123,7 +123,8 @@ def test_unknown_checks_are_refused_with_the_registered_ones_named(
     )
     assert run_agent(args) == 2
     assert capsys.readouterr().err == (
-        "nodemedic agent: unknown check(s) gadgets; known: nvidia, neuron, efa, neuron-monitor, widgets\n"
+        "nodemedic agent: unknown check(s) gadgets; "
+        "known: nvidia, neuron, efa, neuron-monitor, widgets\n"
     )
 
 
