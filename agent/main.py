@@ -35,6 +35,7 @@ from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
+from agent.telemetry import exposition
 from nodemedic.contracts import (
     health_stream,
     heartbeat_message,
@@ -167,6 +168,7 @@ class Agent:
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
+        self.metrics.telemetry = exposition(self.runner.checks)
         self.server = (
             metrics_server(
                 self.metrics,

@@ -35,6 +35,8 @@ class Metrics:
         self.signing = 0
         self.registration_failures = 0
         self.check_status: dict[str, str] = {}
+        self.telemetry: Callable[[], str] = str
+        """The accelerators' telemetry, in the same format (``agent.telemetry``)."""
 
     def render(self) -> str:
         out: list[str] = []
@@ -122,7 +124,7 @@ class Metrics:
                 for status in STATUSES
             ],
         )
-        return "\n".join(out) + "\n"
+        return "\n".join(out) + "\n" + self.telemetry()
 
 
 LIVENESS_PATH = "/livez"

@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,12 @@ from agent.config import Config  # noqa: E402
 from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE  # noqa: E402
 from agent.kmsg import FileKmsgReader  # noqa: E402
 from agent.main import Agent, batch_lines  # noqa: E402
+from agent.telemetry.neuron_report import NeuronTelemetry  # noqa: E402
 from nodemedic.contracts import kmsg_stream, origin_key_alias  # noqa: E402
 
 EVENTS = ROOT / "tests" / "events" / "kmsg"
+NEURON_REPORT = ROOT / "tests" / "events" / "neuron-monitor" / "inf1-xlarge-one-runtime.jsonl"
+GPU_REPORT = ROOT / "tests" / "events" / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
 REGION = "us-east-1"
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "bench",
@@ -104,10 +107,14 @@ def scrape(port: int, name: str) -> int:
 
 
 def agent_process(
-    directory: Path, endpoint: str, port: int, imds: Callable[[str], str] | None
+    directory: Path,
+    endpoint: str,
+    port: int,
+    imds: Callable[[str], str] | None,
+    extra: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
-    """The agent as its own process; it signs where ``imds`` (the IMDSv2 endpoint of an
-    instance) is given."""
+    """The agent as its own process, with ``extra`` arguments; it signs where ``imds`` (the
+    IMDSv2 endpoint of an instance) is given."""
     instance_id = f"i-{port:017x}"
     kmsg = directory / "kmsg"
     kmsg.touch()
@@ -115,7 +122,7 @@ def agent_process(
         "--cluster", "bench", "--instance-id", instance_id, "--region", REGION,
         "--endpoint-url", endpoint, "--create-log-group", "--boot-id", "bench",
         "--kmsg", str(kmsg), "--state-dir", str(directory / "state"),
-        "--metrics-port", str(port),
+        "--metrics-port", str(port), *extra,
     ]  # fmt: skip
     env = {**os.environ, **AWS_ENV, "PYTHONPATH": str(ROOT)}
     if imds is None:
@@ -177,6 +184,40 @@ def burst_and_idle(
         process.terminate()
         process.wait(timeout=30)
     return peak, rate, idle, rss_idle
+
+
+def report_cost(reports: int) -> float:
+    """CPU milliseconds to read one recorded neuron-monitor report (one JSON line)."""
+    line, telemetry = NEURON_REPORT.read_bytes(), NeuronTelemetry()
+    started = time.process_time()
+    for _ in range(reports):
+        telemetry.read_line(line)
+    return (time.process_time() - started) / reports * 1000
+
+
+def telemetry_idle(
+    directory: Path, endpoint: str, idle_seconds: float, telemetry: bool
+) -> tuple[float, float]:
+    """(idle CPU %, RSS MB) of an agent whose health checks read a recorded nvidia-smi
+    report and, with ``telemetry``, a recorded neuron-monitor report every second (what a
+    neuron-monitor period of 1 s streams), scraped once a second as Prometheus would."""
+    feed = f"sh -c 'while :; do cat {NEURON_REPORT}; sleep 1; done'"
+    checks = "nvidia,neuron-monitor" if telemetry else "nvidia"
+    extra = ["--checks", checks, "--nvidia-smi", f"cat {GPU_REPORT}", "--neuron-monitor", feed]
+    port = free_port()
+    process = agent_process(directory, endpoint, port, None, extra)
+    try:
+        time.sleep(3.0)  # start-up, the first check run and the first reports
+        before, started = cpu_seconds(process.pid), time.monotonic()
+        while time.monotonic() - started < idle_seconds:
+            scrape(port, "nodemedic_agent_lines_read_total")
+            time.sleep(1.0)
+        idle = (cpu_seconds(process.pid) - before) / (time.monotonic() - started) * 100
+        rss = status_kb(process.pid, "VmHWM") / 1024
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return idle, rss
 
 
 def nodemedic_throughput(directory: Path, endpoint: str, lines: list[str]) -> float:
@@ -279,6 +320,20 @@ def main() -> None:
                 f"{peak:.1f} MB (target <= 60 MB peak)"
             )
             print(f"  burst shipped end to end: {burst_rate:,.0f} lines/s")
+        cost = report_cost(2000)
+        print(
+            f"neuron-monitor report ({NEURON_REPORT.stat().st_size:,} bytes) read in "
+            f"{cost:.3f} ms of CPU: one a second is {cost / 10:.3f} % of one core "
+            "(target <= 1 %)"
+        )
+        for telemetry in (False, True):
+            label = "with" if telemetry else "without"
+            (work / label).mkdir()
+            idle, rss = telemetry_idle(work / label, endpoint, args.idle_seconds, telemetry)
+            print(
+                f"agent process {label} Neuron telemetry (a report a second), scraped every "
+                f"second: CPU {idle:.3f} % of one core, peak RSS {rss:.1f} MB"
+            )
         lines = [
             line.split(";", 1)[1]
             for line in records(args.ship_lines).decode().splitlines()

@@ -1,7 +1,7 @@
 """The cluster's CloudWatch dashboard: faults per component, remediations by action and
 outcome, fault-to-action and remediation time, nodes in remediation against the breaker's
 limit and decisions held per node group, the classifier's throughput, the pipeline's
-alarms, and the latest node lines that match the catalog."""
+alarms, silent and stranded nodes, and the latest node lines that match the catalog."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from nodemedic.contracts import (
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
+    SILENT_METRIC,
+    STRANDED_METRIC,
 )
 from nodemedic.detect.filterpattern import filter_terms
 from stacks.alarms import breaker_tripped
@@ -192,6 +194,23 @@ class Dashboard(Construct):
             ],
             width=6,
         )
+        # Gauges of the reconcile (dimension Cluster only), published at every run.
+        unheard = cw.GraphWidget(
+            title="Silent nodes (no heartbeat) and stranded nodes (tainted, no remediation)",
+            left=[
+                cw.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=metric,
+                    dimensions_map={"Cluster": cluster},
+                    statistic="Maximum",
+                    period=PERIOD,
+                    label=metric,
+                )
+                for metric in (SILENT_METRIC, STRANDED_METRIC)
+            ],
+            left_y_axis=cw.YAxisProps(label="nodes", show_units=False, min=0),
+            width=12,
+        )
         classifier = cw.GraphWidget(
             title="Classifier: lines, faults, remediations started",
             left=[
@@ -228,6 +247,7 @@ class Dashboard(Construct):
                 [faults, outcomes],
                 [fault_to_action, duration, in_remediation, breaker],
                 [classifier, health],
+                [unheard],
                 [evidence],
             ],
         )

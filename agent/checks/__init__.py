@@ -9,7 +9,7 @@ a unit test fails for a module here that registers nothing.
 
 # isort: off
 # Registration order is the order of --checks' default and of the result lines.
-from agent.checks import nvidia, neuron, efa  # noqa: F401
+from agent.checks import nvidia, neuron, efa, neuron_monitor  # noqa: F401
 
 # isort: on
 from agent.checks.registry import names, options, registered

@@ -18,7 +18,9 @@ from agent.argtypes import count, seconds
 from agent.checks.base import Check, Figure, Result, ToolMissing
 from agent.checks.registry import Option, register
 from agent.expected import expected_count
-from nodemedic.health.nvidia_smi import NAME, evaluate
+from agent.telemetry import Family
+from agent.telemetry.gpu import gpu_families, node_name
+from nodemedic.health.nvidia_smi import NAME, evaluate_tree
 
 if TYPE_CHECKING:
     from agent.config import Config
@@ -52,10 +54,14 @@ class NvidiaSmi(Check):
         self.command = list(command)
         self.expected_gpus = expected_gpus
         self.timeout = timeout
+        self.report: ET.Element | None = None
+        """The last report read, for ``families``."""
 
     def run(self, ts: str) -> list[Result]:
         if not self.command or shutil.which(self.command[0]) is None:
             raise ToolMissing(f"{self.command[0] if self.command else 'nvidia-smi'} not found")
+
+        self.report = None  # a failed run leaves no stale telemetry
 
         def failed(figures: dict[str, Figure]) -> list[Result]:
             return [Result(NAME, "node", "fail", "SmiFailed", figures, ts)]
@@ -71,9 +77,17 @@ class NvidiaSmi(Check):
         if done.returncode != 0:
             return failed({"exit_code": done.returncode})
         try:
-            return evaluate(done.stdout, self.expected_gpus, ts)
+            # The document is nvidia-smi's own output; expat (>= 2.4) caps entity expansion.
+            self.report = ET.fromstring(done.stdout)  # noqa: S314
         except ET.ParseError as exc:
             return failed({"exit_code": 0, "xml_error_line": exc.position[0]})
+        return evaluate_tree(self.report, self.expected_gpus, ts)
+
+    def families(self) -> list[Family]:
+        """dcgm-exporter's metrics of the last report (``agent.telemetry.gpu``)."""
+        if self.report is None:
+            return []
+        return gpu_families(self.report, node_name())
 
 
 def build(config: Config) -> NvidiaSmi:

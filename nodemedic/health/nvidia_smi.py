@@ -15,13 +15,16 @@ from nodemedic.health.result import Figure, Result, Status
 
 NAME = "nvidia-smi"
 
-_VOLATILE_UNCORRECTABLE = (
+UNCORRECTABLE = (
     "double_bit/total",
     "dram_uncorrectable",
     "sram_uncorrectable",
     "sram_uncorrectable_parity",
     "sram_uncorrectable_secded",
 )
+"""ECC counters of uncorrectable errors, under ``ecc_errors/{volatile,aggregate}``: the older
+drivers' ``double_bit`` total, or the newer drivers' DRAM and SRAM counts."""
+CORRECTABLE = ("single_bit/total", "dram_correctable", "sram_correctable")
 # NVML clock event reason bits (nvmlClocksEventReason*), for the figures.
 _REASON_BITS = {
     "gpu_idle": 0x1,
@@ -48,13 +51,18 @@ def _yes(element: ET.Element | None) -> bool:
     return element is not None and (element.text or "").strip() == "Yes"
 
 
-def _volatile_uncorrectable(gpu: ET.Element) -> int | None:
-    values = [_number(gpu.find(f"ecc_errors/volatile/{path}")) for path in _VOLATILE_UNCORRECTABLE]
+def ecc_errors(gpu: ET.Element, scope: str, paths: tuple[str, ...]) -> int | None:
+    """The sum of the counters at ``paths`` under ``ecc_errors/<scope>`` the board reports."""
+    values = [_number(gpu.find(f"ecc_errors/{scope}/{path}")) for path in paths]
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
 
-def _clock_event_mask(gpu: ET.Element) -> int:
+def volatile_uncorrectable(gpu: ET.Element) -> int | None:
+    return ecc_errors(gpu, "volatile", UNCORRECTABLE)
+
+
+def clock_event_mask(gpu: ET.Element) -> int:
     mask = 0
     for group in ("clocks_event_reasons", "clocks_throttle_reasons"):
         for child in gpu.findall(f"{group}/*"):
@@ -65,7 +73,7 @@ def _clock_event_mask(gpu: ET.Element) -> int:
 
 
 def _ecc(gpu: ET.Element) -> tuple[Status, str, dict[str, Figure]] | None:
-    volatile = _volatile_uncorrectable(gpu)
+    volatile = volatile_uncorrectable(gpu)
     if not volatile:
         return None
     figures: dict[str, Figure] = {"ecc_uncorrected_volatile": volatile}
@@ -109,7 +117,7 @@ def _remapped_rows(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]
 
 
 def _clock_events(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]]:
-    mask = _clock_event_mask(gpu)
+    mask = clock_event_mask(gpu)
     found: list[tuple[Status, str, dict[str, Figure]]] = []
     if mask & (_REASON_BITS["hw_slowdown"] | _REASON_BITS["hw_thermal_slowdown"]):
         found.append(("warn", "HwSlowdown", {"clocks_event_reasons": mask}))
@@ -124,7 +132,7 @@ def gpu_results(gpu: ET.Element, ts: str) -> list[Result]:
     problems = [p for p in (_ecc(gpu), _retired_pages(gpu)) if p is not None]
     problems += _remapped_rows(gpu) + _clock_events(gpu)
     if not problems:
-        healthy: dict[str, Figure] = {"ecc_uncorrected_volatile": _volatile_uncorrectable(gpu) or 0}
+        healthy: dict[str, Figure] = {"ecc_uncorrected_volatile": volatile_uncorrectable(gpu) or 0}
         problems = [("ok", "Healthy", healthy)]
     return [
         Result(NAME, device, status, reason, figures, ts) for status, reason, figures in problems

@@ -15,6 +15,8 @@ from nodemedic.contracts import (
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
+    SILENT_METRIC,
+    STRANDED_METRIC,
 )
 from nodemedic.detect.filterpattern import filter_terms
 from stacks.dashboard import EVIDENCE_LINES
@@ -281,3 +283,13 @@ def test_silent_nodes_alarm_on_the_reconciles_count(template: Template) -> None:
         "GreaterThanOrEqualToThreshold",
     )
     assert alarm["TreatMissingData"] == "notBreaching" and alarm["AlarmActions"]
+
+
+def test_the_dashboard_shows_silent_and_stranded_nodes(template: Template) -> None:
+    widget = _widget(_dashboard(template), "Silent nodes")
+    series = [m for m in widget["metrics"] if "expression" not in m[-1]]
+    assert [(m[0], m[1], m[2]) for m in series] == [
+        (METRICS_NAMESPACE, SILENT_METRIC, "Cluster"),
+        (METRICS_NAMESPACE, STRANDED_METRIC, "Cluster"),
+    ]
+    assert all(m[3] == SETTINGS.name and m[-1]["stat"] == "Maximum" for m in series)

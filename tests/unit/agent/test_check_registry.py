@@ -86,7 +86,7 @@ def test_every_check_module_registers_itself_in_order() -> None:
     )
     found = json.loads(done.stdout)
     assert {module for _, module in found} == modules
-    assert [name for name, _ in found] == ["nvidia", "neuron", "efa"]
+    assert [name for name, _ in found] == ["nvidia", "neuron", "efa", "neuron-monitor"]
 
 
 def test_a_new_check_is_one_module(tmp_path: Path, scratch_registry: None) -> None:
@@ -102,13 +102,13 @@ def test_a_new_check_is_one_module(tmp_path: Path, scratch_registry: None) -> No
     kmsg.touch()
     given = ["--cluster", "c", "--kmsg", str(kmsg), "--state-dir", str(tmp_path)]
     args = parser.parse_args([*given, "--expect-widgets", "3"])
-    assert args.checks == "nvidia,neuron,efa,widgets"
+    assert args.checks == "nvidia,neuron,efa,neuron-monitor,widgets"
     config = agent_config(parser.parse_args([*given, "--checks", "widgets"]), "i-1", "r", "b")
     assert [c.run("ts") for c in build_checks(config)] == [
         [Result("widgets", "node", "ok", "Healthy", {"expected": 0}, "ts")]
     ]
     *built_in, widgets = build_checks(agent_config(args, "i-1", "r", "b"))
-    assert [c.name for c in built_in] == ["nvidia-smi", "neuron-sysfs", "efa"]
+    assert [c.name for c in built_in] == ["nvidia-smi", "neuron-sysfs", "efa", "neuron-monitor"]
     assert widgets.run("ts") == [Result("widgets", "node", "ok", "Healthy", {"expected": 3}, "ts")]
 
 
@@ -123,7 +123,8 @@ def test_unknown_checks_are_refused_with_the_registered_ones_named(
     )
     assert run_agent(args) == 2
     assert capsys.readouterr().err == (
-        "nodemedic agent: unknown check(s) gadgets; known: nvidia, neuron, efa, widgets\n"
+        "nodemedic agent: unknown check(s) gadgets; "
+        "known: nvidia, neuron, efa, neuron-monitor, widgets\n"
     )
 
 
@@ -155,6 +156,8 @@ def test_the_config_is_every_flag_of_a_field_and_every_check_option(tmp_path: Pa
             "expect_gpus": 8,
             "expect_neuron_devices": None,
             "expect_efa_devices": 0,
+            "neuron_monitor": "neuron-monitor -c {config}",
+            "neuron_monitor_period": 5.0,
         },
     }
-    assert names() == ("nvidia", "neuron", "efa")
+    assert names() == ("nvidia", "neuron", "efa", "neuron-monitor")

@@ -1,0 +1,121 @@
+"""AWS Neuron telemetry and ECC health, from ``neuron-monitor``'s JSON report stream.
+
+Where ``neuron-monitor`` is installed the check runs it once, with a config asking for
+what the Neuron observability pattern graphs (the runtime groups and the system groups of
+``agent.telemetry.neuron_report``), and reads its reports as they come; ``/metrics`` shows
+them under ``neuron-monitor-prometheus.py``'s names. At each run it reports, per Neuron
+device, uncorrected HBM or SRAM ECC events counted since the last run whose results were
+safe: the Neuron runtime guide's answer to either is replacing the instance (catalog rules
+``neuron-monitor-*``). A device with none is ``ok``. No report yet: no result.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.argtypes import seconds
+from agent.checkpoint import write_atomically
+from agent.checks.base import Check, Result, ToolMissing
+from agent.checks.registry import Option, register
+from agent.telemetry import Family
+from agent.telemetry.neuron_report import RUNTIME_GROUPS, SYSTEM_GROUPS, NeuronTelemetry
+from agent.telemetry.stream import ReportStream
+
+if TYPE_CHECKING:
+    from agent.config import Config
+
+NAME = "neuron-monitor"
+CONFIG_MARK = "{config}"
+COMMAND = Option(
+    "--neuron-monitor",
+    f"neuron-monitor -c {CONFIG_MARK}",
+    f"command streaming neuron-monitor's JSON reports, {CONFIG_MARK} standing for the config "
+    "the agent writes (default: %(default)s)",
+    str,
+)
+PERIOD = Option(
+    "--neuron-monitor-period",
+    5.0,
+    "seconds between neuron-monitor reports (default: %(default)s, neuron-monitor's own)",
+    seconds,
+)
+REASONS = {"mem_ecc_uncorrected": "HbmUncorrectable", "sram_ecc_uncorrected": "SramUncorrectable"}
+
+
+def monitor_config(period: float) -> dict[str, Any]:
+    """neuron-monitor's config (Neuron Monitor User Guide, "Configuration file example"):
+    every Neuron application, the groups the prometheus script exports."""
+    return {
+        "period": f"{period:g}s",
+        "neuron_runtimes": [
+            {"tag_filter": ".*", "metrics": [{"type": group} for group in RUNTIME_GROUPS]}
+        ],
+        "system_metrics": [{"type": group} for group in SYSTEM_GROUPS],
+    }
+
+
+class NeuronMonitor(Check):
+    name = NAME
+
+    def __init__(self, command: Sequence[str], telemetry: NeuronTelemetry | None = None) -> None:
+        self.telemetry = telemetry or NeuronTelemetry()
+        self.stream = ReportStream(command, self.telemetry.read_line)
+        self._reported: dict[tuple[str, str], int] = {}
+        self._seen: dict[tuple[str, str], int] = {}
+
+    def run(self, ts: str) -> list[Result]:
+        tool = self.stream.command[0] if self.stream.command else NAME
+        if shutil.which(tool) is None:
+            raise ToolMissing(f"{tool} not found")
+        try:
+            self.stream.ensure()
+        except OSError as exc:
+            raise ToolMissing(f"{tool}: {exc}") from exc
+        self._seen = self.telemetry.uncorrected()
+        devices = sorted({device for device, _ in self._seen} | self._devices())
+        results: list[Result] = []
+        for device in devices:
+            grown = []
+            for counter, reason in REASONS.items():
+                total = self._seen.get((device, counter), 0)
+                increase = total - self._reported.get((device, counter), 0)
+                if increase > 0:
+                    figures = {counter: total, "increase": increase}
+                    grown.append(Result(NAME, device, "fail", reason, figures, ts))
+            results.extend(grown or [Result(NAME, device, "ok", "Healthy", {}, ts)])
+        return results
+
+    def _devices(self) -> set[str]:
+        """The devices the last reports counted ECC events of, none of them uncorrected."""
+        return {
+            f"neuron{labels['neuron_device_index']}"
+            for family in self.telemetry.families()
+            if family.name == "hardware_ecc_events_total"
+            for labels, _ in family.samples
+        }
+
+    def commit(self) -> Callable[[], None]:
+        seen = dict(self._seen)
+        return lambda: self._reported.update(seen)
+
+    def families(self) -> list[Family]:
+        return self.telemetry.families()
+
+
+def command_line(template: str, config: Path) -> list[str]:
+    return [str(config) if word == CONFIG_MARK else word for word in shlex.split(template)]
+
+
+def build(config: Config) -> NeuronMonitor:
+    path = config.state_dir / "neuron-monitor.json"
+    period = PERIOD.value(config.check_options)
+    write_atomically(path, json.dumps(monitor_config(period), indent=2).encode())
+    return NeuronMonitor(command_line(COMMAND.value(config.check_options), path))
+
+
+register(NAME, build, COMMAND, PERIOD)
