@@ -63,7 +63,7 @@ def endpoint_table(partitions: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _PartitionsLoader(Loader):
+class _PartitionsLoader(Loader):  # type: ignore[misc]  # botocore is untyped
     """botocore's loader, except that the endpoint table comes from the partitions file."""
 
     def load_data_with_path(self, name: str) -> tuple[Any, str]:
