@@ -58,10 +58,11 @@ CHECKS_LOOP = "checks"
 def logs_client(region: str, endpoint_url: str | None) -> Any:
     """A CloudWatch Logs client that does not retry on its own: the shipper does, so it
     can spool instead of blocking."""
-    import boto3
     from botocore.config import Config as BotoConfig
 
-    client = boto3.session.Session().client(
+    from agent.botosession import session
+
+    client = session().create_client(
         "logs",
         region_name=region,
         endpoint_url=endpoint_url,
@@ -73,9 +74,9 @@ def logs_client(region: str, endpoint_url: str | None) -> Any:
             parameter_validation=False,
         ),
     )
-    # botocore's loader keeps every JSON file it parsed for as long as the client lives
-    # (endpoints.json alone is 7 MB of objects); the client needs none of them after it is
-    # built, and freeing them leaves that memory for the agent's own batches.
+    # botocore's loader keeps every JSON file it parsed for as long as the client lives;
+    # the client needs none of them after it is built, and freeing them leaves that memory
+    # for the agent's own batches.
     loader = getattr(client, "_loader", None)
     cache = getattr(loader, "_cache", None)
     if isinstance(cache, dict):

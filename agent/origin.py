@@ -78,11 +78,12 @@ def kms_encrypt(region: str, endpoint_url: str | None, timeout: float = 10.0) ->
     endpoint is the commercial partition's unless ``endpoint_url`` says otherwise."""
 
     def encrypt(key_id: str, plaintext: bytes, context: dict[str, str]) -> bytes:
-        import boto3
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
-        credentials = boto3.session.Session().get_credentials()
+        from agent.botosession import session
+
+        credentials = session().get_credentials()
         if credentials is None:
             raise SealError("no AWS credentials to call KMS with")
         body = json.dumps(

@@ -1,5 +1,5 @@
-"""The node agent's costs: parse rate, peak memory, idle CPU, and shipping throughput
-against watchtower (the usual Python CloudWatch Logs handler) in the same run.
+"""The node agent's costs: parse rate, memory, idle CPU, and how full its PutLogEvents
+requests are next to watchtower's (the usual Python CloudWatch Logs handler), same run.
 
 - parse: kmsg records (real messages from tests/events/kmsg, with continuation lines as
   /dev/kmsg prints them) read from a file and batched, in one thread (one core);
@@ -7,8 +7,10 @@ against watchtower (the usual Python CloudWatch Logs handler) in the same run.
   signing off and on (proof of origin: a key registered with an identity document the
   local world's simulated IMDSv2 serves, sealed with the moto KMS, every event signed);
 - idle CPU: the same processes with nothing to read, over ``--idle-seconds``;
-- throughput: lines acknowledged per second by the same moto server, for nodemedic (the
-  agent in-process, from a file) and for watchtower (a logging handler, same lines).
+- shipping at the service's limits: PutLogEvents requests per 1,000 lines, events and bytes
+  per request against the 10,000-event and 1,048,576-byte limits, for nodemedic (the agent
+  in-process, from a file) and for watchtower (a logging handler, same lines), both with
+  their defaults.
 
     python bench/agent.py [--lines N] [--burst N] [--idle-seconds 30] [--ship-lines N]
 """
@@ -34,11 +36,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.batch import Batcher  # noqa: E402
+from agent.batch import (  # noqa: E402
+    EVENT_OVERHEAD,
+    MAX_BATCH_BYTES,
+    MAX_BATCH_EVENTS,
+    Batcher,
+)
 from agent.config import Config  # noqa: E402
 from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE  # noqa: E402
 from agent.kmsg import FileKmsgReader  # noqa: E402
-from agent.main import Agent, batch_lines  # noqa: E402
+from agent.main import Agent, batch_lines, logs_client  # noqa: E402
 from agent.telemetry.neuron_report import NeuronTelemetry  # noqa: E402
 from nodemedic.contracts import kmsg_stream, origin_key_alias  # noqa: E402
 
@@ -220,7 +227,48 @@ def telemetry_idle(
     return idle, rss
 
 
-def nodemedic_throughput(directory: Path, endpoint: str, lines: list[str]) -> float:
+CLIENTS = {
+    "python alone": "pass",
+    "stock boto3 logs client (before)": (
+        "import boto3; boto3.session.Session().client('logs', region_name='us-east-1')"
+    ),
+    "the agent's logs client (agent.botosession)": (
+        "from agent.main import logs_client; logs_client('us-east-1', None)"
+    ),
+}
+"""What the idle agent's RSS is made of: a fresh interpreter that builds each client."""
+
+
+def client_rss(build: str) -> float:
+    """VmRSS (MB) of a fresh interpreter once ``build`` ran."""
+    probe = f"{build}\nimport gc; gc.collect(); print(open('/proc/self/status').read())"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    return next(int(row.split()[1]) for row in out.splitlines() if row.startswith("VmRSS:")) / 1024
+
+
+Fill = list[tuple[int, int]]
+"""(events, bytes as the service counts them) of each PutLogEvents call."""
+
+
+def count_puts(client: Any) -> Fill:
+    """Every PutLogEvents call ``client`` makes, as the service counts it: UTF-8 bytes of
+    each message plus 26 per event (the 1,048,576-byte limit's arithmetic)."""
+    calls: Fill = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        events = list(params["logEvents"])
+        params["logEvents"] = events
+        size = sum(len(e["message"].encode()) + EVENT_OVERHEAD for e in events)
+        calls.append((len(events), size))
+
+    client.meta.events.register("provide-client-params.logs.PutLogEvents", record)
+    return calls
+
+
+def nodemedic_fill(directory: Path, endpoint: str, lines: list[str]) -> Fill:
+    """The agent in-process following a file that holds ``lines``, with its defaults."""
     kmsg = directory / "kmsg"
     kmsg.write_text("".join(f"{line}\n" for line in lines))
     config = Config(
@@ -228,47 +276,56 @@ def nodemedic_throughput(directory: Path, endpoint: str, lines: list[str]) -> fl
         state_dir=directory / "state", kmsg=str(kmsg), endpoint_url=endpoint,
         create_log_group=True, checks=(), sign=False,
     )  # fmt: skip
-    agent = Agent(config)
+    client = logs_client(REGION, endpoint)
+    calls = count_puts(client)
+    agent = Agent(config, client=client)
     stop = threading.Event()
-    started = time.perf_counter()
     runner = threading.Thread(target=agent.run, args=(stop,))
     runner.start()
     stream = kmsg_stream(config.instance_id)
     while agent.metrics.events_shipped[stream] < len(lines):
         time.sleep(0.01)
-    elapsed = time.perf_counter() - started
     stop.set()
     runner.join()
-    return len(lines) / elapsed
+    return calls
 
 
-def watchtower_throughput(endpoint: str, lines: list[str]) -> float:
+def watchtower_fill(endpoint: str, lines: list[str]) -> Fill:
+    """watchtower (the usual Python CloudWatch Logs handler) with its defaults, the same
+    lines logged at once."""
     import boto3
     import watchtower
 
     client = boto3.client("logs", endpoint_url=endpoint, region_name=REGION)
+    calls = count_puts(client)
     handler: Any = watchtower.CloudWatchLogHandler(
         log_group_name="/nodemedic/bench/watchtower",
         log_stream_name="i-0watchtower/kmsg",
         boto3_client=client,
-        send_interval=1,
         create_log_group=True,
     )
     logger = logging.getLogger("bench.watchtower")
     logger.propagate = False
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    started = time.perf_counter()
     for line in lines:
         logger.info(line)
     handler.flush()
-    elapsed = time.perf_counter() - started
     handler.close()
-    shipped = client.get_log_events(
-        logGroupName="/nodemedic/bench/watchtower", logStreamName="i-0watchtower/kmsg", limit=1
+    return calls
+
+
+def fill_report(label: str, calls: Fill, lines: int) -> str:
+    events = sum(n for n, _ in calls)
+    size = sum(b for _, b in calls)
+    return (
+        f"  {label:<10} {events:,} events for {lines:,} lines in {len(calls):4d} requests, "
+        f"{len(calls) / lines * 1000:5.2f} per 1,000 "
+        f"lines; {events / len(calls):7,.0f} events ({events / len(calls) / MAX_BATCH_EVENTS:4.0%} "
+        f"of {MAX_BATCH_EVENTS:,}) and {size / len(calls):9,.0f} bytes "
+        f"({size / len(calls) / MAX_BATCH_BYTES:4.0%} of {MAX_BATCH_BYTES:,}) per request; "
+        f"fullest {max(n for n, _ in calls):,} events, {max(b for _, b in calls):,} bytes"
     )
-    assert shipped["events"], "watchtower shipped nothing"
-    return len(lines) / elapsed
 
 
 def main() -> None:
@@ -276,9 +333,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=200_000, help="records for the parse rate")
     parser.add_argument("--burst", type=int, default=100_000, help="lines in the RSS burst")
     parser.add_argument("--idle-seconds", type=float, default=30.0, help="idle CPU window")
-    parser.add_argument(
-        "--ship-lines", type=int, default=50_000, help="lines for the throughput race"
-    )
+    parser.add_argument("--ship-lines", type=int, default=50_000, help="lines for the batch fill")
     args = parser.parse_args()
     os.environ.update(AWS_ENV)
     for noisy in ("agent", "werkzeug", "botocore"):
@@ -305,6 +360,9 @@ def main() -> None:
             f"({per_wall:,.0f} per wall-clock second; {args.lines:,} records)"
         )
         print("  target >= 50,000 lines/s on one core")
+        print("RSS of a fresh interpreter building a CloudWatch Logs client:")
+        for label, build in CLIENTS.items():
+            print(f"  {label:<44} {client_rss(build):5.1f} MB")
         for label, imds in (("signing off", None), ("signing on", metadata.endpoint)):
             (work / label).mkdir()
             peak, burst_rate, idle, rss_idle = burst_and_idle(
@@ -317,7 +375,7 @@ def main() -> None:
             )
             print(
                 f"  RSS idle: {rss_idle:.1f} MB; peak after a {args.burst:,}-line burst: "
-                f"{peak:.1f} MB (target <= 60 MB peak)"
+                f"{peak:.1f} MB (target <= 40 MB idle, <= 60 MB peak)"
             )
             print(f"  burst shipped end to end: {burst_rate:,.0f} lines/s")
         cost = report_cost(2000)
@@ -340,12 +398,13 @@ def main() -> None:
             if not line.startswith(" ")
         ]
         (work / "ship").mkdir()
-        ours = nodemedic_throughput(work / "ship", endpoint, lines)
-        theirs = watchtower_throughput(endpoint, lines)
-        print(f"shipping {len(lines):,} lines to the same moto server:")
-        print(f"  nodemedic  {ours:,.0f} lines/s")
-        print(f"  watchtower {theirs:,.0f} lines/s")
-        print(f"  ratio nodemedic/watchtower: {ours / theirs:.2f}x")
+        size = sum(len(line.encode()) for line in lines) / len(lines)
+        print(
+            f"PutLogEvents at the service's limits, {len(lines):,} kernel lines "
+            f"({size:.0f} bytes each on average) written at once, each shipper's defaults:"
+        )
+        print(fill_report("nodemedic", nodemedic_fill(work / "ship", endpoint, lines), len(lines)))
+        print(fill_report("watchtower", watchtower_fill(endpoint, lines), len(lines)))
     metadata.close()
     server.stop()
 
