@@ -125,6 +125,16 @@ def _silence(rule: Rule, state: RuleState, now: float) -> float | None:
     return now - since - allowed
 
 
+def evidence_time(rule: Rule, state: RuleState) -> float | None:
+    """When the verdict's evidence appeared: its line's time, or for a silence the deadline
+    it passed (a detection latency counts from there)."""
+    if state.verdict_at is None or state.evidence:
+        return state.verdict_at
+    since = state.started_at if state.last_match_at is None else state.last_match_at
+    allowed = rule.start_cutoff if state.last_match_at is None else rule.recurring_frequency
+    return since + (allowed or 0.0)
+
+
 def beyond(rule: Rule, captured: str | None) -> bool:
     """Whether a captured value is a data point beyond the threshold. A value that is no
     finite decimal (``nan``, ``inf``, text) counts as beyond it: a NaN loss is the run gone
