@@ -5,11 +5,10 @@ alarm on failed jobs."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -28,11 +27,11 @@ from nodemedic.contracts import (
     ENV_TOPIC_ARN,
     JOBS_FAILED_METRIC,
     METRICS_NAMESPACE,
-    REMEDIATOR_GROUP,
     application_log_group,
 )
 from stacks.functions import PythonFunction
 from stacks.insights import insights_query
+from stacks.kube_access import cluster_access
 from stacks.settings import ClusterSettings
 
 SCHEDULE = Duration.minutes(1)
@@ -72,26 +71,12 @@ class JobMonitor(Construct):
         )
         self.function = fn.function
         ledger.grant(fn.role, "dynamodb:Query", "dynamodb:PutItem")
-        topic.grant_publish(fn.role)
-        topic_key.grant(fn.role, "kms:GenerateDataKey", "kms:Decrypt")
+        # Not grant_publish: on an encrypted topic it also grants kms:GenerateDataKey*.
         fn.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["eks:DescribeCluster"],
-                resources=[
-                    Stack.of(self).format_arn(
-                        service="eks", resource="cluster", resource_name=cluster
-                    )
-                ],
-            )
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn])
         )
-        self.access_entry = eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=cluster,
-            principal_arn=fn.role.role_arn,
-            kubernetes_groups=[REMEDIATOR_GROUP],
-            type="STANDARD",
-        )
+        topic_key.grant(fn.role, "kms:GenerateDataKey", "kms:Decrypt")
+        self.access_entry = cluster_access(self, fn.role, cluster)
         self.log_group = logs.LogGroup.from_log_group_name(
             self, "Application", application_log_group(settings.name)
         )

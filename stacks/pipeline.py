@@ -125,7 +125,7 @@ class PipelineStack(Stack):
             settings=settings,
             catalog=catalog,
             log_group=self.ingest.log_group,
-            alarms=self.alarms.pipeline,
+            alarms=[*self.alarms.pipeline, self.jobs.failed_alarm],
         )
         self._outputs()
         self._acknowledge(settings)

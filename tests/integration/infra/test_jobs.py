@@ -4,7 +4,6 @@ and a failed job pages."""
 
 from __future__ import annotations
 
-
 from nodemedic.contracts import (
     ENV_LEDGER_TABLE,
     JOBS_FAILED_METRIC,
@@ -47,7 +46,7 @@ def test_the_application_log_group_and_a_schedule_invoke_the_job_monitor(
 
 
 def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template) -> None:
-    name, fn = _monitor(template)
+    _, fn = _monitor(template)
     role = fn["Properties"]["Role"]["Fn::GetAtt"][0]  # type: ignore[index]
     statements = [
         s
