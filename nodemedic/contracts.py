@@ -189,6 +189,8 @@ ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
 """The kube Lambda's EKS cluster (its endpoint and token come from it)."""
 ENV_KUBECONFIG: Final = "KUBECONFIG"
 """The kube Lambda's kubeconfig instead of EKS (the local world sets it)."""
+ENV_TOPIC_ARN: Final = "NOTIFY_TOPIC_ARN"
+"""The job monitor tells people through this SNS topic when it fails a job."""
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
@@ -321,3 +323,61 @@ CONDITION_NEURON: Final = "NeuronHasError"
 CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
 CONDITION_STORAGE: Final = "StorageReady"
 CONDITION_KERNEL: Final = "KernelReady"
+
+# Jobs: log monitoring in HyperPod's schema (docs/jobs.md) ------------------------------------
+
+APPLICATION_LOG_GROUP: Final = "/aws/containerinsights/{cluster}/application"
+"""Where Container Insights' Fluent Bit ships pods' stdout and stderr: one JSON record per
+line, ``log`` and ``kubernetes`` (``pod_name``, ``namespace_name``, ``labels``...)."""
+APPLICATION_LOG_GROUP_RE: Final = re.compile(
+    r"^/aws/containerinsights/(?P<cluster>[A-Za-z][A-Za-z0-9_-]*)/application$"
+)
+
+
+def application_log_group(cluster: str) -> str:
+    return APPLICATION_LOG_GROUP.format(cluster=cluster)
+
+
+LOG_MONITORING_ANNOTATION: Final = "nodemedic.io/log-monitoring-configuration"
+"""On a job: HyperPod's ``logMonitoringConfiguration`` rules, YAML or JSON."""
+RUN_POLICY_ANNOTATION: Final = "nodemedic.io/run-policy"
+"""On a job: HyperPod's ``runPolicy`` (``jobMaxRetryCount``, ``restartPolicy``,
+``cleanPodPolicy``; its ``logMonitoringConfiguration`` is read too), YAML or JSON."""
+JOB_MAX_RETRY_ANNOTATIONS: Final = (
+    "nodemedic.io/job-max-retry-count",
+    "sagemaker.amazonaws.com/job-max-retry-count",
+)
+"""On a job: ``jobMaxRetryCount`` where the run policy does not give it (HyperPod's spelling
+second)."""
+JOB_NAME_LABELS: Final = (
+    "batch.kubernetes.io/job-name",
+    "job-name",
+    "training.kubeflow.org/job-name",
+)
+"""Pod labels naming the pod's job: batch/v1 Job (1.27+, then older), Kubeflow's PyTorchJob."""
+JOB_RESTARTS_ANNOTATION: Final = "nodemedic.io/job-restarts"
+"""Put on a job: the restarts nodemedic made, ``<total> (<full> full)``."""
+JOB_FAILED_ANNOTATION: Final = "nodemedic.io/job-failed"
+"""Put on a job once its restarts are spent: the verdict that failed it."""
+JOB_EVENT_REASONS: Final = {
+    "restart-pods": "NodeMedicPodsRestarted",
+    "restart-job": "NodeMedicJobRestarted",
+    "fail": "NodeMedicJobFailed",
+    "invalid": "NodeMedicInvalidLogMonitoring",
+}
+"""Reasons of the Kubernetes Events nodemedic puts on a job."""
+JOB_PK_PREFIX: Final = "job#"
+"""Ledger: ``job#<namespace>/<name>`` / ``rule#<name>``: one rule's state;
+``job#<namespace>/<name>`` / ``restarts``: the job's restart history and run epoch."""
+RULE_SK_PREFIX: Final = "rule#"
+RESTARTS_SK: Final = "restarts"
+JOBS_RESTARTED_METRIC: Final = "JobsRestarted"
+"""Count, dimensions Cluster and Job (``<namespace>/<name>``), one per restart."""
+JOBS_FAILED_METRIC: Final = "JobsFailed"
+"""Count, dimensions Cluster and Job, once when a job's restarts are spent; its alarm pages."""
+FAULT_DETECTION_SECONDS_METRIC: Final = "FaultDetectionLatencySeconds"
+"""Seconds from the evidence (the line, or the deadline a silence passed) to the verdict."""
+
+
+def job_pk(namespace: str, name: str) -> str:
+    return f"{JOB_PK_PREFIX}{namespace}/{name}"

@@ -47,6 +47,7 @@ BUNDLED_PACKAGES = (
     "nodemedic/catalog",
     "nodemedic/detect/__init__.py",
     "nodemedic/detect/classifier.py",
+    "nodemedic/jobs",
     "nodemedic/origin",
     "nodemedic/remediate",
 )

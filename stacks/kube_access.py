@@ -35,23 +35,26 @@ class KubeAccess(Construct):
         )
         self.function = fn.function
         self.role = fn.role
-        # The endpoint and CA come from DescribeCluster; the bearer token is a presigned
-        # sts:GetCallerIdentity URL, which needs no permission.
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["eks:DescribeCluster"],
-                resources=[
-                    Stack.of(self).format_arn(
-                        service="eks", resource="cluster", resource_name=cluster
-                    )
-                ],
-            )
+        self.access_entry = cluster_access(self, self.role, cluster)
+
+
+def cluster_access(scope: Construct, role: iam.IRole, cluster: str) -> eks.CfnAccessEntry:
+    """The role's way into the EKS cluster as the ``nodemedic:remediator`` group. The
+    endpoint and CA come from DescribeCluster; the bearer token is a presigned
+    sts:GetCallerIdentity URL, which needs no permission."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["eks:DescribeCluster"],
+            resources=[
+                Stack.of(scope).format_arn(service="eks", resource="cluster", resource_name=cluster)
+            ],
         )
-        self.access_entry = eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=cluster,
-            principal_arn=self.role.role_arn,
-            kubernetes_groups=[REMEDIATOR_GROUP],
-            type="STANDARD",
-        )
+    )
+    return eks.CfnAccessEntry(
+        scope,
+        "AccessEntry",
+        cluster_name=cluster,
+        principal_arn=role.role_arn,
+        kubernetes_groups=[REMEDIATOR_GROUP],
+        type="STANDARD",
+    )

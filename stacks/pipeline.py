@@ -24,6 +24,7 @@ from stacks.bundling import catalog_environment, lambda_code
 from stacks.dashboard import Dashboard
 from stacks.guardrails import guard_remediation
 from stacks.ingest import Ingest
+from stacks.jobs import JobMonitor
 from stacks.kube_access import KubeAccess
 from stacks.nag import acknowledge
 from stacks.notifications import Notifications
@@ -85,6 +86,16 @@ class PipelineStack(Stack):
         hear_silence(
             self.remediation.ledger, classifier=self.ingest.function, kube=self.kube.function
         )
+        self.jobs = JobMonitor(
+            self,
+            "Jobs",
+            settings=settings,
+            code=code,
+            ledger=self.remediation.ledger,
+            topic=topic,
+            topic_key=self.notifications.key,
+            dead_letters=self.ingest.dead_letters,
+        )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
         self.origin = OriginKey(
             self,
@@ -114,7 +125,7 @@ class PipelineStack(Stack):
             settings=settings,
             catalog=catalog,
             log_group=self.ingest.log_group,
-            alarms=self.alarms.pipeline,
+            alarms=[*self.alarms.pipeline, self.jobs.failed_alarm],
         )
         self._outputs()
         self._acknowledge(settings)

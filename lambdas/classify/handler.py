@@ -89,7 +89,7 @@ def _log_event(raw: CloudWatchLogsLogEvent) -> LogEvent:
     return LogEvent(str(event_id), timestamp, raw.message)
 
 
-def _decode(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
+def decode_payload(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
     try:
         data = CloudWatchLogsEvent(event).parse_logs_data()
         if not isinstance(data.raw_event["logEvents"], list):
@@ -137,7 +137,7 @@ def _record_heartbeat(instance_id: str, source: str, messages: list[str]) -> Non
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
-        message_type, group, stream, events = _decode(event)
+        message_type, group, stream, events = decode_payload(event)
         if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
             # Registrations are read on demand (``origin``), never classified.
             return {"lines": 0}

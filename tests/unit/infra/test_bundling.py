@@ -60,7 +60,12 @@ def test_local_bundling_copies_dependencies_and_the_package(
     assert not list(out.rglob("__pycache__"))
 
 
-HANDLERS = ("lambdas.classify.handler", "lambdas.kube.handler", "lambdas.policy.handler")
+HANDLERS = (
+    "lambdas.classify.handler",
+    "lambdas.jobs.handler",
+    "lambdas.kube.handler",
+    "lambdas.policy.handler",
+)
 _IMPORT_ALL = """
 import json, sys
 for name in sys.argv[1:]:

@@ -14,7 +14,7 @@ from tests.support.paths import ROOT
 
 VERBS = {"list": "list", "read": "get", "patch": "patch", "delete": "delete", "create": "create"}
 _CALL = re.compile(
-    r"^(?P<verb>list|read|patch|delete|create|replace)_(?:namespaced_)?(?P<kind>node|pod)"
+    r"^(?P<verb>list|read|patch|delete|create|replace)_(?:namespaced_)?(?P<kind>node|pod|event|job)"
     r"(?:_(?P<sub>status|eviction))?(?:_for_all_namespaces)?$"
 )
 
@@ -26,21 +26,23 @@ def permission(method: str) -> tuple[str, str] | None:
     if found is None:
         return None
     resource = f"{found['kind']}s" + (f"/{found['sub']}" if found["sub"] else "")
-    return resource, VERBS[found["verb"]]
+    group = "batch:" if found["kind"] == "job" else ""
+    return group + resource, VERBS[found["verb"]]
 
 
 def called() -> set[tuple[str, str]]:
-    """Every ``core.<method>(...)`` call in the kube Lambda's code, as permissions."""
+    """Every ``core.<method>(...)`` and ``batch.<method>(...)`` call in the kube Lambda's
+    code, as permissions."""
     found: set[tuple[str, str]] = set()
     for path in sorted((ROOT / "lambdas" / "kube").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and ast.unparse(node.func.value) == "core"
+                and ast.unparse(node.func.value) in {"core", "batch"}
             ):
                 wanted = permission(node.func.attr)
-                assert wanted is not None, f"{path.name}: core.{node.func.attr} is not understood"
+                assert wanted is not None, f"{path.name}: {node.func.attr} is not understood"
                 found.add(wanted)
     return found
 
@@ -67,3 +69,5 @@ def test_the_calls_are_read_as_permissions() -> None:
     assert permission("create_namespaced_pod_eviction") == ("pods/eviction", "create")
     assert permission("read_node") == ("nodes", "get")
     assert permission("api_client") is None
+    assert permission("patch_namespaced_job") == ("batch:jobs", "patch")
+    assert permission("create_namespaced_event") == ("events", "create")

@@ -1,0 +1,120 @@
+"""The job monitor: Container Insights' application log deliveries (match-driven rules) and
+an EventBridge schedule (time-driven rules: a line that never comes sends no event).
+
+Thin: decode, group the lines by job, hand each job to ``service.monitor``, publish what
+was done. A payload that cannot be decoded, or comes from another log group, raises
+``MalformedPayload`` and lands in the dead-letter queue whole, as the classifier's do.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from kubernetes import client
+
+from lambdas.classify.handler import MalformedPayload, decode_payload
+from lambdas.jobs.service import Acted, Cluster, monitor
+from lambdas.jobs.store import JobStore
+from lambdas.kube.client import api_client
+from lambdas.kube.jobs import Job, monitored_jobs, read_job
+from lambdas.observability import logger, metrics, tracer
+from nodemedic.contracts import (
+    APPLICATION_LOG_GROUP_RE,
+    ENV_CLUSTER,
+    ENV_LEDGER_TABLE,
+    ENV_TOPIC_ARN,
+    FAULT_DETECTION_SECONDS_METRIC,
+    JOBS_FAILED_METRIC,
+    JOBS_RESTARTED_METRIC,
+    MALFORMED_METRIC,
+    METRICS_NAMESPACE,
+)
+from nodemedic.jobs.records import job_line
+
+SCHEDULED = "Scheduled Event"
+
+
+@cache
+def _store(table: str) -> JobStore:
+    return JobStore(table)
+
+
+def _notify(subject: str, message: str) -> None:
+    topic = os.environ.get(ENV_TOPIC_ARN)
+    if topic:
+        boto3.client("sns").publish(TopicArn=topic, Subject=subject[:100], Message=message)
+
+
+def _cluster() -> Cluster:
+    api = api_client()
+    return Cluster(client.CoreV1Api(api), client.BatchV1Api(api), _notify)
+
+
+def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple[float, str]]]]:
+    """(cluster, lines by (namespace, job)) of a subscription delivery."""
+    message_type, group, _stream, events = decode_payload(event)
+    found = APPLICATION_LOG_GROUP_RE.match(group)
+    if found is None:
+        raise MalformedPayload(f"log group {group!r} is no Container Insights application group")
+    by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
+    if message_type == "DATA_MESSAGE":
+        for raw in events:
+            line = job_line(raw.message)
+            if line is not None:
+                by_job[line.namespace, line.job].append((raw.timestamp_ms / 1000, line.line))
+    return found["cluster"], by_job
+
+
+def _publish(cluster_name: str, acted: Acted) -> None:
+    for name, unit, value in [
+        (
+            JOBS_FAILED_METRIC if acted.action == "fail" else JOBS_RESTARTED_METRIC,
+            MetricUnit.Count,
+            1.0,
+        ),
+        (FAULT_DETECTION_SECONDS_METRIC, MetricUnit.Seconds, acted.latency),
+    ]:
+        with single_metric(
+            name=name, unit=unit, value=value, namespace=METRICS_NAMESPACE
+        ) as metric:
+            metric.add_dimension(name="Cluster", value=cluster_name)
+            metric.add_dimension(name="Job", value=acted.job)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    now = time.time()
+    if isinstance(event, dict) and event.get("detail-type") == SCHEDULED:
+        cluster_name = os.environ.get(ENV_CLUSTER, "")
+        kube = _cluster()
+        work: list[tuple[Job, list[tuple[float, str]]]] = [
+            (job, []) for job in monitored_jobs(kube.batch)
+        ]
+    else:
+        try:
+            cluster_name, by_job = _lines(event)
+        except MalformedPayload as exc:
+            metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
+            logger.error("rejected payload", extra={"reason": str(exc)})
+            raise
+        if not by_job:
+            return {"jobs": 0, "acted": []}
+        kube = _cluster()
+        jobs = {key: read_job(kube.batch, *key) for key in by_job}
+        work = [(job, by_job[key]) for key, job in jobs.items() if job is not None]
+    store = _store(os.environ[ENV_LEDGER_TABLE])
+    acted = [a for job, lines in work if (a := monitor(job, lines, now, store, kube)) is not None]
+    for done in acted:
+        _publish(cluster_name, done)
+    summary = {"jobs": len(work), "acted": [vars(a) for a in acted]}
+    logger.info("jobs monitored", extra=summary)
+    return summary

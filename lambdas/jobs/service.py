@@ -1,0 +1,154 @@
+"""One job's turn: its rules from its annotations, its state from the ledger, lines or time
+applied, and at most one restart (or failure) for the verdict. The Kubernetes calls are
+lambdas/kube/jobs.py's; the arithmetic is nodemedic/jobs'."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from lambdas.jobs.store import Conflict, JobStore, Stored
+from lambdas.kube.jobs import Job, annotate, record_event, restart
+from nodemedic.contracts import (
+    JOB_EVENT_REASONS,
+    JOB_FAILED_ANNOTATION,
+    JOB_MAX_RETRY_ANNOTATIONS,
+    JOB_RESTARTS_ANNOTATION,
+    LOG_MONITORING_ANNOTATION,
+    RUN_POLICY_ANNOTATION,
+)
+from nodemedic.jobs.evaluate import RuleState, evidence_time
+from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
+from nodemedic.jobs.restart import Action, RunPolicy, after, next_action, parse_run_policy
+from nodemedic.jobs.rules import Rule, RuleError, parse_rules
+
+Notify = Callable[[str, str], None]
+"""(subject, message) to the people who run the cluster."""
+_CONFLICT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Acted:
+    job: str
+    """``<namespace>/<name>``."""
+    rule: str
+    verdict: str
+    action: Action
+    deleted: list[str]
+    latency: float
+    """Seconds from the evidence to the action."""
+    restarts: int
+
+
+def config_of(job: Job) -> tuple[tuple[Rule, ...], RunPolicy] | None:
+    """The job's rules and run policy; None when it asks for no monitoring."""
+    notes = job.annotations
+    policy_text = notes.get(RUN_POLICY_ANNOTATION)
+    rules_text = notes.get(LOG_MONITORING_ANNOTATION)
+    if rules_text is None and (
+        policy_text is None or "logMonitoringConfiguration" not in policy_text
+    ):
+        return None
+    retry = next((notes[k] for k in JOB_MAX_RETRY_ANNOTATIONS if k in notes), None)
+    policy = parse_run_policy(policy_text, retry)
+    rules = parse_rules(rules_text if rules_text is not None else policy_text or "")
+    return rules, policy
+
+
+@dataclass(frozen=True)
+class Cluster:
+    core: client.CoreV1Api
+    batch: client.BatchV1Api
+    notify: Notify
+
+
+def monitor(
+    job: Job,
+    lines: Sequence[tuple[float, str]],
+    now: float,
+    store: JobStore,
+    cluster: Cluster,
+) -> Acted | None:
+    """Applies ``lines`` (log time, text; none for a scheduled run) and the time ``now`` to
+    the job's rules; acts on a verdict. A job with invalid rules gets an Event saying why."""
+    try:
+        config = config_of(job)
+    except RuleError as exc:
+        record_event(cluster.core, job, JOB_EVENT_REASONS["invalid"], str(exc), warning=True)
+        return None
+    if config is None:
+        return None
+    rules, policy = config
+    for _ in range(_CONFLICT_RETRIES):
+        stored = store.load(job.namespace, job.name)
+        if stored.history.failed:
+            return None
+        epoch = job.started_at if stored.epoch is None else stored.epoch
+        states = judge_time(
+            rules, judge_lines(rules, current(rules, stored.states, epoch), lines), now
+        )
+        try:
+            store.save_states(job.namespace, job.name, states, stored)
+        except Conflict:
+            continue
+        found = verdict_of(states)
+        if found is None:
+            return None
+        rule = next(r for r in rules if r.name == found[0])
+        return _act(
+            job,
+            rule=rule,
+            state=found[1],
+            policy=policy,
+            stored=stored,
+            now=now,
+            store=store,
+            cluster=cluster,
+        )
+    raise RuntimeError(f"{job.namespace}/{job.name}: too many concurrent writers")
+
+
+def _act(
+    job: Job,
+    *,
+    rule: Rule,
+    state: RuleState,
+    policy: RunPolicy,
+    stored: Stored,
+    now: float,
+    store: JobStore,
+    cluster: Cluster,
+) -> Acted | None:
+    action = next_action(policy, stored.history, now)
+    history = after(stored.history, action, now)
+    # A restart starts a new run (its rules count again from now); a failure keeps the run.
+    epoch = now if action != "fail" else (stored.epoch or job.started_at)
+    if not store.claim(job.namespace, job.name, stored, history, epoch):
+        return None  # another delivery or run acted on this verdict already
+    deleted = (
+        [] if action == "fail" else restart(cluster.core, job, action, policy.clean_pod_policy)
+    )
+    evidence = state.evidence or "no matching line in time"
+    message = (
+        f"rule {rule.name!r}: job {state.verdict} ({evidence}); {action}"
+        f" ({history.total_restarts} restart(s), {history.full_restarts} full, of"
+        f" jobMaxRetryCount {policy.job_max_retry_count})"
+    )
+    notes = {JOB_RESTARTS_ANNOTATION: f"{history.total_restarts} ({history.full_restarts} full)"}
+    if action == "fail":
+        notes[JOB_FAILED_ANNOTATION] = message[:1024]
+    annotate(cluster.batch, job, notes)
+    record_event(cluster.core, job, JOB_EVENT_REASONS[action], message, warning=True)
+    if action == "fail":
+        cluster.notify(f"nodemedic failed job {job.namespace}/{job.name}", message)
+    return Acted(
+        job=f"{job.namespace}/{job.name}",
+        rule=rule.name,
+        verdict=str(state.verdict),
+        action=action,
+        deleted=deleted,
+        latency=max(0.0, now - (evidence_time(rule, state) or now)),
+        restarts=history.total_restarts,
+    )

@@ -1,0 +1,126 @@
+"""The job monitor's Kubernetes side: read a job and its annotations, restart it by deleting
+its pods (its controller makes new ones), count and fail it with annotations and Events.
+
+Pods are the job's by owner reference (the job's uid), never by name or by one label
+spelling, so a pod of another job with the same name is never touched.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from nodemedic.contracts import LOG_MONITORING_ANNOTATION, RUN_POLICY_ANNOTATION
+from nodemedic.jobs.restart import Action, CleanPodPolicy
+
+ACTIVE_PHASES = frozenset({"Pending", "Running", "Unknown"})
+FINISHED_CLEANED: Mapping[CleanPodPolicy, frozenset[str]] = {
+    "All": frozenset({"Succeeded", "Failed"}),
+    "OnlyComplete": frozenset({"Succeeded"}),
+    "None": frozenset(),
+}
+"""Which finished pods a full job restart deletes with the active ones, by cleanPodPolicy."""
+
+
+@dataclass(frozen=True)
+class Job:
+    namespace: str
+    name: str
+    uid: str
+    annotations: Mapping[str, str]
+    started_at: float
+    """Epoch seconds of ``status.startTime`` (its creation while it has none)."""
+    finished: bool
+
+
+def _job(raw: Any) -> Job:
+    meta, status = raw.metadata, raw.status
+    start = (status.start_time if status else None) or meta.creation_timestamp
+    finished = bool(status and (status.completion_time or _failed(status)))
+    return Job(
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
+        annotations=dict(meta.annotations or {}),
+        started_at=start.timestamp() if start else 0.0,
+        finished=finished,
+    )
+
+
+def _failed(status: Any) -> bool:
+    return any(c.type == "Failed" and c.status == "True" for c in status.conditions or [])
+
+
+def read_job(batch: client.BatchV1Api, namespace: str, name: str) -> Job | None:
+    try:
+        return _job(batch.read_namespaced_job(name, namespace))
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def monitored_jobs(batch: client.BatchV1Api) -> list[Job]:
+    """Running jobs that carry log monitoring rules: the schedule's work."""
+    jobs = (_job(raw) for raw in batch.list_job_for_all_namespaces().items)
+    return [
+        job
+        for job in jobs
+        if not job.finished
+        and (
+            LOG_MONITORING_ANNOTATION in job.annotations or RUN_POLICY_ANNOTATION in job.annotations
+        )
+    ]
+
+
+def restart(core: client.CoreV1Api, job: Job, action: Action, clean: CleanPodPolicy) -> list[str]:
+    """Delete the pods a restart replaces; the names deleted."""
+    phases = set(ACTIVE_PHASES)
+    if action == "restart-job":
+        phases |= FINISHED_CLEANED[clean]
+    deleted = []
+    for pod in core.list_namespaced_pod(job.namespace).items:
+        owners = pod.metadata.owner_references or []
+        if any(o.uid == job.uid for o in owners) and (pod.status.phase or "Pending") in phases:
+            try:
+                core.delete_namespaced_pod(pod.metadata.name, job.namespace)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+            deleted.append(pod.metadata.name)
+    return sorted(deleted)
+
+
+def annotate(batch: client.BatchV1Api, job: Job, annotations: Mapping[str, str]) -> None:
+    body = {"metadata": {"annotations": dict(annotations)}}
+    batch.patch_namespaced_job(job.name, job.namespace, body)
+
+
+def record_event(
+    core: client.CoreV1Api, job: Job, reason: str, message: str, *, warning: bool
+) -> None:
+    """A Kubernetes Event on the job: what ``kubectl describe job`` shows its owner."""
+    now = datetime.datetime.now(datetime.UTC)
+    stamp = now.strftime("%Y%m%d%H%M%S%f")
+    body = {
+        "metadata": {"name": f"{job.name}.nodemedic.{stamp}", "namespace": job.namespace},
+        "involvedObject": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": job.name,
+            "namespace": job.namespace,
+            "uid": job.uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": "nodemedic"},
+        "firstTimestamp": now.isoformat(),
+        "lastTimestamp": now.isoformat(),
+        "count": 1,
+    }
+    core.create_namespaced_event(job.namespace, body)

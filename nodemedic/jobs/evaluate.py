@@ -1,0 +1,161 @@
+"""One rule's verdict on a job's log lines and on the time that passes between them.
+
+The semantics are HyperPod's (its elastic agent's log evaluator, docs/jobs.md): no first
+match within ``expectedStartCutOffInSeconds`` of the start, or a gap between matches longer
+than ``expectedRecurringFrequencyInSeconds``, is HANGING; a captured value for which
+``value <operator> metricThreshold`` holds on ``metricEvaluationDataPoints`` consecutive
+matches is SLOW; a match of a ``faultOnMatch`` rule is FAULTED; a ``stopPattern`` line ends
+the rule. Where HyperPod reads a pod's stdout every second, nodemedic sees lines in
+deliveries and time in a schedule, so both are functions of explicit state: ``observe`` a
+line with its log timestamp, ``expire`` at a time with no line. A gap is measured between
+the lines' own timestamps, so a late delivery cannot hide it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator as op
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Final, Literal, get_args
+
+from nodemedic.jobs.rules import Operator, Rule
+
+Verdict = Literal["hanging", "slow", "faulted"]
+VERDICTS: Final[tuple[Verdict, ...]] = get_args(Verdict)
+
+COMPARE: Final[dict[Operator, Callable[[float, float], bool]]] = {
+    "gt": op.gt,
+    "gteq": op.ge,
+    "lt": op.lt,
+    "lteq": op.le,
+    "eq": op.eq,
+}
+
+
+@dataclass(frozen=True)
+class RuleState:
+    """A rule's memory between deliveries; ``as_item``/``from_item`` keep it in the ledger."""
+
+    started_at: float
+    """Epoch seconds the run started (the job's start or its last restart): the start
+    cut-off counts from here."""
+    last_match_at: float | None = None
+    slow_count: int = 0
+    active: bool = True
+    verdict: Verdict | None = None
+    verdict_at: float | None = None
+    evidence: str = ""
+    """The line behind the verdict (empty for a silence)."""
+
+    def as_item(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, object]) -> RuleState:
+        verdict = item.get("verdict")
+        return cls(
+            started_at=_float(item["started_at"]),
+            last_match_at=_optional_float(item.get("last_match_at")),
+            slow_count=int(_float(item.get("slow_count", 0))),
+            active=bool(item.get("active", True)),
+            verdict=_verdict(verdict),
+            verdict_at=_optional_float(item.get("verdict_at")),
+            evidence=str(item.get("evidence") or ""),
+        )
+
+
+def _verdict(value: object) -> Verdict | None:
+    for verdict in VERDICTS:
+        if value == verdict:
+            return verdict
+    return None
+
+
+def _float(value: object) -> float:
+    return float(str(value))
+
+
+def _optional_float(value: object) -> float | None:
+    return None if value is None else _float(value)
+
+
+MAX_EVIDENCE_CHARS: Final = 512
+
+
+def observe(rule: Rule, state: RuleState, line: str, at: float) -> RuleState:
+    """The state after the line ``line`` logged at ``at`` (epoch seconds). A rule that has
+    a verdict or was stopped keeps it: the verdict stands until the job restarts."""
+    if not state.active or state.verdict is not None:
+        return state
+    matched = rule.log_pattern.match(line)
+    if matched and rule.fault_on_match:
+        return _judged(state, "faulted", at, line, last_match_at=at)
+    if rule.stop_pattern is not None and rule.stop_pattern.match(line):
+        return replace(state, active=False)
+    if matched is None or _silence(rule, state, at) is not None:
+        # A line that does not match is time passing; a match after too long a silence is
+        # the end of a hang that the schedule had not yet seen.
+        hung = expire(rule, state, at)
+        return hung if matched is None else replace(hung, evidence=line[:MAX_EVIDENCE_CHARS])
+    if not rule.has_metric:
+        return replace(state, last_match_at=at, slow_count=0)
+    breach = beyond(rule, matched.group(1))
+    count = min(state.slow_count + 1, rule.data_points) if breach else 0
+    moved = replace(state, last_match_at=at, slow_count=count)
+    return _judged(moved, "slow", at, line) if count >= rule.data_points else moved
+
+
+def expire(rule: Rule, state: RuleState, now: float) -> RuleState:
+    """The state at ``now`` when no matching line came: a silence past the start cut-off or
+    the recurring frequency is HANGING."""
+    if not state.active or state.verdict is not None or _silence(rule, state, now) is None:
+        return state
+    return _judged(state, "hanging", now, "")
+
+
+def _silence(rule: Rule, state: RuleState, now: float) -> float | None:
+    """Seconds of silence beyond what the rule allows at ``now``; None within it."""
+    if state.last_match_at is None:
+        allowed, since = rule.start_cutoff, state.started_at
+    else:
+        allowed, since = rule.recurring_frequency, state.last_match_at
+    if allowed is None or now - since <= allowed:
+        return None
+    return now - since - allowed
+
+
+def evidence_time(rule: Rule, state: RuleState) -> float | None:
+    """When the verdict's evidence appeared: its line's time, or for a silence the deadline
+    it passed (a detection latency counts from there)."""
+    if state.verdict_at is None or state.evidence:
+        return state.verdict_at
+    since = state.started_at if state.last_match_at is None else state.last_match_at
+    allowed = rule.start_cutoff if state.last_match_at is None else rule.recurring_frequency
+    return since + (allowed or 0.0)
+
+
+def beyond(rule: Rule, captured: str | None) -> bool:
+    """Whether a captured value is a data point beyond the threshold. A value that is no
+    finite decimal (``nan``, ``inf``, text) counts as beyond it: a NaN loss is the run gone
+    wrong, never a healthy data point."""
+    assert rule.metric_threshold is not None and rule.operator is not None
+    try:
+        value = float(captured or "")
+    except ValueError:
+        return True
+    if not math.isfinite(value):
+        return True
+    return COMPARE[rule.operator](value, rule.metric_threshold)
+
+
+def _judged(
+    state: RuleState, verdict: Verdict, at: float, line: str, last_match_at: float | None = None
+) -> RuleState:
+    return replace(
+        state,
+        verdict=verdict,
+        verdict_at=at,
+        evidence=line[:MAX_EVIDENCE_CHARS],
+        last_match_at=state.last_match_at if last_match_at is None else last_match_at,
+    )

@@ -1,0 +1,54 @@
+"""A job's rules together: states for the current run, lines and time applied to all, and the
+verdict that acts (HyperPod's order: faulted before hanging before slow)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from nodemedic.jobs.evaluate import VERDICTS, RuleState, expire, observe
+from nodemedic.jobs.rules import Rule
+
+States = dict[str, RuleState]
+PRIORITY = ("faulted", "hanging", "slow")
+
+
+def current(rules: Sequence[Rule], stored: Mapping[str, RuleState], epoch: float) -> States:
+    """Each rule's state in the run that started at ``epoch``: a state of an earlier run
+    (before a restart) starts over."""
+    return {
+        rule.name: (
+            stored[rule.name]
+            if rule.name in stored and stored[rule.name].started_at == epoch
+            else RuleState(started_at=epoch)
+        )
+        for rule in rules
+    }
+
+
+def judge_lines(
+    rules: Sequence[Rule], states: States, lines: Iterable[tuple[float, str]]
+) -> States:
+    """The states after ``lines`` (log time, text), taken in log time order; a line logged
+    before the run started belongs to the run before and is not this run's evidence."""
+    ordered = sorted(lines, key=lambda line: line[0])
+    judged = dict(states)
+    for rule in rules:
+        state = judged[rule.name]
+        for at, text in ordered:
+            if at >= state.started_at:
+                state = observe(rule, state, text, at)
+        judged[rule.name] = state
+    return judged
+
+
+def judge_time(rules: Sequence[Rule], states: States, now: float) -> States:
+    return {rule.name: expire(rule, states[rule.name], now) for rule in rules}
+
+
+def verdict_of(states: Mapping[str, RuleState]) -> tuple[str, RuleState] | None:
+    """The rule whose verdict acts, if any rule has one."""
+    judged = [(name, s) for name, s in states.items() if s.verdict is not None]
+    if not judged:
+        return None
+    assert set(PRIORITY) == set(VERDICTS)
+    return min(judged, key=lambda item: (PRIORITY.index(str(item[1].verdict)), item[0]))

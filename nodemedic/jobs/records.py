@@ -1,0 +1,46 @@
+"""Container Insights' application log records → the job and the line.
+
+Fluent Bit (the Container Insights DaemonSet) ships each line a container writes as one
+JSON record: the line under ``log``, the pod under ``kubernetes`` (``pod_name``,
+``namespace_name``, ``labels``, ...). The job is named by the pod's labels, never by the pod
+name's shape. A record of a pod that belongs to no job is no job's line, and a record that
+is not Fluent Bit's JSON is skipped the same way: the group holds every pod's output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from nodemedic.contracts import JOB_NAME_LABELS
+
+MAX_LINE_CHARS = 8192
+"""Rules see at most this much of a line (a regex over megabytes of one line would stall a
+delivery)."""
+
+
+@dataclass(frozen=True)
+class JobLine:
+    namespace: str
+    job: str
+    pod: str
+    line: str
+
+
+def job_line(message: str) -> JobLine | None:
+    """The job line a Container Insights record carries; None for a record of no job."""
+    try:
+        record = json.loads(message)
+    except ValueError:
+        return None
+    meta = record.get("kubernetes") if isinstance(record, dict) else None
+    line = record.get("log") if isinstance(record, dict) else None
+    if not isinstance(meta, dict) or not isinstance(line, str):
+        return None
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    job = next((labels[k] for k in JOB_NAME_LABELS if isinstance(labels.get(k), str)), None)
+    namespace, pod = meta.get("namespace_name"), meta.get("pod_name")
+    if not job or not isinstance(namespace, str) or not isinstance(pod, str):
+        return None
+    return JobLine(namespace, job, pod, line.rstrip("\n")[:MAX_LINE_CHARS])

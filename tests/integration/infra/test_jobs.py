@@ -1,0 +1,70 @@
+"""The job monitor's wiring in the synthesized template: every line of Container Insights'
+application group reaches it, a schedule runs it every minute, it writes only the ledger,
+and a failed job pages."""
+
+from __future__ import annotations
+
+from nodemedic.contracts import (
+    ENV_LEDGER_TABLE,
+    JOBS_FAILED_METRIC,
+    application_log_group,
+)
+from tests.support.templates import SETTINGS, Template, one, resources
+
+
+def _monitor(template: Template) -> tuple[str, dict[str, object]]:
+    found = [
+        (name, fn)
+        for name, fn in resources(template, "AWS::Lambda::Function").items()
+        if fn["Properties"]["Handler"] == "lambdas.jobs.handler.handler"
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_the_application_log_group_and_a_schedule_invoke_the_job_monitor(
+    template: Template,
+) -> None:
+    name, fn = _monitor(template)
+    subscriptions = [
+        f["Properties"]
+        for f in resources(template, "AWS::Logs::SubscriptionFilter").values()
+        if f["Properties"]["DestinationArn"] == {"Fn::GetAtt": [name, "Arn"]}
+    ]
+    assert [(s["LogGroupName"], s["FilterPattern"]) for s in subscriptions] == [
+        (application_log_group(SETTINGS.name), "")
+    ]
+    [rule] = [
+        r["Properties"]
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [name, "Arn"]}
+    ]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    env = fn["Properties"]["Environment"]["Variables"]  # type: ignore[index]
+    assert ENV_LEDGER_TABLE in env
+    assert "DeadLetterConfig" in fn["Properties"]  # type: ignore[operator]
+
+
+def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template) -> None:
+    _, fn = _monitor(template)
+    role = fn["Properties"]["Role"]["Fn::GetAtt"][0]  # type: ignore[index]
+    statements = [
+        s
+        for p in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    dynamo = {a for s in statements for a in _list(s["Action"]) if a.startswith("dynamodb:")}
+    assert dynamo == {"dynamodb:Query", "dynamodb:PutItem"}
+    assert all(s["Resource"] != "*" for s in statements if "dynamodb:PutItem" in _list(s["Action"]))
+
+
+def test_a_failed_job_pages(template: Template) -> None:
+    _, alarm = one(template, "AWS::CloudWatch::Alarm", "JobsJobsFailed")
+    [query] = [m["Expression"] for m in alarm["Properties"]["Metrics"] if "Expression" in m]
+    assert JOBS_FAILED_METRIC in query and "Job" in query
+    assert alarm["Properties"]["AlarmActions"]
+
+
+def _list(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]

@@ -1,0 +1,212 @@
+"""The job monitor Lambda end to end: Container Insights deliveries of a real batch/v1 Job's
+pods (moto as the ledger, the real kube-apiserver as the cluster, acting with the
+remediator's RBAC), a verdict restarting the job, and a job failed once its retries are
+spent."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client
+from moto import mock_aws
+
+from lambdas.classify.handler import MalformedPayload
+from lambdas.jobs.handler import handler
+from nodemedic.contracts import (
+    ENV_CLUSTER,
+    ENV_LEDGER_TABLE,
+    JOB_FAILED_ANNOTATION,
+    JOB_RESTARTS_ANNOTATION,
+    LOG_MONITORING_ANNOTATION,
+    RUN_POLICY_ANNOTATION,
+    application_log_group,
+)
+from nodemedic.local.kubeapi import LocalCluster
+from tests.support.kube import Node, bind_pod, exists, running, wait_for
+from tests.support.lambda_context import lambda_context
+from tests.support.paths import EVENTS
+from tests.support.payloads import wrap
+
+pytestmark = pytest.mark.kube
+CONTEXT = lambda_context("jobs", memory_mb=256, timeout_seconds=60)
+TABLE = "ledger"
+RECORD = json.loads((EVENTS / "containerinsights" / "application-record.json").read_text())
+LOSS_RULES = json.dumps(
+    [
+        {
+            "name": "LossSpikeDetection",
+            "logPattern": r".*training_loss_step (\S+).*",
+            "metricThreshold": 2.0,
+            "operator": "gt",
+            "metricEvaluationDataPoints": 5,
+        }
+    ]
+)
+
+
+@pytest.fixture
+def aws(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv(ENV_LEDGER_TABLE, TABLE)
+    monkeypatch.setenv(ENV_CLUSTER, "demo")
+    with mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName=TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield
+
+
+Job = Callable[..., tuple[str, list[str]]]
+
+
+@pytest.fixture
+def job(admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: Node) -> Job:
+    """A Job with the annotations given and two running pods it owns."""
+
+    def make(name: str, annotations: dict[str, str]) -> tuple[str, list[str]]:
+        template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "t"}]}}
+        made = client.BatchV1Api(admin).create_namespaced_job(
+            namespace,
+            {
+                "metadata": {"name": name, "annotations": annotations},
+                "spec": {"template": template},
+            },
+        )
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": made.metadata.uid}
+        pods = [f"{name}-{i}" for i in range(2)]
+        for pod in pods:
+            bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+        for pod in pods:
+            wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+        return name, pods
+
+    return make
+
+
+def delivery(
+    namespace: str, job: str, pod: str, lines: list[str], group: str = application_log_group("demo")
+) -> dict[str, Any]:
+    """A subscription delivery of ``lines`` from ``pod``, one second apart, logged now."""
+    start = int(time.time() * 1000)
+    events = []
+    for i, line in enumerate(lines):
+        record = copy.deepcopy(RECORD)
+        record["log"] = line + "\n"
+        record["kubernetes"].update(namespace_name=namespace, pod_name=pod)
+        record["kubernetes"]["labels"] = {"job-name": job, "controller-uid": "x"}
+        events.append(
+            {"id": str(start + i), "timestamp": start + i * 1000, "message": json.dumps(record)}
+        )
+    return wrap(
+        {
+            "messageType": "DATA_MESSAGE",
+            "owner": "123456789012",
+            "logGroup": group,
+            "logStream": f"{pod}_{namespace}_trainer-0123456789abcdef.log",
+            "subscriptionFilters": ["nodemedic-jobs"],
+            "logEvents": events,
+        }
+    )
+
+
+def losses(*values: float) -> list[str]:
+    return [f"[train.py:88] step {i} training_loss_step {v} lr 3e-4" for i, v in enumerate(values)]
+
+
+def events(core: client.CoreV1Api, namespace: str, job: str) -> list[str]:
+    found = core.list_namespaced_event(namespace).items
+    return [e.reason for e in found if e.involved_object.name == job]
+
+
+def job_annotations(admin: client.ApiClient, namespace: str, job: str) -> dict[str, str]:
+    read = client.BatchV1Api(admin).read_namespaced_job(job, namespace)
+    return dict(read.metadata.annotations or {})
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_loss_spike_restarts_the_jobs_pods_then_fails_the_job_past_its_retries(
+    job: Job, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+) -> None:
+    name, pods = job(
+        "llama",
+        {LOG_MONITORING_ANNOTATION: LOSS_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 1"},
+    )
+    # Four data points beyond the threshold are not enough.
+    quiet = handler(delivery(namespace, name, pods[0], losses(2.5, 3.1, 2.2, 9.0, 1.0)), CONTEXT)
+    assert quiet["acted"] == [] and all(exists(core, namespace, p) for p in pods)
+
+    spike = delivery(namespace, name, pods[1], losses(2.5, 3.1, 2.2, 9.0, 4.4))
+    result = handler(spike, CONTEXT)
+    [acted] = result["acted"]
+    assert (acted["verdict"], acted["action"], acted["deleted"]) == ("slow", "restart-pods", pods)
+    wait_for(lambda: not any(exists(core, namespace, p) for p in pods), what="pods deleted")
+    assert job_annotations(admin, namespace, name)[JOB_RESTARTS_ANNOTATION] == "1 (0 full)"
+    assert events(core, namespace, name) == ["NodeMedicPodsRestarted"]
+
+    # The same delivery again is evidence of the run before the restart: no second restart.
+    assert handler(spike, CONTEXT)["acted"] == []
+    assert events(core, namespace, name) == ["NodeMedicPodsRestarted"]
+    again = handler(delivery(namespace, name, pods[1], losses(5, 5, 5, 5, 5)), CONTEXT)
+    assert [a["action"] for a in again["acted"]] == ["fail"]
+    noted = job_annotations(admin, namespace, name)
+    assert "training_loss_step 5" in noted[JOB_FAILED_ANNOTATION]
+    assert events(core, namespace, name) == ["NodeMedicPodsRestarted", "NodeMedicJobFailed"]
+    # Failed is final: more evidence does nothing more.
+    assert (
+        handler(delivery(namespace, name, pods[1], losses(9, 9, 9, 9, 9)), CONTEXT)["acted"] == []
+    )
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_schedule_finds_a_job_whose_first_line_never_came(
+    job: Job, core: client.CoreV1Api, namespace: str
+) -> None:
+    rules = json.dumps(
+        [{"name": "JobStart", "logPattern": ".*Experiment.*", "expectedStartCutOffInSeconds": 1}]
+    )
+    name, pods = job(
+        "silent", {LOG_MONITORING_ANNOTATION: rules, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    )
+    time.sleep(2.1)  # past the cut-off, counted from the job's creation (whole seconds)
+    scheduled = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+    acted = [a for a in handler(scheduled, CONTEXT)["acted"] if a["job"] == f"{namespace}/{name}"]
+    assert [(a["verdict"], a["action"]) for a in acted] == [("hanging", "restart-pods")]
+    wait_for(lambda: not any(exists(core, namespace, p) for p in pods), what="pods deleted")
+
+
+@pytest.mark.usefixtures("aws")
+def test_an_invalid_rule_is_an_event_on_the_job_and_touches_nothing(
+    job: Job, core: client.CoreV1Api, namespace: str
+) -> None:
+    bad = '[{name: loss, logPattern: "loss (\\\\S+)", metricThreshold: 2, operator: greater}]'
+    name, pods = job("typo", {LOG_MONITORING_ANNOTATION: bad})
+    assert handler(delivery(namespace, name, pods[0], losses(9)), CONTEXT)["acted"] == []
+    assert events(core, namespace, name) == ["NodeMedicInvalidLogMonitoring"]
+    [message] = [e.message for e in core.list_namespaced_event(namespace).items]
+    assert "operator must be one of gt, gteq, lt, lteq, eq" in message
+    assert all(exists(core, namespace, p) for p in pods)
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_delivery_from_another_log_group_goes_to_the_dead_letter_queue() -> None:
+    nodes = delivery("ns", "job", "pod", ["x"], group="/nodemedic/demo/nodes")
+    with pytest.raises(MalformedPayload, match="no Container Insights application group"):
+        handler(nodes, CONTEXT)
+    with pytest.raises(MalformedPayload):
+        handler({"awslogs": {"data": "bm90IGd6aXA="}}, CONTEXT)
