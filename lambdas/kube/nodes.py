@@ -9,6 +9,7 @@ Every op is idempotent; the state machine may repeat any of them.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -147,10 +148,16 @@ def mark(
         spec: dict[str, Any] = {}
         if cordon:
             spec["unschedulable"] = True
+        labels = {HEALTH_LABEL: health_status}
         if taint:
             ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
             spec["taints"] = [*_other_taints(core, node), ours]
-        return {"metadata": {"labels": {HEALTH_LABEL: health_status}}, "spec": spec}
+            # The fault is open while nodemedic holds the node: say which, as HyperPod does.
+            labels |= {
+                FAULT_TYPE_LABEL: _label_value(fault_id),
+                FAULT_REASON_LABEL: _label_value(reason),
+            }
+        return {"metadata": {"labels": labels}, "spec": spec}
 
     _update(core, name, change)
 
@@ -187,15 +194,21 @@ def hold_for_fleet(
     _update(core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)}))
 
 
+_NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def _label_value(text: str) -> str:
-    """A label value (63 characters at most, alphanumeric at both ends)."""
-    return text[:63].strip("-_.")
+    """A valid label value (63 characters at most of ``[A-Za-z0-9._-]``, alphanumeric at both
+    ends): a rule id or metric name from a user's catalog may hold anything."""
+    return _NOT_IN_LABEL.sub("-", text)[:63].strip("-_.")
 
 
 def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
-    """The patch that puts ``labels`` on the node and takes our taint and the cordon off."""
+    """The patch that puts ``labels`` on the node, takes the open fault's labels, our taint
+    and the cordon off."""
+    closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
     return {
-        "metadata": {"labels": labels},
+        "metadata": {"labels": closed | labels},
         "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
     }
 

@@ -13,6 +13,7 @@ import dataclasses
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate import policy
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.remediation import state
@@ -99,7 +100,10 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         sfn.Choice(s, "Notify only?")
         .when(
             sfn.Condition.string_equals(state.MODE, "notify"),
-            flow.ended("Notified", "notified").next(report),
+            # "notified", or "refused" for a manual request where nodemedic does not act.
+            flow.put(
+                "Notified", state.OUTCOME, name=sfn.JsonPath.string_at(state.PLANNED_OUTCOME)
+            ).next(report),
         )
         .otherwise(act)
     )
@@ -188,6 +192,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                         escalation_window=st.escalation_window,
                         lock_seconds=flow.lock_seconds,
                         force_drain=st.force_drain,
+                        history_days=st.history_days,
                     ).to_mapping(),
                 }
             ),
@@ -201,4 +206,8 @@ def _plan(flow: Flow) -> sfn.Chain:
         sfn.JsonPath.string_at(state.decision("metric_namespace")),
         [{"name": sfn.JsonPath.string_at(state.decision("metric")), "value": 1, "unit": "Count"}],
     )
-    return plan.next(fault_metric)
+    # The record's time to live, once the plan knows now in epoch seconds.
+    keep = flow.guard(
+        flow.record("Keep history", values={HISTORY_TTL_ATTRIBUTE: dynamo_number(state.PURGE_AT)})
+    )
+    return plan.next(keep).next(fault_metric)

@@ -78,6 +78,22 @@ def test_mark_sets_condition_label_taint_and_cordons(
     }
     hardware = condition(core, node.name, "AcceleratedHardwareReady")
     assert (hardware.status, hardware.reason) == ("False", "NvidiaXid_79")
+    labels = seen.metadata.labels
+    assert (labels[FAULT_TYPE_LABEL], labels[FAULT_REASON_LABEL]) == (
+        "nvidia-xid-79",
+        "NvidiaXid_79",
+    )
+
+
+def test_fault_labels_are_valid_label_values_whatever_the_rule_says(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """A user's catalog may name a rule or metric with characters a label value may not hold."""
+    invoke(mark_event(node.name, fault_id="site/disk: sda " + "x" * 80, reason="Disk Error!"))
+
+    labels = core.read_node(node.name).metadata.labels
+    assert labels[FAULT_TYPE_LABEL] == ("site-disk--sda-" + "x" * 80)[:63]
+    assert labels[FAULT_REASON_LABEL] == "Disk-Error"
     assert "fallen off the bus" in hardware.message
     assert condition(core, node.name, "Ready").status == "True"  # the kubelet's stays
 
@@ -111,6 +127,7 @@ def test_mark_for_notify_leaves_the_node_schedulable(
     assert not seen.spec.unschedulable
     assert not seen.spec.taints
     assert seen.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    assert FAULT_TYPE_LABEL not in seen.metadata.labels
     assert condition(core, node.name, "AcceleratedHardwareReady").status == "False"
 
 
@@ -163,6 +180,8 @@ def test_clear_puts_the_node_back_in_service(
     assert not seen.spec.unschedulable
     assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
     assert seen.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    assert FAULT_TYPE_LABEL not in seen.metadata.labels
+    assert FAULT_REASON_LABEL not in seen.metadata.labels
     hardware = condition(core, node.name, "AcceleratedHardwareReady")
     assert (hardware.status, hardware.reason) == ("True", "NodeMedicCleared")
 
