@@ -22,6 +22,7 @@ from nodemedic.contracts import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
+    FIELD_MANAGER,
     FLEET_CONDITION,
     FLEET_LABEL,
     HEALTH_LABEL,
@@ -148,7 +149,7 @@ def mark(
         spec: dict[str, Any] = {}
         if cordon:
             spec["unschedulable"] = True
-        labels = {HEALTH_LABEL: health_status}
+        labels: dict[str, str] = {HEALTH_LABEL: health_status}
         if taint:
             ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
             spec["taints"] = [*_other_taints(core, node), ours]
@@ -306,7 +307,8 @@ def _update(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str,
         patch = change(node)
         patch["metadata"]["resourceVersion"] = node.metadata.resource_version
         try:
-            core.patch_node(name, patch, _content_type=_MERGE)
+            # As nodemedic: the request reconcile reads who set the health label.
+            core.patch_node(name, patch, _content_type=_MERGE, field_manager=FIELD_MANAGER)
             return
         except client.ApiException as exc:
             if exc.status != 409 or attempt == _CONFLICT_RETRIES - 1:
