@@ -62,11 +62,12 @@ def instance_of(provider_id: str) -> str:
     return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
 
 
-def _nodes(core: client.CoreV1Api) -> Iterator[Any]:
-    """Every Node, a page at a time: a cluster may have thousands."""
+def each_node(core: client.CoreV1Api, selector: str = "") -> Iterator[Any]:
+    """Every Node (those the label ``selector`` selects), a page at a time: a cluster may
+    have thousands."""
     token = None
     while True:
-        page = core.list_node(limit=_PAGE, _continue=token)
+        page = core.list_node(limit=_PAGE, _continue=token, label_selector=selector)
         yield from page.items
         token = page.metadata._continue
         if not token:
@@ -75,7 +76,7 @@ def _nodes(core: client.CoreV1Api) -> Iterator[Any]:
 
 def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
     return next(
-        (n for n in _nodes(core) if instance_of(n.spec.provider_id or "") == instance_id), None
+        (n for n in each_node(core) if instance_of(n.spec.provider_id or "") == instance_id), None
     )
 
 
@@ -83,7 +84,7 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
     """The Nodes carrying nodemedic's taint, the ones it took out of service: ``node``,
     ``instance_id`` and ``fault_id`` (the taint's value) each."""
     found = []
-    for node in _nodes(core):
+    for node in each_node(core):
         ours = next((t for t in node.spec.taints or [] if t.key == TAINT_KEY), None)
         if ours is not None:
             found.append(
@@ -99,7 +100,7 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
 def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
     """The Ready Nodes of EC2 instances, each with when it last became Ready."""
     found = []
-    for node in _nodes(core):
+    for node in each_node(core):
         instance_id = instance_of(node.spec.provider_id or "")
         ready = next(
             (

@@ -13,7 +13,7 @@ import dataclasses
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
+from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE, MANUAL_SOURCE
 from nodemedic.remediate import policy
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.remediation import state
@@ -44,6 +44,8 @@ RECORDED_FIELDS = (
     "first_seen",
 )
 """The decision's fields its ledger record keeps, as strings."""
+REQUEST_FIELDS = ("requested_by", "request_reason")
+"""What a manual decision adds (``nodemedic.remediate.manual``), kept on its record too."""
 
 
 def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
@@ -95,7 +97,8 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         )
     )
     plan = _plan(flow)
-    begin.next(record).next(_node_group(flow, plan))
+    group = _node_group(flow, plan)
+    begin.next(record).next(_request(flow, group))
     plan.next(
         sfn.Choice(s, "Notify only?")
         .when(
@@ -108,6 +111,29 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         .otherwise(act)
     )
     return check
+
+
+def _request(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """Who asked for a manual decision and why, on its record (``nodemedic history``)."""
+    asked = [state.decision(name) for name in REQUEST_FIELDS]
+    kept = flow.guard(
+        flow.record(
+            "Record request",
+            values={name: dynamo_text(state.decision(name)) for name in REQUEST_FIELDS},
+        )
+    )
+    kept.next(then)
+    return (
+        sfn.Choice(flow.scope, "Asked by hand?")
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.string_equals(state.decision("source"), MANUAL_SOURCE),
+                *[sfn.Condition.is_string(path) for path in asked],
+            ),
+            kept,
+        )
+        .otherwise(then)
+    )
 
 
 def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
