@@ -123,11 +123,9 @@ def settle(
         time.sleep(0.5)
 
 
-def request(args: argparse.Namespace, aws: Any) -> dict[str, Any]:
-    """Start the manual decision; what the command prints."""
-    cloudformation = aws.client("cloudformation", endpoint_url=args.endpoint_url)
-    machine = stack_output(cloudformation, args.cluster, STATE_MACHINE_OUTPUT)
-    table = stack_output(cloudformation, args.cluster, LEDGER_OUTPUT)
+def request(args: argparse.Namespace, aws: Any, *, machine: str, table: str) -> dict[str, Any]:
+    """Start the manual decision on the state machine ``machine`` whose ledger is ``table``;
+    what the command prints."""
     instance = instance_of(aws.client("ec2", endpoint_url=args.endpoint_url), args.node)
     who = args.requested_by or str(
         aws.client("sts", endpoint_url=args.endpoint_url).get_caller_identity()["Arn"]
@@ -169,7 +167,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"nodemedic {args.command}: --wait must not be negative", file=sys.stderr)
         return 2
     try:
-        shown = request(args, session(args))
+        aws = session(args)
+        cloudformation = aws.client("cloudformation", endpoint_url=args.endpoint_url)
+        shown = request(
+            args,
+            aws,
+            machine=stack_output(cloudformation, args.cluster, STATE_MACHINE_OUTPUT),
+            table=stack_output(cloudformation, args.cluster, LEDGER_OUTPUT),
+        )
     except (BotoCoreError, ClientError, LookupError, RequestError) as exc:
         print(f"nodemedic {args.command}: {exc}", file=sys.stderr)
         return 2
