@@ -1,7 +1,7 @@
 """``nodemedic history [NODE] --cluster NAME``: every remediation the ledger kept (for
 ``history_days``), oldest first: fault, evidence, decision, each step with its time, the
 outcome, and who or what triggered it. ``--format json`` prints one object per remediation
-(``nodemedic.remediate.history``; docs/contracts.md). Exit 2 when the cluster's table
+(``nodemedic.cli.remediations``; docs/contracts.md). Exit 2 when the cluster's table
 cannot be found or read.
 """
 
@@ -13,10 +13,10 @@ import re
 import sys
 from typing import Any
 
+from nodemedic.cli.remediations import entry, lines
 from nodemedic.cli.stack import add_aws_options, session, stack_output
 from nodemedic.contracts import DECISION_SK_PREFIX, LEDGER_OUTPUT
 from nodemedic.remediate.breaker import plain_item
-from nodemedic.remediate.history import entry, lines
 
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 

@@ -15,8 +15,8 @@ import pytest
 
 from nodemedic.cli.history import records
 from nodemedic.cli.manual import request
+from nodemedic.cli.remediations import entry
 from nodemedic.contracts import HEALTH_LABEL, HISTORY_TTL_ATTRIBUTE, TAINT_KEY
-from nodemedic.remediate.history import entry
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.kube import wait_for
 from tests.support.remediation import REGION, Pipeline

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from nodemedic.cli import main
-from nodemedic.remediate.history import entry
+from nodemedic.cli.remediations import entry
 
 RECORD = {
     "pk": "i-0123456789abcdef0",
