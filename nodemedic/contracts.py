@@ -201,6 +201,9 @@ STACK_NAME: Final = "nodemedic-{cluster}"
 """The CloudFormation stack of one cluster's pipeline; the CLI finds its resources by it."""
 LEDGER_OUTPUT: Final = "LedgerTableName"
 """The stack's output naming the ledger table (``nodemedic breaker`` reads it)."""
+STATE_MACHINE_OUTPUT: Final = "StateMachineArn"
+"""The stack's output naming the remediation state machine (``nodemedic reboot|replace``
+start it)."""
 
 
 def stack_name(cluster: str) -> str:
@@ -276,6 +279,12 @@ CLUSTER_PK_PREFIX: Final = "cluster#"
 and its tripped state; ``cluster#<name>`` / ``rate#<group>#<action>#<window>``: the
 remediations of that action started in a group in one clock hour or UTC day."""
 RATE_SK_PREFIX: Final = "rate#"
+HISTORY_TTL_ATTRIBUTE: Final = "purge_at"
+"""The ledger table's time-to-live attribute (epoch seconds): only decision records carry
+it, ``history_days`` after their plan, so ``nodemedic history`` reads them that long."""
+STEP_AT_PREFIX: Final = "at_"
+"""``at_<state>`` on a decision record: when its remediation entered that state (``held``,
+``marking``, ``draining``, ``rebooting``, ``replacing``, ``closed``, ``failed``...)."""
 
 
 def cluster_pk(cluster: str) -> str:
@@ -305,9 +314,26 @@ TAINT_EFFECT: Final = "NoSchedule"
 CLEARED_REASON: Final = "NodeMedicCleared"
 """The reason of a node condition nodemedic set back to healthy."""
 FAULT_TYPE_LABEL: Final = "nodemedic.io/fault-type"
-"""The fault id a failed remediation left its node with (HyperPod's ``fault-types``)."""
+"""The fault id of the remediation that took the node out (HyperPod's ``fault-types``): set
+with the taint, removed when the node is given back, kept when its remediation failed."""
 FAULT_REASON_LABEL: Final = "nodemedic.io/fault-reason"
-"""Why the node is still out: ``<step>-failed``, the step its remediation stopped at."""
+"""Why the node is out: the fault's metric name while its remediation works (e.g.
+``NvidiaXid_79``), ``<step>-failed`` once it stopped at that step."""
+PENDING_STATUSES: Final[dict[HealthStatus, str]] = {
+    "UnschedulablePendingReboot": "reboot",
+    "UnschedulablePendingReplacement": "replace",
+}
+"""The health label values an operator sets to ask for a reboot or a replacement by hand
+(HyperPod's), and the action each asks for; the request reconcile reads them every minute."""
+MANUAL_CONDITION: Final = "NodeMedicManualRemediation"
+"""Node condition, ``True`` while a remediation a person asked for works on the node (its
+message says who asked and why), set back to ``False`` when the node is given back."""
+FIELD_MANAGER: Final = "nodemedic"
+"""The field manager nodemedic's kube Lambda writes Nodes as: the request reconcile tells a
+health label a person set from one nodemedic set itself by the label's manager."""
+MANUAL_SOURCE: Final = "manual"
+"""The ``source`` of a decision a person asked for (``nodemedic reboot|replace``, or the
+health label), instead of ``kmsg`` or ``health``."""
 FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
 """Node condition, ``True`` once a remediation of the node failed: its reason is the error,
 its message the step and the decision."""

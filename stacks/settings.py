@@ -121,6 +121,9 @@ class ClusterSettings:
     """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
     A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
     cost and keeps it from starving the account's other functions."""
+    history_days: int = 90
+    """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
+    ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""
 
     def __post_init__(self) -> None:
         _check_values(self)
@@ -229,6 +232,7 @@ def _check_numbers(settings: ClusterSettings) -> None:
         "replacements_per_hour",
         "replacements_per_day",
         "breaker_cooldown",
+        "history_days",
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")

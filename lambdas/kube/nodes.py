@@ -9,6 +9,7 @@ Every op is idempotent; the state machine may repeat any of them.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from nodemedic.contracts import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
+    FIELD_MANAGER,
     FLEET_CONDITION,
     FLEET_LABEL,
     HEALTH_LABEL,
@@ -60,11 +62,12 @@ def instance_of(provider_id: str) -> str:
     return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
 
 
-def _nodes(core: client.CoreV1Api) -> Iterator[Any]:
-    """Every Node, a page at a time: a cluster may have thousands."""
+def each_node(core: client.CoreV1Api, selector: str = "") -> Iterator[Any]:
+    """Every Node (those the label ``selector`` selects), a page at a time: a cluster may
+    have thousands."""
     token = None
     while True:
-        page = core.list_node(limit=_PAGE, _continue=token)
+        page = core.list_node(limit=_PAGE, _continue=token, label_selector=selector)
         yield from page.items
         token = page.metadata._continue
         if not token:
@@ -73,7 +76,7 @@ def _nodes(core: client.CoreV1Api) -> Iterator[Any]:
 
 def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
     return next(
-        (n for n in _nodes(core) if instance_of(n.spec.provider_id or "") == instance_id), None
+        (n for n in each_node(core) if instance_of(n.spec.provider_id or "") == instance_id), None
     )
 
 
@@ -81,7 +84,7 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
     """The Nodes carrying nodemedic's taint, the ones it took out of service: ``node``,
     ``instance_id`` and ``fault_id`` (the taint's value) each."""
     found = []
-    for node in _nodes(core):
+    for node in each_node(core):
         ours = next((t for t in node.spec.taints or [] if t.key == TAINT_KEY), None)
         if ours is not None:
             found.append(
@@ -97,7 +100,7 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
 def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
     """The Ready Nodes of EC2 instances, each with when it last became Ready."""
     found = []
-    for node in _nodes(core):
+    for node in each_node(core):
         instance_id = instance_of(node.spec.provider_id or "")
         ready = next(
             (
@@ -147,10 +150,16 @@ def mark(
         spec: dict[str, Any] = {}
         if cordon:
             spec["unschedulable"] = True
+        labels: dict[str, str] = {HEALTH_LABEL: health_status}
         if taint:
             ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
             spec["taints"] = [*_other_taints(core, node), ours]
-        return {"metadata": {"labels": {HEALTH_LABEL: health_status}}, "spec": spec}
+            # The fault is open while nodemedic holds the node: say which, as HyperPod does.
+            labels |= {
+                FAULT_TYPE_LABEL: _label_value(fault_id),
+                FAULT_REASON_LABEL: _label_value(reason),
+            }
+        return {"metadata": {"labels": labels}, "spec": spec}
 
     _update(core, name, change)
 
@@ -187,15 +196,21 @@ def hold_for_fleet(
     _update(core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)}))
 
 
+_NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def _label_value(text: str) -> str:
-    """A label value (63 characters at most, alphanumeric at both ends)."""
-    return text[:63].strip("-_.")
+    """A valid label value (63 characters at most of ``[A-Za-z0-9._-]``, alphanumeric at both
+    ends): a rule id or metric name from a user's catalog may hold anything."""
+    return _NOT_IN_LABEL.sub("-", text)[:63].strip("-_.")
 
 
 def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
-    """The patch that puts ``labels`` on the node and takes our taint and the cordon off."""
+    """The patch that puts ``labels`` on the node, takes the open fault's labels, our taint
+    and the cordon off."""
+    closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
     return {
-        "metadata": {"labels": labels},
+        "metadata": {"labels": closed | labels},
         "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
     }
 
@@ -293,7 +308,8 @@ def _update(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str,
         patch = change(node)
         patch["metadata"]["resourceVersion"] = node.metadata.resource_version
         try:
-            core.patch_node(name, patch, _content_type=_MERGE)
+            # As nodemedic: the request reconcile reads who set the health label.
+            core.patch_node(name, patch, _content_type=_MERGE, field_manager=FIELD_MANAGER)
             return
         except client.ApiException as exc:
             if exc.status != 409 or attempt == _CONFLICT_RETRIES - 1:

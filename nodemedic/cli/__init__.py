@@ -17,6 +17,9 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
     "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
     "breaker": ("nodemedic.cli.breaker", "configure", "run", "read or reset the cluster's breaker"),
+    "reboot": ("nodemedic.cli.manual", "configure", "run", "reboot a node by hand"),
+    "replace": ("nodemedic.cli.manual", "configure", "run", "replace a node by hand"),
+    "history": ("nodemedic.cli.history", "configure", "run", "every remediation in the ledger"),
     "demo": ("nodemedic.local.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 

@@ -16,7 +16,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from nodemedic.contracts import LEDGER_OUTPUT, RATE_SK_PREFIX, stack_name
+from nodemedic.cli.stack import stack_output
+from nodemedic.contracts import LEDGER_OUTPUT, RATE_SK_PREFIX
 from nodemedic.remediate import breaker
 from nodemedic.remediate.ledger import HOLDERS, key
 
@@ -39,11 +40,7 @@ def _iso(epoch: Any) -> str | None:
 
 def table_name(cloudformation: Any, cluster: str) -> str:
     """The ledger table of ``cluster``'s stack, from the stack's outputs."""
-    (stack,) = cloudformation.describe_stacks(StackName=stack_name(cluster))["Stacks"]
-    for output in stack.get("Outputs", []):
-        if output["OutputKey"] == LEDGER_OUTPUT:
-            return str(output["OutputValue"])
-    raise LookupError(f"stack {stack_name(cluster)} has no output {LEDGER_OUTPUT}")
+    return stack_output(cloudformation, cluster, LEDGER_OUTPUT)
 
 
 def _rate_items(dynamodb: Any, table: str, cluster: str) -> list[dict[str, Any]]:

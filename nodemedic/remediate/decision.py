@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from nodemedic.catalog import Action, Source
 from nodemedic.contracts import NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
@@ -22,6 +22,11 @@ SCHEMA = 1
 DEFAULT_WINDOW = 600
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 _EXECUTION_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+DecisionSource = Source | Literal["manual"]
+"""Where a decision comes from: a node's kmsg or health stream, or a person
+(``contracts.MANUAL_SOURCE``, ``nodemedic.remediate.manual``)."""
 
 
 class IdentityError(ValueError):
@@ -65,7 +70,7 @@ class Decision:
     metric_namespace: str
     health_status: str
     evidence_line: str
-    source: Source
+    source: DecisionSource
     first_seen: str
     count: int
     schema: int = SCHEMA

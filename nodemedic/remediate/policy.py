@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from nodemedic.contracts import STATUS_OF_ACTION
+from nodemedic.contracts import MANUAL_SOURCE, STATUS_OF_ACTION
 from nodemedic.remediate import parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates
@@ -22,6 +22,9 @@ from nodemedic.remediate.ledger import admission_limit, reboot_escalates
 Mode = Literal["notify", "monitor", "act"]
 ACTIONS = tuple(STATUS_OF_ACTION)
 REPLACEMENT_STATUS = STATUS_OF_ACTION["replace"]
+REFUSED = "refused"
+"""The outcome of a manual request where nodemedic does not act (a group outside
+``node_groups``, ``recovery_mode: None``, ``dry_run``): nothing is done to the node."""
 NO_GROUP = "none"
 """The ``NodeGroup`` dimension and ledger value of an instance outside any Auto Scaling group."""
 MAX_BACKOFF = 8
@@ -52,6 +55,7 @@ class Policy:
     escalation_window: int = 3600
     lock_seconds: int = 86400
     force_drain: bool = False
+    history_days: int = 90
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
@@ -65,6 +69,7 @@ class Policy:
                 escalation_window=int(raw["escalation_window"]),
                 lock_seconds=int(raw["lock_seconds"]),
                 force_drain=bool(raw["force_drain"]),
+                history_days=int(raw["history_days"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyError(f"bad policy settings: {exc!r}") from exc
@@ -100,6 +105,9 @@ class Plan:
     """Delete the pods that are still on the node once ``drain_timeout`` is spent. Only
     before a replacement, and only where ``force_drain`` is set: before a reboot the kubelet
     still runs the pods, and a pod deleted with grace 0 may run twice."""
+    purge_at: int
+    """When the ledger may let the decision's record go (epoch seconds, its time to live):
+    ``history_days`` from now, what ``nodemedic history`` promises to show."""
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
@@ -228,6 +236,11 @@ def plan(
             f"(escalation_window {policy.escalation_window} s); "
         )
     mode, outcome, reason = _mode(action, group, policy)
+    if mode == "monitor" and decision.get("source") == MANUAL_SOURCE:
+        # A person asked for the action itself: a label and a condition would only pretend
+        # to answer. Refused and mailed instead, the node untouched (docs/security.md).
+        mode, outcome = "notify", REFUSED
+        reason = f"manual {action} refused: {reason}; nodemedic acts by hand only where it acts"
     limit = (
         admission_limit(group.size, policy.max_unhealthy_percent, policy.max_parallel)
         if group is not None
@@ -245,4 +258,5 @@ def plan(
         now_epoch=now_epoch,
         lock_expires_epoch=now_epoch + policy.lock_seconds,
         force_drain=policy.force_drain and action == "replace",
+        purge_at=now_epoch + policy.history_days * 86400,
     )

@@ -46,6 +46,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate import policy
 from stacks.functions import PythonFunction
 from stacks.remediation import fleet
@@ -137,6 +138,9 @@ class Remediation(Construct):
                 point_in_time_recovery_enabled=True
             ),
             removal_policy=RemovalPolicy.RETAIN,
+            # Decision records only carry it (``history_days``): the history expires, the
+            # locks and breakers do not.
+            time_to_live_attribute=HISTORY_TTL_ATTRIBUTE,
         )
         self.policy = PythonFunction(
             self,

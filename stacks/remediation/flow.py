@@ -18,6 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from nodemedic.contracts import STEP_AT_PREFIX
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Condition, Update
 from stacks.remediation import state
@@ -131,10 +132,12 @@ class Flow:
         result_path: str = sfn.JsonPath.DISCARD,
     ) -> tasks.DynamoUpdateItem:
         """Update this decision's ledger record: its ``state`` and any ``values`` by name,
-        stamped ``updated_at``."""
+        stamped ``updated_at``; a new state also stamps ``at_<state>``, the step's time that
+        ``nodemedic history`` lists."""
         fields: dict[str, Value] = {"updated_at": dynamo_now()}
         if record_state is not None:
             fields["state"] = Value.from_string(record_state)
+            fields[STEP_AT_PREFIX + record_state] = dynamo_now()
         fields.update(values or {})
         return self.write(
             id,

@@ -13,6 +13,7 @@ import dataclasses
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE, MANUAL_SOURCE
 from nodemedic.remediate import policy
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.remediation import state
@@ -43,6 +44,8 @@ RECORDED_FIELDS = (
     "first_seen",
 )
 """The decision's fields its ledger record keeps, as strings."""
+REQUEST_FIELDS = ("requested_by", "request_reason")
+"""What a manual decision adds (``nodemedic.remediate.manual``), kept on its record too."""
 
 
 def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
@@ -94,16 +97,43 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         )
     )
     plan = _plan(flow)
-    begin.next(record).next(_node_group(flow, plan))
+    group = _node_group(flow, plan)
+    begin.next(record).next(_request(flow, group))
     plan.next(
         sfn.Choice(s, "Notify only?")
         .when(
             sfn.Condition.string_equals(state.MODE, "notify"),
-            flow.ended("Notified", "notified").next(report),
+            # "notified", or "refused" for a manual request where nodemedic does not act.
+            flow.put(
+                "Notified", state.OUTCOME, name=sfn.JsonPath.string_at(state.PLANNED_OUTCOME)
+            ).next(report),
         )
         .otherwise(act)
     )
     return check
+
+
+def _request(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """Who asked for a manual decision and why, on its record (``nodemedic history``)."""
+    asked = [state.decision(name) for name in REQUEST_FIELDS]
+    kept = flow.guard(
+        flow.record(
+            "Record request",
+            values={name: dynamo_text(state.decision(name)) for name in REQUEST_FIELDS},
+        )
+    )
+    kept.next(then)
+    return (
+        sfn.Choice(flow.scope, "Asked by hand?")
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.string_equals(state.decision("source"), MANUAL_SOURCE),
+                *[sfn.Condition.is_string(path) for path in asked],
+            ),
+            kept,
+        )
+        .otherwise(then)
+    )
 
 
 def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
@@ -188,6 +218,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                         escalation_window=st.escalation_window,
                         lock_seconds=flow.lock_seconds,
                         force_drain=st.force_drain,
+                        history_days=st.history_days,
                     ).to_mapping(),
                 }
             ),
@@ -201,4 +232,8 @@ def _plan(flow: Flow) -> sfn.Chain:
         sfn.JsonPath.string_at(state.decision("metric_namespace")),
         [{"name": sfn.JsonPath.string_at(state.decision("metric")), "value": 1, "unit": "Count"}],
     )
-    return plan.next(fault_metric)
+    # The record's time to live, once the plan knows now in epoch seconds.
+    keep = flow.guard(
+        flow.record("Keep history", values={HISTORY_TTL_ATTRIBUTE: dynamo_number(state.PURGE_AT)})
+    )
+    return plan.next(keep).next(fault_metric)

@@ -92,6 +92,7 @@ FORCE_DRAIN: Final = plan("force_drain")
 """Whether the drain may delete what eviction left once ``drain_timeout`` is spent."""
 HEALTH_STATUS: Final = plan("health_status")
 PLANNED_OUTCOME: Final = plan("outcome")
+PURGE_AT: Final = plan("purge_at")
 
 # The ledger: what this execution holds ------------------------------------------------------
 

@@ -75,6 +75,9 @@ NODE_GROUPS = (
     "trn1-spread",
     "trn1-mixed",
     "p5-forged",
+    "p5-manual",
+    "p5-manual-held",
+    "p5-labelled",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

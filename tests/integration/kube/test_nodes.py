@@ -80,6 +80,21 @@ def test_mark_sets_condition_label_taint_and_cordons(
     assert (hardware.status, hardware.reason) == ("False", "NvidiaXid_79")
     assert "fallen off the bus" in hardware.message
     assert condition(core, node.name, "Ready").status == "True"  # the kubelet's stays
+    labels = seen.metadata.labels
+    assert (labels[FAULT_TYPE_LABEL], labels[FAULT_REASON_LABEL]) == (
+        "nvidia-xid-79",
+        "NvidiaXid_79",
+    )
+
+
+def test_fault_reason_is_a_valid_label_value_whatever_the_metric_says(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """A user's catalog may name a metric with characters a label value may not hold."""
+    invoke(mark_event(node.name, reason="Disk Error! " + "x" * 80))
+
+    labels = core.read_node(node.name).metadata.labels
+    assert labels[FAULT_REASON_LABEL] == ("Disk-Error--" + "x" * 80)[:63]
 
 
 def test_mark_again_changes_nothing(invoke: Invoke, node: Node, core: client.CoreV1Api) -> None:
@@ -111,6 +126,7 @@ def test_mark_for_notify_leaves_the_node_schedulable(
     assert not seen.spec.unschedulable
     assert not seen.spec.taints
     assert seen.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    assert FAULT_TYPE_LABEL not in seen.metadata.labels
     assert condition(core, node.name, "AcceleratedHardwareReady").status == "False"
 
 
@@ -163,6 +179,8 @@ def test_clear_puts_the_node_back_in_service(
     assert not seen.spec.unschedulable
     assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
     assert seen.metadata.labels[HEALTH_LABEL] == "Schedulable"
+    assert FAULT_TYPE_LABEL not in seen.metadata.labels
+    assert FAULT_REASON_LABEL not in seen.metadata.labels
     hardware = condition(core, node.name, "AcceleratedHardwareReady")
     assert (hardware.status, hardware.reason) == ("True", "NodeMedicCleared")
 

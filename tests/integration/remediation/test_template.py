@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate import breaker, ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
@@ -161,8 +162,10 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
             fleet_settle=FAST["fleet_settle"],
         ),
         "force_drain": False,
+        "history_days": 90,
     }
     assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
+
     # The drain deletes what eviction left only when the plan says so (a replacement, with
     # force_drain set): never before a reboot.
     assert definition["States"]["Drain"]["Parameters"]["force.$"] == "$.plan.force_drain"
@@ -346,3 +349,17 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
         parking.RENEW.text,
     )
     assert breaker["UpdateExpression"] == parking.COUNT.text
+
+
+def test_the_ledger_lets_decision_records_go_after_history_days(
+    default_template: dict[str, Any],
+) -> None:
+    (table,) = (
+        r["Properties"]
+        for k, r in default_template["Resources"].items()
+        if r["Type"] == "AWS::DynamoDB::Table" and k.startswith("RemediationLedger")
+    )
+    assert table["TimeToLiveSpecification"] == {
+        "AttributeName": HISTORY_TTL_ATTRIBUTE,
+        "Enabled": True,
+    }

@@ -1,0 +1,58 @@
+"""The kube Lambda's ``requested`` op: the Nodes whose health label asks for a reboot or a
+replacement, each with the manual decision that answers it (``nodemedic.remediate.manual``).
+
+HyperPod's way: an operator sets ``nodemedic.io/node-health-status`` to
+``UnschedulablePendingReboot`` or ``UnschedulablePendingReplacement``. EKS emits no event for
+a label change, so the request reconcile asks every minute. Who set the label is read from
+the Node's managed fields: a label nodemedic wrote itself (its mark of a monitored node says
+the same words) is no request, and a node carrying nodemedic's taint is nodemedic's already
+(at work, or left out and watched by the reconcile). The decision's id comes from when the
+label was set, so the same request seen at every tick starts one execution.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client
+
+from lambdas.kube.nodes import each_node, instance_of
+from nodemedic.contracts import FIELD_MANAGER, HEALTH_LABEL, PENDING_STATUSES, TAINT_KEY
+from nodemedic.remediate.manual import manual_decision
+
+SELECTOR = f"{HEALTH_LABEL} in ({','.join(PENDING_STATUSES)})"
+
+
+def label_setter(node: Any) -> tuple[str, datetime]:
+    """(field manager, time) of the last write of the health label; the Node's creation when
+    no managed field names it (an apiserver that keeps none)."""
+    field = f"f:{HEALTH_LABEL}"
+    for entry in node.metadata.managed_fields or []:
+        labels = (entry.fields_v1 or {}).get("f:metadata", {}).get("f:labels", {})
+        if field in labels and entry.time is not None:
+            return str(entry.manager), entry.time
+    return "unknown", node.metadata.creation_timestamp
+
+
+def requested(core: client.CoreV1Api, cluster: str) -> dict[str, Any]:
+    """``{nodes: [{node, instance_id, decision}]}``: the requests to start."""
+    found = []
+    for node in each_node(core, SELECTOR):
+        instance = instance_of(node.spec.provider_id or "")
+        if not instance or any(t.key == TAINT_KEY for t in node.spec.taints or []):
+            continue
+        manager, at = label_setter(node)
+        if manager == FIELD_MANAGER:
+            continue
+        value = node.metadata.labels[HEALTH_LABEL]
+        decision = manual_decision(
+            cluster,
+            instance,
+            PENDING_STATUSES[value],
+            requested_by=f"label {HEALTH_LABEL} (set by {manager})",
+            reason=value,
+            requested_at=at,
+        )
+        found.append({"node": node.metadata.name, "instance_id": instance, "decision": decision})
+    return {"nodes": found}
