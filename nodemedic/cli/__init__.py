@@ -17,6 +17,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
     "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
     "breaker": ("nodemedic.cli.breaker", "configure", "run", "read or reset the cluster's breaker"),
+    "backtest": ("nodemedic.cli.backtest", "configure", "run", "replay history: what would it do?"),
     "demo": ("nodemedic.local.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 
