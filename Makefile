@@ -69,6 +69,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python bench/classifier.py
 	$(BIN)/python bench/agent.py
 	$(BIN)/python bench/mttr.py
+	$(BIN)/python bench/backtest.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,8 @@ from nodemedic.remediate.policy import Group, Plan, Policy, plan
 
 Key = tuple[str, str]
 Write = tuple[Key, Update, Condition | None, Values]
+HOUR = 3600
+"""The breaker's shorter rate window (``breaker.windows``: a clock hour)."""
 Steps = Generator[int, int, None]
 """A remediation: yields the time it waits for, is sent the time it resumes at."""
 
@@ -36,6 +38,9 @@ class Store:
 
     def __init__(self) -> None:
         self.items: dict[Key, dict[str, Any]] = {}
+        self.version = 0
+        """Counts the writes: what was refused under one version is refused again, until
+        the time moves past what a condition compares it with."""
 
     def item(self, key: Key) -> dict[str, Any]:
         """The item, ``{}`` when there is none (what a condition sees)."""
@@ -50,18 +55,21 @@ class Store:
         if not self.holds(key, condition, values):
             return False
         self.items[key] = {**ledger.key(*key), **attributes}
+        self.version += 1
         return True
 
     def update(self, key: Key, change: Update, condition: Condition | None, values: Values) -> bool:
         if not self.holds(key, condition, values):
             return False
         self.items[key] = change.apply({**ledger.key(*key), **self.item(key)}, values)
+        self.version += 1
         return True
 
     def delete(self, key: Key, condition: Condition, values: Values) -> bool:
         if not self.holds(key, condition, values):
             return False
         self.items.pop(key, None)
+        self.version += 1
         return True
 
     def transact(self, writes: Sequence[Write]) -> bool:
@@ -268,16 +276,34 @@ class Machine:
                 self.store.update(self._cluster_key(), breaker.EXTEND, breaker.TRIPPED, values)
         return found.reason
 
+    def _changes_at(self, now: int) -> int:
+        """The next time an admission's conditions read differently on the same ledger: a
+        new rate window (the next hour), or the end of the breaker's cooldown."""
+        changes = (now // HOUR + 1) * HOUR
+        cluster = self.store.item(self._cluster_key())
+        cooled = cluster.get(breaker.COOLED_UNTIL)
+        if breaker.TRIPPED_AT in cluster and cooled is not None and cooled >= now:
+            changes = min(changes, int(cooled) + 1)
+        return changes
+
     def _act(self, decision: Decision, planned: Plan, now: int, out: Outcome) -> Steps:
         instance, fault_id = decision.instance_id, decision.fault_id
         if self._fleet(fault_id, instance, now):
             out.action, out.acted_at, out.reason = "held-fleet", now, "fleet event"
             return
-        started, held = now, False
-        while not self._admit(decision, planned.action, now, planned.limit):
-            reason = self._refused(decision, planned.action, now)
-            if not out.trips or out.trips[-1] != reason:
-                out.trips.append(reason)
+        started, held, reason = now, False, ""
+        refused: tuple[int, int] | None = None
+        """The ledger's version at the last refusal, and when time next moves a condition."""
+        while True:
+            # A poll on an unchanged ledger before such a time would be refused as the last
+            # one was: a storm holds many decisions for an hour, so skip the transaction.
+            if refused is None or refused[0] != self.store.version or now >= refused[1]:
+                if self._admit(decision, planned.action, now, planned.limit):
+                    break
+                reason = self._refused(decision, planned.action, now)
+                refused = (self.store.version, self._changes_at(now))
+                if not out.trips or out.trips[-1] != reason:
+                    out.trips.append(reason)
             held = True
             if now - started >= self.breaker_hold:
                 out.action, out.acted_at, out.reason = "held-breaker", now, reason
