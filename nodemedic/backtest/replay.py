@@ -51,6 +51,8 @@ class Seen:
     fault_id: str
     action: str
     """The rule's action."""
+    threshold: bool
+    """The rule acts only on a number of lines within a window."""
     lines: int = 0
     first_at: float = 0.0
     last_at: float = 0.0
@@ -103,7 +105,8 @@ def _fault_events(
         event = events[index]
         seen = replay.seen.get((node, fault.fault_id))
         if seen is None:
-            seen = Seen(node, fault.fault_id, fault.action, first_at=event.at)
+            threshold = fault.rule.threshold is not None
+            seen = Seen(node, fault.fault_id, fault.action, threshold, first_at=event.at)
             replay.seen[(node, fault.fault_id)] = seen
         seen.lines += 1
         seen.last_at = event.at

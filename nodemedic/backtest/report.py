@@ -86,7 +86,7 @@ class Row:
 
 def _row(seen: Seen, outcome: Outcome | None) -> Row:
     if outcome is None:
-        silent = "below-threshold" if seen.action != "notify" else "superseded"
+        silent = "below-threshold" if seen.threshold else "superseded"
         return Row(
             seen.node, seen.fault_id, seen.action, seen.lines, seen.first_at, None,
             silent, "", None, False, False,
