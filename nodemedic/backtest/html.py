@@ -71,7 +71,7 @@ def _svg(doc: Mapping[str, Any], nodes: Sequence[str]) -> str:
     height = TOP + ROW * len(nodes) + 20
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="fleet timeline">',
+        f'viewBox="0 0 {WIDTH} {height}" class="timeline" role="img" aria-label="fleet timeline">',
         f'<text x="{LEFT}" y="20" class="axis">{when(start) if rows else ""}</text>',
         f'<text x="{WIDTH - 4}" y="20" class="axis" text-anchor="end">'
         f"{when(end) if rows else ''}</text>",
@@ -99,7 +99,7 @@ _STYLE = (
     "header,footer{padding:8px 12px}h1{font-size:16px;margin:0 0 4px}"
     ".axis{font-size:11px;fill:#555}.node{font:12px ui-monospace,monospace;fill:#222}"
     ".key{margin-right:14px;white-space:nowrap}.key svg{vertical-align:middle}"
-    "svg{display:block}.warn{color:#8a4b00}"
+    ".timeline{display:block}.warn{color:#8a4b00}"
 )
 
 
