@@ -13,72 +13,21 @@ expressions, evaluated on ``Store``. What the state machine waits on outside the
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import breaker, fleet, ledger
 from nodemedic.remediate.decision import Decision
-from nodemedic.remediate.expressions import Condition, Update, Values
-from nodemedic.remediate.policy import Group, Plan, Policy, plan
+from nodemedic.remediate.memory import Key, Store, Write
+from nodemedic.remediate.policy import Group, Plan, plan
+from stacks.settings import ClusterSettings
 
-Key = tuple[str, str]
-Write = tuple[Key, Update, Condition | None, Values]
 HOUR = 3600
 """The breaker's shorter rate window (``breaker.windows``: a clock hour)."""
 Steps = Generator[int, int, None]
 """A remediation: yields the time it waits for, is sent the time it resumes at."""
-
-
-class Store:
-    """The ledger table in memory. A write whose condition fails changes nothing and says
-    False, as DynamoDB's ConditionalCheckFailedException would."""
-
-    def __init__(self) -> None:
-        self.items: dict[Key, dict[str, Any]] = {}
-        self.version = 0
-        """Counts the writes: what was refused under one version is refused again, until
-        the time moves past what a condition compares it with."""
-
-    def item(self, key: Key) -> dict[str, Any]:
-        """The item, ``{}`` when there is none (what a condition sees)."""
-        return dict(self.items.get(key, {}))
-
-    def holds(self, key: Key, condition: Condition | None, values: Values) -> bool:
-        return condition is None or condition.holds(self.item(key), values)
-
-    def put(
-        self, key: Key, attributes: dict[str, Any], condition: Condition | None, values: Values
-    ) -> bool:
-        if not self.holds(key, condition, values):
-            return False
-        self.items[key] = {**ledger.key(*key), **attributes}
-        self.version += 1
-        return True
-
-    def update(self, key: Key, change: Update, condition: Condition | None, values: Values) -> bool:
-        if not self.holds(key, condition, values):
-            return False
-        self.items[key] = change.apply({**ledger.key(*key), **self.item(key)}, values)
-        self.version += 1
-        return True
-
-    def delete(self, key: Key, condition: Condition, values: Values) -> bool:
-        if not self.holds(key, condition, values):
-            return False
-        self.items.pop(key, None)
-        self.version += 1
-        return True
-
-    def transact(self, writes: Sequence[Write]) -> bool:
-        """Every update if every condition holds, else none (TransactWriteItems)."""
-        if not all(self.holds(key, condition, values) for key, _, condition, values in writes):
-            return False
-        for key, change, _, values in writes:
-            self.update(key, change, None, values)
-        return True
 
 
 @dataclass
@@ -107,13 +56,8 @@ def _iso(epoch: int) -> str:
 class Machine:
     """One cluster's remediation state machine: its settings and its ledger."""
 
-    cluster: str
+    settings: ClusterSettings
     group: Group
-    policy: Policy
-    limits: breaker.Limits
-    fleet_rules: fleet.FleetRules
-    breaker_hold: int
-    poll_seconds: int
     action_seconds: int
     store: Store = field(default_factory=Store)
 
@@ -124,11 +68,11 @@ class Machine:
         return (ledger.BREAKER_PK.format(self.group.name), BREAKER_SK)
 
     def _cluster_key(self) -> Key:
-        return (breaker.CLUSTER_PK.format(self.cluster), breaker.CLUSTER_SK)
+        return (breaker.CLUSTER_PK.format(self.settings.name), breaker.CLUSTER_SK)
 
     def _rate_key(self, action: str, window: str) -> Key:
         return (
-            breaker.CLUSTER_PK.format(self.cluster),
+            breaker.CLUSTER_PK.format(self.settings.name),
             breaker.RATE_SK.format(self.group.name, action, window),
         )
 
@@ -143,7 +87,7 @@ class Machine:
             self.group,
             None if last is None else datetime.fromtimestamp(last, UTC),
             at,
-            self.policy,
+            self.settings.policy,
         )
         out.would, out.reason, out.escalated = planned.action, planned.reason, planned.escalated
         if planned.mode == "notify":
@@ -193,7 +137,7 @@ class Machine:
         values = {
             ":me": frozenset({instance}),
             ":at": now,
-            ":since": now - self.fleet_rules.window,
+            ":since": now - self.settings.fleet_rules.window,
             ":open": fleet.OPEN,
         }
         key = self._fleet_key(fault_id)
@@ -212,7 +156,7 @@ class Machine:
             group=self.group.name,
             group_size=self.group.size,
             now_epoch=now,
-            rules=self.fleet_rules,
+            rules=self.settings.fleet_rules,
         )
         if verdict.fleet:
             values = {":open": fleet.OPEN, ":first": verdict.first_at, ":fleet": fleet.FLEET}
@@ -222,12 +166,12 @@ class Machine:
 
     def settles_at(self, fault_id: str, now: int) -> int:
         first = int(self.store.item(self._fleet_key(fault_id)).get(fleet.FIRST_AT, now))
-        return max(now, first + self.fleet_rules.settle)
+        return max(now, first + self.settings.fleet_rules.settle)
 
     def _admit(self, decision: Decision, action: str, now: int, limit: int) -> bool:
         """The admission transaction: group slot, cluster slot, both rate windows."""
         me, instance = frozenset({decision.instance_id}), decision.instance_id
-        clock = breaker.admission(now, action, self.limits)
+        clock = breaker.admission(now, action, self.settings.breaker_limits)
         rates: list[Write] = [
             (
                 self._rate_key(action, clock[window]),
@@ -266,10 +210,14 @@ class Machine:
             action=action,
             group=self.group.name,
             now=now,
-            limits=self.limits,
+            limits=self.settings.breaker_limits,
         )
         if found.verdict == "trip":
-            values = {":now": now, ":until": now + self.limits.cooldown, ":reason": found.reason}
+            values = {
+                ":now": now,
+                ":until": now + self.settings.breaker_limits.cooldown,
+                ":reason": found.reason,
+            }
             if not self.store.update(
                 self._cluster_key(), breaker.TRIP, breaker.NOT_TRIPPED, values
             ):
@@ -305,10 +253,10 @@ class Machine:
                 if not out.trips or out.trips[-1] != reason:
                     out.trips.append(reason)
             held = True
-            if now - started >= self.breaker_hold:
+            if now - started >= self.settings.breaker_hold:
                 out.action, out.acted_at, out.reason = "held-breaker", now, reason
                 return
-            now = yield now + self.poll_seconds
+            now = yield now + self.settings.poll_seconds
         try:
             yield from self._admitted(decision, planned, now, out, held=held)
         finally:

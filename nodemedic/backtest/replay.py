@@ -133,16 +133,7 @@ def replay(
     nodes = {node for node, _ in history.streams}
     name = group or (settings.node_groups[0] if settings.node_groups else "unlisted")
     result = Replay(settings, Group(name, group_size or len(nodes)), history.lines, sorted(nodes))
-    machine = Machine(
-        cluster=settings.name,
-        group=result.group,
-        policy=settings.policy,
-        limits=settings.breaker_limits,
-        fleet_rules=settings.fleet_rules,
-        breaker_hold=settings.breaker_hold,
-        poll_seconds=settings.poll_seconds,
-        action_seconds=action_seconds,
-    )
+    machine = Machine(settings, result.group, action_seconds)
     clock: list[tuple[float, int, Steps | tuple[str, Source, list[Event]]]] = []
     order = counter()
     for (node, source), events in sorted(history.streams.items()):

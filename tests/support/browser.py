@@ -26,7 +26,7 @@ RGB = tuple[int, int, int]
 
 
 def screenshot(page: Path, png: Path, *, width: int, height: int) -> Path:
-    """``page`` rendered at ``width`` × ``height`` CSS pixels, one image pixel each."""
+    """``page`` rendered at ``width`` by ``height`` CSS pixels, one image pixel each."""
     binary = shutil.which("chromium")
     if binary is None:
         raise RuntimeError("chromium is not installed: run `make chromium`")
