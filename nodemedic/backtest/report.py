@@ -65,6 +65,8 @@ class Row:
     cordoned: bool
     escalated: bool
     reason: str
+    breaker: tuple[str, ...] = ()
+    """Why the breaker held the decision, each time its reason changed."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class Row:
             "cordoned": self.cordoned,
             "escalated": self.escalated,
             "reason": self.reason,
+            "breaker": list(self.breaker),
         }
 
 
@@ -105,8 +108,14 @@ def _row(seen: Seen, outcome: Outcome | None) -> Row:
         outcome.acted_at if outcome.acted_at is not None else outcome.decided_at,
         outcome.cordoned_at is not None,
         outcome.escalated,
-        outcome.reason,
+        outcome.reason
+        + (f"; held by the breaker first: {outcome.trips[0]}" if _held_first(outcome) else ""),
+        tuple(outcome.trips),
     )
+
+
+def _held_first(outcome: Outcome) -> bool:
+    return bool(outcome.trips) and outcome.action != "held-breaker"
 
 
 def rows(replay: Replay) -> list[Row]:
