@@ -17,10 +17,10 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from nodemedic.backtest.ledger import Key, Store, Write
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import breaker, fleet, ledger
 from nodemedic.remediate.decision import Decision
-from nodemedic.remediate.memory import Key, Store, Write
 from nodemedic.remediate.policy import Group, Plan, plan
 from stacks.settings import ClusterSettings
 

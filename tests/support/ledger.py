@@ -6,10 +6,10 @@ ConditionalCheckFailedException would."""
 
 from __future__ import annotations
 
+from nodemedic.backtest.ledger import Key, Store
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import ledger, parking
 from nodemedic.remediate.expressions import Update
-from nodemedic.remediate.memory import Key, Store
 
 
 class MemoryLedger(Store):

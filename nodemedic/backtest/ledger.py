@@ -1,6 +1,7 @@
 """The ledger table in memory: each write is a key, a condition and an update, the
 expressions of ``nodemedic.remediate.ledger`` evaluated by ``nodemedic.remediate.expressions``.
-The backtest runs the state machine's rules on it; the unit tests check the rules on it."""
+The backtest runs the state machine's rules on it, the unit tests check the rules on it.
+Not in the Lambda bundle: no handler needs it."""
 
 from __future__ import annotations
 
