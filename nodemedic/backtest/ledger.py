@@ -21,9 +21,6 @@ class Store:
 
     def __init__(self) -> None:
         self.items: dict[Key, dict[str, Any]] = {}
-        self.version = 0
-        """Counts the writes: what was refused under one version is refused again, until
-        the time moves past what a condition compares it with."""
 
     def item(self, key: Key) -> dict[str, Any]:
         """The item, ``{}`` when there is none (what a condition sees)."""
@@ -38,21 +35,18 @@ class Store:
         if not self.holds(key, condition, values):
             return False
         self.items[key] = {**ledger.key(*key), **attributes}
-        self.version += 1
         return True
 
     def update(self, key: Key, change: Update, condition: Condition | None, values: Values) -> bool:
         if not self.holds(key, condition, values):
             return False
         self.items[key] = change.apply({**ledger.key(*key), **self.item(key)}, values)
-        self.version += 1
         return True
 
     def delete(self, key: Key, condition: Condition, values: Values) -> bool:
         if not self.holds(key, condition, values):
             return False
         self.items.pop(key, None)
-        self.version += 1
         return True
 
     def transact(self, writes: Sequence[Write]) -> bool:

@@ -52,7 +52,7 @@ def _iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Machine:
     """One cluster's remediation state machine: its settings and its ledger."""
 
@@ -60,6 +60,9 @@ class Machine:
     group: Group
     action_seconds: int
     store: Store = field(default_factory=Store)
+    releases: int = 0
+    """Slots given back so far: besides the clock, only a release lets in a decision the
+    breaker refused."""
 
     def _fleet_key(self, fault_id: str) -> Key:
         return (ledger.BREAKER_PK.format(self.group.name), fleet.FLEET_SK.format(fault_id))
@@ -241,15 +244,16 @@ class Machine:
             return
         started, held, reason = now, False, ""
         refused: tuple[int, int] | None = None
-        """The ledger's version at the last refusal, and when time next moves a condition."""
+        """The releases at the last refusal, and when time next moves a condition."""
         while True:
-            # A poll on an unchanged ledger before such a time would be refused as the last
-            # one was: a storm holds many decisions for an hour, so skip the transaction.
-            if refused is None or refused[0] != self.store.version or now >= refused[1]:
+            # A poll with no slot given back since, before such a time, would be refused as
+            # the last one was: a storm holds many decisions for an hour, so skip the
+            # transaction (the reason reported is the last one judged).
+            if refused is None or refused[0] != self.releases or now >= refused[1]:
                 if self._admit(decision, planned.action, now, planned.limit):
                     break
                 reason = self._refused(decision, planned.action, now)
-                refused = (self.store.version, self._changes_at(now))
+                refused = (self.releases, self._changes_at(now))
                 if not out.trips or out.trips[-1] != reason:
                     out.trips.append(reason)
             held = True
@@ -263,6 +267,7 @@ class Machine:
             released = {":me": frozenset({instance}), ":now": _iso(now)}
             for key in (self._breaker_key(), self._cluster_key()):
                 self.store.update(key, ledger.RELEASE, None, released)
+            self.releases += 1
 
     def _admitted(
         self, decision: Decision, planned: Plan, now: int, out: Outcome, *, held: bool
