@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit synth bench kube clean xid-rules instance-devices
+.PHONY: demo test lint typecheck unit synth bench kube chromium clean xid-rules instance-devices
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,6 +22,12 @@ node_modules/.installed: package.json package-lock.json
 
 kube:
 	bash nodemedic/local/build-kube.sh
+
+# Debian's headless browser, for the test that looks at the backtest's HTML page as a picture
+# (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 # The local world: moto as AWS, a real kube-apiserver (built and cached on first use), one
 # agent per node, faults injected and healed. No AWS account, no Docker.
@@ -43,7 +49,7 @@ unit: $(INSTALLED)
 	$(BIN)/pytest tests/unit
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
-test: lint typecheck $(INSTALLED) node_modules/.installed kube
+test: lint typecheck $(INSTALLED) node_modules/.installed kube chromium
 	$(BIN)/pytest tests
 
 # nodemedic/catalog/rules/xid.yaml from NVIDIA's Xid catalog and nodemedic's overrides
@@ -64,6 +70,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python bench/agent.py
 	$(BIN)/python bench/mttr.py
 	$(BIN)/python bench/coldstart.py
+	$(BIN)/python bench/backtest.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

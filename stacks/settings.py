@@ -13,7 +13,9 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
 from nodemedic.contracts import node_log_group
+from nodemedic.remediate.breaker import Limits
 from nodemedic.remediate.fleet import FleetRules
+from nodemedic.remediate.policy import Policy, execution_timeout
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
@@ -135,6 +137,45 @@ class ClusterSettings:
             min_percent=self.fleet_min_percent,
             window=self.fleet_window,
             settle=self.fleet_settle,
+        )
+
+    @property
+    def lock_seconds(self) -> int:
+        """The longest one remediation runs (the state machine's timeout): the node lock's
+        lease."""
+        return execution_timeout(
+            breaker_hold=self.breaker_hold,
+            drain_timeout=self.drain_timeout,
+            reboot_timeout=self.reboot_timeout,
+            poll_seconds=self.poll_seconds,
+            fleet_settle=self.fleet_settle,
+        )
+
+    @property
+    def policy(self) -> Policy:
+        """What the policy Lambda's ``plan`` is given: the state machine and the backtest
+        read it here."""
+        return Policy(
+            recovery_mode=self.recovery_mode,
+            dry_run=self.dry_run,
+            node_groups=self.node_groups,
+            max_unhealthy_percent=self.max_unhealthy_percent,
+            max_parallel=self.max_parallel,
+            escalation_window=self.escalation_window,
+            lock_seconds=self.lock_seconds,
+            force_drain=self.force_drain,
+            history_days=self.history_days,
+        )
+
+    @property
+    def breaker_limits(self) -> Limits:
+        return Limits(
+            max_in_flight=self.max_in_flight,
+            reboots_per_hour=self.reboots_per_hour,
+            reboots_per_day=self.reboots_per_day,
+            replacements_per_hour=self.replacements_per_hour,
+            replacements_per_day=self.replacements_per_day,
+            cooldown=self.breaker_cooldown,
         )
 
     @property

@@ -20,6 +20,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "reboot": ("nodemedic.cli.manual", "configure", "run", "reboot a node by hand"),
     "replace": ("nodemedic.cli.manual", "configure", "run", "replace a node by hand"),
     "history": ("nodemedic.cli.history", "configure", "run", "every remediation in the ledger"),
+    "backtest": ("nodemedic.cli.backtest", "configure", "run", "replay history: what would it do?"),
     "demo": ("nodemedic.local.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 

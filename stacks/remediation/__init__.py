@@ -47,7 +47,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
-from nodemedic.remediate import policy
 from stacks.functions import PythonFunction
 from stacks.remediation import fleet
 from stacks.remediation.aftercare import Aftercare
@@ -155,13 +154,7 @@ class Remediation(Construct):
             timeout_seconds=10,
         )
         self.policy_function = self.policy.function
-        timeout = policy.execution_timeout(
-            breaker_hold=settings.breaker_hold,
-            drain_timeout=settings.drain_timeout,
-            reboot_timeout=settings.reboot_timeout,
-            poll_seconds=settings.poll_seconds,
-            fleet_settle=settings.fleet_settle,
-        )
+        timeout = settings.lock_seconds
 
         def flow(scope: Construct) -> Flow:
             return Flow(

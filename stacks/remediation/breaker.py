@@ -13,6 +13,8 @@ holders (``stacks.remediation.sweep``), so the breaker cannot latch shut.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
@@ -100,15 +102,7 @@ def admit(flow: Flow, *, report: sfn.IChainable, admitted: sfn.IChainable) -> sf
 
 def limits(flow: Flow) -> dict[str, int]:
     """The cluster's ``breaker.Limits``, as the policy Lambda reads them."""
-    st = flow.settings
-    return {
-        "max_in_flight": st.max_in_flight,
-        "reboots_per_hour": st.reboots_per_hour,
-        "reboots_per_day": st.reboots_per_day,
-        "replacements_per_hour": st.replacements_per_hour,
-        "replacements_per_day": st.replacements_per_day,
-        "cooldown": st.breaker_cooldown,
-    }
+    return asdict(flow.settings.breaker_limits)
 
 
 def _admission(field: str) -> str:

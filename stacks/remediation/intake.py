@@ -14,7 +14,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE, MANUAL_SOURCE
-from nodemedic.remediate import policy
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
@@ -209,17 +208,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                     "group": sfn.JsonPath.object_at(state.GROUP),
                     "last_reboot": sfn.JsonPath.object_at(state.LAST_REBOOT),
                     "now": NOW,
-                    "policy": policy.Policy(
-                        recovery_mode=st.recovery_mode,
-                        dry_run=st.dry_run,
-                        node_groups=st.node_groups,
-                        max_unhealthy_percent=st.max_unhealthy_percent,
-                        max_parallel=st.max_parallel,
-                        escalation_window=st.escalation_window,
-                        lock_seconds=flow.lock_seconds,
-                        force_drain=st.force_drain,
-                        history_days=st.history_days,
-                    ).to_mapping(),
+                    "policy": st.policy.to_mapping(),
                 }
             ),
             payload_response_only=True,

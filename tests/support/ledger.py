@@ -6,45 +6,14 @@ ConditionalCheckFailedException would."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from nodemedic.backtest.ledger import Key, Store
 from nodemedic.contracts import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import ledger, parking
-from nodemedic.remediate.expressions import Condition, Update, Values
-
-Key = tuple[str, str]
+from nodemedic.remediate.expressions import Update
 
 
-class MemoryLedger:
-    def __init__(self) -> None:
-        self.items: dict[Key, dict[str, Any]] = {}
-
-    def item(self, key: Key) -> dict[str, Any]:
-        """The item, ``{}`` when there is none (what a condition sees)."""
-        return dict(self.items.get(key, {}))
-
-    def _holds(self, key: Key, condition: Condition | None, values: Values) -> bool:
-        return condition is None or condition.holds(self.item(key), values)
-
-    def put(
-        self, key: Key, attributes: dict[str, Any], condition: Condition | None, values: Values
-    ) -> bool:
-        if not self._holds(key, condition, values):
-            return False
-        self.items[key] = {**ledger.key(*key), **attributes}
-        return True
-
-    def update(self, key: Key, change: Update, condition: Condition | None, values: Values) -> bool:
-        if not self._holds(key, condition, values):
-            return False
-        self.items[key] = change.apply({**ledger.key(*key), **self.item(key)}, values)
-        return True
-
-    def delete(self, key: Key, condition: Condition, values: Values) -> bool:
-        if not self._holds(key, condition, values):
-            return False
-        self.items.pop(key, None)
-        return True
+class MemoryLedger(Store):
+    """The ledger with the state machine's operations by name."""
 
     # The node lock ----------------------------------------------------------------------
 
@@ -124,27 +93,19 @@ class MemoryLedger:
     def sweep(self, group: str, now: int) -> None:
         """ "Sweep stale holders": per holder, the transaction of "Remove stale holder"."""
         for holder in sorted(self.item(self.breaker(group)).get(ledger.HOLDERS, ())):
-            if self._holds((holder, LOCK_SK), ledger.STALE, {":now": now}):
+            if self.holds((holder, LOCK_SK), ledger.STALE, {":now": now}):
                 self.update(
                     self.breaker(group), ledger.SWEEP, None, {":holder": frozenset({holder})}
                 )
 
     # A failed remediation's parked lock (nodemedic.remediate.parking) --------------------
 
-    def _transact(self, writes: list[tuple[Key, Update, Condition | None, Values]]) -> bool:
-        """Every update if every condition holds, else none (TransactWriteItems)."""
-        if not all(self._holds(key, condition, values) for key, _, condition, values in writes):
-            return False
-        for key, change, _, values in writes:
-            self.update(key, change, None, values)
-        return True
-
     def park(
         self, group: str, instance: str, decision_id: str, *, step: str, now: str, until: int
     ) -> bool:
         """ "Park node": the failure's own lock parked, its node counted on the breaker."""
         lock = {":me": decision_id, ":now": now, ":step": step, ":group": group, ":until": until}
-        return self._transact(
+        return self.transact(
             [
                 ((instance, LOCK_SK), parking.PARK, ledger.LOCK_HELD_BY, lock),
                 (self.breaker(group), parking.COUNT, None, {":holder": frozenset({instance})}),
@@ -154,7 +115,7 @@ class MemoryLedger:
     def renew(self, instance: str, until: int) -> bool:
         """The reconcile's "Renew lease", on the breaker the parked lock names."""
         group = self.item((instance, LOCK_SK)).get("node_group", "")
-        return self._transact(
+        return self.transact(
             [
                 ((instance, LOCK_SK), parking.RENEW, parking.PARKED, {":until": until}),
                 (self.breaker(group), parking.COUNT, None, {":holder": frozenset({instance})}),
