@@ -16,6 +16,7 @@ from agent.deepcheck.tools import (
     Node,
     Ran,
     count_result,
+    run_dump,
     run_optional,
     skipped,
 )
@@ -80,9 +81,5 @@ def deep_check(node: Node) -> list[Result]:
         found = 0
     results = [count_result(COUNT, node.expected_efa_devices, found, "DeviceMissing", node.ts)]
     expected = Devices(efa_interfaces=node.expected_efa_devices)
-
-    def listed(ran: Ran) -> list[Result]:
-        return fi_info.evaluate(ran.output, expected, node.ts)
-
-    results += run_optional(fi_info.NAME, node.command(FI_INFO), node, listed)
+    results += run_dump(fi_info.NAME, FI_INFO, node, fi_info.evaluate, expected)
     return results + _pingpong(node)

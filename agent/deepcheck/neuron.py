@@ -14,6 +14,7 @@ from agent.deepcheck.tools import (
     Node,
     Ran,
     count_result,
+    run_dump,
     run_optional,
     skipped,
 )
@@ -49,14 +50,11 @@ def deep_check(node: Node) -> list[Result]:
         if not node.expected_neuron_devices:
             return [skipped(c, "NoNeuronDevice", str(exc), node.ts) for c in SUBCHECKS]
         results = [count_result(COUNT, node.expected_neuron_devices, 0, "DeviceMissing", node.ts)]
-    expected = Devices(neuron_devices=node.expected_neuron_devices)
-
-    def listed(ran: Ran) -> list[Result]:
-        return neuron_ls.evaluate(ran.output, expected, node.ts)
 
     def collective(ran: Ran) -> list[Result]:
         minimum = minimum_for(NCCOM, node.instance_type)
         return [judge(NCCOM, ran.output, minimum.gbps if minimum else None, node.ts)]
 
-    results += run_optional(neuron_ls.NAME, node.command(NEURON_LS), node, listed)
+    expected = Devices(neuron_devices=node.expected_neuron_devices)
+    results += run_dump(neuron_ls.NAME, NEURON_LS, node, neuron_ls.evaluate, expected)
     return results + run_optional(NCCOM, node.command(NCCOM_TEST), node, collective)

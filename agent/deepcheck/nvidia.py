@@ -18,6 +18,7 @@ from agent.deepcheck.tools import (
     count_result,
     failed,
     installed,
+    run_dump,
     run_optional,
     run_tool,
     skipped,
@@ -55,13 +56,6 @@ def _nccl(node: Node, gpus: int) -> list[Result]:
     return run_optional(NCCL, node.command(ALL_REDUCE_PERF, gpus=gpus), node, read)
 
 
-def _dcgmi(node: Node) -> list[Result]:
-    def read(ran: Ran) -> list[Result]:
-        return dcgmi.evaluate(ran.output, None, node.ts)
-
-    return run_optional(dcgmi.NAME, node.command(DCGMI), node, read)
-
-
 def deep_check(node: Node) -> list[Result]:
     command = node.command(NVIDIA_SMI)
     if not installed(command):
@@ -80,4 +74,6 @@ def deep_check(node: Node) -> list[Result]:
     results = [count_result(COUNT, node.expected_gpus, len(gpus), "GpuMissing", node.ts)]
     for gpu in gpus:
         results.extend(gpu_results(gpu, node.ts))
-    return results + _dcgmi(node) + _nccl(node, len(gpus))
+    return (
+        results + run_dump(dcgmi.NAME, DCGMI, node, dcgmi.evaluate, None) + _nccl(node, len(gpus))
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 from agent.argtypes import seconds
 from agent.checks.base import ToolMissing
 from agent.checks.registry import Option
+from nodemedic.health.instance_types import Devices
 from nodemedic.health.result import Figure, Result
 
 TIMEOUT = Option(
@@ -147,3 +148,16 @@ def run_optional(
         return read(ran)
     except ValueError:
         return [failed(check, ran, node)]
+
+
+Evaluate = Callable[[str, Devices | None, str], list[Result]]
+"""A ``nodemedic.dumps`` reader: (output, the devices expected, ts) -> results."""
+
+
+def run_dump(
+    check: str, option: Option[str], node: Node, evaluate: Evaluate, expected: Devices | None
+) -> list[Result]:
+    """``run_optional`` for a tool whose output ``nodemedic triage`` reads too."""
+    return run_optional(
+        check, node.command(option), node, lambda ran: evaluate(ran.output, expected, node.ts)
+    )
