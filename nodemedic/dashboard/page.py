@@ -61,6 +61,9 @@ def _widget(widget: Widget, board: Board) -> str:
     left, top = chart_origin(widget)
     width, height = chart_size(widget)
     notes = "".join(f'<p class="note">{escape(note)}</p>' for note in widget.notes)
+    if notes:  # over the chart's foot, never clipped away with the widget's overflow
+        notes = f'<div class="notes">{notes}</div>'
+
     return (
         f'<section class="widget {widget.kind}" style="left:{left}px;top:{top - TITLE}px;'
         f'width:{width}px;height:{height + TITLE}px">'
@@ -79,6 +82,7 @@ _STYLE = (
     + str(TITLE)
     + "px;padding:0 6px;white-space:nowrap;overflow:hidden}"
     ".chart{display:block}.axis,.legend{font-size:10px;fill:#555}.nodata{font-size:13px;fill:#555}"
+    ".notes{position:absolute;left:0;right:0;bottom:0;background:#fff8e6}"
     ".note{color:#8a4b00;margin:2px 6px;font-size:11px}"
     ".alarm{display:inline-block;color:#fff;margin:4px;padding:2px 6px;border-radius:3px}"
     ".value{font-size:14px;margin:6px}.value b{font-size:24px}"
