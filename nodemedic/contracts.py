@@ -219,6 +219,14 @@ def stack_name(cluster: str) -> str:
     return STACK_NAME.format(cluster=cluster)
 
 
+DASHBOARD_NAME: Final = "nodemedic-{cluster}"
+"""The cluster's CloudWatch dashboard (``nodemedic dashboard --html`` reads it)."""
+
+
+def dashboard_name(cluster: str) -> str:
+    return DASHBOARD_NAME.format(cluster=cluster)
+
+
 # Metrics -----------------------------------------------------------------------------------
 
 METRICS_NAMESPACE: Final = "NodeMedic"
