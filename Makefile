@@ -25,9 +25,12 @@ kube:
 
 # Debian's headless browser, for the test that looks at the backtest's HTML page as a picture
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
+# Debian's headless chromium, for the tests that look at the pages nodemedic draws.
+AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
 chromium:
-	@command -v chromium >/dev/null || { apt-get update -qq \
-		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium (browser tests)" \
+		&& $(AS_ROOT) apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive $(AS_ROOT) apt-get install -y -qq --no-install-recommends chromium; }
 
 # The local world: moto as AWS, a real kube-apiserver (built and cached on first use), one
 # agent per node, faults injected and healed. No AWS account, no Docker.
