@@ -11,7 +11,7 @@ stops the others, nor the remediation: it is recorded and told.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -107,7 +107,7 @@ def _read_pytorchjob(custom: client.CustomObjectsApi, ref: JobRef) -> Job | None
 
 
 def resume(
-    core: client.CoreV1Api, jobs: list[Mapping[str, Any]], *, node: str, decision_id: str
+    core: client.CoreV1Api, jobs: Sequence[Mapping[str, Any]], *, node: str, decision_id: str
 ) -> Resumed:
     """Each job of ``jobs`` (``jobs_on_node``'s) restarted whole, or failed past its
     retries; once per decision, however often the state machine repeats the call."""

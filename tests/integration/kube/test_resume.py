@@ -42,7 +42,7 @@ def pods(core: client.CoreV1Api, namespace: str) -> Pods:
     return make
 
 
-def annotations(admin: client.ApiClient, namespace: str, ref: dict[str, Any]) -> dict[str, str]:
+def job_notes(admin: client.ApiClient, namespace: str, ref: dict[str, Any]) -> dict[str, str]:
     meta = client.BatchV1Api(admin).read_namespaced_job(ref["name"], namespace).metadata
     return dict(meta.annotations or {})
 
@@ -92,9 +92,9 @@ def test_opted_in_jobs_on_a_node_restart_whole_and_fail_past_their_retries(
         wait_for(lambda p=pod: not exists(core, namespace, p), what=f"{pod} deleted")  # type: ignore[misc]
     assert all(exists(core, namespace, p) for p in plain_pods + far_pods)
     for ref in (batch, hyperpod):
-        assert annotations(admin, namespace, ref)[JOB_RESTARTS_ANNOTATION] == "1 (1 full)"
+        assert job_notes(admin, namespace, ref)[JOB_RESTARTS_ANNOTATION] == "1 (1 full)"
         assert reasons(core, namespace, ref["name"]) == ["NodeMedicJobResumed"]
-    assert JOB_RESTARTS_ANNOTATION not in annotations(admin, namespace, plain)
+    assert JOB_RESTARTS_ANNOTATION not in job_notes(admin, namespace, plain)
 
     # The state machine may repeat the call: one decision restarts a job once.
     again_pods = pods(batch, "batch.kubernetes.io/job-name", [other])
@@ -110,12 +110,12 @@ def test_opted_in_jobs_on_a_node_restart_whole_and_fail_past_their_retries(
     assert later["resumed"] == [f"{namespace}/llama-pretrain"]
     assert later["tell"] is True
     assert "failed (retries spent)" in later["message"]
-    failed = annotations(admin, namespace, batch)
+    failed = job_notes(admin, namespace, batch)
     assert JOB_FAILED_ANNOTATION in failed
     assert failed[JOB_RESTARTS_ANNOTATION] == "1 (1 full)"
     assert exists(core, namespace, again_pods[0]), "failing a job deletes none of its pods"
     assert "NodeMedicJobFailed" in reasons(core, namespace, "llama-sft")
-    assert annotations(admin, namespace, hyperpod)[JOB_RESTARTS_ANNOTATION] == "2 (2 full)"
+    assert job_notes(admin, namespace, hyperpod)[JOB_RESTARTS_ANNOTATION] == "2 (2 full)"
 
 
 def test_a_job_that_cannot_be_resumed_is_told_and_the_others_still_resume(
