@@ -400,6 +400,17 @@ JOB_MAX_RETRY_ANNOTATIONS: Final = (
 )
 """On a job: ``jobMaxRetryCount`` where the run policy does not give it (HyperPod's spelling
 second)."""
+JOB_AUTO_RESUME_ANNOTATIONS: Final = (
+    "nodemedic.io/enable-job-auto-resume",
+    "sagemaker.amazonaws.com/enable-job-auto-resume",
+)
+"""On a job: ``"true"`` opts it in to auto-resume: restarted whole once a node it ran on is
+repaired (HyperPod's spelling second)."""
+JOB_RESUMED_BY_ANNOTATION: Final = "nodemedic.io/job-resumed-by"
+"""Put on a job auto-resumed: the remediation's decision id, so a repeated call resumes it once."""
+PYTORCHJOB_API: Final = ("kubeflow.org", "v1", "pytorchjobs")
+"""Kubeflow's PyTorchJob (group, version, plural): its pods carry ``training.kubeflow.org/job-name``
+and an owner reference to it."""
 JOB_NAME_LABELS: Final = (
     "batch.kubernetes.io/job-name",
     "job-name",
@@ -415,6 +426,7 @@ JOB_EVENT_REASONS: Final = {
     "restart-job": "NodeMedicJobRestarted",
     "fail": "NodeMedicJobFailed",
     "invalid": "NodeMedicInvalidLogMonitoring",
+    "resume": "NodeMedicJobResumed",
 }
 """Reasons of the Kubernetes Events nodemedic puts on a job."""
 JOB_PK_PREFIX: Final = "job#"

@@ -14,14 +14,14 @@ from lambdas.kube.jobs import Job, annotate, record_event, restart
 from nodemedic.contracts import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
-    JOB_MAX_RETRY_ANNOTATIONS,
     JOB_RESTARTS_ANNOTATION,
     LOG_MONITORING_ANNOTATION,
     RUN_POLICY_ANNOTATION,
 )
 from nodemedic.jobs.evaluate import RuleState, evidence_time
 from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
-from nodemedic.jobs.restart import Action, RunPolicy, after, next_action, parse_run_policy
+from nodemedic.jobs.restart import Action, RunPolicy, after, next_action
+from nodemedic.jobs.resume import restarts_text, run_policy
 from nodemedic.jobs.rules import Rule, RuleError, parse_rules
 
 Notify = Callable[[str, str], None]
@@ -51,8 +51,7 @@ def config_of(job: Job) -> tuple[tuple[Rule, ...], RunPolicy] | None:
         policy_text is None or "logMonitoringConfiguration" not in policy_text
     ):
         return None
-    retry = next((notes[k] for k in JOB_MAX_RETRY_ANNOTATIONS if k in notes), None)
-    policy = parse_run_policy(policy_text, retry)
+    policy = run_policy(notes)
     rules = parse_rules(rules_text if rules_text is not None else policy_text or "")
     return rules, policy
 
@@ -136,7 +135,7 @@ def _act(
         f" ({history.total_restarts} restart(s), {history.full_restarts} full, of"
         f" jobMaxRetryCount {policy.job_max_retry_count})"
     )
-    notes = {JOB_RESTARTS_ANNOTATION: f"{history.total_restarts} ({history.full_restarts} full)"}
+    notes = {JOB_RESTARTS_ANNOTATION: restarts_text(history.total_restarts, history.full_restarts)}
     if action == "fail":
         notes[JOB_FAILED_ANNOTATION] = message[:1024]
     annotate(cluster.batch, job, notes)

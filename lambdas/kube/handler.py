@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import drain, nodes, requests, silence
+from lambdas.kube import drain, nodes, requests, resume, silence
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -51,6 +51,16 @@ class Fields:
 
     def optional_text(self, name: str) -> str | None:
         return None if self._get(name) is None else self.text(name)
+
+    def jobs(self, name: str) -> list[dict[str, Any]]:
+        """A list of ``jobs_on_node``'s job objects, each field a non-empty string."""
+        value = self._typed(name, list)
+        for job in value:
+            if not isinstance(job, dict) or not all(
+                isinstance(job.get(k), str) and job[k] for k in resume.JOB_FIELDS
+            ):
+                raise BadRequest(f"field {name!r}: each job needs {resume.JOB_FIELDS}, got {job!r}")
+        return value
 
     def flag(self, name: str) -> bool:
         return self._typed(name, bool)
@@ -154,6 +164,17 @@ def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return {"node": node, "deleted": nodes.delete_node(core, node)}
 
 
+def _jobs_on_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    jobs = resume.jobs_on_node(core, f.text("node"))
+    return {"jobs": jobs, "count": len(jobs)}
+
+
+def _resume_jobs(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    jobs = f.jobs("jobs")
+    done = resume.resume(core, jobs, node=f.text("node"), decision_id=f.text("decision_id"))
+    return dataclasses.asdict(done)
+
+
 OPS: dict[str, Op] = {
     "locate": _locate,
     "mark": _mark,
@@ -166,6 +187,8 @@ OPS: dict[str, Op] = {
     "tainted": _tainted,
     "silent": _silent,
     "requested": _requested,
+    "jobs_on_node": _jobs_on_node,
+    "resume_jobs": _resume_jobs,
 }
 
 

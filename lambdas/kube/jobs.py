@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import LOG_MONITORING_ANNOTATION, RUN_POLICY_ANNOTATION
+from nodemedic.contracts import LOG_MONITORING_ANNOTATION, PYTORCHJOB_API, RUN_POLICY_ANNOTATION
 from nodemedic.jobs.restart import Action, CleanPodPolicy
 
 ACTIVE_PHASES = frozenset({"Pending", "Running", "Unknown"})
@@ -35,6 +35,9 @@ class Job:
     started_at: float
     """Epoch seconds of ``status.startTime`` (its creation while it has none)."""
     finished: bool
+    api_version: str = "batch/v1"
+    kind: str = "Job"
+    """A Kubeflow ``PyTorchJob`` (``kubeflow.org/v1``) is read, annotated and told the same way."""
 
 
 def _job(raw: Any) -> Job:
@@ -97,7 +100,12 @@ def restart(core: client.CoreV1Api, job: Job, action: Action, clean: CleanPodPol
 
 def annotate(batch: client.BatchV1Api, job: Job, annotations: Mapping[str, str]) -> None:
     body = {"metadata": {"annotations": dict(annotations)}}
-    batch.patch_namespaced_job(job.name, job.namespace, body)
+    if job.kind == "Job":
+        batch.patch_namespaced_job(job.name, job.namespace, body)
+        return
+    custom = client.CustomObjectsApi(batch.api_client)
+    group, version, plural = PYTORCHJOB_API
+    custom.patch_namespaced_custom_object(group, version, job.namespace, plural, job.name, body)
 
 
 def record_event(
@@ -109,8 +117,8 @@ def record_event(
     body = {
         "metadata": {"name": f"{job.name}.nodemedic.{stamp}", "namespace": job.namespace},
         "involvedObject": {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
+            "apiVersion": job.api_version,
+            "kind": job.kind,
             "name": job.name,
             "namespace": job.namespace,
             "uid": job.uid,

@@ -9,6 +9,7 @@ from nodemedic.remediate import policy
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import NOW, dynamo_json, text_at
+from stacks.remediation.resume import find_jobs
 
 
 def reboot_or_replace(
@@ -79,7 +80,8 @@ def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     start = flow.step("Start draining", "draining")
     start.next(
         flow.put("Begin drain", state.DRAIN, started_at=NOW, rounds=0, wait=st.poll_seconds)
-    ).next(drain_round).next(
+    ).next(find_jobs(flow, drain_round))
+    drain_round.next(
         sfn.Choice(s, "First round?")
         .when(sfn.Condition.number_equals(state.DRAIN_ROUNDS, 0), save_pods.next(drain_done))
         .otherwise(drain_done)

@@ -1,4 +1,5 @@
-"""The report, where every remediation that did not fail ends: how long it took, the
+"""The report, where every remediation that did not fail ends: the jobs it drained resumed
+(``resume``), how long it took, the
 ``Remediations`` and ``RemediationSeconds`` metrics, the mail, the closed ledger record,
 then the breaker slot and the node lock given back."""
 
@@ -20,6 +21,7 @@ from stacks.remediation.render import (
     formatted,
     text_at,
 )
+from stacks.remediation.resume import resume_jobs
 from stacks.remediation.signals import metrics, notify, remediations
 
 
@@ -85,4 +87,4 @@ def report(flow: Flow) -> sfn.IChainable:
         .otherwise(mailed)
     )
     mailed.next(close).next(release(flow, "Finally ", done, best_effort=False))
-    return elapsed
+    return resume_jobs(flow, elapsed)

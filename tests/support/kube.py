@@ -34,7 +34,13 @@ def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "cond
         time.sleep(0.1)
 
 
-def owner(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any]:
+def owner(
+    api: client.ApiClient,
+    namespace: str,
+    kind: str,
+    name: str,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Create a real Job / ReplicaSet / DaemonSet (no controller acts on it) and return an
     ownerReference to it."""
     labels = {"owner": name}
@@ -51,7 +57,10 @@ def owner(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[s
     made = (
         DynamicClient(api)
         .resources.get(api_version=version, kind=kind)
-        .create(namespace=namespace, body={"metadata": {"name": name}, "spec": spec})
+        .create(
+            namespace=namespace,
+            body={"metadata": {"name": name, "annotations": dict(annotations or {})}, "spec": spec},
+        )
     )
     return {
         "apiVersion": version,

@@ -78,6 +78,7 @@ NODE_GROUPS = (
     "p5-manual",
     "p5-manual-held",
     "p5-labelled",
+    "trn1-resume",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

@@ -30,18 +30,27 @@ def permission(method: str) -> tuple[str, str] | None:
     return group + resource, VERBS[found["verb"]]
 
 
+def custom_permission(method: str) -> tuple[str, str] | None:
+    """A ``CustomObjectsApi`` method's permission: PyTorchJob is the one custom kind
+    nodemedic reads (lambdas/kube/resume.py), e.g. ``get_namespaced_custom_object`` →
+    ``("kubeflow.org:pytorchjobs", "get")``."""
+    found = re.match(r"^(?P<verb>get|patch)_namespaced_custom_object$", method)
+    return ("kubeflow.org:pytorchjobs", found["verb"]) if found else None
+
+
 def called() -> set[tuple[str, str]]:
-    """Every ``core.<method>(...)`` and ``batch.<method>(...)`` call in the kube Lambda's
-    code, as permissions."""
+    """Every ``core.<method>(...)``, ``batch.<method>(...)`` and ``custom.<method>(...)``
+    call in the kube Lambda's code, as permissions."""
     found: set[tuple[str, str]] = set()
     for path in sorted((ROOT / "lambdas" / "kube").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and ast.unparse(node.func.value) in {"core", "batch"}
+                and ast.unparse(node.func.value) in {"core", "batch", "custom"}
             ):
-                wanted = permission(node.func.attr)
+                read = custom_permission if ast.unparse(node.func.value) == "custom" else permission
+                wanted = read(node.func.attr)
                 assert wanted is not None, f"{path.name}: {node.func.attr} is not understood"
                 found.add(wanted)
     return found
