@@ -258,7 +258,12 @@ def _log_group(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -
 
 def _subscription_filter(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
     name = props.get("FilterName") or _physical_name(d, lid, 512)
-    client("logs").put_subscription_filter(
+    logs = client("logs")
+    # A group the stack subscribes to without owning it (Container Insights' application
+    # group, the job monitor's) exists in a real account; the local world has to make it.
+    if not logs.describe_log_groups(logGroupNamePrefix=props["LogGroupName"])["logGroups"]:
+        logs.create_log_group(logGroupName=props["LogGroupName"])
+    logs.put_subscription_filter(
         logGroupName=props["LogGroupName"],
         filterName=name,
         filterPattern=props.get("FilterPattern", ""),

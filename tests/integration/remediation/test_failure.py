@@ -11,9 +11,8 @@ matches the event, its target is that state machine) and starts it with the even
 from __future__ import annotations
 
 import json
-import secrets
 import time
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from kubernetes import client
@@ -54,14 +53,6 @@ def _pod_under_two_budgets(
     bind_pod(core, ns, "bert-0", node, labels=app)
     for name in ("bert-a", "bert-b"):
         pdb(admin, ns, name, app, maxUnavailable=1)
-
-
-def _finish(pipeline: Pipeline, machine: str, event: dict[str, Any]) -> dict[str, Any]:
-    """``machine`` (the cleanup or the reconcile) started with ``event``, as its rule would."""
-    started = pipeline.sfn.start_execution(
-        stateMachineArn=machine, name=secrets.token_hex(8), input=json.dumps(event)
-    )
-    return pipeline.finish(started["executionArn"])
 
 
 def _assert_left_out_and_counted(
@@ -144,7 +135,7 @@ def test_an_execution_stopped_midway_is_cleaned_up_like_a_failed_step(
     rule, (target,) = pipeline.rule("RemediationAftercareStopped")
     assert EventPattern.load(rule["EventPattern"]).matches_event(cast(EventMessageType, event))
     assert target["Arn"] == pipeline.cleanup
-    cleaned = _finish(pipeline, pipeline.cleanup, event)
+    cleaned = pipeline.run_as_rule(pipeline.cleanup, event)
 
     assert cleaned["status"] == "SUCCEEDED", cleaned
     ledger = pipeline.ledger(record)
@@ -152,7 +143,7 @@ def test_an_execution_stopped_midway_is_cleaned_up_like_a_failed_step(
     assert (ledger["state"], ledger["failed_step"]) == ("failed", "draining")
     _assert_left_out_and_counted(world, pipeline, sick, group=group, step="draining", error=status)
     # Once done, a second cleanup of the same execution finds nothing left to do.
-    again = _finish(pipeline, pipeline.cleanup, event)
+    again = pipeline.run_as_rule(pipeline.cleanup, event)
     assert again["status"] == "SUCCEEDED"
     assert len([m for m in pipeline.messages(sick) if m["outcome"] == "failed"]) == 1
 
@@ -212,7 +203,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
     assert target["Arn"] == pipeline.reconcile
     tick = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
-    first = _finish(pipeline, pipeline.reconcile, tick)
+    first = pipeline.run_as_rule(pipeline.reconcile, tick)
 
     assert first["status"] == "SUCCEEDED", first
     stranded = json.loads(first["output"])
@@ -226,7 +217,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
 
     # A person fixes the failed node and takes the taint off: nothing renews its lease now.
     _taint(core, world.nodes[failed], on=False)
-    second = _finish(pipeline, pipeline.reconcile, tick)
+    second = pipeline.run_as_rule(pipeline.reconcile, tick)
 
     assert world.nodes[failed] not in json.loads(second["output"])["nodes"]
     assert int((pipeline.item(failed, "inflight") or {})["expires_at"]) == renewed
