@@ -208,6 +208,20 @@ class Pipeline:
         )
         return self.finish(started["executionArn"])
 
+    def hold_lock(self, instance: str, *, expires_in: int) -> None:
+        """The node lock of another remediation of ``instance`` (``ledger.lock_item``)."""
+        self.dynamodb.put_item(
+            TableName=self.table,
+            Item={
+                "pk": {"S": instance},
+                "sk": {"S": "inflight"},
+                "decision_id": {"S": f"{instance}-elsewhere"},
+                "fault_id": {"S": "nvidia-xid-79"},
+                "since": {"S": "2026-11-22T18:30:00Z"},
+                "expires_at": {"N": str(int(time.time()) + expires_in)},
+            },
+        )
+
     def rule(self, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The EventBridge rule whose logical id starts with ``prefix``, and its targets, as
         moto holds them (it fires none: ``nodemedic.local.resources``)."""

@@ -156,21 +156,6 @@ def _taint(core: client.CoreV1Api, node: str, on: bool) -> None:
     core.patch_node(node, {"spec": {"unschedulable": on or None, "taints": taints}})
 
 
-def _lock(pipeline: Pipeline, instance: str, *, expires_in: int) -> None:
-    """The node lock of a remediation of ``instance`` (``ledger.lock_item``)."""
-    pipeline.dynamodb.put_item(
-        TableName=pipeline.table,
-        Item={
-            "pk": {"S": instance},
-            "sk": {"S": "inflight"},
-            "decision_id": {"S": f"{instance}-elsewhere"},
-            "fault_id": {"S": "nvidia-xid-79"},
-            "since": {"S": "2026-11-22T18:30:00Z"},
-            "expires_at": {"N": str(int(time.time()) + expires_in)},
-        },
-    )
-
-
 def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counted(
     world: World, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
 ) -> None:
@@ -182,7 +167,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
     # busy: a remediation is at work on it (its lock live; the group's one slot is the
     # failed node's, so it stands for one of another group).
     _taint(core, world.nodes[busy], on=True)
-    _lock(pipeline, busy, expires_in=3600)
+    pipeline.hold_lock(busy, expires_in=3600)
     # orphan: tainted by nodemedic with no lock at all (lost with its remediation).
     _taint(core, world.nodes[orphan], on=True)
     # Meanwhile the failed node's lease ran low and a sweep dropped it from the breaker.
@@ -237,7 +222,7 @@ def test_a_held_decision_sweeps_a_holder_whose_lock_ran_out_while_it_waited(
             "holders": {"SS": [stopped]},
         },
     )
-    _lock(pipeline, stopped, expires_in=3600)
+    pipeline.hold_lock(stopped, expires_in=3600)
     record = decision(waiting, "nvidia-xid-79")
     execution = pipeline.start(record)
     wait_for(lambda: (pipeline.ledger(record) or {}).get("state") == "held", what="the hold")

@@ -10,7 +10,6 @@ would start it (moto fires no schedule).
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -56,15 +55,7 @@ def test_a_node_labelled_for_replacement_is_replaced_once_and_a_locked_one_waits
     assert rule["ScheduleExpression"] == f"rate({REQUESTS_SECONDS // 60} minute)"
     assert target["Arn"] == pipeline.requests
     # busy: another remediation holds its lock (of a node of another group, say).
-    pipeline.dynamodb.put_item(
-        TableName=pipeline.table,
-        Item={
-            "pk": {"S": busy},
-            "sk": {"S": "inflight"},
-            "decision_id": {"S": f"{busy}-elsewhere"},
-            "expires_at": {"N": str(int(time.time()) + 3600)},
-        },
-    )
+    pipeline.hold_lock(busy, expires_in=3600)
     _label(world, sick)
     _label(world, busy)
 
