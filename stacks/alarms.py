@@ -86,8 +86,8 @@ class Alarms(Construct):
         state_machine: sfn.IStateMachine,
         aftercare: tuple[sfn.IStateMachine, ...],
     ) -> None:
-        """``aftercare``: the state machines that clean up after remediations and reconcile
-        the nodes they leave out of service."""
+        """``aftercare``: the state machines that clean up after remediations, reconcile
+        the nodes they leave out of service and start the ones the health label asks for."""
         super().__init__(scope, id)
         self.settings = settings
         self.action = actions.SnsAction(topic)
@@ -174,9 +174,10 @@ class Alarms(Construct):
                 "stranded-nodes",
                 self._stranded(settings, aftercare),
                 "Nodes carry the nodemedic.io/unhealthy taint with no remediation at work on "
-                "them (the reconcile's last output names them), or the cleanup or the "
-                "reconcile failed. A node whose remediation failed stays out and counted by "
-                "the breaker until a person fixes it and takes the taint off.",
+                "them (the reconcile's last output names them), or the cleanup, the "
+                "reconcile or the label requests' run failed. A node whose remediation "
+                "failed stays out and counted by the breaker until a person fixes it and "
+                "takes the taint off.",
             ),
             self._alarm(
                 "SilentNodes",

@@ -121,6 +121,7 @@ class PipelineStack(Stack):
             aftercare=(
                 self.remediation.aftercare.cleanup,
                 self.remediation.aftercare.reconcile,
+                self.remediation.aftercare.requests,
             ),
         )
         self.dashboard = Dashboard(
@@ -156,9 +157,20 @@ class PipelineStack(Stack):
     def _acknowledge(self, settings: ClusterSettings) -> None:
         """cdk-nag (AwsSolutions) findings that are the least privilege possible."""
         machine = self.remediation.state_machine
-        # On the role only, and only for the actions stacks/unscoped.py lists: a test holds
-        # every '*' statement of the template to that table.
-        acknowledge(machine.role, "IAM5[Resource::*]", unscoped_reason(list(UNSCOPED_ACTIONS)))
+        # The remediation's role (the cleanup and the reconcile run on it too) and the
+        # request reconcile's own: both invoke the Lambdas, log and trace.
+        for role_of in (machine, self.remediation.aftercare.requests):
+            # On the role only, and only for the actions stacks/unscoped.py lists: a test
+            # holds every '*' statement of the template to that table.
+            acknowledge(role_of.role, "IAM5[Resource::*]", unscoped_reason(list(UNSCOPED_ACTIONS)))
+            for invoked in (self.kube.function, self.remediation.policy_function):
+                token = self.resolve(invoked.function_arn)["Fn::GetAtt"][0]
+                acknowledge(
+                    role_of,
+                    f"IAM5[Resource::<{token}.Arn>:*]",
+                    "lambda:InvokeFunction on the function and its versions (Step Functions' "
+                    "Lambda integration grant)",
+                )
         acknowledge(
             machine,
             "IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*]",
@@ -172,12 +184,4 @@ class PipelineStack(Stack):
                 "IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
                 f"<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/{group}]",
                 "An Auto Scaling group's ARN contains a generated id; the name is fixed",
-            )
-        for invoked in (self.kube.function, self.remediation.policy_function):
-            token = self.resolve(invoked.function_arn)["Fn::GetAtt"][0]
-            acknowledge(
-                machine,
-                f"IAM5[Resource::<{token}.Arn>:*]",
-                "lambda:InvokeFunction on the function and its versions (Step Functions' "
-                "Lambda integration grant)",
             )

@@ -18,8 +18,9 @@ from typing import Any
 from kubernetes import client
 
 from lambdas.kube.nodes import each_node, instance_of
+from lambdas.observability import logger
 from nodemedic.contracts import FIELD_MANAGER, HEALTH_LABEL, PENDING_STATUSES, TAINT_KEY
-from nodemedic.remediate.manual import manual_decision
+from nodemedic.remediate.manual import RequestError, manual_decision
 
 SELECTOR = f"{HEALTH_LABEL} in ({','.join(PENDING_STATUSES)})"
 
@@ -46,13 +47,21 @@ def requested(core: client.CoreV1Api, cluster: str) -> dict[str, Any]:
         if manager == FIELD_MANAGER:
             continue
         value = node.metadata.labels[HEALTH_LABEL]
-        decision = manual_decision(
-            cluster,
-            instance,
-            PENDING_STATUSES[value],
-            requested_by=f"label {HEALTH_LABEL} (set by {manager})",
-            reason=value,
-            requested_at=at,
-        )
+        try:
+            decision = manual_decision(
+                cluster,
+                instance,
+                PENDING_STATUSES[value],
+                requested_by=f"label {HEALTH_LABEL} (set by {manager})",
+                reason=value,
+                requested_at=at,
+            )
+        except RequestError as exc:
+            # A node nodemedic cannot act on (a Fargate node's providerID names no EC2
+            # instance) must not keep every other request from starting.
+            logger.warning(
+                "label request ignored", extra={"node": node.metadata.name, "why": str(exc)}
+            )
+            continue
         found.append({"node": node.metadata.name, "instance_id": instance, "decision": decision})
     return {"nodes": found}

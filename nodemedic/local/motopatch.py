@@ -22,6 +22,9 @@ out; what the replacements do lives with the behaviour they stand for:
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
+``StateTaskServiceSfn``                     the native ``states:startExecution`` task
+``._normalise_parameters``                  starts an execution (``start_executions``,
+                                            here)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -142,6 +145,12 @@ FROM_ERROR = Target(
     "_from_error",
     "(self, env, ex)",
 )
+SFN_PARAMETERS = Target(
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service."
+    "state_task_service_sfn.StateTaskServiceSfn",
+    "_normalise_parameters",
+    "(self, parameters, boto_service_name=None, service_action_name=None)",
+)
 TARGETS = (
     REBOOT_INSTANCES,
     TERMINATE_INSTANCES,
@@ -151,6 +160,7 @@ TARGETS = (
     *DYNAMODB_WRITES,
     *EXECUTION_ENDINGS,
     FROM_ERROR,
+    SFN_PARAMETERS,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)
@@ -329,4 +339,34 @@ def runtime_causes() -> Iterator[None]:
         return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
 
     with _replaced({FROM_ERROR: from_error}):
+        yield
+
+
+@contextlib.contextmanager
+def start_executions() -> Iterator[None]:
+    """Let a state machine start another with the native ``states:startExecution`` task.
+
+    moto hands the task's parameters to boto3 as the States Language names them
+    (``StateMachineArn``, ``Name``, ``Input``), where the Step Functions API spells them
+    ``stateMachineArn``, ``name``, ``input``: the call fails with a ``KeyError``. Step
+    Functions maps them onto the API's input shape, and so does the replacement, with
+    moto's own mapping (``_to_boto_request``). The label requests start remediations so.
+    """
+    import botocore.session
+
+    original = SFN_PARAMETERS.current()
+    api = botocore.session.get_session().get_service_model("stepfunctions")
+
+    def normalise(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        original(self, parameters, boto_service_name, service_action_name)
+        action = service_action_name or self.resource.api_action
+        operation = api.operation_model(action[:1].upper() + action[1:])
+        self._to_boto_request(parameters, operation.input_shape)
+
+    with _replaced({SFN_PARAMETERS: normalise}):
         yield

@@ -22,7 +22,12 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from nodemedic.local.aws import QUICK_EC2
 from nodemedic.local.inprocess import handlers_in_process
-from nodemedic.local.motopatch import atomic_writes, final_stops, runtime_causes
+from nodemedic.local.motopatch import (
+    atomic_writes,
+    final_stops,
+    runtime_causes,
+    start_executions,
+)
 from nodemedic.local.stepfunctions import definitions_parsed_once
 
 REGION = "us-east-1"
@@ -64,6 +69,7 @@ def moto_server() -> Iterator[str]:
         stack.enter_context(atomic_writes())
         stack.enter_context(final_stops())
         stack.enter_context(runtime_causes())
+        stack.enter_context(start_executions())
         stack.enter_context(definitions_parsed_once())
         yield endpoint
 

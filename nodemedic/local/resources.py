@@ -258,15 +258,8 @@ def _log_group(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -
 
 def _subscription_filter(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
     name = props.get("FilterName") or _physical_name(d, lid, 512)
-    logs = client("logs")
-    group = props["LogGroupName"]
-    # An imported group (Container Insights' application group, which the CloudWatch
-    # Observability add-on makes in a real cluster) is made here as the add-on would.
-    found = logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]
-    if all(g["logGroupName"] != group for g in found):
-        logs.create_log_group(logGroupName=group)
-    logs.put_subscription_filter(
-        logGroupName=group,
+    client("logs").put_subscription_filter(
+        logGroupName=props["LogGroupName"],
         filterName=name,
         filterPattern=props.get("FilterPattern", ""),
         destinationArn=props["DestinationArn"],

@@ -24,10 +24,11 @@ the date arithmetic States Language cannot do (the policy Lambda):
    SNS says so, and the execution ends in "Remediation failed". A node taken out of
    service stays locked and counted by the breaker (``nodemedic.remediate.parking``);
    otherwise the lock is released.
-6. ``aftercare``: two more state machines. ``cleanup`` runs the failure phase for an
+6. ``aftercare``: three more state machines. ``cleanup`` runs the failure phase for an
    execution that timed out or was stopped (an EventBridge rule on its status change);
    ``reconcile`` (scheduled) finds the nodes nodemedic took out with no live remediation,
-   keeps the failed ones counted and publishes ``StrandedNodes``.
+   keeps the failed ones counted and publishes ``StrandedNodes``; ``requests`` (every
+   minute) starts the manual decisions the node health label asks for.
 
 Metrics (namespace NodeMedic, dimensions Cluster and NodeGroup): ``Remediations`` (plus
 ``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision, ``BreakerHeld`` per

@@ -1,9 +1,13 @@
 """After the remediations: the cleanup of executions that ended without their failure phase
-(``cleanup``), and the reconcile of the nodes nodemedic took out of service (``reconcile``).
+(``cleanup``), the reconcile of the nodes nodemedic took out of service (``reconcile``), and
+the requests people made with the node health label (``requests``).
 
-Two more state machines, each started by an EventBridge rule, on the remediation state
-machine's role: they do what its failure phase and sweep do, so they need the same grants,
-and the guardrails on that role (``stacks/guardrails.py``) hold for them too.
+Three more state machines, each started by an EventBridge rule. The cleanup and the
+reconcile run on the remediation state machine's role: they do what its failure phase and
+sweep do, so they need the same grants, and the guardrails on that role
+(``stacks/guardrails.py``) hold for them too. The requests machine has a role of its own: it
+starts remediations, and a ``states:StartExecution`` grant on the remediation's role would
+name that role's own state machine, a circular dependency; it touches no instance.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Final
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -22,6 +27,7 @@ from stacks.remediation.cleanup import cleanup
 from stacks.remediation.flow import Flow
 from stacks.remediation.machine import state_machine
 from stacks.remediation.reconcile import reconcile
+from stacks.remediation.requests import REQUESTS_SECONDS, answer_requests
 from stacks.settings import ClusterSettings
 
 STATUS_CHANGE: Final = "Step Functions Execution Status Change"
@@ -31,7 +37,8 @@ one usually went through it: the cleanup then finds its record ``failed``)."""
 
 
 class Aftercare(Construct):
-    """``cleanup`` and ``reconcile``, the state machines, and the rules that start them."""
+    """``cleanup``, ``reconcile`` and ``requests``, the state machines, and the rules that
+    start them."""
 
     def __init__(
         self,
@@ -45,7 +52,12 @@ class Aftercare(Construct):
         super().__init__(scope, id)
 
         def machine(
-            id: str, states: Callable[[Flow], sfn.IChainable], does: str
+            id: str,
+            states: Callable[[Flow], sfn.IChainable],
+            does: str,
+            *,
+            period: int = parking.RECONCILE_SECONDS,
+            role: iam.IRole | None = remediation.role,
         ) -> sfn.StateMachine:
             within = Construct(self, id)
             return state_machine(
@@ -53,13 +65,20 @@ class Aftercare(Construct):
                 settings=settings,
                 states=states(flow(within)),
                 comment=f"nodemedic: {does} on cluster {settings.name}",
-                # A run is short; one that outlasts the reconcile's period is stuck.
-                timeout_seconds=parking.RECONCILE_SECONDS,
-                role=remediation.role,
+                # A run is short; one that outlasts its schedule's period is stuck.
+                timeout_seconds=period,
+                role=role,
             )
 
         self.cleanup = machine("Cleanup", cleanup, "clean up after a remediation stopped")
         self.reconcile = machine("Reconcile", reconcile, "find the nodes left out of service")
+        self.requests = machine(
+            "Requests",
+            lambda flow: answer_requests(flow, remediation),
+            "start the remediations the node health label asks for",
+            period=REQUESTS_SECONDS,
+            role=None,
+        )
         self.stopped = events.Rule(
             self,
             "Stopped",
@@ -81,4 +100,12 @@ class Aftercare(Construct):
             description=f"nodemedic {settings.name}: reconcile the nodes out of service",
             schedule=events.Schedule.rate(Duration.seconds(parking.RECONCILE_SECONDS)),
             targets=[targets.SfnStateMachine(self.reconcile)],
+        )
+        self.requested = events.Rule(
+            self,
+            "Requested",
+            description=f"nodemedic {settings.name}: start the remediations the node health "
+            "label asks for",
+            schedule=events.Schedule.rate(Duration.seconds(REQUESTS_SECONDS)),
+            targets=[targets.SfnStateMachine(self.requests)],
         )

@@ -197,6 +197,32 @@ class Pipeline:
         """The reconcile state machine's ARN (``stacks.remediation.reconcile``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareReconcile").ref
 
+    @property
+    def requests(self) -> str:
+        """The label requests' state machine's ARN (``stacks.remediation.requests``)."""
+        return self.deployment.find(MACHINE, "RemediationAftercareRequests").ref
+
+    def run_as_rule(self, machine: str, event: dict[str, Any]) -> dict[str, Any]:
+        """``machine`` (an aftercare one) started with ``event`` as its rule would, ended."""
+        started = self.sfn.start_execution(
+            stateMachineArn=machine, name=secrets.token_hex(8), input=json.dumps(event)
+        )
+        return self.finish(started["executionArn"])
+
+    def hold_lock(self, instance: str, *, expires_in: int) -> None:
+        """The node lock of another remediation of ``instance`` (``ledger.lock_item``)."""
+        self.dynamodb.put_item(
+            TableName=self.table,
+            Item={
+                "pk": {"S": instance},
+                "sk": {"S": "inflight"},
+                "decision_id": {"S": f"{instance}-elsewhere"},
+                "fault_id": {"S": "nvidia-xid-79"},
+                "since": {"S": "2026-11-22T18:30:00Z"},
+                "expires_at": {"N": str(int(time.time()) + expires_in)},
+            },
+        )
+
     def rule(self, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The EventBridge rule whose logical id starts with ``prefix``, and its targets, as
         moto holds them (it fires none: ``nodemedic.local.resources``)."""

@@ -1,5 +1,5 @@
-"""The aftercare in the synthesized stack: what starts the cleanup and the reconcile, what
-they may do, and the alarm that says a node was left out of service."""
+"""The aftercare in the synthesized stack: what starts the cleanup, the reconcile and the
+label requests, what they may do, and the alarm that says a node was left out of service."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from nodemedic.remediate import parking
+from stacks.remediation.requests import REQUESTS_SECONDS
 from tests.support.templates import (
     MACHINE,
     REMEDIATION,
     Template,
+    actions,
     one,
     render,
     resources,
@@ -20,6 +22,7 @@ from tests.support.templates import (
 
 CLEANUP = "RemediationAftercareCleanup"
 RECONCILE = "RemediationAftercareReconcile"
+REQUESTS = "RemediationAftercareRequests"
 
 
 def _target(rule: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +78,53 @@ def test_the_aftercare_runs_as_the_remediation_logged_and_traced(template: Templ
         assert props["TracingConfiguration"] == {"Enabled": True}
         assert props["LoggingConfiguration"]["Level"] == "ALL"
         assert props["DefinitionString"] != remediation["Properties"]["DefinitionString"]
-    assert len(resources(template, MACHINE)) == 3
+    assert len(resources(template, MACHINE)) == 4
+
+
+def test_the_health_label_is_read_every_minute_by_a_role_that_only_starts_remediations(
+    template: Template,
+) -> None:
+    remediation, machine = one(template, MACHINE, REMEDIATION)
+    requests, props = one(template, MACHINE, REQUESTS)
+    _, rule = one(template, "AWS::Events::Rule", "RemediationAftercareRequested")
+    assert REQUESTS_SECONDS == 60
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["Properties"]["State"] == "ENABLED"
+    target = _target(rule)
+    assert target["Arn"] == {"Ref": requests}
+    _may_only_start(template, target, requests)
+    # Its own role: the remediation's cannot name its own state machine.
+    role = props["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    assert role != machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    granted = [s for s in statements(template, role) if s["Effect"] == "Allow"]
+    starts = [s for s in granted if "states:StartExecution" in actions(s)]
+    assert starts == [
+        {"Action": "states:StartExecution", "Effect": "Allow", "Resource": {"Ref": remediation}}
+    ]
+    allowed = {a for s in granted for a in actions(s)}
+    # It reads the labels and the locks; it reboots, replaces, writes and publishes nothing.
+    assert {"lambda:InvokeFunction", "dynamodb:GetItem"} <= allowed
+    assert not {
+        a
+        for a in allowed
+        if a.split(":")[0] in ("ec2", "autoscaling", "sns")
+        or a.startswith(("dynamodb:Put", "dynamodb:Update", "dynamodb:Delete"))
+    }
+    assert props["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert props["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
+    # The decision goes in as the CLI sends it, named by its id: a request seen at the
+    # next tick starts nothing twice.
+    definition = json.loads(render(props["Properties"]["DefinitionString"]))
+    start = dict(_states(definition))["Start remediation"]
+    assert start["Resource"].endswith(":states:startExecution")
+    assert start["Parameters"] == {
+        "StateMachineArn": "${" + remediation + "}",
+        "Name.$": "$.decision.decision_id",
+        "Input.$": "$.decision",
+    }
+    assert [c["ErrorEquals"] for c in start["Catch"]] == [
+        ["StepFunctions.ExecutionAlreadyExistsException"]
+    ]
 
 
 def test_a_node_left_out_of_service_alarms(template: Template) -> None:
@@ -104,7 +153,9 @@ def test_a_node_left_out_of_service_alarms(template: Template) -> None:
     assert watched == {
         (metric, str([{"Name": "StateMachineArn", "Value": {"Ref": machine}}]))
         for metric in ("ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted")
-        for machine in (one(template, MACHINE, prefix)[0] for prefix in (CLEANUP, RECONCILE))
+        for machine in (
+            one(template, MACHINE, prefix)[0] for prefix in (CLEANUP, RECONCILE, REQUESTS)
+        )
     }
     (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
     # Each series alone can alarm: none waits for another's data.

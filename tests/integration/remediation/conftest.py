@@ -16,7 +16,12 @@ from nodemedic.local.hypervisor import Hypervisor, machines
 from nodemedic.local.inprocess import handlers_in_process
 from nodemedic.local.kubeapi import LocalCluster
 from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.motopatch import atomic_writes, final_stops, runtime_causes
+from nodemedic.local.motopatch import (
+    atomic_writes,
+    final_stops,
+    runtime_causes,
+    start_executions,
+)
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from stacks.pipeline import stack_name
@@ -54,6 +59,7 @@ def world(
         atomic_writes(),
         final_stops(),
         runtime_causes(),
+        start_executions(),
         definitions_parsed_once(),
         pytest.MonkeyPatch.context() as env,
         machines(hypervisor),

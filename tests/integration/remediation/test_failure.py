@@ -11,9 +11,8 @@ matches the event, its target is that state machine) and starts it with the even
 from __future__ import annotations
 
 import json
-import secrets
 import time
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from kubernetes import client
@@ -54,14 +53,6 @@ def _pod_under_two_budgets(
     bind_pod(core, ns, "bert-0", node, labels=app)
     for name in ("bert-a", "bert-b"):
         pdb(admin, ns, name, app, maxUnavailable=1)
-
-
-def _finish(pipeline: Pipeline, machine: str, event: dict[str, Any]) -> dict[str, Any]:
-    """``machine`` (the cleanup or the reconcile) started with ``event``, as its rule would."""
-    started = pipeline.sfn.start_execution(
-        stateMachineArn=machine, name=secrets.token_hex(8), input=json.dumps(event)
-    )
-    return pipeline.finish(started["executionArn"])
 
 
 def _assert_left_out_and_counted(
@@ -144,7 +135,7 @@ def test_an_execution_stopped_midway_is_cleaned_up_like_a_failed_step(
     rule, (target,) = pipeline.rule("RemediationAftercareStopped")
     assert EventPattern.load(rule["EventPattern"]).matches_event(cast(EventMessageType, event))
     assert target["Arn"] == pipeline.cleanup
-    cleaned = _finish(pipeline, pipeline.cleanup, event)
+    cleaned = pipeline.run_as_rule(pipeline.cleanup, event)
 
     assert cleaned["status"] == "SUCCEEDED", cleaned
     ledger = pipeline.ledger(record)
@@ -152,7 +143,7 @@ def test_an_execution_stopped_midway_is_cleaned_up_like_a_failed_step(
     assert (ledger["state"], ledger["failed_step"]) == ("failed", "draining")
     _assert_left_out_and_counted(world, pipeline, sick, group=group, step="draining", error=status)
     # Once done, a second cleanup of the same execution finds nothing left to do.
-    again = _finish(pipeline, pipeline.cleanup, event)
+    again = pipeline.run_as_rule(pipeline.cleanup, event)
     assert again["status"] == "SUCCEEDED"
     assert len([m for m in pipeline.messages(sick) if m["outcome"] == "failed"]) == 1
 
@@ -163,21 +154,6 @@ def _taint(core: client.CoreV1Api, node: str, on: bool) -> None:
         [{"key": TAINT_KEY, "value": "neuron-dma-error", "effect": "NoSchedule"}] if on else None
     )
     core.patch_node(node, {"spec": {"unschedulable": on or None, "taints": taints}})
-
-
-def _lock(pipeline: Pipeline, instance: str, *, expires_in: int) -> None:
-    """The node lock of a remediation of ``instance`` (``ledger.lock_item``)."""
-    pipeline.dynamodb.put_item(
-        TableName=pipeline.table,
-        Item={
-            "pk": {"S": instance},
-            "sk": {"S": "inflight"},
-            "decision_id": {"S": f"{instance}-elsewhere"},
-            "fault_id": {"S": "nvidia-xid-79"},
-            "since": {"S": "2026-11-22T18:30:00Z"},
-            "expires_at": {"N": str(int(time.time()) + expires_in)},
-        },
-    )
 
 
 def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counted(
@@ -191,7 +167,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
     # busy: a remediation is at work on it (its lock live; the group's one slot is the
     # failed node's, so it stands for one of another group).
     _taint(core, world.nodes[busy], on=True)
-    _lock(pipeline, busy, expires_in=3600)
+    pipeline.hold_lock(busy, expires_in=3600)
     # orphan: tainted by nodemedic with no lock at all (lost with its remediation).
     _taint(core, world.nodes[orphan], on=True)
     # Meanwhile the failed node's lease ran low and a sweep dropped it from the breaker.
@@ -212,7 +188,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
     assert target["Arn"] == pipeline.reconcile
     tick = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
-    first = _finish(pipeline, pipeline.reconcile, tick)
+    first = pipeline.run_as_rule(pipeline.reconcile, tick)
 
     assert first["status"] == "SUCCEEDED", first
     stranded = json.loads(first["output"])
@@ -226,7 +202,7 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
 
     # A person fixes the failed node and takes the taint off: nothing renews its lease now.
     _taint(core, world.nodes[failed], on=False)
-    second = _finish(pipeline, pipeline.reconcile, tick)
+    second = pipeline.run_as_rule(pipeline.reconcile, tick)
 
     assert world.nodes[failed] not in json.loads(second["output"])["nodes"]
     assert int((pipeline.item(failed, "inflight") or {})["expires_at"]) == renewed
@@ -246,7 +222,7 @@ def test_a_held_decision_sweeps_a_holder_whose_lock_ran_out_while_it_waited(
             "holders": {"SS": [stopped]},
         },
     )
-    _lock(pipeline, stopped, expires_in=3600)
+    pipeline.hold_lock(stopped, expires_in=3600)
     record = decision(waiting, "nvidia-xid-79")
     execution = pipeline.start(record)
     wait_for(lambda: (pipeline.ledger(record) or {}).get("state") == "held", what="the hold")

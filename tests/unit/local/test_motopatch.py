@@ -96,6 +96,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.atomic_writes(),
         motopatch.final_stops(),
         motopatch.runtime_causes(),
+        motopatch.start_executions(),
     ]
 
 

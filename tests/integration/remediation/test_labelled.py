@@ -1,0 +1,91 @@
+"""A node whose health label a person set to ``UnschedulablePendingReplacement`` is replaced
+at the request reconcile's next tick (``stacks.remediation.requests``), through the breaker,
+the lock and the ledger like any manual request; a second tick starts nothing more, and a
+node another remediation holds waits for its lock.
+
+The world is ``tests.support.flow``'s; the schedule's state machine is started as its rule
+would start it (moto fires no schedule).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nodemedic.cli.history import records
+from nodemedic.cli.remediations import entry
+from nodemedic.contracts import HEALTH_LABEL
+from stacks.remediation.requests import REQUESTS_SECONDS
+from tests.support.flow import GPU, World, asg_instance
+from tests.support.remediation import Pipeline
+
+pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
+
+TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+REQUEST = "UnschedulablePendingReplacement"
+OPERATOR = "kubectl-label"
+"""The field manager ``kubectl label`` writes as."""
+
+
+def _label(world: World, instance: str) -> None:
+    """As ``kubectl label node NODE nodemedic.io/node-health-status=...`` does."""
+    world.core.patch_node(
+        world.nodes[instance],
+        {"metadata": {"labels": {HEALTH_LABEL: REQUEST}}},
+        field_manager=OPERATOR,
+    )
+
+
+def _started(pipeline: Pipeline, world: World) -> list[str]:
+    """One tick: the nodes of this test's it started."""
+    ran = pipeline.run_as_rule(pipeline.requests, TICK)
+    assert ran["status"] == "SUCCEEDED", ran
+    started = json.loads(ran["output"])
+    assert started["count"] == len(started["nodes"])
+    return sorted(set(started["nodes"]) & set(world.nodes.values()))
+
+
+def test_a_node_labelled_for_replacement_is_replaced_once_and_a_locked_one_waits(
+    world: World,
+) -> None:
+    pipeline = world.pipelines["demo"]
+    sick, busy = world.group("p5-labelled", 2, **GPU)
+    rule, (target,) = pipeline.rule("RemediationAftercareRequested")
+    assert rule["ScheduleExpression"] == f"rate({REQUESTS_SECONDS // 60} minute)"
+    assert target["Arn"] == pipeline.requests
+    # busy: another remediation holds its lock (of a node of another group, say).
+    pipeline.hold_lock(busy, expires_in=3600)
+    _label(world, sick)
+    _label(world, busy)
+
+    assert _started(pipeline, world) == [world.nodes[sick]]
+    # The next tick, whatever the remediation got to by then, starts nothing new.
+    _started(pipeline, world)
+
+    (execution,) = pipeline.executions(sick)
+    assert pipeline.executions(busy) == [], "a node another remediation holds waits"
+    ended = pipeline.finish(execution, timeout=90)
+    assert ended["status"] == "SUCCEEDED", ended
+    assert asg_instance(sick)["HealthStatus"].upper() == "UNHEALTHY"
+    assert world.node(sick) is None, "the replaced node's Node is deleted"
+    (record,) = records(pipeline.dynamodb, pipeline.table, sick)
+    history = entry(record)
+    assert (history["outcome"], history["source"], history["fault_id"]) == (
+        "replaced",
+        "manual",
+        "manual-replace",
+    )
+    assert history["triggered_by"] == f"label {HEALTH_LABEL} (set by {OPERATOR})"
+    assert history["request_reason"] == REQUEST
+    assert {"marking", "draining", "replacing"} <= {s["step"] for s in history["steps"]}
+    assert [m["subject"] for m in pipeline.messages(sick)][-1] == f"nodemedic replaced: {sick}"
+
+    # Once its lock is free, the waiting request starts at the next tick.
+    pipeline.dynamodb.delete_item(
+        TableName=pipeline.table, Key={"pk": {"S": busy}, "sk": {"S": "inflight"}}
+    )
+    assert _started(pipeline, world) == [world.nodes[busy]]
+    (waited,) = pipeline.executions(busy)
+    assert pipeline.finish(waited, timeout=90)["status"] == "SUCCEEDED"
+    assert len(pipeline.executions(sick)) == 1
