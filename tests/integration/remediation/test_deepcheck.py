@@ -33,9 +33,7 @@ def _registered(core: client.CoreV1Api, world: World, instance_id: str) -> None:
     core.patch_node(
         world.nodes[instance_id],
         {
-            "metadata": {
-                "labels": {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}
-            },
+            "metadata": {"labels": {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}},
             "spec": {"taints": [{"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"}]},
         },
     )
