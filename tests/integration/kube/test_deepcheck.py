@@ -86,5 +86,5 @@ def test_a_failure_labels_the_node_failed_and_keeps_it_out(
 def test_a_verdict_other_than_passed_or_failed_is_refused(
     invoke: Invoke, new_node: Callable[..., Node]
 ) -> None:
-    with pytest.raises(BadRequest, match="verdict"):
+    with pytest.raises(BadRequest, match="field 'verdict'"):
         invoke(_verdict(new_node(), "NothingChecked"))
