@@ -17,8 +17,11 @@ from typing import Final, Literal, get_args
 
 NODE_LOG_GROUP: Final = "/nodemedic/{cluster}/nodes"
 NODE_LOG_GROUP_RE: Final = re.compile(r"^/nodemedic/(?P<cluster>[A-Za-z][A-Za-z0-9-]*)/nodes$")
-STREAM_RE: Final = re.compile(r"^(?P<instance>i-[0-9a-f]{8,17})/(?P<source>kmsg|health)$")
-"""``<instance-id>/kmsg`` and ``<instance-id>/health``: the node identity is the stream name."""
+STREAM_RE: Final = re.compile(
+    r"^(?P<instance>i-[0-9a-f]{8,17})/(?P<source>kmsg|health|deep-check)$"
+)
+"""``<instance-id>/kmsg``, ``<instance-id>/health`` and ``<instance-id>/deep-check``: the node
+identity is the stream name."""
 
 
 def node_log_group(cluster: str) -> str:
@@ -40,6 +43,15 @@ health result lines whose last is the verdict, check ``deep-check`` on device ``
 
 def deep_check_stream(instance_id: str) -> str:
     return f"{instance_id}/{DEEP_CHECK_SOURCE}"
+
+
+DEEP_CHECK_PASSED_FAULT: Final = "deep-check-passed"
+"""The catalog rule of a passed deep check's verdict: its decision is no remediation, the
+state machine admits the node instead (``deep_check`` kube op: label ``Passed``, health
+``Schedulable``, the health-check taint off)."""
+DEEP_CHECK_FAILED_FAULT: Final = "deep-check-failed"
+"""The catalog rule of a failed verdict (action replace): the state machine labels the node
+``Failed`` before the normal decision path replaces it."""
 
 
 KERNEL_FACILITY: Final = 0

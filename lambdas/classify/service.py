@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Protocol, get_args
 
 from nodemedic.catalog import Action, Rule
-from nodemedic.contracts import split_signature
+from nodemedic.contracts import DEEP_CHECK_PASSED_FAULT, split_signature
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.remediate.decision import Decision, Identity, decide, distrusted
 
@@ -40,6 +40,10 @@ Origin = Callable[[LogEvent], str | None]
 """Why an event is not proven to come from the instance whose stream holds it, or None
 (``nodemedic.origin.signing.unproven``)."""
 ACTING: frozenset[str] = frozenset({"reboot", "replace"})
+ADMITTING: frozenset[str] = frozenset({DEEP_CHECK_PASSED_FAULT})
+"""Rules whose decision puts a node into service (its notify admits the node): their lines
+need a proven origin as much as a replace does, and unproven where it is enforced, they are
+dropped (the node stays tainted), since capping a notify to notify would change nothing."""
 
 
 @dataclass
@@ -101,8 +105,8 @@ def process_batch(
     grouped apart and only notified, but their hits count towards the rule's threshold
     with the new boot's kernel lines: a fault that comes back after the reboot escalates.
     ``origin`` (None: not checked) proves each reboot or replace line that nothing else
-    caps; where ``enforce_origin``, an unproven one is at most notified, with the reason,
-    and counted apart.
+    caps, and each line of an ``ADMITTING`` rule; where ``enforce_origin``, an unproven one
+    is at most notified, with the reason, and counted apart (an admitting one is dropped).
     """
     result = BatchResult(lines=len(events))
     by_rule: dict[tuple[str, bool, bool, str | None], _Hits] = {}
@@ -112,12 +116,15 @@ def process_batch(
         event = events[index]
         untrusted = distrusted(fault, accept_injected)
         why = None
-        acting = fault.rule.action in ACTING and not (untrusted or fault.previous_boot)
-        if origin is not None and acting:
+        admitting = fault.rule.id in ADMITTING
+        acting = fault.rule.action in ACTING or admitting
+        if origin is not None and acting and not (untrusted or fault.previous_boot):
             why = origin(event)
         if why is not None:
             result.unproven.append(event.event_id)
         why = why if enforce_origin else None
+        if why is not None and admitting:
+            continue
         key = (fault.rule.id, untrusted, fault.previous_boot, why)
         hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         hits.times[event.event_id] = event.timestamp_ms / 1000

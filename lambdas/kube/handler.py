@@ -159,6 +159,13 @@ def _requested(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return requests.requested(core, f.text("cluster"))
 
 
+def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    verdict = f.text("verdict")
+    if verdict not in ("Passed", "Failed"):
+        raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
+    return nodes.deep_check_verdict(core, f.text("instance_id"), passed=verdict == "Passed")
+
+
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     return {"node": node, "deleted": nodes.delete_node(core, node)}
@@ -189,6 +196,7 @@ OPS: dict[str, Op] = {
     "requested": _requested,
     "jobs_on_node": _jobs_on_node,
     "resume_jobs": _resume_jobs,
+    "deep_check": _deep_check,
 }
 
 

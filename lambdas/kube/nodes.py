@@ -19,6 +19,8 @@ from kubernetes import client
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts import (
     CLEARED_REASON,
+    DEEP_CHECK_LABEL,
+    DEEP_CHECK_TAINT_KEY,
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
@@ -227,6 +229,36 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
     )
 
     _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
+
+
+def deep_check_verdict(core: client.CoreV1Api, instance_id: str, *, passed: bool) -> dict[str, Any]:
+    """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
+    health ``Schedulable``, the health-check taint off, but only a Node that still carries
+    that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
+    one an operator already let in), and never its cordon. Failed labels it ``Failed``; its
+    replacement is the decision's normal path. ``changed`` False: nothing was written."""
+    node = find_node(core, instance_id)
+    if node is None:
+        return {"node": None, "changed": False}
+    changed = False
+
+    def change(now: Any) -> dict[str, Any]:
+        nonlocal changed
+        keys = {t.key for t in now.spec.taints or []}
+        if not passed:
+            changed = True
+            return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
+        changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
+        if not changed:
+            return {"metadata": {}}
+        kept = [t for t in now.spec.taints if t.key != DEEP_CHECK_TAINT_KEY]
+        return {
+            "metadata": {"labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE}},
+            "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None},
+        }
+
+    _update(core, node.metadata.name, change)
+    return {"node": node.metadata.name, "changed": changed}
 
 
 def mark_failed(

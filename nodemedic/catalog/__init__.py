@@ -26,7 +26,8 @@ from nodemedic.contracts import (
     METRICS_NAMESPACE,
 )
 
-Source = Literal["kmsg", "health"]
+Source = Literal["kmsg", "health", "deep-check"]
+"""``deep-check`` rules match health result text too, but only on the deep check's stream."""
 Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"]
 Severity = Literal["info", "warning", "critical", "fatal"]
 Action = Literal["ignore", "notify", "reboot", "replace"]
@@ -42,7 +43,18 @@ _DEFAULT_CONDITION: dict[str, str] = {
     "cpu": CONDITION_KERNEL,
     "kernel": CONDITION_KERNEL,
 }
-FAMILIES = ("xid", "nvidia", "nvlink", "neuron", "efa", "network", "kernel", "storage", "health")
+FAMILIES = (
+    "xid",
+    "nvidia",
+    "nvlink",
+    "neuron",
+    "efa",
+    "network",
+    "kernel",
+    "storage",
+    "health",
+    "deepcheck",
+)
 """The built-in rule files, ``rules/<family>.yaml``, in the order they are merged.
 
 The first matching rule wins, so this order decides a line that rules of two families
@@ -51,7 +63,8 @@ today; the order is still the one that keeps the more specific verdict first: th
 NVIDIA's driver gives (``xid``, generated) before the driver's other messages about the
 same GPU (an Xid 79 line also says "GPU has fallen off the bus") and the NVSwitches,
 accelerators before the generic memory, CPU, kernel and storage lines a failing accelerator
-also causes, and agent health results (another text, ``source: health``) last.
+also causes, and agent health results (another text, ``source: health``) and the deep
+check's verdicts (``source: deep-check``, its own stream) last.
 """
 _FIELDS = {
     "id",

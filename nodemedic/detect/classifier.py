@@ -19,7 +19,7 @@ from functools import cache, partial
 from importlib import import_module
 from itertools import accumulate, islice
 from operator import add
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from nodemedic.catalog import Catalog, Rule, Source, load_catalog
 from nodemedic.contracts import split_injected, split_previous_boot, split_signature
@@ -287,7 +287,7 @@ class Classifier:
         for index, rule in enumerate(catalog.rules):
             grouped.setdefault((rule.source, rule.pattern), []).append((index, rule))
         self._indexes: dict[Source, _Index] = {}
-        for source in ("kmsg", "health"):
+        for source in get_args(Source):
             groups = sorted(
                 (_group(rules) for (src, _), rules in grouped.items() if src == source),
                 key=_first,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
-from nodemedic.contracts import AGENT_LINE_PREFIX
+from nodemedic.contracts import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.detect.classifier import required_literal
 
 MAX_PATTERN_LENGTH = 1024
@@ -38,6 +38,9 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
             f"rule {rule_id}: its pattern has no literal of 3+ characters outside groups and "
             "repeats, so no subscription filter term can select its lines; add one"
         )
+    if source == DEEP_CHECK_SOURCE:
+        # Every verdict line names its check, and no other line of the stream does.
+        return DEEP_CHECK_SOURCE
     if source == "health":
         # Health lines arrive as JSON, not as the canonical text rules match; the reason
         # word appears verbatim in both.

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from nodemedic.catalog import Action, Source
 from nodemedic.contracts import NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
@@ -48,8 +48,10 @@ def identity_of(log_group: str, log_stream: str) -> Identity:
         raise IdentityError(f"log group {log_group!r} is not /nodemedic/<cluster>/nodes")
     stream = STREAM_RE.match(log_stream)
     if stream is None:
-        raise IdentityError(f"log stream {log_stream!r} is not <instance-id>/(kmsg|health)")
-    source: Source = "kmsg" if stream["source"] == "kmsg" else "health"
+        raise IdentityError(
+            f"log stream {log_stream!r} is not <instance-id>/(kmsg|health|deep-check)"
+        )
+    source = cast(Source, stream["source"])
     return Identity(cluster=group["cluster"], instance_id=stream["instance"], source=source)
 
 

@@ -15,7 +15,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE, MANUAL_SOURCE
 from nodemedic.remediate.decision import SCHEMA, Decision
-from stacks.remediation import state
+from stacks.remediation import deepcheck, state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import (
     NOW,
@@ -97,7 +97,8 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     )
     plan = _plan(flow)
     group = _node_group(flow, plan)
-    begin.next(record).next(_request(flow, group))
+    record.next(_request(flow, group))
+    begin.next(deepcheck.verdict(flow, then=record))
     plan.next(
         sfn.Choice(s, "Notify only?")
         .when(

@@ -79,6 +79,8 @@ NODE_GROUPS = (
     "p5-manual-held",
     "p5-labelled",
     "trn1-resume",
+    "p5-deep-failed",
+    "p5-deep-passed",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
