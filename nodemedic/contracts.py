@@ -42,6 +42,20 @@ def deep_check_stream(instance_id: str) -> str:
     return f"{instance_id}/{DEEP_CHECK_SOURCE}"
 
 
+TELEMETRY_SOURCE: Final = "telemetry"
+"""Accelerator telemetry as CloudWatch Embedded Metric Format documents (``agent.telemetry.emf``,
+off unless ``--telemetry-emf``): stream ``<instance-id>/telemetry``. CloudWatch turns each
+line into metrics of ``TELEMETRY_NAMESPACE``; no line may match the subscription filter."""
+TELEMETRY_NAMESPACE: Final = "NodeMedic/Accelerators"
+TELEMETRY_DIMENSIONS: Final = ("ClusterName", "InstanceId")
+"""Every telemetry metric's dimensions, before the device's own (``GPU``, ``NeuronCore`` or
+``NeuronDevice``)."""
+
+
+def telemetry_stream(instance_id: str) -> str:
+    return f"{instance_id}/{TELEMETRY_SOURCE}"
+
+
 KERNEL_FACILITY: Final = 0
 """The syslog facility of every record the kernel logs itself. A write to ``/dev/kmsg``
 from user space is recorded with LOG_USER (1) or the non-zero facility it names, never 0
@@ -267,6 +281,12 @@ SILENT_METRIC: Final = "SilentNodes"
 """Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for
 ``SILENT_AFTER_BEATS`` heartbeat intervals, published by the reconcile at every run."""
 
+NODES_METRIC: Final = "Nodes"
+"""Gauge (Count, dimensions Cluster, NodeGroup and Status, a ``HealthStatus``): the Nodes of
+each node group by their health label, published by the reconcile at every run
+(``nodemedic.remediate.census``)."""
+NODES_DIMENSIONS: Final = ("Cluster", "NodeGroup", "Status")
+
 # The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
 
 LOCK_SK: Final = "inflight"
@@ -324,6 +344,8 @@ STATUS_OF_ACTION: Final[dict[str, HealthStatus]] = {
 }
 """The health label a decision for each action (every one but ``ignore``) puts on its node."""
 HEALTH_LABEL: Final = "nodemedic.io/node-health-status"
+NODEGROUP_LABEL: Final = "eks.amazonaws.com/nodegroup"
+"""The EKS managed node group of a Node (EKS sets it); the reconcile counts Nodes by it."""
 LABEL_PREFIX: Final = "nodemedic.io/"
 TAINT_KEY: Final = "nodemedic.io/unhealthy"
 """``nodemedic.io/unhealthy=<fault_id>:NoSchedule`` while nodemedic acts on a node."""
