@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import drain, nodes, requests, silence
+from lambdas.kube import census, drain, nodes, requests, silence
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -149,6 +149,10 @@ def _requested(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return requests.requested(core, f.text("cluster"))
 
 
+def _census(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return census.count_nodes(core, f.text("cluster"))
+
+
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     return {"node": node, "deleted": nodes.delete_node(core, node)}
@@ -166,6 +170,7 @@ OPS: dict[str, Op] = {
     "tainted": _tainted,
     "silent": _silent,
     "requested": _requested,
+    "census": _census,
 }
 
 
