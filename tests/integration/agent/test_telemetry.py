@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent.config import Config
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts import health_stream, telemetry_stream
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
@@ -19,18 +20,23 @@ L4X2 = EVENTS / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
 NEURON = EVENTS / "neuron-monitor" / "inf1-xlarge-one-runtime.jsonl"
 
 
+def recorded(tmp_path: Path, moto_url: str, instance_id: str, **overrides: Any) -> Config:
+    """An agent whose nvidia-smi and neuron-monitor print the recorded outputs."""
+    return config(
+        tmp_path,
+        moto_url,
+        instance_id,
+        checks=("nvidia", "neuron-monitor"),
+        check_options={"nvidia_smi": f"cat {L4X2}", "neuron_monitor": f"cat {NEURON}"},
+        **overrides,
+    )
+
+
 def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
     tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any
 ) -> None:
     port = free_port()
-    cfg = config(
-        tmp_path,
-        moto_url,
-        instance_id,
-        metrics_port=port,
-        checks=("nvidia", "neuron-monitor"),
-        check_options={"nvidia_smi": f"cat {L4X2}", "neuron_monitor": f"cat {NEURON}"},
-    )
+    cfg = recorded(tmp_path, moto_url, instance_id, metrics_port=port)
     running = run_agent(cfg)
 
     def families() -> set[str]:
@@ -58,15 +64,7 @@ def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
 def test_telemetry_emf_ships_metrics_the_classifier_never_sees(
     tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
 ) -> None:
-    cfg = config(
-        tmp_path,
-        moto_url,
-        instance_id,
-        checks=("nvidia", "neuron-monitor"),
-        check_options={"nvidia_smi": f"cat {L4X2}", "neuron_monitor": f"cat {NEURON}"},
-        check_interval=0.3,
-        telemetry_emf=True,
-    )
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3, telemetry_emf=True)
     running = run_agent(cfg)
     stream = telemetry_stream(instance_id)
 
@@ -93,14 +91,7 @@ def test_telemetry_emf_ships_metrics_the_classifier_never_sees(
 def test_without_the_flag_no_telemetry_ships(
     tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
 ) -> None:
-    cfg = config(
-        tmp_path,
-        moto_url,
-        instance_id,
-        checks=("nvidia",),
-        check_options={"nvidia_smi": f"cat {L4X2}"},
-        check_interval=0.3,
-    )
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3)
     running = run_agent(cfg)
     # Each run ships its health lines before its telemetry would: after the third run's
     # lines arrive, the first two runs' telemetry would have.
