@@ -215,6 +215,14 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="Prometheus endpoint port, 0 for none; one agent per port (default: %(default)s)",
     )
     ops.add_argument(
+        "--telemetry-emf",
+        action="store_true",
+        default=defaults["telemetry_emf"],
+        help="ship GPU and Neuron telemetry as CloudWatch metrics (EMF lines on "
+        "<id>/telemetry, every --check-interval); custom metrics cost money, see "
+        "docs/telemetry.md (default: off)",
+    )
+    ops.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),

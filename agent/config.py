@@ -50,6 +50,10 @@ class Config:
     deep_check_at_start: bool = False
     """Run the deep check (``agent.deepcheck``) once per boot when the agent starts; the
     DaemonSet turns it on, so a new or rebooted node is checked before it takes work."""
+    telemetry_emf: bool = False
+    """Ship the accelerators' telemetry as CloudWatch metrics (Embedded Metric Format lines on
+    ``<instance-id>/telemetry``, one set per check run): off, since each GPU, NeuronCore and
+    Neuron device adds custom metrics that cost money (docs/telemetry.md)."""
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0
     retry_base_delay: float = 0.2

@@ -44,7 +44,8 @@ from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
-from agent.telemetry import exposition
+from agent.telemetry import exposition, telemetry
+from agent.telemetry.emf import emf_lines
 from nodemedic.contracts import (
     deep_check_stream,
     health_stream,
@@ -52,6 +53,7 @@ from nodemedic.contracts import (
     identity_stream,
     kmsg_stream,
     node_log_group,
+    telemetry_stream,
 )
 from nodemedic.health.result import Result
 from nodemedic.origin.signing import SIGNATURE_BYTES, Registration
@@ -204,6 +206,7 @@ class Agent:
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.metrics.telemetry = exposition(self.runner.checks)
+        self.telemetry = telemetry(self.runner.checks)
         self.server = (
             metrics_server(
                 self.metrics,
@@ -413,7 +416,18 @@ class Agent:
                 self.outbox.put(last)
             for check in {r.check for r in results}:
                 self.metrics.check_status[check] = worst([r for r in results if r.check == check])
+            if self.config.telemetry_emf:
+                self._ship_telemetry(now_ms)
             stop.wait(self.config.check_interval)
+
+    def _ship_telemetry(self, now_ms: int) -> None:
+        """The telemetry the checks just read, as EMF lines. Never signed: CloudWatch parses
+        a line as EMF only when it is bare JSON, and no rule reads these lines."""
+        config = self.config
+        batcher = Batcher(telemetry_stream(config.instance_id))
+        for line in emf_lines(self.telemetry(), config.cluster, config.instance_id, now_ms):
+            self._put(batcher.add(now_ms, line))
+        self._put(batcher.flush())
 
 
 def _call_all(commits: list[Callable[[], None]]) -> Callable[[], None]:

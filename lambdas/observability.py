@@ -7,8 +7,10 @@ it) so that a handler imported before its environment is set still publishes som
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from nodemedic.contracts import ENV_METRICS_NAMESPACE, METRICS_NAMESPACE
 
@@ -18,3 +20,13 @@ tracer = Tracer()
 """X-Ray (the functions run with active tracing): the handler's segment and a subsegment per
 AWS and Kubernetes API call it makes. Outside Lambda (tests, the local world) Powertools
 turns it off by itself."""
+
+
+def publish_count(name: str, value: float, dimensions: Mapping[str, str]) -> None:
+    """One Count datapoint with its own dimension values, as an EMF line of its own (the
+    handler's ``metrics`` takes one set of dimension values per invocation)."""
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=value, namespace=metrics.namespace
+    ) as metric:
+        for key, dimension in dimensions.items():
+            metric.add_dimension(name=key, value=dimension)

@@ -52,6 +52,18 @@ state machine admits the node instead (``deep_check`` kube op: label ``Passed``,
 DEEP_CHECK_FAILED_FAULT: Final = "deep-check-failed"
 """The catalog rule of a failed verdict (action replace): the state machine labels the node
 ``Failed`` before the normal decision path replaces it."""
+TELEMETRY_SOURCE: Final = "telemetry"
+"""Accelerator telemetry as CloudWatch Embedded Metric Format documents (``agent.telemetry.emf``,
+off unless ``--telemetry-emf``): stream ``<instance-id>/telemetry``. CloudWatch turns each
+line into metrics of ``TELEMETRY_NAMESPACE``; no line may match the subscription filter."""
+TELEMETRY_NAMESPACE: Final = "NodeMedic/Accelerators"
+TELEMETRY_DIMENSIONS: Final = ("ClusterName", "InstanceId")
+"""Every telemetry metric's dimensions, before the device's own (``GPU``, ``NeuronCore`` or
+``NeuronDevice``)."""
+
+
+def telemetry_stream(instance_id: str) -> str:
+    return f"{instance_id}/{TELEMETRY_SOURCE}"
 
 
 KERNEL_FACILITY: Final = 0
@@ -279,6 +291,12 @@ SILENT_METRIC: Final = "SilentNodes"
 """Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for
 ``SILENT_AFTER_BEATS`` heartbeat intervals, published by the reconcile at every run."""
 
+NODES_METRIC: Final = "Nodes"
+"""Gauge (Count, dimensions Cluster, NodeGroup and Status, a ``HealthStatus``): the Nodes of
+each node group by their health label, published by the reconcile at every run
+(``nodemedic.remediate.census``)."""
+NODES_DIMENSIONS: Final = ("Cluster", "NodeGroup", "Status")
+
 # The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
 
 LOCK_SK: Final = "inflight"
@@ -336,6 +354,8 @@ STATUS_OF_ACTION: Final[dict[str, HealthStatus]] = {
 }
 """The health label a decision for each action (every one but ``ignore``) puts on its node."""
 HEALTH_LABEL: Final = "nodemedic.io/node-health-status"
+NODEGROUP_LABEL: Final = "eks.amazonaws.com/nodegroup"
+"""The EKS managed node group of a Node (EKS sets it); the reconcile counts Nodes by it."""
 LABEL_PREFIX: Final = "nodemedic.io/"
 TAINT_KEY: Final = "nodemedic.io/unhealthy"
 """``nodemedic.io/unhealthy=<fault_id>:NoSchedule`` while nodemedic acts on a node."""

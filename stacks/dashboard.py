@@ -1,7 +1,8 @@
 """The cluster's CloudWatch dashboard: faults per component, remediations by action and
 outcome, fault-to-action and remediation time, nodes in remediation against the breaker's
 limit and decisions held per node group, the classifier's throughput, the pipeline's
-alarms, silent and stranded nodes, and the latest node lines that match the catalog."""
+alarms, silent and stranded nodes, nodes by health status per node group, and the latest
+node lines that match the catalog."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from nodemedic.contracts import (
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
     METRICS_NAMESPACE,
+    NODES_DIMENSIONS,
+    NODES_METRIC,
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
@@ -111,6 +114,25 @@ def _percentiles(title: str, metric: str, *, cluster: str) -> cw.GraphWidget:
         ],
         left_y_axis=cw.YAxisProps(label="seconds", show_units=False, min=0),
         width=6,
+    )
+
+
+def nodes_by_status(cluster: str) -> cw.GraphWidget:
+    """The reconcile's census (``NODES_METRIC``): one line per node group and status, the
+    last count of each period (the reconcile counts every few minutes)."""
+    (search,) = search_expressions(
+        METRICS_NAMESPACE,
+        [NODES_METRIC],
+        cluster=cluster,
+        statistic="Maximum",
+        period_seconds=int(PERIOD.to_seconds()),
+        dimensions=NODES_DIMENSIONS,
+    )
+    return cw.GraphWidget(
+        title="Nodes by health status per node group",
+        left=[_expression(search, "${PROP('Dim.NodeGroup')} ${PROP('Dim.Status')}")],
+        left_y_axis=cw.YAxisProps(label="nodes", show_units=False, min=0),
+        width=12,
     )
 
 
@@ -248,7 +270,7 @@ class Dashboard(Construct):
                 [faults, outcomes],
                 [fault_to_action, duration, in_remediation, breaker],
                 [classifier, health],
-                [unheard],
+                [unheard, nodes_by_status(cluster)],
                 [evidence],
             ],
         )

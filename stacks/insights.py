@@ -63,10 +63,11 @@ def search_expressions(
     cluster: str,
     statistic: str,
     period_seconds: int,
+    dimensions: Sequence[str] = DIMENSIONS,
 ) -> list[str]:
     """SEARCH() calls that together find ``metrics`` of one cluster, each query within
     CloudWatch's length limit."""
-    schema = "{" + ",".join(identifier(n) for n in (namespace, *DIMENSIONS)) + "}"
+    schema = "{" + ",".join(identifier(n) for n in (namespace, *dimensions)) + "}"
     head = f"{schema} Cluster={identifier(cluster)} AND "
 
     def search(names: Sequence[str]) -> str:

@@ -22,10 +22,17 @@ class Exporter(Protocol):
         ...
 
 
+def telemetry(checks: Sequence[object]) -> Callable[[], list[Family]]:
+    """The families of every check among ``checks`` that is an exporter, read when called
+    (``/metrics`` and the EMF lines of ``agent.telemetry.emf`` share the one reading)."""
+    exporters = [check for check in checks if isinstance(check, Exporter)]
+    return lambda: [family for exporter in exporters for family in exporter.families()]
+
+
 def exposition(checks: Sequence[object]) -> Callable[[], str]:
     """What ``/metrics`` adds for ``checks``: the telemetry of each that is an exporter."""
-    exporters = [check for check in checks if isinstance(check, Exporter)]
-    return lambda: render(family for exporter in exporters for family in exporter.families())
+    families = telemetry(checks)
+    return lambda: render(families())
 
 
-__all__ = ["Exporter", "Family", "exposition"]
+__all__ = ["Exporter", "Family", "exposition", "telemetry"]

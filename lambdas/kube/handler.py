@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import drain, nodes, requests, resume, silence
+from lambdas.kube import census, drain, nodes, requests, resume, silence
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -164,6 +164,8 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     if verdict not in ("Passed", "Failed"):
         raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
     return nodes.deep_check_verdict(core, f.text("instance_id"), passed=verdict == "Passed")
+def _census(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return census.count_nodes(core, f.text("cluster"))
 
 
 def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -197,6 +199,7 @@ OPS: dict[str, Op] = {
     "jobs_on_node": _jobs_on_node,
     "resume_jobs": _resume_jobs,
     "deep_check": _deep_check,
+    "census": _census,
 }
 
 

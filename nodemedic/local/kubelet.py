@@ -19,9 +19,9 @@ from typing import Any
 
 from kubernetes import client
 
+from nodemedic.contracts import NODEGROUP_LABEL
 from nodemedic.local.passes import Passes
 
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 

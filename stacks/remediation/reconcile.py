@@ -8,7 +8,8 @@ counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it sta
 for as long as it stays out. The count of stranded nodes is published as
 ``StrandedNodes`` (its alarm mails the cluster's topic), and the execution's output names
 them. Then it hears silence (``hear_silence``, ``nodemedic.remediate.silence``): the Ready
-nodes whose agent shipped no heartbeat for three intervals, as ``SilentNodes``.
+nodes whose agent shipped no heartbeat for three intervals, as ``SilentNodes``. Last it
+counts the Nodes of each node group by health status for the dashboard (``Nodes``).
 """
 
 from __future__ import annotations
@@ -78,8 +79,18 @@ def reconcile(flow: Flow) -> sfn.IChainable:
     )
     published = _gauge(flow, "Publish stranded nodes", STRANDED_METRIC, STRANDED)
     done = sfn.Succeed(s, "Reconciled", output_path=STRANDED)
+    counted = flow.kube(
+        "Count nodes by status",
+        "census",
+        {"cluster": flow.settings.name},
+        result_path=sfn.JsonPath.DISCARD,
+        guard=False,
+    )
+    # A dashboard's figures: their failure must not fail the reconcile and its alarms.
+    counted.add_catch(done, errors=[sfn.Errors.ALL], result_path=sfn.JsonPath.DISCARD)
+    counted.next(done)
     start = flow.clock("Clock", guard=False)
-    start.next(listed).next(each).next(count).next(published).next(hear_silence(flow, done))
+    start.next(listed).next(each).next(count).next(published).next(hear_silence(flow, counted))
     return start
 
 

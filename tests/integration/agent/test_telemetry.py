@@ -4,29 +4,39 @@ through the tools' own command lines, scraped over HTTP beside the agent's own m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from agent.config import Config
+from nodemedic.catalog import load_catalog
+from nodemedic.contracts import health_stream, telemetry_stream
+from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.integration.agent.test_agent import scrape
-from tests.support.agent import config, free_port, wait_for
+from tests.support.agent import config, free_port, messages, wait_for
 from tests.support.paths import EVENTS
 
 L4X2 = EVENTS / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
 NEURON = EVENTS / "neuron-monitor" / "inf1-xlarge-one-runtime.jsonl"
 
 
+def recorded(tmp_path: Path, moto_url: str, instance_id: str, **overrides: Any) -> Config:
+    """An agent whose nvidia-smi and neuron-monitor print the recorded outputs."""
+    return config(
+        tmp_path,
+        moto_url,
+        instance_id,
+        checks=("nvidia", "neuron-monitor"),
+        check_options={"nvidia_smi": f"cat {L4X2}", "neuron_monitor": f"cat {NEURON}"},
+        **overrides,
+    )
+
+
 def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
     tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any
 ) -> None:
     port = free_port()
-    cfg = config(
-        tmp_path,
-        moto_url,
-        instance_id,
-        metrics_port=port,
-        checks=("nvidia", "neuron-monitor"),
-        check_options={"nvidia_smi": f"cat {L4X2}", "neuron_monitor": f"cat {NEURON}"},
-    )
+    cfg = recorded(tmp_path, moto_url, instance_id, metrics_port=port)
     running = run_agent(cfg)
 
     def families() -> set[str]:
@@ -49,3 +59,48 @@ def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
     # The agent wrote neuron-monitor's config where the command could read it.
     assert (cfg.state_dir / "neuron-monitor.json").is_file()
     running.close()
+
+
+def test_telemetry_emf_ships_metrics_the_classifier_never_sees(
+    tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
+) -> None:
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3, telemetry_emf=True)
+    running = run_agent(cfg)
+    stream = telemetry_stream(instance_id)
+
+    def devices() -> set[str]:
+        found = set()
+        for line in messages(logs, stream):
+            [dimensions] = json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+            found.add(dimensions[-1])
+        return found
+
+    wait_for(lambda: devices() == {"GPU", "NeuronCore", "NeuronDevice"}, 15, "EMF of each kind")
+    running.close()
+    shipped = messages(logs, stream)
+    patterns = subscription_filter_patterns(load_catalog())
+    assert [line for line in shipped if selected(patterns, line)] == []
+    gpu = next(json.loads(line) for line in shipped if '"GPU":"0"' in line)
+    assert (gpu["ClusterName"], gpu["InstanceId"], gpu["GPUTemperature"]) == (
+        cfg.cluster,
+        instance_id,
+        45,
+    )
+
+
+def test_without_the_flag_no_telemetry_ships(
+    tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
+) -> None:
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3)
+    running = run_agent(cfg)
+    # Each run ships its health lines before its telemetry would: after the third run's
+    # lines arrive, the first two runs' telemetry would have.
+    first = len(wait_messages(logs, health_stream(instance_id)))
+    wait_for(lambda: len(messages(logs, health_stream(instance_id))) >= 3 * first, 15, "3 runs")
+    running.close()
+    assert messages(logs, telemetry_stream(instance_id)) == []
+
+
+def wait_messages(logs: Any, stream: str) -> list[str]:
+    wait_for(lambda: bool(messages(logs, stream)), 15, f"lines on {stream}")
+    return messages(logs, stream)

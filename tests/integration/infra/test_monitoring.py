@@ -12,6 +12,7 @@ from nodemedic.contracts import (
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
     METRICS_NAMESPACE,
+    NODES_METRIC,
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
@@ -293,3 +294,13 @@ def test_the_dashboard_shows_silent_and_stranded_nodes(template: Template) -> No
         (METRICS_NAMESPACE, STRANDED_METRIC, "Cluster"),
     ]
     assert all(m[3] == SETTINGS.name and m[-1]["stat"] == "Maximum" for m in series)
+
+
+def test_the_dashboard_shows_nodes_by_health_status_per_node_group(template: Template) -> None:
+    widget = _widget(_dashboard(template), "Nodes by health status")
+    [expression] = _expressions(widget)
+    schema = f'{{"{METRICS_NAMESPACE}","Cluster","NodeGroup","Status"}}'
+    query = f'{schema} Cluster="{SETTINGS.name}" AND (MetricName="{NODES_METRIC}")'
+    assert expression == f"SEARCH('{query}', 'Maximum', 300)"
+    [series] = [m for m in widget["metrics"] if "expression" in m[0]]
+    assert series[0]["label"] == "${PROP('Dim.NodeGroup')} ${PROP('Dim.Status')}"

@@ -334,7 +334,7 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
     reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
     assert _kube_ops(cleanup, default_template) == {"fail"}
-    assert _kube_ops(reconcile, default_template) == {"tainted", "silent"}
+    assert _kube_ops(reconcile, default_template) == {"tainted", "silent", "census"}
     failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
     assert failure_phase <= set(cleanup["States"])
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
@@ -363,3 +363,20 @@ def test_the_ledger_lets_decision_records_go_after_history_days(
         "AttributeName": HISTORY_TTL_ATTRIBUTE,
         "Enabled": True,
     }
+
+
+def test_the_reconcile_counts_nodes_by_status_last_and_survives_its_failure(
+    default_template: dict[str, Any],
+) -> None:
+    reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
+    census = reconcile["States"]["Count nodes by status"]
+    assert census["Parameters"] == {"op": "census", "cluster": "demo"}
+    assert census["Next"] == "Reconciled"
+    # Whatever the census's error, the run still succeeds with the stranded nodes.
+    assert census["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "Reconciled"}
+    ]
+    assert census["ResultPath"] is None
+    told = reconcile["States"]["Notify silent nodes"]
+    assert told["Next"] == "Count nodes by status"
+    assert reconcile["States"]["Newly silent?"]["Default"] == "Count nodes by status"
