@@ -68,9 +68,10 @@ synth: $(INSTALLED) node_modules/.installed
 bench: $(INSTALLED) kube
 	$(BIN)/python bench/classifier.py
 	$(BIN)/python bench/agent.py
-	$(BIN)/python bench/mttr.py
+	$(BIN)/python -m bench.mttr
 	$(BIN)/python bench/coldstart.py
 	$(BIN)/python bench/backtest.py
+	$(BIN)/python -m bench.cost
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
