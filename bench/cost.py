@@ -74,9 +74,10 @@ def run_noise(world: World, minutes: float, per_minute: float) -> int:
     return written
 
 
-def run_faults(world: World, count: int) -> list[dict[str, Any]]:
+def run_faults(world: World, count: int) -> list[list[dict[str, Any]]]:
     """``count`` replaced nodes, one at a time; the execution histories."""
-    observer, used, histories = Observer(world), set[str](), []
+    observer, used = Observer(world), set[str]()
+    histories: list[list[dict[str, Any]]] = []
     for _ in range(count):
         machine = next_machine(world, used)
         used.add(machine.instance_id)
@@ -120,7 +121,7 @@ def baseline(
     return day.plus(per_call, deliveries)
 
 
-def per_remediation(faults: Counter[str], histories: list[dict[str, Any]]) -> Usage:
+def per_remediation(faults: Counter[str], histories: list[list[dict[str, Any]]]) -> Usage:
     count = max(1, len(histories))
     transitions = sum(1 for h in histories for e in h if e["type"].endswith("StateEntered"))
     history_bytes = sum(len(json.dumps(e, default=str)) + 26 for h in histories for e in h)
