@@ -20,6 +20,7 @@ from agent.argtypes import count, seconds
 from agent.batch import MAX_BATCH_EVENTS
 from agent.checks import names, options
 from agent.config import Config
+from agent.deepcheck.tools import OPTIONS as DEEP_CHECK_OPTIONS
 from nodemedic.contracts import ENV_CLUSTER
 
 DEFAULT_METRICS_PORT = 9810
@@ -186,6 +187,21 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         default=defaults["sys_root"],
         help="where the host's sysfs is mounted (default: %(default)s)",
     )
+    deep = parser.add_argument_group("deep health check (agent.deepcheck)")
+    deep.add_argument(
+        "--deep-check",
+        action="store_true",
+        help="run the deep check now, print and ship its results to <id>/deep-check, and exit: "
+        "0 passed, 1 failed, 3 nothing could be checked",
+    )
+    deep.add_argument(
+        "--deep-check-at-start",
+        action="store_true",
+        default=defaults["deep_check_at_start"],
+        help="run the deep check once per boot when the agent starts (the DaemonSet sets it)",
+    )
+    for option in DEEP_CHECK_OPTIONS:
+        deep.add_argument(option.flag, type=option.parse, default=option.default, help=option.help)
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-address",
@@ -260,7 +276,9 @@ def agent_config(args: argparse.Namespace, instance_id: str, region: str, boot_i
         boot_id=boot_id,
         memory_batches=max(1, args.memory_batches),
         checks=tuple(c for c in args.checks.split(",") if c),
-        check_options={option.dest: given[option.dest] for option in options()},
+        check_options={
+            option.dest: given[option.dest] for option in (*options(), *DEEP_CHECK_OPTIONS)
+        },
     )
     return Config(**fields)
 
@@ -283,8 +301,16 @@ def run_agent(args: argparse.Namespace) -> int:
         agent = Agent(agent_config(args, *_identity(args)))
     except (IdentityError, OSError, ValueError) as exc:
         return _fail(str(exc))
+    if args.deep_check:
+        results = agent.deep_check_once()
+        for result in results:
+            print(result.to_json())
+        return DEEP_CHECK_EXIT[results[-1].reason]
     agent.run(stop)
     return 0
+
+
+DEEP_CHECK_EXIT = {"Passed": 0, "Failed": 1, "NothingChecked": 3}
 
 
 def configure_inject(parser: argparse.ArgumentParser) -> None:

@@ -47,6 +47,9 @@ class Config:
     """Seconds between tries to register the key after one failed (no identity document,
     KMS or the network away); events ship unsigned until one succeeds."""
     sys_root: Path = Path("/sys")
+    deep_check_at_start: bool = False
+    """Run the deep check (``agent.deepcheck``) once per boot when the agent starts; the
+    DaemonSet turns it on, so a new or rebooted node is checked before it takes work."""
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0
     retry_base_delay: float = 0.2

@@ -33,6 +33,15 @@ def health_stream(instance_id: str) -> str:
     return f"{instance_id}/health"
 
 
+DEEP_CHECK_SOURCE: Final = "deep-check"
+"""The deep health check's results (``agent.deepcheck``): stream ``<instance-id>/deep-check``,
+health result lines whose last is the verdict, check ``deep-check`` on device ``node``."""
+
+
+def deep_check_stream(instance_id: str) -> str:
+    return f"{instance_id}/{DEEP_CHECK_SOURCE}"
+
+
 KERNEL_FACILITY: Final = 0
 """The syslog facility of every record the kernel logs itself. A write to ``/dev/kmsg``
 from user space is recorded with LOG_USER (1) or the non-zero facility it names, never 0
@@ -210,6 +219,14 @@ def stack_name(cluster: str) -> str:
     return STACK_NAME.format(cluster=cluster)
 
 
+DASHBOARD_NAME: Final = "nodemedic-{cluster}"
+"""The cluster's CloudWatch dashboard (``nodemedic dashboard --html`` reads it)."""
+
+
+def dashboard_name(cluster: str) -> str:
+    return DASHBOARD_NAME.format(cluster=cluster)
+
+
 # Metrics -----------------------------------------------------------------------------------
 
 METRICS_NAMESPACE: Final = "NodeMedic"
@@ -345,6 +362,14 @@ FLEET_CONDITION: Final = "NodeMedicFleetEvent"
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""
+DEEP_CHECK_LABEL: Final = "nodemedic.io/deep-health-check-status"
+"""HyperPod's values: ``InProgress`` from registration until the deep check's verdict,
+then ``Passed`` or ``Failed``."""
+DeepCheckStatus = Literal["InProgress", "Passed", "Failed"]
+DEEP_CHECK_TAINT_KEY: Final = "nodemedic.io/health-check"
+"""``nodemedic.io/health-check:NoSchedule``: put by the kubelet at registration
+(``--register-with-taints``), removed once the node's deep check passed."""
+UNSCHEDULABLE: Final[HealthStatus] = "Unschedulable"
 CONDITION_NEURON: Final = "NeuronHasError"
 CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
 CONDITION_STORAGE: Final = "StorageReady"

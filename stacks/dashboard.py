@@ -25,6 +25,7 @@ from nodemedic.contracts import (
     REMEDIATIONS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
+    dashboard_name,
 )
 from nodemedic.detect.filterpattern import filter_terms
 from stacks.alarms import breaker_tripped
@@ -241,7 +242,7 @@ class Dashboard(Construct):
         self.dashboard = cw.Dashboard(
             self,
             "Dashboard",
-            dashboard_name=f"nodemedic-{cluster}",
+            dashboard_name=dashboard_name(cluster),
             default_interval=Duration.hours(24),
             widgets=[
                 [faults, outcomes],

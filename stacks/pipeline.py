@@ -86,15 +86,19 @@ class PipelineStack(Stack):
         hear_silence(
             self.remediation.ledger, classifier=self.ingest.function, kube=self.kube.function
         )
-        self.jobs = JobMonitor(
-            self,
-            "Jobs",
-            settings=settings,
-            code=code,
-            ledger=self.remediation.ledger,
-            topic=topic,
-            topic_key=self.notifications.key,
-            dead_letters=self.ingest.dead_letters,
+        self.jobs = (
+            JobMonitor(
+                self,
+                "Jobs",
+                settings=settings,
+                code=code,
+                ledger=self.remediation.ledger,
+                topic=topic,
+                topic_key=self.notifications.key,
+                dead_letters=self.ingest.dead_letters,
+            )
+            if settings.job_monitoring
+            else None
         )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
         self.origin = OriginKey(
@@ -125,7 +129,7 @@ class PipelineStack(Stack):
             settings=settings,
             catalog=catalog,
             log_group=self.ingest.log_group,
-            alarms=[*self.alarms.pipeline, self.jobs.failed_alarm],
+            alarms=[*self.alarms.pipeline, *([self.jobs.failed_alarm] if self.jobs else [])],
         )
         self._outputs()
         self._acknowledge(settings)

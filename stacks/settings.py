@@ -123,6 +123,11 @@ class ClusterSettings:
     """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
     A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
     cost and keeps it from starving the account's other functions."""
+    job_monitoring: bool = False
+    """Watch training jobs' logs with their HyperPod-style rules (docs/jobs.md): subscribes
+    the job monitor to Container Insights' application log group, which must exist (Fluent
+    Bit creates it). Off by default: every container's log line then invokes a Lambda, a
+    cost to choose, and a cluster without Container Insights has no such group to deploy on."""
     history_days: int = 90
     """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
     ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""

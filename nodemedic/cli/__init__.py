@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "replace": ("nodemedic.cli.manual", "configure", "run", "replace a node by hand"),
     "history": ("nodemedic.cli.history", "configure", "run", "every remediation in the ledger"),
     "backtest": ("nodemedic.cli.backtest", "configure", "run", "replay history: what would it do?"),
+    "dashboard": ("nodemedic.cli.dashboard", "configure", "run", "draw the CloudWatch dashboard"),
     "demo": ("nodemedic.local.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
 }
 

@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nodemedic.local.console import chatter_to, copy_of
+
+if TYPE_CHECKING:
+    from nodemedic.local.world import World
 
 Say = Callable[[str], None]
 
@@ -93,6 +96,30 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _dashboard(world: World, workdir: Path, *, since: float) -> str:
+    """The cluster's CloudWatch dashboard as moto holds it, drawn since the demo began at
+    a point every 10 s (the demo lasts minutes); kept after a temporary workdir is gone.
+    A page that cannot be drawn is said, not fatal: the faults' outcomes are the verdict."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from nodemedic.cli.dashboard import write
+    from nodemedic.contracts import dashboard_name
+
+    page = Path(tempfile.gettempdir()) / f"nodemedic-demo-dashboard-{workdir.name}.html"
+    minutes = max(1, round((time.time() - since) / 60) + 1)
+    try:
+        write(
+            world.aws("cloudwatch"),
+            dashboard_name(world.settings.name),
+            page,
+            minutes=minutes,
+            period=10,
+        )
+    except (BotoCoreError, ClientError, OSError, ValueError) as exc:
+        return f"not drawn ({exc})"
+    return str(page)
+
+
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
     from nodemedic.local.scenarios import SCENARIOS, SETTINGS
     from nodemedic.local.snapshot import render, snapshot
@@ -133,6 +160,7 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
         )
         for problem in problems:
             say(f"  - {problem}")
+        say(f"Dashboard: {_dashboard(world, workdir, since=began)}")
         if args.json:
             document = {
                 **result.to_json(),

@@ -13,6 +13,7 @@ SETTINGS = ClusterSettings(
     node_groups=("demo-trn1", "demo-p5"),
     notification_emails=("oncall@example.com", "ml-infra@example.com"),
     log_retention_days=14,
+    job_monitoring=True,
 )
 
 

@@ -9,6 +9,8 @@ from nodemedic.contracts import (
     JOBS_FAILED_METRIC,
     application_log_group,
 )
+from stacks.settings import ClusterSettings
+from stacks.synth import synth_template
 from tests.support.templates import SETTINGS, Template, one, resources
 
 
@@ -68,3 +70,19 @@ def test_a_failed_job_pages(template: Template) -> None:
 
 def _list(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_application_logs() -> None:
+    """Off by default: it needs Container Insights' group to exist, and it costs an
+    invocation per container line."""
+    plain = synth_template(ClusterSettings(name="plain"))
+    assert [
+        f["Properties"]["LogGroupName"]
+        for f in resources(plain, "AWS::Logs::SubscriptionFilter").values()
+        if f["Properties"]["LogGroupName"] == application_log_group("plain")
+    ] == []
+    assert not [
+        fn
+        for fn in resources(plain, "AWS::Lambda::Function").values()
+        if fn["Properties"]["Handler"] == "lambdas.jobs.handler.handler"
+    ]

@@ -20,6 +20,7 @@ from agent.checks import names, registry
 from agent.checks.base import Result
 from agent.cli import agent_config, configure_agent, run_agent
 from agent.config import Config
+from agent.deepcheck.tools import OPTIONS as DEEP_CHECK_OPTIONS
 from agent.main import build_checks
 from tests.support.paths import ROOT
 
@@ -158,6 +159,7 @@ def test_the_config_is_every_flag_of_a_field_and_every_check_option(tmp_path: Pa
             "expect_efa_devices": 0,
             "neuron_monitor": "neuron-monitor -c {config}",
             "neuron_monitor_period": 5.0,
+            **{option.dest: option.default for option in DEEP_CHECK_OPTIONS},
         },
     }
     assert names() == ("nvidia", "neuron", "efa", "neuron-monitor")
