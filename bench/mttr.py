@@ -7,7 +7,7 @@ Unhealthy, and the share of the latter spent in each stage. The baseline, measur
 same run: the same decision started directly on the state machine (no agent, no Logs, no
 classifier) → node cordoned, which is what detection adds to.
 
-    python bench/mttr.py [--faults 20] [--baseline 5] [--workdir DIR]
+    python -m bench.mttr [--faults 20] [--baseline 5] [--workdir DIR]
 """
 
 from __future__ import annotations
