@@ -94,9 +94,7 @@ def diff(after: Counter[str], before: Counter[str]) -> Counter[str]:
     return Counter({k: v - before.get(k, 0) for k, v in after.items()})
 
 
-def baseline(
-    start: Counter[str], noise: Counter[str], lines: int, nodes: int, noise_per_day: float
-) -> Usage:
+def baseline(start: Counter[str], noise: Counter[str], lines: int, noise_per_day: float) -> Usage:
     """One node's day with no fault: noise, health runs and heartbeats at their rates."""
     delivered = max(1.0, noise["lambda:delivery"] + noise["lambda:filtered"])
     per_call = Usage(
@@ -109,10 +107,12 @@ def baseline(
     )
     matched_share = noise["lambda:delivery"] / delivered
     heartbeat = len(heartbeat_message(dict.fromkeys(("interval", "lines_read"), 99999)))
-    health_runs = 86400 / CHECK_SECONDS
+    # Each check run is one PutLogEvents on the node's health stream (start-up and noise).
+    shipped = start + noise
+    per_run = shipped["log_bytes:health"] / max(1, shipped["log_puts:health"])
     day = Usage(
         log_bytes=noise["log_bytes:kmsg"] / max(1, lines) * noise_per_day
-        + start["log_bytes:health"] / nodes * health_runs
+        + per_run * 86400 / CHECK_SECONDS
         + (heartbeat + SIGNATURE_BYTES + 26) * 86400 / HEARTBEAT_SECONDS
     )
     # At the stated rates each passing line is its own delivery; health results of a
@@ -141,10 +141,16 @@ def per_remediation(faults: Counter[str], histories: list[list[dict[str, Any]]])
 
 def fixed_costs(template: dict[str, Any], meter: Meter, world: World) -> Fixed:
     """Alarms from the template; custom metrics as published (EMF and PutMetricData)."""
+    # A custom metric is a namespace, name and set of dimension values: each one is billed.
     listed = world.aws("cloudwatch").list_metrics()["Metrics"]
-    metrics = {(m["Namespace"], m["MetricName"]) for m in listed} | {
-        (n, m) for n, m, _ in meter.emf
-    }
+    metrics = {
+        (
+            m["Namespace"],
+            m["MetricName"],
+            str(sorted((d["Name"], d["Value"]) for d in m.get("Dimensions", []))),
+        )
+        for m in listed
+    } | meter.emf
     standard = insights = 0
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::CloudWatch::Alarm":
@@ -152,7 +158,7 @@ def fixed_costs(template: dict[str, Any], meter: Meter, world: World) -> Fixed:
         queries = [q for q in resource["Properties"].get("Metrics", []) if "Expression" in q]
         text = json.dumps(queries)
         if "SELECT" in text:
-            insights += max(1, sum(1 for n, m in metrics if n in text and m in text))
+            insights += max(1, sum(1 for n, m, _ in metrics if n in text and m in text))
         else:
             standard += max(1, len(resource["Properties"].get("Metrics", [])))
     sample = "\n".join(meter.sample).encode()
@@ -233,7 +239,7 @@ def main() -> int:
             histories = run_faults(world, args.faults)
             faults = diff(diff(meter.counts(), start), noise)
             fixed = fixed_costs(templates[0], meter, world)
-    base = baseline(start, noise, lines, args.nodes, args.noise_per_day)
+    base = baseline(start, noise, lines, args.noise_per_day)
     report(base, per_remediation(faults, histories), fixed, args.nodes)
     return 0
 

@@ -61,17 +61,22 @@ class Meter:
     def logged(self, group: str, stream: str, events: list[dict[str, Any]]) -> None:
         kind = stream.rsplit("/", 1)[-1] if group.startswith("/nodemedic/") else "other"
         size = sum(len(str(e["message"]).encode()) + EVENT_OVERHEAD for e in events)
-        self.add(**{f"log_bytes:{kind}": size, f"log_events:{kind}": len(events)})
+        self.add(
+            **{f"log_bytes:{kind}": size, f"log_events:{kind}": len(events), f"log_puts:{kind}": 1}
+        )
         if kind != "other" and len(self.sample) < 20_000:
             self.sample.extend(str(e["message"]) for e in events)
 
-    def called(self, service: str, action: str, body: str) -> None:
+    def called(self, service: str, action: str, body: Any) -> None:
+        """``body``: the request's JSON text, or moto's parsed parameters (its DynamoDB
+        handler replaces the text with them before the action runs)."""
         self.add(**{f"call:{service}:{action}": 1})
         if service != "dynamodb":
             return
-        request = json.loads(body or "{}")
+        request = body if isinstance(body, dict) else json.loads(body or "{}")
         if action in _DYNAMODB_WRITES:
-            self.add(write_units=math.ceil(len(body.encode()) / 1024))
+            item = json.dumps(request.get("Item") or request.get("Key") or {})
+            self.add(write_units=max(1, math.ceil(len(item.encode()) / 1024)))
         elif action == "TransactWriteItems":
             self.add(write_units=2 * len(request.get("TransactItems", [])))
         elif action in _DYNAMODB_READS:
@@ -124,7 +129,7 @@ def metering(meter: Meter) -> Iterator[None]:
         with contextlib.suppress(Exception):  # counting never changes what moto answers
             target = str(self.headers.get("X-Amz-Target", "")).rpartition(".")[2]
             name = target or str(self.querystring.get("Action", [""])[0])
-            meter.called(str(self.service_name), name, str(self.body or ""))
+            meter.called(str(self.service_name), name, self.body or "")
         return call_action(self)
 
     def handler(spec: str) -> inprocess.Handler:

@@ -19,6 +19,11 @@ DAYS_PER_MONTH = 730 / 24
 """AWS bills a month as 730 hours."""
 GB = 2**30
 """AWS's billing GB (CloudWatch Logs, Lambda's GB-seconds) is 1,024³ bytes."""
+TRACE_RESERVOIR = 1.0
+TRACE_RATE = 0.05
+"""X-Ray's default sampling rule, which active tracing applies: the first request each
+second and 5 % of the others are recorded
+(https://docs.aws.amazon.com/xray/latest/devguide/xray-console-sampling.html)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class Usage:
     metric_requests: float = 0.0
     sns_publishes: float = 0.0
     traces: float = 0.0
+    """Requests that start a trace (invocations, executions), before X-Ray's sampling."""
 
     def plus(self, other: Usage, times: float = 1.0) -> Usage:
         """This usage and ``times`` times ``other``."""
@@ -75,6 +81,13 @@ def price(prices: dict[str, Any], key: str, quantity: float) -> float:
     return quantity * float(entry["dollars"]) / float(entry["per"])
 
 
+def recorded_traces(requests: float, seconds: float) -> float:
+    """Traces X-Ray records of ``requests`` spread evenly over ``seconds``: sampling makes
+    the price of tracing grow with the fleet's request rate far slower than linearly."""
+    reservoir = min(requests, TRACE_RESERVOIR * seconds)
+    return reservoir + TRACE_RATE * (requests - reservoir)
+
+
 def monthly_dollars(
     per_node_day: Usage, fixed: Fixed, prices: dict[str, Any], nodes: int = 1000
 ) -> dict[str, float]:
@@ -94,5 +107,7 @@ def monthly_dollars(
         "CloudWatch alarms": price(prices, "alarms_standard", fixed.standard_alarm_metrics)
         + price(prices, "alarms_insights", fixed.insights_metrics_analysed),
         "SNS": price(prices, "sns_publishes", month.sns_publishes),
-        "X-Ray": price(prices, "xray_traces", month.traces),
+        "X-Ray": price(
+            prices, "xray_traces", recorded_traces(month.traces, DAYS_PER_MONTH * 86400)
+        ),
     }

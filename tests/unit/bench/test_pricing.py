@@ -59,3 +59,11 @@ def test_alarms_and_metrics_are_a_month_each_whatever_the_fleet() -> None:
 def test_a_node_day_scales_to_a_thousand_node_month() -> None:
     costs = monthly_dollars(Usage(transitions=1), NOTHING_FIXED, load_prices(), nodes=1000)
     assert costs["Step Functions"] == pytest.approx(1000 * MONTH * 0.025 / 1000)
+
+
+def test_xray_records_one_trace_a_second_and_a_twentieth_of_the_rest() -> None:
+    """100 M traced requests a month (38 a second): 2.63 M in the reservoir, 5 % of the others."""
+    seconds = MONTH * 86400
+    recorded = seconds + 0.05 * (100_000_000 - seconds)
+    costs = month_of(Usage(traces=100_000_000))
+    assert costs["X-Ray"] == pytest.approx(5.00 * recorded / 1_000_000, rel=1e-6)
