@@ -113,7 +113,11 @@ def baseline(start: Counter[str], noise: Counter[str], lines: int, noise_per_day
     day = Usage(
         log_bytes=noise["log_bytes:kmsg"] / max(1, lines) * noise_per_day
         + per_run * 86400 / CHECK_SECONDS
-        + (heartbeat + SIGNATURE_BYTES + 26) * 86400 / HEARTBEAT_SECONDS
+        + (heartbeat + SIGNATURE_BYTES + 26) * 86400 / HEARTBEAT_SECONDS,
+        # The classifier records every heartbeat with one UpdateItem of a small item
+        # (DynamoHeartbeats); the baseline phase is shorter than a heartbeat interval, so
+        # the noise deliveries it measures carry none of them.
+        write_units=86400 / HEARTBEAT_SECONDS,
     )
     # At the stated rates each passing line is its own delivery; health results of a
     # healthy node pass no filter term (checked on the start-up runs below).
