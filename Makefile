@@ -41,11 +41,9 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy --strict (pyproject) over every package and the tests; the benchmarks are standalone
-# scripts (bench/agent.py would shadow the agent package in one run).
+# mypy --strict (pyproject) over every package, the benchmarks and the tests.
 typecheck: $(INSTALLED)
-	$(BIN)/mypy agent lambdas nodemedic stacks scripts tests app.py
-	$(BIN)/mypy bench
+	$(BIN)/mypy agent lambdas nodemedic stacks scripts tests app.py bench
 
 # The fast tier: no network, no apiserver.
 unit: $(INSTALLED)
@@ -69,11 +67,12 @@ synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet
 
 bench: $(INSTALLED) kube
-	$(BIN)/python bench/classifier.py
-	$(BIN)/python bench/agent.py
-	$(BIN)/python bench/mttr.py
-	$(BIN)/python bench/coldstart.py
-	$(BIN)/python bench/backtest.py
+	$(BIN)/python -m bench.classifier
+	$(BIN)/python -m bench.agent
+	$(BIN)/python -m bench.mttr
+	$(BIN)/python -m bench.coldstart
+	$(BIN)/python -m bench.backtest
+	$(BIN)/python -m bench.cost
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

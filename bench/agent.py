@@ -12,7 +12,7 @@ requests are next to watchtower's (the usual Python CloudWatch Logs handler), sa
   in-process, from a file) and for watchtower (a logging handler, same lines), both with
   their defaults.
 
-    python bench/agent.py [--lines N] [--burst N] [--idle-seconds 30] [--ship-lines N]
+    python -m bench.agent [--lines N] [--burst N] [--idle-seconds 30] [--ship-lines N]
 """
 
 from __future__ import annotations
@@ -33,22 +33,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from agent.batch import (  # noqa: E402
+from agent.batch import (
     EVENT_OVERHEAD,
     MAX_BATCH_BYTES,
     MAX_BATCH_EVENTS,
     Batcher,
 )
-from agent.config import Config  # noqa: E402
-from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE  # noqa: E402
-from agent.kmsg import FileKmsgReader  # noqa: E402
-from agent.main import Agent, batch_lines, logs_client  # noqa: E402
-from agent.telemetry.neuron_report import NeuronTelemetry  # noqa: E402
-from nodemedic.contracts import kmsg_stream, origin_key_alias  # noqa: E402
+from agent.config import Config
+from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE
+from agent.kmsg import FileKmsgReader
+from agent.main import Agent, batch_lines, logs_client
+from agent.telemetry.neuron_report import NeuronTelemetry
+from nodemedic.contracts import kmsg_stream, origin_key_alias
 
+ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "tests" / "events" / "kmsg"
 NEURON_REPORT = ROOT / "tests" / "events" / "neuron-monitor" / "inf1-xlarge-one-runtime.jsonl"
 GPU_REPORT = ROOT / "tests" / "events" / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"

@@ -7,7 +7,7 @@ with a share of fault lines) spread over a day of ``--nodes`` nodes, written as
 side reads that file, classifies, batches, decides and runs every remediation in simulated
 time on an enforcing cluster; the baseline is ``Classifier.classify_lines`` alone.
 
-    python bench/backtest.py [--lines N] [--nodes 64] [--fault-share 0.01]
+    python -m bench.backtest [--lines N] [--nodes 64] [--fault-share 0.01]
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from classifier import corpus
-
+from bench.classifier import corpus
 from nodemedic.backtest.read import read_sources
 from nodemedic.backtest.replay import replay
 from nodemedic.catalog import load_catalog

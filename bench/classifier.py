@@ -7,7 +7,7 @@ form the classifier Lambda runs on each subscription batch. Both run on the same
 ordinary kernel chatter, one line in ten a fault), and must agree on every line before any
 number is printed.
 
-    python bench/classifier.py [--lines N] [--fault-share 0.1]
+    python -m bench.classifier [--lines N] [--fault-share 0.1]
 """
 
 from __future__ import annotations

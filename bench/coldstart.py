@@ -2,7 +2,7 @@
 fresh interpreter, several runs, median, next to a bare ``import boto3`` measured in the
 same run, and the parts that cost most (the X-Ray SDK, boto3, the fault catalog).
 
-    python bench/coldstart.py [--runs 7]
+    python -m bench.coldstart [--runs 7]
 
 Each figure is one fresh ``python`` process importing one module, timed inside the process
 (the interpreter's own start-up is not counted, as Lambda's runtime is up before the

@@ -7,7 +7,7 @@ lines whose action matches the peer's, and false actions (a reboot or replace wh
 peer says benign or notify-only), with how many of those are deliberate (the entry says
 why). Run it on two commits to compare catalogs.
 
-    python bench/detection.py [--misses]
+    python -m bench.detection [--misses]
 """
 
 from __future__ import annotations

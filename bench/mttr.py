@@ -7,7 +7,7 @@ Unhealthy, and the share of the latter spent in each stage. The baseline, measur
 same run: the same decision started directly on the state machine (no agent, no Logs, no
 classifier) → node cordoned, which is what detection adds to.
 
-    python bench/mttr.py [--faults 20] [--baseline 5] [--workdir DIR]
+    python -m bench.mttr [--faults 20] [--baseline 5] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -98,11 +98,11 @@ def measure(
             f"  Unhealthy +{samples[-1]['unhealthy']:.2f}s"
         )
         # The next fault starts when this execution has ended (slot and lock released).
-        execution = _finished(observer.sfn, observer.execution_arn(run) or "")
+        execution = finished_execution(observer.sfn, observer.execution_arn(run) or "")
     return samples, json.loads(execution["input"])
 
 
-def _finished(sfn: Any, arn: str) -> dict[str, Any]:
+def finished_execution(sfn: Any, arn: str) -> dict[str, Any]:
     while (found := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
         time.sleep(0.2)
     result: dict[str, Any] = found
@@ -133,7 +133,7 @@ def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
         ) is None:
             time.sleep(0.05)
         found.append(seen.at - began)
-        _finished(sfn, arn)
+        finished_execution(sfn, arn)
     return found
 
 
