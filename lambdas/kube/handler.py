@@ -164,6 +164,8 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     if verdict not in ("Passed", "Failed"):
         raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
     return nodes.deep_check_verdict(core, f.text("instance_id"), passed=verdict == "Passed")
+
+
 def _census(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return census.count_nodes(core, f.text("cluster"))
 
