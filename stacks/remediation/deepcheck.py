@@ -30,7 +30,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
 
     def label(id: str, value: str) -> sfn.TaskStateBase:
         # Unguarded: the decision is not recorded yet, so there is nothing for the failure
-        # phase to close; an error fails the execution where people see it.
+        # phase to close; each label says below what its error does.
         return flow.kube(
             id,
             "deep_check",
@@ -42,10 +42,16 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             guard=False,
         )
 
-    admitted = label("Admit checked node", "Passed").next(
+    admit = label("Admit checked node", "Passed")
+    # The node stays behind its taint: the failed execution is what people see.
+    admit.add_catch(sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed"))
+    admitted = admit.next(
         sfn.Succeed(s, "Admitted", comment="the deep check passed", output_path=VERDICT)
     )
-    failed = label("Label deep check failed", "Failed").next(then)
+    failed = label("Label deep check failed", "Failed")
+    # The label only tells people; a node that failed its check is replaced without it.
+    failed.add_catch(then, result_path=sfn.JsonPath.DISCARD)
+    failed.next(then)
     from_deep_check = sfn.Condition.string_equals(state.decision("source"), DEEP_CHECK_SOURCE)
     return (
         sfn.Choice(s, "Deep check verdict?")
