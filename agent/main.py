@@ -35,7 +35,6 @@ from agent.checks.base import Check, Runner, utc_stamp, worst
 from agent.config import Config
 from agent.deepcheck import Node
 from agent.deepcheck import run as run_deep_check
-from agent.expected import expected_count
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.liveness import Liveness
 from agent.metrics import Metrics, metrics_server, serve
@@ -114,12 +113,8 @@ def deep_check_node(config: Config, now: datetime) -> Node:
         state_dir=config.state_dir,
         boot_id=config.boot_id,
         instance_type=config.instance_type,
-        expected_gpus=expected_count(
-            nvidia.EXPECT_GPUS.value(options), config.instance_type, "gpus"
-        ),
-        expected_neuron_devices=expected_count(
-            neuron.EXPECT_DEVICES.value(options), config.instance_type, "neuron_devices"
-        ),
+        expected_gpus=nvidia.expected_gpus(config),
+        expected_neuron_devices=neuron.expected_devices(config),
         expected_efa_devices=efa.EXPECT_DEVICES.value(options),
         options=options,
     )

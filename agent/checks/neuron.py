@@ -77,11 +77,15 @@ class NeuronSysfs(SysfsDevices):
         return grown or [Result(NAME, device.name, "ok", "Healthy", dict(readings), ts)]
 
 
+def expected_devices(config: Config) -> int:
+    """The flag, else the instance type's count: what this check and the deep check expect."""
+    expected = EXPECT_DEVICES.value(config.check_options)
+    return expected_count(expected, config.instance_type, "neuron_devices")
+
+
 def build(config: Config) -> NeuronSysfs:
     baseline = CounterBaseline(config.state_dir / "neuron-counters.json", config.boot_id)
-    expected = EXPECT_DEVICES.value(config.check_options)
-    devices = expected_count(expected, config.instance_type, "neuron_devices")
-    return NeuronSysfs(config.sys_root, baseline, devices)
+    return NeuronSysfs(config.sys_root, baseline, expected_devices(config))
 
 
 register("neuron", build, EXPECT_DEVICES)

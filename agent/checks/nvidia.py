@@ -90,10 +90,16 @@ class NvidiaSmi(Check):
         return gpu_families(self.report, node_name())
 
 
+def expected_gpus(config: Config) -> int:
+    """The flag, else the instance type's count: what this check and the deep check expect."""
+    return expected_count(EXPECT_GPUS.value(config.check_options), config.instance_type, "gpus")
+
+
 def build(config: Config) -> NvidiaSmi:
     options = config.check_options
-    gpus = expected_count(EXPECT_GPUS.value(options), config.instance_type, "gpus")
-    return NvidiaSmi(shlex.split(COMMAND.value(options)), gpus, TIMEOUT.value(options))
+    return NvidiaSmi(
+        shlex.split(COMMAND.value(options)), expected_gpus(config), TIMEOUT.value(options)
+    )
 
 
 register("nvidia", build, COMMAND, TIMEOUT, EXPECT_GPUS)
