@@ -402,6 +402,13 @@ DEEP_CHECK_TAINT_KEY: Final = "nodemedic.io/health-check"
 """``nodemedic.io/health-check:NoSchedule``: put by the kubelet at registration
 (``--register-with-taints``), removed once the node's deep check passed."""
 UNSCHEDULABLE: Final[HealthStatus] = "Unschedulable"
+SPARE_LABEL: Final = "nodemedic.io/spare"
+"""``true`` on the Node of an instance nodemedic keeps in Auto Scaling ``Standby`` as a
+spare of its node group (setting ``spares``); removed when a replace brings it into service."""
+SPARE_TAINT_KEY: Final = "nodemedic.io/spare"
+"""``nodemedic.io/spare:NoSchedule``: a spare is a joined, Ready Node, and takes no pods
+until a replace brings it into service. Separate from the health-check taint, which a
+passing deep check removes while the instance is still in Standby."""
 CONDITION_NEURON: Final = "NeuronHasError"
 CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
 CONDITION_STORAGE: Final = "StorageReady"

@@ -24,6 +24,8 @@ _EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _EMAIL = re.compile(r"^[^@\s\"'<>,;]+@[^@\s\"'<>,;]+\.[A-Za-z]{2,}$")
 _IAM_WILDCARDS = ("*", "?")
 MAX_GROUP_NAME = 255
+MAX_SPARES = 100
+"""More idle accelerators than this per group is a capacity plan, not a spare pool."""
 # fmt: off
 LOG_RETENTION_DAYS = (
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
@@ -131,6 +133,11 @@ class ClusterSettings:
     history_days: int = 90
     """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
     ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""
+    spares: tuple[tuple[str, int], ...] = ()
+    """(node group name, instances kept in Auto Scaling ``Standby`` (running, joined, taking
+    no pods) that a replace in that group brings into service in seconds (docs/deploy.md,
+    "Spares"); in cdk.json an object, ``{"p5": 1}``. A group not named keeps none: its replace
+    waits for a launch, as without."""
 
     def __post_init__(self) -> None:
         _check_values(self)
@@ -154,6 +161,7 @@ class ClusterSettings:
             reboot_timeout=self.reboot_timeout,
             poll_seconds=self.poll_seconds,
             fleet_settle=self.fleet_settle,
+            refill=any(count > 0 for _, count in self.spares),
         )
 
     @property
@@ -195,19 +203,41 @@ class ClusterSettings:
 def _check_types(values: Mapping[str, Any]) -> None:
     """JSON from cdk.json or ``-c``: ``"node_groups": "trn1"`` would otherwise become the
     groups ``t``, ``r``, ``n``, ``1``, and ``"dry_run": "false"`` a true value."""
-    for field in fields(ClusterSettings):
-        if field.name not in values:
+    for setting in fields(ClusterSettings):
+        if setting.name not in values:
             continue
-        value = values[field.name]
-        kind = str if field.default is MISSING else type(field.default)
-        if kind is tuple:
+        value = values[setting.name]
+        kind = str if setting.default is MISSING else type(setting.default)
+        if setting.name == "spares":
+            _check_spares_type(value)
+        elif kind is tuple:
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"{field.name} must be a list of strings, not {value!r}")
+                raise ValueError(f"{setting.name} must be a list of strings, not {value!r}")
         elif kind is int:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{field.name} must be a whole number, not {value!r}")
+                raise ValueError(f"{setting.name} must be a whole number, not {value!r}")
         elif not isinstance(value, kind):
-            raise ValueError(f"{field.name} must be a {kind.__name__}, not {value!r}")
+            raise ValueError(f"{setting.name} must be a {kind.__name__}, not {value!r}")
+
+
+def _check_spares_type(value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+        for k, v in value.items()
+    ):
+        raise ValueError(f"spares must map node group names to whole numbers, not {value!r}")
+
+
+def _check_spares(settings: ClusterSettings) -> None:
+    """A spare of a group nodemedic does not act on would never be used, only paid for."""
+    groups = [group for group, _ in settings.spares]
+    if len(set(groups)) != len(groups):
+        raise ValueError("spares names a group twice")
+    for group, count in settings.spares:
+        if group not in settings.node_groups:
+            raise ValueError(f"spares: {group!r} is not in node_groups")
+        if not 0 <= count <= MAX_SPARES:
+            raise ValueError(f"spares: {group!r} must keep 0 to {MAX_SPARES}, not {count}")
 
 
 def _check_node_groups(groups: Sequence[str]) -> None:
@@ -236,6 +266,8 @@ def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
     for key in ("node_groups", "notification_emails"):
         if key in values:
             values[key] = tuple(values[key])
+    if "spares" in values:
+        values["spares"] = tuple(sorted(values["spares"].items()))
     return ClusterSettings(**values)
 
 
@@ -257,6 +289,7 @@ def _check_values(settings: ClusterSettings) -> None:
             )
     _check_numbers(settings)
     _check_node_groups(settings.node_groups)
+    _check_spares(settings)
     for address in settings.notification_emails:
         if not _EMAIL.match(address):
             raise ValueError(f"notification_emails: {address!r} is not an e-mail address")

@@ -143,6 +143,7 @@ def execution_timeout(
     reboot_timeout: int,
     poll_seconds: int,
     fleet_settle: int = 0,
+    refill: bool = False,
 ) -> int:
     """An upper bound of one remediation's duration: every wait loop at its longest (the
     reboot watch and the wait for termination both bounded by ``reboot_timeout``, the wait
@@ -157,6 +158,8 @@ def execution_timeout(
         + 2 * (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds
         + LOCK_WAIT_ROUNDS * poll_seconds
         + fleet_settle
+        # A group with spares also waits, as long at most, for the refill to join.
+        + (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds * refill
     )
     return waits + 600
 

@@ -1,5 +1,6 @@
 """Replacing: set the instance Unhealthy for its Auto Scaling group to replace, wait until it
-terminates, delete its Node."""
+terminates, delete its Node; in a group that keeps spares, bring one into service first and
+refill the pool after (``spares``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_stepfunctions as sfn
 
 from stacks.guardrails import node_group_arns
-from stacks.remediation import state
+from stacks.remediation import spares, state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import entered_at, text_at
 
@@ -55,9 +56,8 @@ def replace(flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable) -> s
         state.INSTANCE_ID,
     )
     start = flow.step("Start replacing", "replacing")
-    start.next(unhealthy).next(flow.put("Begin termination watch", state.TERM, rounds=0)).next(
-        check
-    ).next(
+    start.next(spares.take_spare(flow, then=unhealthy))
+    unhealthy.next(flow.put("Begin termination watch", state.TERM, rounds=0)).next(check).next(
         sfn.Choice(s, "Terminating?")
         .when(gone, delete)
         .when(
@@ -67,5 +67,7 @@ def replace(flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable) -> s
         .otherwise(term_wait)
     )
     term_wait.next(flow.next_round("Count termination", state.TERM)).next(check)
-    delete.next(flow.ended("Replaced", "replaced")).next(report)
+    replaced = flow.ended("Replaced", "replaced")
+    replaced.next(report)
+    delete.next(spares.refill(flow, then=replaced))
     return start

@@ -81,6 +81,8 @@ NODE_GROUPS = (
     "trn1-resume",
     "p5-deep-failed",
     "p5-deep-passed",
+    "p5-spares",
+    "p5-no-spares",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
@@ -89,6 +91,7 @@ ACTING = ClusterSettings(
     # The breaker test replaces a whole group of 10; the rate limits have their own tests.
     replacements_per_hour=10,
     replacements_per_day=10,
+    spares=(("p5-spares", 1),),
     **FAST,
 )
 WATCH = ClusterSettings(
