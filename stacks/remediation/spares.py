@@ -62,7 +62,7 @@ def take_spare(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         "describeAutoScalingGroups",
         {"AutoScalingGroupNames": sfn.JsonPath.array(text_at(state.GROUP_NAME))},
         iam_resources=unscoped("autoscaling", "describeAutoScalingGroups"),
-        result_selector={"instances": sfn.JsonPath.list_at("$.AutoScalingGroups[0].Instances")},
+        result_selector={"instances": sfn.JsonPath.list_at("$.AutoScalingGroups[*].Instances[*]")},
         result_path=state.POOL,
     )
     pick = flow.kube(

@@ -50,6 +50,13 @@ class World:
         """An Auto Scaling group whose instances joined the cluster as Nodes named, as on
         EKS, by their private DNS names."""
         ids = instances(name, size, instance_type=instance_type)
+        self.join(name, ids, instance_type=instance_type, devices=devices)
+        return ids
+
+    def join(
+        self, group: str, ids: list[str], *, instance_type: str, devices: dict[str, str]
+    ) -> None:
+        """The instances' Nodes register, as EKS nodes of ``group`` do once launched."""
         ec2 = boto3.client("ec2", region_name=REGION)
         for reservation in ec2.describe_instances(InstanceIds=ids)["Reservations"]:
             for instance in reservation["Instances"]:
@@ -59,11 +66,10 @@ class World:
                     node,
                     instance["InstanceId"],
                     az=instance["Placement"]["AvailabilityZone"],
-                    nodegroup=name,
+                    nodegroup=group,
                     instance_type=instance_type,
                     devices=devices,
                 )
-        return ids
 
     def node(self, instance_id: str) -> client.V1Node | None:
         try:
