@@ -1,0 +1,45 @@
+"""The spare states and their permissions in the synthesized template: Standby calls only on
+the groups that keep spares, and no spare state at all in a cluster that keeps none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.synth import synth_template
+from tests.support.remediation import UNSET, state_machine_definition
+
+SPARE_STATES = {"Group keeps spares?", "Exit standby", "Admit spare", "Enter standby"}
+
+
+def _statements(template: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+        if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+
+
+def test_standby_calls_are_allowed_only_on_the_groups_that_keep_spares(
+    default_template: dict[str, Any],
+) -> None:
+    for action in ("autoscaling:exitStandby", "autoscaling:enterStandby"):
+        (allowed,) = _statements(default_template, action)
+        assert allowed["Effect"] == "Allow"
+        (arn,) = (
+            [allowed["Resource"]] if isinstance(allowed["Resource"], dict) else allowed["Resource"]
+        )
+        assert "autoScalingGroupName/p5-spares" in str(arn)
+    states = state_machine_definition(default_template)["States"]
+    assert set(states) >= SPARE_STATES
+    assert states["Exit standby"]["Next"] == "Admit spare"
+    assert states["Admit spare"]["Next"] == "Set instance unhealthy"
+
+
+def test_a_cluster_without_spares_replaces_as_before() -> None:
+    template = synth_template(UNSET)
+    assert _statements(template, "autoscaling:exitStandby") == []
+    states = state_machine_definition(template)["States"]
+    assert not SPARE_STATES & set(states)
+    assert states["Start replacing"]["Next"] == "Set instance unhealthy"
