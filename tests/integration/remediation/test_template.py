@@ -410,5 +410,13 @@ def test_the_reconcile_counts_nodes_by_status_last_and_survives_its_failure(
     ]
     assert census["ResultPath"] is None
     told = reconcile["States"]["Notify silent nodes"]
-    assert told["Next"] == "Count nodes by status"
-    assert reconcile["States"]["Newly silent?"]["Default"] == "Count nodes by status"
+    assert told["Next"] == "List overdue deep checks"
+    assert reconcile["States"]["Newly silent?"]["Default"] == "List overdue deep checks"
+    # Then the nodes waiting past deep_check_timeout, told once, before the census.
+    overdue = reconcile["States"]["List overdue deep checks"]
+    assert overdue["Parameters"] == {
+        "op": "overdue_deep_checks",
+        "timeout_seconds": FAST["deep_check_timeout"],
+    }
+    assert reconcile["States"]["Notify overdue nodes"]["Next"] == "Count nodes by status"
+    assert reconcile["States"]["Newly overdue?"]["Default"] == "Count nodes by status"
