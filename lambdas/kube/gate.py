@@ -18,11 +18,9 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import _other_taints, _set_condition, _update, each_node, instance_of
+from lambdas.kube.nodes import _other_taints, _update, clear_condition, each_node, instance_of
 from lambdas.kube.silence import NAMED, named
-from nodemedic.catalog import healthy_status
 from nodemedic.contracts import (
-    CLEARED_REASON,
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_OVERDUE_ANNOTATION,
@@ -58,12 +56,10 @@ def hold_for_deep_check(
     """The rebooted node's fault cleared, but not given back: nodemedic's taint and fault
     labels off, the health-check taint on, ``InProgress``, still cordoned, the wait's start
     and the holding decision annotated. Returns when the wait began."""
-    _set_condition(
+    clear_condition(
         core,
         name,
-        kind=condition,
-        status=healthy_status(condition),
-        reason=CLEARED_REASON,
+        condition=condition,
         message=f"nodemedic rebooted for {fault_id}; awaiting the post-repair deep check",
     )
     since = iso(datetime.datetime.now(datetime.UTC))

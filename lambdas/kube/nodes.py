@@ -219,16 +219,21 @@ def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> di
     }
 
 
-def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
-    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+def clear_condition(core: client.CoreV1Api, name: str, *, condition: str, message: str) -> None:
+    """The fault's condition back to its healthy status, nodemedic's reason on it."""
     _set_condition(
         core,
         name,
         kind=condition,
         status=healthy_status(condition),
         reason=CLEARED_REASON,
-        message=f"nodemedic remediated {fault_id}",
+        message=message,
     )
+
+
+def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
+    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+    clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
     _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 

@@ -55,7 +55,11 @@ def test_a_failed_deep_check_replaces_the_node_and_an_unsigned_one_does_not(
     (acted,) = pipeline.executions(sick)
     assert pipeline.finish(acted)["status"] == "SUCCEEDED"
     (labelled,) = pipeline.outputs(acted, "Label deep check failed")
-    assert labelled["deep_check"] == {"node": world.nodes[sick], "changed": True}
+    assert labelled["deep_check"] == {
+        "node": world.nodes[sick],
+        "changed": True,
+        "uncordoned": False,
+    }
     assert world.node(sick) is None
     assert asg_instance(sick)["LifecycleState"] == "Terminating"
     assert [m["outcome"] for m in pipeline.messages(sick)] == ["replaced"]
