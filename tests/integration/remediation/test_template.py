@@ -366,7 +366,12 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
     reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
     assert _kube_ops(cleanup, default_template) == {"fail"}
-    assert _kube_ops(reconcile, default_template) == {"tainted", "silent", "census"}
+    assert _kube_ops(reconcile, default_template) == {
+        "tainted",
+        "silent",
+        "overdue_deep_checks",
+        "census",
+    }
     failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
     assert failure_phase <= set(cleanup["States"])
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
