@@ -401,6 +401,18 @@ DeepCheckStatus = Literal["InProgress", "Passed", "Failed"]
 DEEP_CHECK_TAINT_KEY: Final = "nodemedic.io/health-check"
 """``nodemedic.io/health-check:NoSchedule``: put by the kubelet at registration
 (``--register-with-taints``), removed once the node's deep check passed."""
+DEEP_CHECK_SINCE_ANNOTATION: Final = "nodemedic.io/deep-check-since"
+"""ISO 8601 UTC time nodemedic put the node behind the health-check taint (after a reboot);
+a node without it waits since its creation. ``deep_check_timeout`` counts from either."""
+DEEP_CHECK_HELD_ANNOTATION: Final = "nodemedic.io/held-for-deep-check"
+"""``<decision_id>`` of the reboot that left the node cordoned until its deep check passes
+(``post_reboot_deep_check``): only then does a pass uncordon the node as well."""
+DEEP_CHECK_OVERDUE_ANNOTATION: Final = "nodemedic.io/deep-check-overdue"
+"""The wait (its start, as above) people were told had no verdict within
+``deep_check_timeout``: told once per wait."""
+AWAITING_DEEP_CHECK_OUTCOME: Final = "rebooted-awaiting-deep-check"
+"""A reboot remediation's outcome when the node came back with a new boot id and was left
+cordoned, behind the health-check taint, for its post-repair deep check."""
 UNSCHEDULABLE: Final[HealthStatus] = "Unschedulable"
 SPARE_LABEL: Final = "nodemedic.io/spare"
 """``true`` on the Node of an instance nodemedic keeps in Auto Scaling ``Standby`` as a

@@ -130,6 +130,14 @@ class ClusterSettings:
     the job monitor to Container Insights' application log group, which must exist (Fluent
     Bit creates it). Off by default: every container's log line then invokes a Lambda, a
     cost to choose, and a cluster without Container Insights has no such group to deploy on."""
+    deep_check_timeout: int = 900
+    """Seconds a node may wait behind the health-check taint without a deep check verdict
+    (from its creation, or from when a reboot put it there); then one notification names it,
+    and it stays tainted. The reconcile looks every ``RECONCILE_SECONDS``."""
+    post_reboot_deep_check: bool = True
+    """After a reboot the node stays cordoned, behind the health-check taint, until its deep
+    check passes (the agent's ``--deep-check-at-start``); a failed check replaces it. False:
+    the node is given back as soon as it is Ready with a new boot id."""
     history_days: int = 90
     """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
     ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""
@@ -312,6 +320,7 @@ def _check_numbers(settings: ClusterSettings) -> None:
         "replacements_per_day",
         "breaker_cooldown",
         "history_days",
+        "deep_check_timeout",
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")

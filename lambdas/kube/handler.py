@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import census, drain, nodes, requests, resume, silence, spares
+from lambdas.kube import census, drain, gate, nodes, requests, resume, silence, spares
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -71,6 +71,10 @@ class Fields:
 
     def flag(self, name: str) -> bool:
         return self._typed(name, bool)
+
+    def optional_flag(self, name: str) -> bool:
+        """False when absent: an optional flag only ever asks for more."""
+        return name in self._event and self.flag(name)
 
     def seconds(self, name: str) -> int:
         value = self._typed(name, int)
@@ -170,7 +174,28 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     verdict = f.text("verdict")
     if verdict not in ("Passed", "Failed"):
         raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
-    return nodes.deep_check_verdict(core, f.text("instance_id"), passed=verdict == "Passed")
+    return nodes.deep_check_verdict(
+        core,
+        f.text("instance_id"),
+        passed=verdict == "Passed",
+        release_hold=f.optional_flag("release_hold"),
+    )
+
+
+def _hold_for_deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    since = gate.hold_for_deep_check(
+        core,
+        node,
+        fault_id=f.text("fault_id"),
+        condition=f.text("condition"),
+        decision_id=f.text("decision_id"),
+    )
+    return {"node": node, "since": since}
+
+
+def _overdue_deep_checks(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return gate.overdue(core, f.seconds("timeout_seconds"), datetime.datetime.now(datetime.UTC))
 
 
 def _census(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -221,6 +246,8 @@ OPS: dict[str, Op] = {
     "jobs_on_node": _jobs_on_node,
     "resume_jobs": _resume_jobs,
     "deep_check": _deep_check,
+    "hold_for_deep_check": _hold_for_deep_check,
+    "overdue_deep_checks": _overdue_deep_checks,
     "census": _census,
     "pick_spare": _pick_spare,
     "admit_spare": _admit_spare,

@@ -19,7 +19,9 @@ from kubernetes import client
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts import (
     CLEARED_REASON,
+    DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
+    DEEP_CHECK_SINCE_ANNOTATION,
     DEEP_CHECK_TAINT_KEY,
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
@@ -217,33 +219,43 @@ def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> di
     }
 
 
-def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
-    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+def clear_condition(core: client.CoreV1Api, name: str, *, condition: str, message: str) -> None:
+    """The fault's condition back to its healthy status, nodemedic's reason on it."""
     _set_condition(
         core,
         name,
         kind=condition,
         status=healthy_status(condition),
         reason=CLEARED_REASON,
-        message=f"nodemedic remediated {fault_id}",
+        message=message,
     )
+
+
+def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
+    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+    clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
     _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 
-def deep_check_verdict(core: client.CoreV1Api, instance_id: str, *, passed: bool) -> dict[str, Any]:
+def deep_check_verdict(
+    core: client.CoreV1Api, instance_id: str, *, passed: bool, release_hold: bool = False
+) -> dict[str, Any]:
     """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
     health ``Schedulable``, the health-check taint off, but only a Node that still carries
     that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
-    one an operator already let in), and never its cordon. Failed labels it ``Failed``; its
-    replacement is the decision's normal path. ``changed`` False: nothing was written."""
+    one an operator already let in). Its cordon goes only with ``release_hold`` (no other
+    remediation holds the node's lock) on a node a reboot held for this check
+    (``DEEP_CHECK_HELD_ANNOTATION``): anyone else's cordon is theirs. Failed labels it
+    ``Failed``; its replacement is the decision's normal path. ``changed`` False: nothing
+    was written; ``uncordoned``: the hold was released."""
     node = find_node(core, instance_id)
     if node is None:
-        return {"node": None, "changed": False}
-    changed = False
+        return {"node": None, "changed": False, "uncordoned": False}
+    changed = uncordoned = False
 
     def change(now: Any) -> dict[str, Any]:
-        nonlocal changed
+        nonlocal changed, uncordoned
         keys = {t.key for t in now.spec.taints or []}
         if not passed:
             changed = True
@@ -251,14 +263,22 @@ def deep_check_verdict(core: client.CoreV1Api, instance_id: str, *, passed: bool
         changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
         if not changed:
             return {"metadata": {}}
+        held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
+        uncordoned = release_hold and held
         kept = [t for t in now.spec.taints if t.key != DEEP_CHECK_TAINT_KEY]
+        released: dict[str, Any] = {"unschedulable": None} if uncordoned else {}
         return {
-            "metadata": {"labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE}},
-            "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None},
+            "metadata": {
+                "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
+                # The wait is over; the hold's mark stays with a cordon it did not lift.
+                "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
+                | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
+            },
+            "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None} | released,
         }
 
     _update(core, node.metadata.name, change)
-    return {"node": node.metadata.name, "changed": changed}
+    return {"node": node.metadata.name, "changed": changed, "uncordoned": uncordoned}
 
 
 def mark_failed(

@@ -86,6 +86,12 @@ def describe(silent: Silent) -> str:
     return f"{silent.node} ({silent.instance_id}): last heard {at}; it then reported {state}"
 
 
+def named(lines: list[str]) -> list[str]:
+    """The first ``NAMED`` lines, and how many more there are: a message has a size limit."""
+    more = [f"... and {len(lines) - NAMED} more"] if len(lines) > NAMED else []
+    return lines[:NAMED] + more
+
+
 def silent(core: client.CoreV1Api, dynamodb: Any | None = None) -> dict[str, Any]:
     """``{count, nodes, new: {count, message}}``: every silent Ready node, and the ones not
     notified before, marked notified now (``message`` names them for SNS)."""
@@ -94,9 +100,7 @@ def silent(core: client.CoreV1Api, dynamodb: Any | None = None) -> dict[str, Any
     now = time.time()
     found = silent_nodes(ready_nodes(core), heard(table, dynamodb), now)
     new = [s for s in found if s.new and _mark_notified(table, dynamodb, s, now)]
-    lines = [describe(s) for s in new[:NAMED]]
-    if len(new) > NAMED:
-        lines.append(f"... and {len(new) - NAMED} more")
+    lines = named([describe(s) for s in new])
     message = (
         f"{len(new)} Ready node(s) went silent: their nodemedic agent shipped no heartbeat "
         f"for {SILENT_AFTER_BEATS} intervals. Its credentials may be refused or expired, "

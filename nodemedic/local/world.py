@@ -79,6 +79,9 @@ def demo_settings(**overrides: Any) -> ClusterSettings:
         "breaker_hold": 120,
         "fleet_window": 60,
         "fleet_settle": 6,
+        # The demo's agents run no deep check after a reboot: gated, its rebooted nodes
+        # would wait out of service for a verdict that never comes.
+        "post_reboot_deep_check": False,
         **overrides,
     }
     return ClusterSettings(**values)

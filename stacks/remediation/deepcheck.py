@@ -1,34 +1,57 @@
 """The deep check's verdicts: a decision of the deep check's stream that is no remediation.
 
 A node registers behind the health-check taint and waits for its deep check. A passed
-verdict (``DEEP_CHECK_PASSED_FAULT``) admits the node through the kube ``deep_check`` op and
-ends the execution: no lock, no breaker, no ledger record and no mail, since every healthy
-node of a scale-up passes. A failed one (``DEEP_CHECK_FAILED_FAULT``, action replace)
-labels the node ``Failed`` and goes on as any replace decision, through the plan, the lock
-and the breaker; one whose origin was not proven arrives capped to notify and labels
-nothing. Any other decision, ``NothingChecked`` included (notified, the node stays tainted),
-goes straight on.
+verdict (``DEEP_CHECK_PASSED_FAULT``) admits the node through the kube ``deep_check`` op
+(and lifts the cordon a reboot left for the check, unless a remediation holds the node's
+lock) and ends the execution: no lock taken, no breaker, no ledger record and no mail,
+since every healthy node of a scale-up passes. A failed one (``DEEP_CHECK_FAILED_FAULT``,
+action replace) labels the node ``Failed`` and goes on as any replace decision, through the
+plan, the lock and the breaker; one whose origin was not proven arrives capped to notify
+and labels nothing. Any other decision, ``NothingChecked`` included (notified, the node
+stays tainted), goes straight on.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.contracts import DEEP_CHECK_FAILED_FAULT, DEEP_CHECK_PASSED_FAULT, DEEP_CHECK_SOURCE
+from nodemedic.remediate import ledger
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
+from stacks.remediation.render import lock_key
 
 VERDICT: Final = "$.deep_check"
-"""The kube ``deep_check`` op's answer: ``{node, changed}``."""
+"""The kube ``deep_check`` op's answer: ``{node, changed, uncordoned}``."""
+HOLD: Final = "$.hold"
+"""``{release}``: whether a pass may lift the cordon a reboot left for it."""
+LOCK: Final = "$.checked_lock"
+
+
+def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+    """A pass lifts the post-reboot cordon only while no remediation holds the node's lock:
+    a fault found since, on its way to the cordon, must not see its node given back. Any
+    lock item counts, a parked or expired one too, and so does a read that failed."""
+    s = flow.scope
+    keep = flow.put("Keep cordon", HOLD, release=False)
+    keep.next(then)
+    read = flow.read("Read checked node's lock", lock_key(), LOCK, guard=False)
+    read.add_catch(keep, result_path=sfn.JsonPath.DISCARD)
+    read.next(
+        sfn.Choice(s, "Under remediation?")
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), keep)
+        .otherwise(flow.put("Release hold", HOLD, release=True).next(then))
+    )
+    return read
 
 
 def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """Where a decision of the deep check's stream turns off the flow; others go to ``then``."""
     s = flow.scope
 
-    def label(id: str, value: str) -> sfn.TaskStateBase:
+    def label(id: str, value: str, **more: Any) -> sfn.TaskStateBase:
         # Unguarded: the decision is not recorded yet, so there is nothing for the failure
         # phase to close; each label says below what its error does.
         return flow.kube(
@@ -37,17 +60,18 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             {
                 "instance_id": sfn.JsonPath.string_at(state.INSTANCE_ID),
                 "verdict": value,
+                **more,
             },
             result_path=VERDICT,
             guard=False,
         )
 
-    admit = label("Admit checked node", "Passed")
+    admit = label(
+        "Admit checked node", "Passed", release_hold=sfn.JsonPath.string_at(f"{HOLD}.release")
+    )
     # The node stays behind its taint: the failed execution is what people see.
     admit.add_catch(sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed"))
-    admitted = admit.next(
-        sfn.Succeed(s, "Admitted", comment="the deep check passed", output_path=VERDICT)
-    )
+    admit.next(sfn.Succeed(s, "Admitted", comment="the deep check passed", output_path=VERDICT))
     failed = label("Label deep check failed", "Failed")
     # The label only tells people; a node that failed its check is replaced without it.
     failed.add_catch(then, result_path=sfn.JsonPath.DISCARD)
@@ -60,7 +84,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
                 from_deep_check,
                 sfn.Condition.string_equals(state.FAULT_ID, DEEP_CHECK_PASSED_FAULT),
             ),
-            admitted,
+            _released(flow, then=admit),
         )
         .when(
             sfn.Condition.and_(

@@ -1,8 +1,10 @@
 """Reboot and verify: remember the reboot, reboot, watch for a new boot id, then give the
-Node back, unless no new boot id came or the fault recurred meanwhile: then escalate to a
-replacement (``ledger``'s escalation rules). A stronger decision that upgraded the
-remediation (``upgrade``) escalates it too: before the reboot, so that a node to be replaced
-is not rebooted first, or after it."""
+Node back (with ``post_reboot_deep_check``: leave it cordoned behind the health-check taint
+until its deep check passes; outcome ``rebooted-awaiting-deep-check``), unless no new boot
+id came or the fault recurred meanwhile: then escalate to a replacement (``ledger``'s
+escalation rules). A stronger decision that upgraded the remediation (``upgrade``)
+escalates it too: before the reboot, so that a node to be replaced is not rebooted first,
+or after it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts import AWAITING_DEEP_CHECK_OUTCOME
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Update
 from stacks.remediation import state
@@ -125,17 +128,27 @@ def _watch(
     )
     settle = sfn.Wait(s, "Settle", time=flow.poll)
     give_back = _unflagged(flow, "Note give-back on lock", ledger.GIVE_BACK, flagged)
-    clear = flow.kube(
-        "Clear",
-        "clear",
-        {
-            "node": text_at(state.NODE_NAME),
-            "fault_id": text_at(state.FAULT_ID),
-            "condition": text_at(state.decision("condition")),
-        },
-        result_path=state.time_of("cleared"),
-        timed=True,
-    )
+    cleared = {
+        "node": text_at(state.NODE_NAME),
+        "fault_id": text_at(state.FAULT_ID),
+        "condition": text_at(state.decision("condition")),
+    }
+    if flow.settings.post_reboot_deep_check:
+        # A new boot id is no proof the accelerators work: the node waits, cordoned, for
+        # the deep check its agent runs after the boot (``lambdas.kube.gate``).
+        clear = flow.kube(
+            "Hold for deep check",
+            "hold_for_deep_check",
+            {**cleared, "decision_id": text_at(state.decision("decision_id"))},
+            result_path=state.time_of("held_for_deep_check"),
+            timed=True,
+        )
+        ended = flow.ended("Rebooted, awaiting deep check", AWAITING_DEEP_CHECK_OUTCOME)
+    else:
+        clear = flow.kube(
+            "Clear", "clear", cleared, result_path=state.time_of("cleared"), timed=True
+        )
+        ended = flow.ended("Rebooted", "rebooted")
     timeout = flow.settings.reboot_timeout
     begin = flow.put("Begin watch", state.WATCH, rounds=0)
     begin.next(watch_wait).next(status).next(
@@ -153,7 +166,7 @@ def _watch(
         .otherwise(flow.next_round("Count watch", state.WATCH).next(watch_wait))
     )
     settle.next(give_back).next(clear)
-    clear.next(flow.ended("Rebooted", "rebooted")).next(report)
+    clear.next(ended).next(report)
     return begin
 
 

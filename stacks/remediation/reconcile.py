@@ -9,7 +9,9 @@ for as long as it stays out. The count of stranded nodes is published as
 ``StrandedNodes`` (its alarm mails the cluster's topic), and the execution's output names
 them. Then it hears silence (``hear_silence``, ``nodemedic.remediate.silence``): the Ready
 nodes whose agent shipped no heartbeat for three intervals, as ``SilentNodes``. Last it
-counts the Nodes of each node group by health status for the dashboard (``Nodes``).
+tells of the nodes that waited for their deep check past ``deep_check_timeout``
+(``overdue``), and counts the Nodes of each node group by health status for the dashboard
+(``Nodes``).
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ from __future__ import annotations
 from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts import SILENT_METRIC, STRANDED_METRIC
 from nodemedic.remediate import ledger, parking
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
+from stacks.remediation.overdue import tell_overdue
 from stacks.remediation.render import lock_key, text_at
-from stacks.remediation.signals import cluster_metric
+from stacks.remediation.signals import cluster_metric, tell_new
 from stacks.remediation.transact import (
     TRANSACTION_CANCELED,
     Item,
@@ -90,30 +92,18 @@ def reconcile(flow: Flow) -> sfn.IChainable:
     counted.add_catch(done, errors=[sfn.Errors.ALL], result_path=sfn.JsonPath.DISCARD)
     counted.next(done)
     start = flow.clock("Clock", guard=False)
-    start.next(listed).next(each).next(count).next(published).next(hear_silence(flow, counted))
+    start.next(listed).next(each).next(count).next(published).next(
+        hear_silence(flow, tell_overdue(flow, counted))
+    )
     return start
 
 
 def hear_silence(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:
     """``SilentNodes``, and one notification naming the nodes newly silent (the kube
     Lambda's ``silent`` op marks them told, so the next runs do not repeat them)."""
-    s = flow.scope
     listed = flow.kube("List silent nodes", "silent", {}, result_path=SILENT, guard=False)
     published = _gauge(flow, "Publish silent nodes", SILENT_METRIC, SILENT)
-    told = tasks.SnsPublish(
-        s,
-        "Notify silent nodes",
-        topic=flow.topic,
-        subject=f"nodemedic {flow.settings.name}: agents silent",
-        message=sfn.TaskInput.from_json_path_at(f"{SILENT}.new.message"),
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    told.next(done)
-    listed.next(published).next(
-        sfn.Choice(s, "Newly silent?")
-        .when(sfn.Condition.number_greater_than(f"{SILENT}.new.count", 0), told)
-        .otherwise(done)
-    )
+    listed.next(published).next(tell_new(flow, "silent", "agents silent", SILENT, done))
     return listed
 
 

@@ -134,3 +134,22 @@ def notify(
         result_path=sfn.JsonPath.DISCARD,
     )
     return flow.guard(task) if guard else task
+
+
+def tell_new(flow: Flow, what: str, subject: str, at: str, done: sfn.IChainable) -> sfn.IChainable:
+    """One mail with the message at ``at``.new.message when ``at``.new.count is above 0 (a
+    kube op that lists what people were not told yet and marks it told), then ``done``."""
+    told = tasks.SnsPublish(
+        flow.scope,
+        f"Notify {what} nodes",
+        topic=flow.topic,
+        subject=f"nodemedic {flow.settings.name}: {subject}",
+        message=sfn.TaskInput.from_json_path_at(f"{at}.new.message"),
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    told.next(done)
+    return (
+        sfn.Choice(flow.scope, f"Newly {what}?")
+        .when(sfn.Condition.number_greater_than(f"{at}.new.count", 0), told)
+        .otherwise(done)
+    )

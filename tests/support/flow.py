@@ -6,6 +6,7 @@ read of a Node and an instance."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -13,7 +14,7 @@ from typing import Any, cast
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts import TAINT_KEY, kmsg_stream
+from nodemedic.contracts import TAINT_KEY, deep_check_stream, kmsg_stream
 from nodemedic.local.hypervisor import Hypervisor
 from nodemedic.local.kubelet import SimulatedKubelet
 from nodemedic.local.watch import NodeSeen, NodeWatch
@@ -135,3 +136,17 @@ def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:
         f"NEURON_HW_ERR={error} instance-id={instance_id} hostname=ip-10-0-3-17 nd-id=0 "
         "nc-id=3 serial-num=19fcda00f5ff6eb9 action=TERMINATE_INSTANCE"
     )
+
+
+def ship_verdict(world: World, instance_id: str, status: str, reason: str, *, signed: bool) -> None:
+    """The deep check's verdict line as the agent ships it (agent.deepcheck.verdict), signed
+    with the node's registered key, or written unsigned by anyone holding the agents'
+    credential."""
+    line = json.dumps(
+        {"check": "deep-check", "device": "node", "status": status, "reason": reason}
+        | {"figures": {"passed": 3}, "ts": "2026-11-22T18:30:00Z"}
+    )
+    now_ms = int(time.time() * 1000)
+    message = sign(world.key("demo", instance_id), instance_id, now_ms, line) if signed else line
+    logs = boto3.client("logs", region_name=REGION)
+    put(logs, "demo", deep_check_stream(instance_id), message, now_ms)

@@ -41,6 +41,7 @@ FAST: dict[str, Any] = {
     "breaker_hold": 60,
     "fleet_window": 15,
     "fleet_settle": 2,
+    "deep_check_timeout": 3,
 }
 """Every wait loop of the state machine polls once a second and gives up within seconds; a
 fault's fleet window lasts seconds, not minutes."""
@@ -83,6 +84,10 @@ NODE_GROUPS = (
     "p5-deep-passed",
     "p5-spares",
     "p5-no-spares",
+    "p5-gate-passed",
+    "p5-gate-failed",
+    "p5-gate-overdue",
+    "p5-ungated",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
@@ -113,6 +118,11 @@ DRY = ClusterSettings(
     reboot_timeout=140,
     breaker_hold=700,
 )
+UNGATED = ClusterSettings(
+    name="ungated", node_groups=NODE_GROUPS, post_reboot_deep_check=False, **FAST
+)
+"""A reboot gives the node back at its new boot id (no post-reboot deep check); deployed
+only in the modules that ask for it (the ``clusters`` fixture)."""
 UNSET = ClusterSettings(name="unset", **FAST)
 """The default settings: no node group listed."""
 EXAMPLES = {rule.id: rule.example for rule in default_classifier().catalog.rules}

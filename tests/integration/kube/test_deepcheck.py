@@ -39,7 +39,11 @@ def test_a_pass_takes_the_health_check_taint_off_and_labels_the_node_schedulable
 ) -> None:
     _registered(core, node, CHECKING, USER_TAINT)
 
-    assert invoke(_verdict(node, "Passed")) == {"node": node.name, "changed": True}
+    assert invoke(_verdict(node, "Passed")) == {
+        "node": node.name,
+        "changed": True,
+        "uncordoned": False,
+    }
 
     seen = core.read_node(node.name)
     assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
@@ -63,7 +67,11 @@ def test_a_pass_leaves_a_node_not_waiting_for_it_as_it_is(
     core.patch_node(node.name, {"spec": {"unschedulable": True}})
     before = core.read_node(node.name)
 
-    assert invoke(_verdict(node, "Passed")) == {"node": node.name, "changed": False}
+    assert invoke(_verdict(node, "Passed")) == {
+        "node": node.name,
+        "changed": False,
+        "uncordoned": False,
+    }
 
     seen = core.read_node(node.name)
     assert seen.spec.taints == before.spec.taints and seen.spec.unschedulable is True

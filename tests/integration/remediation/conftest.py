@@ -25,6 +25,7 @@ from nodemedic.local.motopatch import (
 from nodemedic.local.stepfunctions import definitions_parsed_once
 from nodemedic.local.watch import NodeWatch
 from stacks.pipeline import stack_name
+from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.flow import REBOOT_SECONDS, World
 from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
@@ -44,8 +45,18 @@ def default_template() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def extra_clusters() -> tuple[ClusterSettings, ...]:
+    """Clusters besides the usual four that a module's world deploys (a module overrides
+    this): each costs a synth and a deployment."""
+    return ()
+
+
+@pytest.fixture(scope="module")
 def world(
-    cluster: LocalCluster, core: client.CoreV1Api, kubelet: SimulatedKubelet
+    cluster: LocalCluster,
+    core: client.CoreV1Api,
+    kubelet: SimulatedKubelet,
+    extra_clusters: tuple[ClusterSettings, ...],
 ) -> Iterator[World]:
     nodes: dict[str, str] = {}
     hypervisor = Hypervisor(
@@ -67,7 +78,7 @@ def world(
         env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
         pipelines = {
             s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
-            for s in (ACTING, WATCH, DRY, UNSET)
+            for s in (ACTING, WATCH, DRY, UNSET, *extra_clusters)
         }
         watch = NodeWatch(cluster.api_client).start()
         try:

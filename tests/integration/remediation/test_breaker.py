@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client
 
 from nodemedic.cli import main
+from nodemedic.contracts import AWAITING_DEEP_CHECK_OUTCOME
 from nodemedic.local.aws import deploy
 from stacks.pipeline import stack_name
 from stacks.settings import ClusterSettings
@@ -136,7 +137,8 @@ def test_the_cluster_cap_holds_another_group_and_the_breaker_recovers_after_its_
     assert _held(guarded, other)
     (page,) = _pages(guarded)[pages_before:]
     assert "max_in_flight 1" in page["reason"]
-    assert (guarded.ledger(waiting) or {})["outcome"] == "rebooted"
+    # Back at its new boot id, it waits for its deep check (post_reboot_deep_check).
+    assert (guarded.ledger(waiting) or {})["outcome"] == AWAITING_DEEP_CHECK_OUTCOME
     assert _breaker(guarded, "status")["state"] == "closed"
 
 

@@ -4,10 +4,6 @@ subscription in moto, and the state machine admits or replaces the real Node."""
 
 from __future__ import annotations
 
-import json
-import time
-
-import boto3
 import pytest
 from kubernetes import client
 
@@ -17,12 +13,8 @@ from nodemedic.contracts import (
     HEALTH_LABEL,
     SCHEDULABLE,
     UNSCHEDULABLE,
-    deep_check_stream,
 )
-from nodemedic.origin.signing import sign
-from tests.support.flow import GPU, World, asg_instance
-from tests.support.origin import put
-from tests.support.remediation import REGION
+from tests.support.flow import GPU, World, asg_instance, ship_verdict
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -39,20 +31,6 @@ def _registered(core: client.CoreV1Api, world: World, instance_id: str) -> None:
     )
 
 
-def _verdict(world: World, instance_id: str, status: str, reason: str, *, signed: bool) -> None:
-    """The verdict line as the agent ships it (agent.deepcheck.verdict), signed with the
-    node's registered key, or written unsigned by anyone holding the agents' credential."""
-    line = json.dumps(
-        {"check": "deep-check", "device": "node", "status": status, "reason": reason}
-        | {"figures": {"passed": 3}, "ts": "2026-11-22T18:30:00Z"}
-    )
-    now_ms = int(time.time() * 1000)
-    key = world.key("demo", instance_id)
-    message = sign(key, instance_id, now_ms, line) if signed else line
-    logs = boto3.client("logs", region_name=REGION)
-    put(logs, "demo", deep_check_stream(instance_id), message, now_ms)
-
-
 def _health_check_taints(node: client.V1Node) -> list[str]:
     return [t.key for t in node.spec.taints or [] if t.key == DEEP_CHECK_TAINT_KEY]
 
@@ -65,8 +43,8 @@ def test_a_failed_deep_check_replaces_the_node_and_an_unsigned_one_does_not(
         _registered(core, world, instance_id)
     pipeline = world.pipelines["demo"]
 
-    _verdict(world, forged, "fail", "Failed", signed=False)
-    _verdict(world, sick, "fail", "Failed", signed=True)
+    ship_verdict(world, forged, "fail", "Failed", signed=False)
+    ship_verdict(world, sick, "fail", "Failed", signed=True)
 
     (capped,) = pipeline.executions(forged)
     assert pipeline.finish(capped)["status"] == "SUCCEEDED"
@@ -77,7 +55,11 @@ def test_a_failed_deep_check_replaces_the_node_and_an_unsigned_one_does_not(
     (acted,) = pipeline.executions(sick)
     assert pipeline.finish(acted)["status"] == "SUCCEEDED"
     (labelled,) = pipeline.outputs(acted, "Label deep check failed")
-    assert labelled["deep_check"] == {"node": world.nodes[sick], "changed": True}
+    assert labelled["deep_check"] == {
+        "node": world.nodes[sick],
+        "changed": True,
+        "uncordoned": False,
+    }
     assert world.node(sick) is None
     assert asg_instance(sick)["LifecycleState"] == "Terminating"
     assert [m["outcome"] for m in pipeline.messages(sick)] == ["replaced"]
@@ -91,8 +73,8 @@ def test_a_passed_deep_check_admits_only_a_node_waiting_behind_the_health_check_
         _registered(core, world, instance_id)
 
     for instance_id in (waiting, serving):
-        _verdict(world, instance_id, "ok", "Passed", signed=True)
-    _verdict(world, forged, "ok", "Passed", signed=False)
+        ship_verdict(world, instance_id, "ok", "Passed", signed=True)
+    ship_verdict(world, forged, "ok", "Passed", signed=False)
 
     pipeline = world.pipelines["demo"]
     for instance_id in (waiting, serving):

@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import HEALTH_LABEL, LOCK_SK, TAINT_KEY, shipped_message
+from nodemedic.contracts import (
+    AWAITING_DEEP_CHECK_OUTCOME,
+    HEALTH_LABEL,
+    LOCK_SK,
+    TAINT_KEY,
+    shipped_message,
+)
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.local.watch import NodeSeen
 from nodemedic.remediate import ledger as nodemedic_ledger
@@ -143,8 +149,9 @@ def test_a_reboot_brings_the_node_back_and_the_same_fault_again_replaces_it(
     assert back is not None
     assert back.status.node_info.boot_id != booted.status.node_info.boot_id
     assert condition(back, "Ready").status == "True"
-    assert back.metadata.labels[HEALTH_LABEL] == "Schedulable"
-    assert not back.spec.unschedulable
+    # Back, its fault cleared, but held cordoned for its post-repair deep check (test_gate).
+    assert back.metadata.labels[HEALTH_LABEL] == "Unschedulable"
+    assert back.spec.unschedulable
     assert our_taints(back) == []
     cleared = condition(back, "AcceleratedHardwareReady")
     assert (cleared.status, cleared.reason) == ("True", "NodeMedicCleared")
@@ -155,10 +162,10 @@ def test_a_reboot_brings_the_node_back_and_the_same_fault_again_replaces_it(
     ), "cordoned, tainted and labelled while rebooting"
     ledger = pipeline.ledger(first)
     assert ledger is not None
-    assert (ledger["state"], ledger["outcome"]) == ("closed", "rebooted")
+    assert (ledger["state"], ledger["outcome"]) == ("closed", AWAITING_DEEP_CHECK_OUTCOME)
     (mail,) = pipeline.messages(gpu)
-    assert mail["outcome"] == "rebooted"
-    assert {"marked", "drained", "rebooted", "cleared"} <= set(mail["actions"])
+    assert mail["outcome"] == AWAITING_DEEP_CHECK_OUTCOME
+    assert {"marked", "drained", "rebooted", "held_for_deep_check"} <= set(mail["actions"])
 
     again = decision(gpu, "nvidia-xid-48")
     assert again["decision_id"] != first["decision_id"]

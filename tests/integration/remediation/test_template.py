@@ -35,7 +35,8 @@ KUBE_OPS = {
     "mark",
     "drain",
     "node_status",
-    "clear",
+    # With post_reboot_deep_check (the default) a reboot holds the node instead of "clear".
+    "hold_for_deep_check",
     "delete_node",
     "fail",
     "hold",
@@ -124,6 +125,9 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
         # Before the decision is recorded: nothing for the failure phase to close.
         if name == "Admit checked node":  # the node stays tainted; the execution fails
             assert catchers[-1]["Next"] == "Admission failed"
+            continue
+        if name == "Read checked node's lock":  # a read that fails keeps the cordon
+            assert catchers[-1]["Next"] == "Keep cordon"
             continue
         if name == "Label deep check failed":  # the label only tells; the replace goes on
             assert catchers[-1]["Next"] == "Record decision"
@@ -279,7 +283,7 @@ def test_the_node_is_rebooted_and_given_back_only_while_the_lock_asks_for_no_esc
     assert found["Note reboot on lock"]["Next"] == "Record reboot"
     assert found["Record reboot"]["Next"] == "Reboot instance"
     assert found["Settle"]["Next"] == "Note give-back on lock"
-    assert found["Note give-back on lock"]["Next"] == "Clear"
+    assert found["Note give-back on lock"]["Next"] == "Hold for deep check"
     for name in ("Note reboot on lock", "Note give-back on lock"):
         refused = found[name]["Catch"][0]
         assert (refused["ErrorEquals"], refused["Next"]) == (
@@ -366,7 +370,12 @@ def test_the_cleanup_is_the_failure_phase_and_the_reconcile_renews_parked_leases
     cleanup = state_machine_definition(default_template, "RemediationAftercareCleanup")
     reconcile = state_machine_definition(default_template, "RemediationAftercareReconcile")
     assert _kube_ops(cleanup, default_template) == {"fail"}
-    assert _kube_ops(reconcile, default_template) == {"tainted", "silent", "census"}
+    assert _kube_ops(reconcile, default_template) == {
+        "tainted",
+        "silent",
+        "overdue_deep_checks",
+        "census",
+    }
     failure_phase = {"Record failure", "Mark failure", "Park node", "Notify failure"}
     assert failure_phase <= set(cleanup["States"])
     assert cleanup["States"]["Cleaned up"]["Type"] == "Succeed"
@@ -410,5 +419,13 @@ def test_the_reconcile_counts_nodes_by_status_last_and_survives_its_failure(
     ]
     assert census["ResultPath"] is None
     told = reconcile["States"]["Notify silent nodes"]
-    assert told["Next"] == "Count nodes by status"
-    assert reconcile["States"]["Newly silent?"]["Default"] == "Count nodes by status"
+    assert told["Next"] == "List overdue deep checks"
+    assert reconcile["States"]["Newly silent?"]["Default"] == "List overdue deep checks"
+    # Then the nodes waiting past deep_check_timeout, told once, before the census.
+    overdue = reconcile["States"]["List overdue deep checks"]
+    assert overdue["Parameters"] == {
+        "op": "overdue_deep_checks",
+        "timeout_seconds": FAST["deep_check_timeout"],
+    }
+    assert reconcile["States"]["Notify overdue nodes"]["Next"] == "Count nodes by status"
+    assert reconcile["States"]["Newly overdue?"]["Default"] == "Count nodes by status"

@@ -1,0 +1,156 @@
+"""The deep check as a gate: a rebooted node held behind it (``hold_for_deep_check``), and
+the nodes that waited behind it longer than ``deep_check_timeout`` (``overdue``).
+
+A boot id that changed says the machine restarted, not that its accelerators work: with
+``post_reboot_deep_check`` the reboot leaves its node cordoned, behind the health-check
+taint, until the agent's deep check after the boot passes (the kube ``deep_check`` op then
+uncordons it). A node whose verdict never comes (an agent without ``--deep-check-at-start``,
+a check that hangs) would wait unseen; the reconcile asks for the overdue ones, and each
+wait is told once: the node's own annotation remembers it, so no ledger item outlives a
+deleted node.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from lambdas.kube.nodes import _other_taints, _update, clear_condition, each_node, instance_of
+from lambdas.kube.silence import NAMED, named
+from nodemedic.contracts import (
+    DEEP_CHECK_HELD_ANNOTATION,
+    DEEP_CHECK_LABEL,
+    DEEP_CHECK_OVERDUE_ANNOTATION,
+    DEEP_CHECK_SINCE_ANNOTATION,
+    DEEP_CHECK_TAINT_KEY,
+    FAULT_REASON_LABEL,
+    FAULT_TYPE_LABEL,
+    HEALTH_LABEL,
+    UNSCHEDULABLE,
+)
+
+VERDICTS = ("Passed", "Failed")
+
+
+@dataclass(frozen=True)
+class Overdue:
+    node: str
+    instance_id: str
+    waited: int
+    """Seconds behind the health-check taint without a verdict."""
+    since: str
+    """When the wait began (ISO 8601 UTC): what the told annotation remembers."""
+    told: bool
+
+
+def iso(at: datetime.datetime) -> str:
+    return at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def hold_for_deep_check(
+    core: client.CoreV1Api, name: str, *, fault_id: str, condition: str, decision_id: str
+) -> str:
+    """The rebooted node's fault cleared, but not given back: nodemedic's taint and fault
+    labels off, the health-check taint on, ``InProgress``, still cordoned, the wait's start
+    and the holding decision annotated. Returns when the wait began."""
+    clear_condition(
+        core,
+        name,
+        condition=condition,
+        message=f"nodemedic rebooted for {fault_id}; awaiting the post-repair deep check",
+    )
+    since = iso(datetime.datetime.now(datetime.UTC))
+
+    def change(node: Any) -> dict[str, Any]:
+        taints = _other_taints(core, node)
+        if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
+            taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
+        return {
+            "metadata": {
+                "labels": {
+                    FAULT_TYPE_LABEL: None,
+                    FAULT_REASON_LABEL: None,
+                    HEALTH_LABEL: UNSCHEDULABLE,
+                    DEEP_CHECK_LABEL: "InProgress",
+                },
+                "annotations": {
+                    DEEP_CHECK_HELD_ANNOTATION: decision_id,
+                    DEEP_CHECK_SINCE_ANNOTATION: since,
+                    DEEP_CHECK_OVERDUE_ANNOTATION: None,
+                },
+            },
+            "spec": {"unschedulable": True, "taints": taints},
+        }
+
+    _update(core, name, change)
+    return since
+
+
+def waiting_since(node: Any) -> datetime.datetime | None:
+    """When the node began waiting for a verdict (nodemedic's stamp, else its creation);
+    None when it waits for none."""
+    if not any(t.key == DEEP_CHECK_TAINT_KEY for t in node.spec.taints or []):
+        return None
+    if (node.metadata.labels or {}).get(DEEP_CHECK_LABEL) in VERDICTS:
+        return None
+    stamped = (node.metadata.annotations or {}).get(DEEP_CHECK_SINCE_ANNOTATION)
+    try:
+        at = datetime.datetime.fromisoformat(stamped) if stamped else None
+    except ValueError:
+        at = None  # an annotation someone mangled: the node's age still bounds the wait
+    created: datetime.datetime = node.metadata.creation_timestamp
+    return at if at and at.tzinfo else created
+
+
+def _tell(core: client.CoreV1Api, late: Overdue) -> bool:
+    """Remember on the node that its wait was told; False when a concurrent run did."""
+    told = False
+
+    def change(node: Any) -> dict[str, Any]:
+        nonlocal told
+        annotations = node.metadata.annotations or {}
+        told = annotations.get(DEEP_CHECK_OVERDUE_ANNOTATION) != late.since
+        return {"metadata": {"annotations": {DEEP_CHECK_OVERDUE_ANNOTATION: late.since}}}
+
+    _update(core, late.node, change)
+    return told
+
+
+def overdue(core: client.CoreV1Api, timeout_seconds: int, now: datetime.datetime) -> dict[str, Any]:
+    """``{count, nodes, new: {count, message}}``: every node waiting for its deep check
+    longer than ``timeout_seconds``, and the ones not told of this wait before, marked told
+    now (``message`` names them and how long each waited, for SNS)."""
+    found = []
+    for node in each_node(core):
+        since = waiting_since(node)
+        if since is None or (now - since).total_seconds() < timeout_seconds:
+            continue
+        mark = iso(since)
+        found.append(
+            Overdue(
+                node=node.metadata.name,
+                instance_id=instance_of(node.spec.provider_id or ""),
+                waited=int((now - since).total_seconds()),
+                since=mark,
+                told=(node.metadata.annotations or {}).get(DEEP_CHECK_OVERDUE_ANNOTATION) == mark,
+            )
+        )
+    found.sort(key=lambda o: o.node)
+    new = [o for o in found if not o.told and _tell(core, o)]
+    lines = named(
+        [f"{o.node} ({o.instance_id}): waiting since {o.since}, {o.waited} s" for o in new]
+    )
+    message = (
+        f"{len(new)} node(s) had no deep check verdict within deep_check_timeout "
+        f"({timeout_seconds} s): each stays behind the {DEEP_CHECK_TAINT_KEY} taint, out of "
+        "service. Its agent may lack --deep-check-at-start, may not run, or its check may "
+        "hang (docs/deploy.md). Each wait is told once.\n" + "\n".join(lines)
+    )
+    return {
+        "count": len(found),
+        "nodes": [o.node for o in found[:NAMED]],
+        "new": {"count": len(new), "message": message},
+    }

@@ -1,0 +1,166 @@
+"""The deep check as a gate, on moto and the real apiserver: a rebooted node stays cordoned
+behind the health-check taint until its post-repair deep check passes (a failed one
+replaces it), a node with no verdict within ``deep_check_timeout`` is told once and stays
+tainted, and ``post_reboot_deep_check: false`` gives a rebooted node back at once."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+import pytest
+from kubernetes import client
+
+from nodemedic.contracts import (
+    AWAITING_DEEP_CHECK_OUTCOME,
+    DEEP_CHECK_LABEL,
+    DEEP_CHECK_TAINT_KEY,
+    HEALTH_LABEL,
+    LOCK_SK,
+    SCHEDULABLE,
+    UNSCHEDULABLE,
+)
+from stacks.settings import ClusterSettings
+from tests.support.flow import GPU, World, asg_instance, our_taints, ship_verdict
+from tests.support.kube import wait_for
+from tests.support.remediation import ACTING, UNGATED, Pipeline, decision
+
+pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
+
+TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
+@pytest.fixture(scope="module")
+def extra_clusters() -> tuple[ClusterSettings, ...]:
+    return (UNGATED,)
+
+
+def _checking(node: client.V1Node) -> bool:
+    return any(t.key == DEEP_CHECK_TAINT_KEY for t in node.spec.taints or [])
+
+
+def _rebooted(world: World, cluster: str, instance_id: str) -> tuple[client.V1Node, str]:
+    """An Xid 48 rebooted by the cluster's pipeline; the Node as the remediation left it,
+    the remediation closed with the outcome returned, its lock released (nothing
+    stranded)."""
+    pipeline = world.pipelines[cluster]
+    booted = world.node(instance_id)
+    assert booted is not None
+    record = decision(instance_id, "nvidia-xid-48", cluster=cluster)
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+    back = world.node(instance_id)
+    assert back is not None
+    assert back.status.node_info.boot_id != booted.status.node_info.boot_id
+    closed = pipeline.ledger(record)
+    assert closed is not None and closed["state"] == "closed"
+    assert pipeline.item(instance_id, LOCK_SK) is None
+    return back, str(closed["outcome"])
+
+
+def test_a_rebooted_node_stays_cordoned_until_its_post_repair_deep_check_passes(
+    world: World,
+) -> None:
+    gpu, _, _ = world.group("p5-gate-passed", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+
+    held, outcome = _rebooted(world, "demo", gpu)
+
+    assert held.spec.unschedulable
+    assert _checking(held) and our_taints(held) == []
+    assert held.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+    assert held.metadata.labels[HEALTH_LABEL] == UNSCHEDULABLE
+    assert outcome == AWAITING_DEEP_CHECK_OUTCOME
+    (mail,) = pipeline.messages(gpu)
+    assert mail["outcome"] == AWAITING_DEEP_CHECK_OUTCOME
+    assert "held_for_deep_check" in mail["actions"]
+
+    shipped = time.monotonic()
+    ship_verdict(world, gpu, "ok", "Passed", signed=True)
+
+    wait_for(
+        lambda: (n := world.node(gpu)) is not None and not n.spec.unschedulable,
+        what="the node uncordoned after its deep check passed",
+    )
+    waited = time.monotonic() - shipped
+    given = world.node(gpu)
+    assert given is not None
+    assert not _checking(given)
+    assert given.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+    assert given.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
+    print(f"post-reboot gate: verdict shipped -> schedulable in {waited:.2f} s")
+
+
+def test_a_rebooted_node_whose_post_repair_deep_check_fails_is_replaced(world: World) -> None:
+    gpu, _, _ = world.group("p5-gate-failed", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    _rebooted(world, "demo", gpu)
+
+    ship_verdict(world, gpu, "fail", "Failed", signed=True)
+
+    # The reboot's execution, then the verdict's.
+    _, verdict = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
+    assert pipeline.finish(verdict)["status"] == "SUCCEEDED"
+    assert world.node(gpu) is None
+    assert asg_instance(gpu)["HealthStatus"] == "Unhealthy"
+    assert [m["outcome"] for m in pipeline.messages(gpu)] == [
+        AWAITING_DEEP_CHECK_OUTCOME,
+        "replaced",
+    ]
+
+
+def _reconcile(pipeline: Pipeline) -> dict[str, object]:
+    started = pipeline.sfn.start_execution(
+        stateMachineArn=pipeline.reconcile, name=secrets.token_hex(8), input=json.dumps(TICK)
+    )
+    done = pipeline.finish(started["executionArn"])
+    assert done["status"] == "SUCCEEDED", done
+    (listed,) = pipeline.outputs(started["executionArn"], "List overdue deep checks")
+    return dict(listed["overdue"])
+
+
+def _told(pipeline: Pipeline, node: str) -> list[str]:
+    return [
+        n.body["text"]
+        for n in pipeline.inbox.messages()
+        if n.subject == "nodemedic demo: deep checks overdue" and node in n.body.get("text", "")
+    ]
+
+
+def test_a_node_without_a_verdict_within_the_timeout_is_told_once_and_stays_tainted(
+    world: World,
+) -> None:
+    gpu, _, _ = world.group("p5-gate-overdue", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    _rebooted(world, "demo", gpu)
+    name = world.nodes[gpu]
+
+    wait_for(
+        lambda: name in _reconcile(pipeline)["nodes"],  # type: ignore[operator]
+        what=f"the node overdue after deep_check_timeout ({ACTING.deep_check_timeout} s)",
+        timeout=30,
+    )
+    _reconcile(pipeline)
+
+    (told,) = _told(pipeline, name)
+    assert f"{name} ({gpu}): waiting since" in told
+    assert "no deep check verdict within deep_check_timeout (3 s)" in told
+    node = world.node(gpu)
+    assert node is not None and _checking(node) and node.spec.unschedulable
+    assert node.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+
+def test_without_the_post_reboot_deep_check_a_rebooted_node_is_given_back_at_once(
+    world: World,
+) -> None:
+    gpu, _, _ = world.group("p5-ungated", 3, **GPU)
+    pipeline = world.pipelines["ungated"]
+
+    back, outcome = _rebooted(world, "ungated", gpu)
+
+    assert not back.spec.unschedulable
+    assert not _checking(back) and our_taints(back) == []
+    assert back.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
+    assert DEEP_CHECK_LABEL not in back.metadata.labels
+    assert outcome == "rebooted"
+    assert [m["outcome"] for m in pipeline.messages(gpu)] == ["rebooted"]
