@@ -26,6 +26,9 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingInstances",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingGroups",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:setInstanceHealth",
+    # The acting cluster keeps a spare in one group (``stacks/remediation/spares.py``).
+    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:exitStandby",
+    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:enterStandby",
     "arn:${AWS::Partition}:states:::aws-sdk:ec2:rebootInstances",
     "arn:${AWS::Partition}:states:::aws-sdk:cloudwatch:putMetricData",
     "arn:${AWS::Partition}:states:::aws-sdk:dynamodb:transactWriteItems",
@@ -43,6 +46,10 @@ KUBE_OPS = {
     "jobs_on_node",
     "resume_jobs",
     "deep_check",
+    # The acting cluster keeps a spare in one group.
+    "pick_spare",
+    "admit_spare",
+    "hold_spare",
 }
 
 AUTO_RESUME = {
@@ -53,6 +60,9 @@ AUTO_RESUME = {
     "Notify jobs",
 }
 """Auto-resume's tasks (``stacks/remediation/resume.py``): each error goes on with the flow."""
+
+REFILL = {"Hold newcomer as spare", "Enter standby", "Give newcomer back"}
+"""The spare pool's refill (``stacks/remediation/spares.py``), after the broken Node is gone."""
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -131,6 +141,13 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
             continue
         if name == "Label deep check failed":  # the label only tells; the replace goes on
             assert catchers[-1]["Next"] == "Record decision"
+            continue
+        if name == "Exit standby":  # the spare left Standby some other way: replace without it
+            assert catchers[-1]["Next"] == "No spare after all"
+            continue
+        if name in REFILL:  # the pool stays one short; the repair itself is done
+            assert catchers[-1]["ErrorEquals"] == ["States.ALL"], name
+            assert catchers[-1]["Next"] != "Record failure", name
             continue
         if name in AUTO_RESUME:  # a job that cannot be resumed never fails the node's repair
             assert catchers[-1]["ErrorEquals"] == ["States.ALL"], name
