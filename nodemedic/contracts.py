@@ -488,12 +488,6 @@ FAULT_DETECTION_SECONDS_METRIC: Final = "FaultDetectionLatencySeconds"
 RESTART_SECONDS_METRIC: Final = "RestartLatencySeconds"
 """Seconds from a restart decision to every pod of the job running again (dimensions
 Cluster and Job), read from the pods' Ready times by the schedule."""
-JOB_METRICS: Final = (
-    JOBS_RESTARTED_METRIC,
-    JOBS_FAILED_METRIC,
-    FAULT_DETECTION_SECONDS_METRIC,
-    RESTART_SECONDS_METRIC,
-)
 
 
 def job_pk(namespace: str, name: str) -> str:
