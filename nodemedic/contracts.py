@@ -488,6 +488,12 @@ FAULT_DETECTION_SECONDS_METRIC: Final = "FaultDetectionLatencySeconds"
 RESTART_SECONDS_METRIC: Final = "RestartLatencySeconds"
 """Seconds from a restart decision to every pod of the job running again (dimensions
 Cluster and Job), read from the pods' Ready times by the schedule."""
+JOB_RESTARTS_HELD_METRIC: Final = "JobRestartsHeld"
+"""Count, dimensions Cluster and Job, one per verdict the job breaker (or monitor-only)
+held: the holds on a graph, not only in the job's Events."""
+JOB_DIMENSIONS: Final = ("Cluster", "Job")
+"""The dimensions, exactly these, of every job metric: the alarm and dashboard query them."""
+JOB_COUNT_METRICS: Final = (JOBS_RESTARTED_METRIC, JOBS_FAILED_METRIC, JOB_RESTARTS_HELD_METRIC)
 
 
 def job_pk(namespace: str, name: str) -> str:

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
@@ -25,7 +25,7 @@ from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs, read_job
-from lambdas.observability import logger, metrics, tracer
+from lambdas.observability import logger, metrics, publish, tracer
 from nodemedic.contracts import (
     APPLICATION_LOG_GROUP_RE,
     ENV_CLUSTER,
@@ -33,10 +33,11 @@ from nodemedic.contracts import (
     ENV_LEDGER_TABLE,
     ENV_TOPIC_ARN,
     FAULT_DETECTION_SECONDS_METRIC,
+    JOB_DIMENSIONS,
+    JOB_RESTARTS_HELD_METRIC,
     JOBS_FAILED_METRIC,
     JOBS_RESTARTED_METRIC,
     MALFORMED_METRIC,
-    METRICS_NAMESPACE,
     RESTART_SECONDS_METRIC,
 )
 from nodemedic.jobs.breaker import JobLimits
@@ -92,16 +93,13 @@ def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple
 
 def _publish(cluster_name: str, job: str, figures: list[tuple[str, MetricUnit, float]]) -> None:
     for name, unit, value in figures:
-        with single_metric(
-            name=name, unit=unit, value=value, namespace=METRICS_NAMESPACE
-        ) as metric:
-            metric.add_dimension(name="Cluster", value=cluster_name)
-            metric.add_dimension(name="Job", value=job)
+        publish(name, unit, value, dict(zip(JOB_DIMENSIONS, (cluster_name, job), strict=True)))
 
 
 def _published(cluster_name: str, acted: Acted) -> None:
-    """A held verdict did nothing: no count, no detection latency."""
+    """A held verdict did nothing: counted as held, no detection latency."""
     if acted.action == "held":
+        _publish(cluster_name, acted.job, [(JOB_RESTARTS_HELD_METRIC, MetricUnit.Count, 1.0)])
         return
     count = JOBS_FAILED_METRIC if acted.action == "fail" else JOBS_RESTARTED_METRIC
     _publish(

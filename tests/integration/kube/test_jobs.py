@@ -335,3 +335,64 @@ def test_a_monitor_only_cluster_restarts_no_job(
     assert acted["action"] == "held"
     assert all(exists(core, namespace, p) for p in pods)
     assert events(core, namespace, name) == ["NodeMedicRestartHeld"]
+
+
+def emf(out: str) -> list[tuple[str, list[str], dict[str, Any]]]:
+    """(metric, dimension names, record) of each EMF record the handler printed."""
+    found = []
+    for line in out.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            record = json.loads(line)
+            for directive in record["_aws"]["CloudWatchMetrics"]:
+                for dimensions in directive["Dimensions"]:
+                    found.extend((m["Name"], dimensions, record) for m in directive["Metrics"])
+    return found
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_held_verdict_is_counted_per_job_for_the_dashboard(
+    job: Job,
+    *,
+    core: client.CoreV1Api,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """JobRestartsHeld, with exactly the dimensions the dashboard reads (the deployed
+    function's service name must not add one)."""
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "nodemedic-jobs")
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"monitor_only": True}))
+    name, pods = job(
+        "holdme",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"},
+    )
+    capsys.readouterr()
+    [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert acted["action"] == "held" and all(exists(core, namespace, p) for p in pods)
+    job_metrics = [(m, d, r) for m, d, r in emf(capsys.readouterr().out) if "Job" in r]
+    assert [(m, d, r["Cluster"], r["Job"]) for m, d, r in job_metrics] == [
+        ("JobRestartsHeld", ["Cluster", "Job"], "demo", f"{namespace}/{name}")
+    ]
+
+
+@pytest.mark.usefixtures("aws")
+def test_restarts_and_failures_are_published_with_exactly_cluster_and_job(
+    job: Job, *, namespace: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JobsFailed alarm and the dashboard query SCHEMA("NodeMedic", "Cluster", "Job"):
+    a metric with one more dimension (Powertools' service) is one they never see."""
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "nodemedic-jobs")
+    name, pods = job(
+        "counted",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 1"},
+    )
+    capsys.readouterr()
+    handler(delivery(namespace, name, pods[0], ["NCCL error: first"]), CONTEXT)
+    handler(delivery(namespace, name, pods[1], ["NCCL error: again"]), CONTEXT)
+    job_metrics = [(m, d) for m, d, r in emf(capsys.readouterr().out) if "Job" in r]
+    assert job_metrics == [
+        ("JobsRestarted", ["Cluster", "Job"]),
+        ("FaultDetectionLatencySeconds", ["Cluster", "Job"]),
+        ("JobsFailed", ["Cluster", "Job"]),
+        ("FaultDetectionLatencySeconds", ["Cluster", "Job"]),
+    ]
