@@ -76,10 +76,12 @@ def _list(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_application_logs() -> None:
+def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_application_logs(
+    plain_template: Template,
+) -> None:
     """Off by default: it needs Container Insights' group to exist, and it costs an
     invocation per container line."""
-    plain = synth_template(ClusterSettings(name="plain"))
+    plain = plain_template
     assert [
         f["Properties"]["LogGroupName"]
         for f in resources(plain, "AWS::Logs::SubscriptionFilter").values()
