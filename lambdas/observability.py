@@ -28,7 +28,7 @@ def publish(name: str, unit: MetricUnit, value: float, dimensions: Mapping[str, 
     ``service`` dimension from ``POWERTOOLS_SERVICE_NAME``; the dimension set is part of a
     metric's identity, and the alarms and dashboard query these dimensions and no other."""
     with single_metric(name=name, unit=unit, value=value, namespace=metrics.namespace) as metric:
-        metric.service = None
+        metric.service = ""  # no service dimension
         for key, dimension in dimensions.items():
             metric.add_dimension(name=key, value=dimension)
 

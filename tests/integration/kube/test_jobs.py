@@ -339,7 +339,7 @@ def test_a_monitor_only_cluster_restarts_no_job(
 
 def emf(out: str) -> list[tuple[str, list[str], dict[str, Any]]]:
     """(metric, dimension names, record) of each EMF record the handler printed."""
-    found = []
+    found: list[tuple[str, list[str], dict[str, Any]]] = []
     for line in out.splitlines():
         if line.startswith("{") and '"_aws"' in line:
             record = json.loads(line)
