@@ -22,11 +22,16 @@ AWS and Kubernetes API call it makes. Outside Lambda (tests, the local world) Po
 turns it off by itself."""
 
 
-def publish_count(name: str, value: float, dimensions: Mapping[str, str]) -> None:
-    """One Count datapoint with its own dimension values, as an EMF line of its own (the
-    handler's ``metrics`` takes one set of dimension values per invocation)."""
-    with single_metric(
-        name=name, unit=MetricUnit.Count, value=value, namespace=metrics.namespace
-    ) as metric:
+def publish(name: str, unit: MetricUnit, value: float, dimensions: Mapping[str, str]) -> None:
+    """One datapoint with exactly ``dimensions``, as an EMF line of its own (the handler's
+    ``metrics`` takes one set of dimension values per invocation). Powertools would add a
+    ``service`` dimension from ``POWERTOOLS_SERVICE_NAME``; the dimension set is part of a
+    metric's identity, and the alarms and dashboard query these dimensions and no other."""
+    with single_metric(name=name, unit=unit, value=value, namespace=metrics.namespace) as metric:
+        metric.service = ""  # no service dimension
         for key, dimension in dimensions.items():
             metric.add_dimension(name=key, value=dimension)
+
+
+def publish_count(name: str, value: float, dimensions: Mapping[str, str]) -> None:
+    publish(name, MetricUnit.Count, value, dimensions)

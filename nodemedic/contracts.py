@@ -478,6 +478,7 @@ JOB_EVENT_REASONS: Final = {
     "fail": "NodeMedicJobFailed",
     "invalid": "NodeMedicInvalidLogMonitoring",
     "resume": "NodeMedicJobResumed",
+    "held": "NodeMedicRestartHeld",
 }
 """Reasons of the Kubernetes Events nodemedic puts on a job."""
 JOB_PK_PREFIX: Final = "job#"
@@ -485,12 +486,33 @@ JOB_PK_PREFIX: Final = "job#"
 ``job#<namespace>/<name>`` / ``restarts``: the job's restart history and run epoch."""
 RULE_SK_PREFIX: Final = "rule#"
 RESTARTS_SK: Final = "restarts"
+RESTART_WATCH_SK: Final = "restart-watch"
+"""``job#<namespace>/<name>`` / ``restart-watch``: the last restart whose pods are not all
+running yet (when it was decided, the uids of the pods it replaces): RestartLatencySeconds."""
+JOB_BREAKER_SK_PREFIX: Final = "jobs#"
+JOB_BREAKER_SK: Final = "jobs#breaker"
+"""``cluster#<name>`` / ``jobs#breaker``: the job breaker (``nodemedic.jobs.breaker``): the
+verdicts admitted in the window, and the tripped state."""
+JOB_LINES_HEARD_SK: Final = "jobs#heard"
+"""``cluster#<name>`` / ``jobs#heard``: when the application log group last delivered
+(``heard_at``, epoch seconds): a silent group holds the schedule's verdicts."""
+ENV_JOB_BREAKER: Final = "NODEMEDIC_JOB_BREAKER"
+"""The job monitor's breaker limits (``nodemedic.jobs.breaker.JobLimits``), JSON."""
 JOBS_RESTARTED_METRIC: Final = "JobsRestarted"
 """Count, dimensions Cluster and Job (``<namespace>/<name>``), one per restart."""
 JOBS_FAILED_METRIC: Final = "JobsFailed"
 """Count, dimensions Cluster and Job, once when a job's restarts are spent; its alarm pages."""
 FAULT_DETECTION_SECONDS_METRIC: Final = "FaultDetectionLatencySeconds"
 """Seconds from the evidence (the line, or the deadline a silence passed) to the verdict."""
+RESTART_SECONDS_METRIC: Final = "RestartLatencySeconds"
+"""Seconds from a restart decision to every pod of the job running again (dimensions
+Cluster and Job), read from the pods' Ready times by the schedule."""
+JOB_RESTARTS_HELD_METRIC: Final = "JobRestartsHeld"
+"""Count, dimensions Cluster and Job, one per verdict the job breaker (or monitor-only)
+held: the holds on a graph, not only in the job's Events."""
+JOB_DIMENSIONS: Final = ("Cluster", "Job")
+"""The dimensions, exactly these, of every job metric: the alarm and dashboard query them."""
+JOB_COUNT_METRICS: Final = (JOBS_RESTARTED_METRIC, JOBS_FAILED_METRIC, JOB_RESTARTS_HELD_METRIC)
 
 
 def job_pk(namespace: str, name: str) -> str:

@@ -1,8 +1,9 @@
 """The cluster's CloudWatch dashboard: faults per component, remediations by action and
 outcome, fault-to-action and remediation time, nodes in remediation against the breaker's
 limit and decisions held per node group, the classifier's throughput, the pipeline's
-alarms, silent and stranded nodes, nodes by health status per node group, and the latest
-node lines that match the catalog."""
+alarms, silent and stranded nodes, nodes by health status per node group, the job monitor's
+restarts, failures, holds and latencies per job (when it is on), and the latest node lines
+that match the catalog."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ from nodemedic.catalog import Catalog
 from nodemedic.contracts import (
     BREAKER_METRIC,
     CLASSIFIER_METRICS,
+    FAULT_DETECTION_SECONDS_METRIC,
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
+    JOB_COUNT_METRICS,
     METRICS_NAMESPACE,
     NODES_DIMENSIONS,
     NODES_METRIC,
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
+    RESTART_SECONDS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
     dashboard_name,
@@ -88,33 +92,67 @@ def _expression(expression: str, label: str = "") -> cw.MathExpression:
     return cw.MathExpression(expression=expression, period=PERIOD, label=label)
 
 
-def _node_group_search(metric: str, statistic: str, *, cluster: str) -> str:
-    """SEARCH for one line per node group: unlike Metrics Insights it has percentiles and
-    any time range."""
+def _search(metrics: Sequence[str], statistic: str, *, cluster: str, per: str = "NodeGroup") -> str:
+    """SEARCH for one line per node group (or job, with ``per="Job"``): unlike Metrics
+    Insights it has percentiles and any time range."""
     (search,) = search_expressions(
         METRICS_NAMESPACE,
-        [metric],
+        metrics,
         cluster=cluster,
         statistic=statistic,
         period_seconds=int(PERIOD.to_seconds()),
+        dimensions=("Cluster", per),
     )
     return search
 
 
-def _line_per_node_group(expression: str, label: str = "") -> cw.MathExpression:
-    return _expression(expression, f"{label} ${{PROP('Dim.NodeGroup')}}".strip())
+def _line_per(expression: str, label: str = "", per: str = "NodeGroup") -> cw.MathExpression:
+    return _expression(expression, f"{label} ${{PROP('Dim.{per}')}}".strip())
 
 
-def _percentiles(title: str, metric: str, *, cluster: str) -> cw.GraphWidget:
+def _percentiles(
+    title: str, metric: str, *, cluster: str, per: str = "NodeGroup"
+) -> cw.GraphWidget:
     return cw.GraphWidget(
         title=title,
         left=[
-            _line_per_node_group(_node_group_search(metric, p, cluster=cluster), p)
-            for p in PERCENTILES
+            _line_per(_search([metric], p, cluster=cluster, per=per), p, per) for p in PERCENTILES
         ],
         left_y_axis=cw.YAxisProps(label="seconds", show_units=False, min=0),
         width=6,
     )
+
+
+def job_widgets(cluster: str) -> list[cw.IWidget]:
+    """The job monitor's metrics (docs/jobs.md), one line per job: what it did to each job
+    (restarts, failures, verdicts its breaker held) and how fast."""
+    counts = cw.GraphWidget(
+        title="Jobs: restarted, failed, held by the job breaker, per job",
+        left=[
+            _line_per(
+                _search(JOB_COUNT_METRICS, "Sum", cluster=cluster, per="Job"),
+                "${PROP('MetricName')}",
+                "Job",
+            )
+        ],
+        left_y_axis=cw.YAxisProps(label="verdicts", show_units=False, min=0),
+        width=12,
+    )
+    return [
+        counts,
+        _percentiles(
+            "Job fault to restart decision, p50 and p99 (s)",
+            FAULT_DETECTION_SECONDS_METRIC,
+            cluster=cluster,
+            per="Job",
+        ),
+        _percentiles(
+            "Job restart decision to all pods running, p50 and p99 (s)",
+            RESTART_SECONDS_METRIC,
+            cluster=cluster,
+            per="Job",
+        ),
+    ]
 
 
 def nodes_by_status(cluster: str) -> cw.GraphWidget:
@@ -187,10 +225,10 @@ class Dashboard(Construct):
             "Decision to outcome, p50 and p99 (s)", REMEDIATION_SECONDS_METRIC, cluster=cluster
         )
         # A gauge published on change: the last value holds until the next one.
-        nodes = _node_group_search(IN_REMEDIATION_METRIC, "Maximum", cluster=cluster)
+        nodes = _search([IN_REMEDIATION_METRIC], "Maximum", cluster=cluster)
         in_remediation = cw.GraphWidget(
             title="Nodes under remediation per node group (breaker limit)",
-            left=[_line_per_node_group(f"FILL({nodes}, REPEAT)")],
+            left=[_line_per(f"FILL({nodes}, REPEAT)")],
             left_annotations=[
                 cw.HorizontalAnnotation(
                     value=settings.max_parallel,
@@ -271,6 +309,7 @@ class Dashboard(Construct):
                 [fault_to_action, duration, in_remediation, breaker],
                 [classifier, health],
                 [unheard, nodes_by_status(cluster)],
+                *([job_widgets(cluster)] if settings.job_monitoring else []),
                 [evidence],
             ],
         )

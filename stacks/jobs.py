@@ -5,6 +5,9 @@ alarm on failed jobs."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -23,6 +26,7 @@ from constructs import Construct
 from nodemedic.contracts import (
     ENV_CLUSTER,
     ENV_EKS_CLUSTER,
+    ENV_JOB_BREAKER,
     ENV_LEDGER_TABLE,
     ENV_TOPIC_ARN,
     JOBS_FAILED_METRIC,
@@ -65,6 +69,7 @@ class JobMonitor(Construct):
                 ENV_EKS_CLUSTER: cluster,
                 ENV_LEDGER_TABLE: ledger.table_name,
                 ENV_TOPIC_ARN: topic.topic_arn,
+                ENV_JOB_BREAKER: json.dumps(asdict(settings.job_limits)),
             },
             timeout_seconds=60,
             dead_letter_queue=dead_letters,

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
 from nodemedic.contracts import node_log_group
+from nodemedic.jobs.breaker import JobLimits
 from nodemedic.remediate.breaker import Limits
 from nodemedic.remediate.fleet import FleetRules
 from nodemedic.remediate.policy import Policy, execution_timeout
@@ -138,6 +139,19 @@ class ClusterSettings:
     """After a reboot the node stays cordoned, behind the health-check taint, until its deep
     check passes (the agent's ``--deep-check-at-start``); a failed check replaces it. False:
     the node is given back as soon as it is Ready with a new boot id."""
+    job_restarts_per_window: int = 3
+    """Job breaker: at most this many job restarts (or failures) in ``job_restart_window``
+    seconds across the cluster; one more trips it and holds every job restart, with one
+    notification. Training jobs are few and long: many verdicts at once are a cause outside
+    the jobs (a log pipe outage, a shared file system) that restarts would not mend."""
+    job_restart_window: int = 600
+    """Job breaker: the sliding window of ``job_restarts_per_window``, in seconds."""
+    job_breaker_cooldown: int = 1800
+    """Seconds a tripped job breaker holds every job restart of the cluster."""
+    job_log_silence: int = 300
+    """Job breaker: when the application log group delivered nothing for this many seconds,
+    a verdict the schedule finds (a silence) trips the breaker: the pipe is down, not the
+    jobs."""
     history_days: int = 90
     """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
     ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""
@@ -197,6 +211,18 @@ class ClusterSettings:
             replacements_per_hour=self.replacements_per_hour,
             replacements_per_day=self.replacements_per_day,
             cooldown=self.breaker_cooldown,
+        )
+
+    @property
+    def job_limits(self) -> JobLimits:
+        """The job monitor's breaker; ``recovery_mode: None`` and ``dry_run`` hold every
+        verdict, as they make every node decision monitor-only."""
+        return JobLimits(
+            restarts_per_window=self.job_restarts_per_window,
+            window=self.job_restart_window,
+            cooldown=self.job_breaker_cooldown,
+            silence=self.job_log_silence,
+            monitor_only=self.recovery_mode == "None" or self.dry_run,
         )
 
     @property
@@ -321,6 +347,10 @@ def _check_numbers(settings: ClusterSettings) -> None:
         "breaker_cooldown",
         "history_days",
         "deep_check_timeout",
+        "job_restarts_per_window",
+        "job_restart_window",
+        "job_breaker_cooldown",
+        "job_log_silence",
     ):
         if getattr(settings, key) < 1:
             raise ValueError(f"{key} must be at least 1")

@@ -8,6 +8,7 @@ was done. A payload that cannot be decoded, or comes from another log group, rai
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import defaultdict
@@ -15,27 +16,31 @@ from functools import cache
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
 from lambdas.classify.handler import MalformedPayload, decode_payload
-from lambdas.jobs.service import Acted, Cluster, monitor
+from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs, read_job
-from lambdas.observability import logger, metrics, tracer
+from lambdas.observability import logger, metrics, publish, tracer
 from nodemedic.contracts import (
     APPLICATION_LOG_GROUP_RE,
     ENV_CLUSTER,
+    ENV_JOB_BREAKER,
     ENV_LEDGER_TABLE,
     ENV_TOPIC_ARN,
     FAULT_DETECTION_SECONDS_METRIC,
+    JOB_DIMENSIONS,
+    JOB_RESTARTS_HELD_METRIC,
     JOBS_FAILED_METRIC,
     JOBS_RESTARTED_METRIC,
     MALFORMED_METRIC,
-    METRICS_NAMESPACE,
+    RESTART_SECONDS_METRIC,
 )
+from nodemedic.jobs.breaker import JobLimits
 from nodemedic.jobs.records import job_line
 
 SCHEDULED = "Scheduled Event"
@@ -52,19 +57,33 @@ def _notify(subject: str, message: str) -> None:
         boto3.client("sns").publish(TopicArn=topic, Subject=subject[:100], Message=message)
 
 
-def _cluster() -> Cluster:
+@cache
+def _limits(raw: str) -> JobLimits:
+    """The job breaker's limits; a malformed setting fails every invocation, loudly."""
+    return JobLimits.from_mapping(json.loads(raw or "{}"))
+
+
+def _cluster(name: str) -> Cluster:
     api = api_client()
-    return Cluster(client.CoreV1Api(api), client.BatchV1Api(api), _notify)
+    return Cluster(
+        name,
+        client.CoreV1Api(api),
+        client.BatchV1Api(api),
+        _notify,
+        _limits(os.environ.get(ENV_JOB_BREAKER, "")),
+    )
 
 
 def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple[float, str]]]]:
-    """(cluster, lines by (namespace, job)) of a subscription delivery."""
+    """(cluster, lines by (namespace, job)) of a subscription delivery; every delivery, of a
+    job's line or not, is news that the log group is alive (the job breaker's silence)."""
     message_type, group, _stream, events = decode_payload(event)
     found = APPLICATION_LOG_GROUP_RE.match(group)
     if found is None:
         raise MalformedPayload(f"log group {group!r} is no Container Insights application group")
     by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     if message_type == "DATA_MESSAGE":
+        _store(os.environ[ENV_LEDGER_TABLE]).heard(found["cluster"], time.time())
         for raw in events:
             line = job_line(raw.message)
             if line is not None:
@@ -72,20 +91,25 @@ def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple
     return found["cluster"], by_job
 
 
-def _publish(cluster_name: str, acted: Acted) -> None:
-    for name, unit, value in [
-        (
-            JOBS_FAILED_METRIC if acted.action == "fail" else JOBS_RESTARTED_METRIC,
-            MetricUnit.Count,
-            1.0,
-        ),
-        (FAULT_DETECTION_SECONDS_METRIC, MetricUnit.Seconds, acted.latency),
-    ]:
-        with single_metric(
-            name=name, unit=unit, value=value, namespace=METRICS_NAMESPACE
-        ) as metric:
-            metric.add_dimension(name="Cluster", value=cluster_name)
-            metric.add_dimension(name="Job", value=acted.job)
+def _publish(cluster_name: str, job: str, figures: list[tuple[str, MetricUnit, float]]) -> None:
+    for name, unit, value in figures:
+        publish(name, unit, value, dict(zip(JOB_DIMENSIONS, (cluster_name, job), strict=True)))
+
+
+def _published(cluster_name: str, acted: Acted) -> None:
+    """A held verdict did nothing: counted as held, no detection latency."""
+    if acted.action == "held":
+        _publish(cluster_name, acted.job, [(JOB_RESTARTS_HELD_METRIC, MetricUnit.Count, 1.0)])
+        return
+    count = JOBS_FAILED_METRIC if acted.action == "fail" else JOBS_RESTARTED_METRIC
+    _publish(
+        cluster_name,
+        acted.job,
+        [
+            (count, MetricUnit.Count, 1.0),
+            (FAULT_DETECTION_SECONDS_METRIC, MetricUnit.Seconds, acted.latency),
+        ],
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -93,9 +117,10 @@ def _publish(cluster_name: str, acted: Acted) -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     now = time.time()
-    if isinstance(event, dict) and event.get("detail-type") == SCHEDULED:
+    scheduled = isinstance(event, dict) and event.get("detail-type") == SCHEDULED
+    if scheduled:
         cluster_name = os.environ.get(ENV_CLUSTER, "")
-        kube = _cluster()
+        kube = _cluster(cluster_name)
         work: list[tuple[Job, list[tuple[float, str]]]] = [
             (job, []) for job in monitored_jobs(kube.batch)
         ]
@@ -108,13 +133,37 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             raise
         if not by_job:
             return {"jobs": 0, "acted": []}
-        kube = _cluster()
+        kube = _cluster(cluster_name)
         jobs = {key: read_job(kube.batch, *key) for key in by_job}
         work = [(job, by_job[key]) for key, job in jobs.items() if job is not None]
     store = _store(os.environ[ENV_LEDGER_TABLE])
-    acted = [a for job, lines in work if (a := monitor(job, lines, now, store, kube)) is not None]
-    for done in acted:
-        _publish(cluster_name, done)
-    summary = {"jobs": len(work), "acted": [vars(a) for a in acted]}
+    acted: list[Acted] = []
+    restarted: dict[str, float] = {}
+    skipped: list[str] = []
+    for job, lines in work:
+        key = f"{job.namespace}/{job.name}"
+        try:
+            done = monitor(job, lines, now, store, kube)
+            latency = measure(job, now, store, kube) if scheduled else None
+        except client.ApiException as exc:
+            if not scheduled:
+                raise  # a delivery is retried whole
+            # The next run tries again in a minute; one job (say, in a namespace being
+            # deleted) must not stop the cluster's monitoring.
+            logger.warning("job skipped this run", extra={"job": key, "reason": str(exc)})
+            skipped.append(key)
+            continue
+        if done is not None:
+            acted.append(done)
+            _published(cluster_name, done)
+        if latency is not None:
+            restarted[key] = latency
+            _publish(cluster_name, key, [(RESTART_SECONDS_METRIC, MetricUnit.Seconds, latency)])
+    summary = {
+        "jobs": len(work),
+        "acted": [vars(a) for a in acted],
+        "running_again": restarted,
+        "skipped": skipped,
+    }
     logger.info("jobs monitored", extra=summary)
     return summary

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from kubernetes import client
 
 from lambdas.jobs.store import Conflict, JobStore, Stored
-from lambdas.kube.jobs import Job, annotate, record_event, restart
+from lambdas.kube.jobs import Job, annotate, pods_seen, record_event, restart
 from nodemedic.contracts import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
@@ -18,7 +19,9 @@ from nodemedic.contracts import (
     LOG_MONITORING_ANNOTATION,
     RUN_POLICY_ANNOTATION,
 )
+from nodemedic.jobs.breaker import JobLimits, Judgement, judge
 from nodemedic.jobs.evaluate import RuleState, evidence_time
+from nodemedic.jobs.latency import WATCH_SECONDS, restart_latency
 from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
 from nodemedic.jobs.restart import Action, RunPolicy, after, next_action
 from nodemedic.jobs.resume import restarts_text, run_policy
@@ -35,7 +38,8 @@ class Acted:
     """``<namespace>/<name>``."""
     rule: str
     verdict: str
-    action: Action
+    action: Action | Literal["held"]
+    """``held``: the job breaker (or monitor-only) held the verdict; nothing was done."""
     deleted: list[str]
     latency: float
     """Seconds from the evidence to the action."""
@@ -58,9 +62,11 @@ def config_of(job: Job) -> tuple[tuple[Rule, ...], RunPolicy] | None:
 
 @dataclass(frozen=True)
 class Cluster:
+    name: str
     core: client.CoreV1Api
     batch: client.BatchV1Api
     notify: Notify
+    limits: JobLimits
 
 
 def monitor(
@@ -71,7 +77,8 @@ def monitor(
     cluster: Cluster,
 ) -> Acted | None:
     """Applies ``lines`` (log time, text; none for a scheduled run) and the time ``now`` to
-    the job's rules; acts on a verdict. A job with invalid rules gets an Event saying why."""
+    the job's rules; acts on a verdict the job breaker admits. A job with invalid rules gets
+    an Event saying why."""
     try:
         config = config_of(job)
     except RuleError as exc:
@@ -105,6 +112,7 @@ def monitor(
             now=now,
             store=store,
             cluster=cluster,
+            by_schedule=not lines,
         )
     raise RuntimeError(f"{job.namespace}/{job.name}: too many concurrent writers")
 
@@ -119,16 +127,33 @@ def _act(
     now: float,
     store: JobStore,
     cluster: Cluster,
+    by_schedule: bool,
 ) -> Acted | None:
+    run = job.started_at if stored.epoch is None else stored.epoch
+    decision = f"{job.namespace}/{job.name}#{run}#{rule.name}#{state.verdict}"
+    judged = admission(store, cluster, decision, now, by_schedule=by_schedule)
+    if judged.verdict != "admit":
+        return _hold(
+            job,
+            rule=rule,
+            state=state,
+            stored=stored,
+            now=now,
+            store=store,
+            cluster=cluster,
+            judged=judged,
+        )
     action = next_action(policy, stored.history, now)
     history = after(stored.history, action, now)
     # A restart starts a new run (its rules count again from now); a failure keeps the run.
-    epoch = now if action != "fail" else (stored.epoch or job.started_at)
+    epoch = now if action != "fail" else run
     if not store.claim(job.namespace, job.name, stored, history, epoch):
         return None  # another delivery or run acted on this verdict already
-    deleted = (
-        [] if action == "fail" else restart(cluster.core, job, action, policy.clean_pod_policy)
-    )
+    deleted = []
+    if action != "fail":
+        replaced = [pod.uid for pod in pods_seen(cluster.core, job)]
+        deleted = restart(cluster.core, job, action, policy.clean_pod_policy)
+        store.watch(job.namespace, job.name, {"at": now, "replaced": replaced}, stored)
     evidence = state.evidence or "no matching line in time"
     message = (
         f"rule {rule.name!r}: job {state.verdict} ({evidence}); {action}"
@@ -151,3 +176,77 @@ def _act(
         latency=max(0.0, now - (evidence_time(rule, state) or now)),
         restarts=history.total_restarts,
     )
+
+
+def admission(
+    store: JobStore, cluster: Cluster, decision: str, now: float, *, by_schedule: bool
+) -> Judgement:
+    """The job breaker's judgement of ``decision``, written to the ledger; the verdict that
+    trips a closed breaker sends the one notification of the trip."""
+    for _ in range(_CONFLICT_RETRIES):
+        stored = store.load_breaker(cluster.name)
+        judged = judge(
+            stored.state,
+            decision=decision,
+            now=now,
+            limits=cluster.limits,
+            heard_at=stored.heard_at,
+            by_schedule=by_schedule,
+        )
+        if judged.state == stored.state:
+            return judged
+        try:
+            store.save_breaker(cluster.name, judged.state, stored)
+        except Conflict:
+            continue
+        if judged.page:
+            cluster.notify(
+                f"nodemedic job breaker tripped: cluster {cluster.name}",
+                f"{judged.reason}; every job restart of cluster {cluster.name} is held for"
+                f" {cluster.limits.cooldown} s, then until the limits have room again."
+                " Held jobs get a NodeMedicRestartHeld Event; their rules start over.",
+            )
+        return judged
+    raise RuntimeError(f"cluster {cluster.name}: too many concurrent job breaker writers")
+
+
+def _hold(
+    job: Job,
+    *,
+    rule: Rule,
+    state: RuleState,
+    stored: Stored,
+    now: float,
+    store: JobStore,
+    cluster: Cluster,
+    judged: Judgement,
+) -> Acted | None:
+    """Nothing done to the job but an Event; its rules start over from ``now`` (its restart
+    counts unchanged), so a job that really hangs is found again once the hold is over."""
+    if not store.claim(job.namespace, job.name, stored, stored.history, now):
+        return None
+    evidence = state.evidence or "no matching line in time"
+    message = f"rule {rule.name!r}: job {state.verdict} ({evidence}); held: {judged.reason}"
+    record_event(cluster.core, job, JOB_EVENT_REASONS["held"], message, warning=True)
+    return Acted(
+        job=f"{job.namespace}/{job.name}",
+        rule=rule.name,
+        verdict=str(state.verdict),
+        action="held",
+        deleted=[],
+        latency=max(0.0, now - (evidence_time(rule, state) or now)),
+        restarts=stored.history.total_restarts,
+    )
+
+
+def measure(job: Job, now: float, store: JobStore, cluster: Cluster) -> float | None:
+    """RestartLatencySeconds of the job's last restart, once (None until its pods all run,
+    or when another run published it, or when it never came within ``WATCH_SECONDS``)."""
+    stored = store.load(job.namespace, job.name)
+    if not stored.watch:
+        return None
+    at = float(stored.watch["at"])
+    latency = restart_latency(at, set(stored.watch["replaced"]), pods_seen(cluster.core, job))
+    if latency is None and now - at < WATCH_SECONDS:
+        return None
+    return latency if store.watch(job.namespace, job.name, {}, stored) else None

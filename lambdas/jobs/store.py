@@ -16,7 +16,17 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from nodemedic.contracts import RESTARTS_SK, RULE_SK_PREFIX, job_pk
+from nodemedic.contracts import (
+    JOB_BREAKER_SK,
+    JOB_BREAKER_SK_PREFIX,
+    JOB_LINES_HEARD_SK,
+    RESTART_WATCH_SK,
+    RESTARTS_SK,
+    RULE_SK_PREFIX,
+    cluster_pk,
+    job_pk,
+)
+from nodemedic.jobs.breaker import BreakerState
 from nodemedic.jobs.evaluate import RuleState
 from nodemedic.jobs.restart import RestartHistory
 
@@ -32,6 +42,16 @@ class Stored:
     states: dict[str, RuleState]
     versions: dict[str, int]
     """Version of each item read, by sort key (0: not there)."""
+    watch: Mapping[str, Any] | None = None
+    """The restart whose latency is not measured yet: ``at``, ``replaced`` (pod uids)."""
+
+
+@dataclass(frozen=True)
+class StoredBreaker:
+    state: BreakerState
+    heard_at: float | None
+    """When the application log group last delivered; None before the first delivery."""
+    version: int
 
 
 class JobStore:
@@ -39,13 +59,26 @@ class JobStore:
         self._table = table
         self._client = client or boto3.client("dynamodb")
 
-    def load(self, namespace: str, name: str) -> Stored:
-        items = self._client.query(
+    def _query(self, pk: str, sk_prefix: str = "") -> list[dict[str, Any]]:
+        condition, values = "pk = :pk", {":pk": {"S": pk}}
+        if sk_prefix:
+            condition, values = (
+                condition + " AND begins_with(sk, :sk)",
+                {
+                    **values,
+                    ":sk": {"S": sk_prefix},
+                },
+            )
+        items: list[dict[str, Any]] = self._client.query(
             TableName=self._table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": job_pk(namespace, name)}},
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
             ConsistentRead=True,
         )["Items"]
+        return items
+
+    def load(self, namespace: str, name: str) -> Stored:
+        items = self._query(job_pk(namespace, name))
         versions = {i["sk"]["S"]: int(i["version"]["N"]) for i in items}
         body = {i["sk"]["S"]: json.loads(i["body"]["S"]) for i in items}
         restarts = body.get(RESTARTS_SK, {})
@@ -58,6 +91,7 @@ class JobStore:
                 if sk.startswith(RULE_SK_PREFIX)
             },
             versions=versions,
+            watch=body.get(RESTART_WATCH_SK) or None,
         )
 
     def save_states(
@@ -79,15 +113,56 @@ class JobStore:
             return False
         return True
 
-    def _put(
-        self, namespace: str, name: str, sk: str, body: Mapping[str, object], stored: Stored
-    ) -> None:
-        version = stored.versions.get(sk, 0)
+    def watch(self, namespace: str, name: str, body: Mapping[str, object], stored: Stored) -> bool:
+        """Sets (or, with an empty body, ends) the restart latency watch; False if another
+        writer changed it first (that writer published the figure)."""
+        try:
+            self._put(namespace, name, RESTART_WATCH_SK, body, stored)
+        except Conflict:
+            return False
+        return True
+
+    def load_breaker(self, cluster: str) -> StoredBreaker:
+        items = {i["sk"]["S"]: i for i in self._query(cluster_pk(cluster), JOB_BREAKER_SK_PREFIX)}
+        breaker, heard = items.get(JOB_BREAKER_SK), items.get(JOB_LINES_HEARD_SK)
+        return StoredBreaker(
+            state=BreakerState.from_item(json.loads(breaker["body"]["S"]) if breaker else {}),
+            heard_at=float(heard["heard_at"]["N"]) if heard else None,
+            version=int(breaker["version"]["N"]) if breaker else 0,
+        )
+
+    def save_breaker(self, cluster: str, state: BreakerState, stored: StoredBreaker) -> None:
+        """Conflict if another verdict changed the breaker since it was read."""
+        self._write(cluster_pk(cluster), JOB_BREAKER_SK, state.as_item(), stored.version)
+
+    def heard(self, cluster: str, at: float) -> None:
+        """The application log group delivered at ``at`` (kept only if later than known)."""
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item={
-                    "pk": {"S": job_pk(namespace, name)},
+                    "pk": {"S": cluster_pk(cluster)},
+                    "sk": {"S": JOB_LINES_HEARD_SK},
+                    "heard_at": {"N": str(at)},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR heard_at < :at",
+                ExpressionAttributeValues={":at": {"N": str(at)}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def _put(
+        self, namespace: str, name: str, sk: str, body: Mapping[str, object], stored: Stored
+    ) -> None:
+        self._write(job_pk(namespace, name), sk, body, stored.versions.get(sk, 0))
+
+    def _write(self, pk: str, sk: str, body: Mapping[str, object], version: int) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": {"S": pk},
                     "sk": {"S": sk},
                     "version": {"N": str(version + 1)},
                     "body": {"S": json.dumps(body, sort_keys=True)},
@@ -97,5 +172,5 @@ class JobStore:
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise Conflict(f"{job_pk(namespace, name)} {sk} changed") from exc
+                raise Conflict(f"{pk} {sk} changed") from exc
             raise

@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts import LOG_MONITORING_ANNOTATION, PYTORCHJOB_API, RUN_POLICY_ANNOTATION
+from nodemedic.jobs.latency import PodSeen
 from nodemedic.jobs.restart import Action, CleanPodPolicy
 
 ACTIVE_PHASES = frozenset({"Pending", "Running", "Unknown"})
@@ -86,9 +87,8 @@ def restart(core: client.CoreV1Api, job: Job, action: Action, clean: CleanPodPol
     if action == "restart-job":
         phases |= FINISHED_CLEANED[clean]
     deleted = []
-    for pod in core.list_namespaced_pod(job.namespace).items:
-        owners = pod.metadata.owner_references or []
-        if any(o.uid == job.uid for o in owners) and (pod.status.phase or "Pending") in phases:
+    for pod in pods_of(core, job):
+        if (pod.status.phase or "Pending") in phases:
             try:
                 core.delete_namespaced_pod(pod.metadata.name, job.namespace)
             except client.ApiException as exc:
@@ -96,6 +96,32 @@ def restart(core: client.CoreV1Api, job: Job, action: Action, clean: CleanPodPol
                     raise
             deleted.append(pod.metadata.name)
     return sorted(deleted)
+
+
+def pods_of(core: client.CoreV1Api, job: Job) -> list[Any]:
+    """The job's pods, by owner uid."""
+    return [
+        pod
+        for pod in core.list_namespaced_pod(job.namespace).items
+        if any(o.uid == job.uid for o in pod.metadata.owner_references or [])
+    ]
+
+
+def pods_seen(core: client.CoreV1Api, job: Job) -> list[PodSeen]:
+    """The job's pods as the restart latency reads them."""
+    return [_seen(pod) for pod in pods_of(core, job)]
+
+
+def _seen(pod: Any) -> PodSeen:
+    status = pod.status
+    ready = [c for c in (status.conditions or []) if c.type == "Ready" and c.status == "True"]
+    since = ready[0].last_transition_time if ready else None
+    phase = status.phase or "Pending"
+    return PodSeen(
+        uid=pod.metadata.uid,
+        phase=phase,
+        running_since=since.timestamp() if since and phase == "Running" else None,
+    )
 
 
 def annotate(batch: client.BatchV1Api, job: Job, annotations: Mapping[str, str]) -> None:

@@ -4,7 +4,11 @@ and a failed job pages."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 from nodemedic.contracts import (
+    ENV_JOB_BREAKER,
     ENV_LEDGER_TABLE,
     JOBS_FAILED_METRIC,
     application_log_group,
@@ -72,10 +76,12 @@ def _list(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_application_logs() -> None:
+def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_application_logs(
+    plain_template: Template,
+) -> None:
     """Off by default: it needs Container Insights' group to exist, and it costs an
     invocation per container line."""
-    plain = synth_template(ClusterSettings(name="plain"))
+    plain = plain_template
     assert [
         f["Properties"]["LogGroupName"]
         for f in resources(plain, "AWS::Logs::SubscriptionFilter").values()
@@ -86,3 +92,17 @@ def test_a_cluster_that_did_not_choose_job_monitoring_subscribes_to_no_applicati
         for fn in resources(plain, "AWS::Lambda::Function").values()
         if fn["Properties"]["Handler"] == "lambdas.jobs.handler.handler"
     ]
+
+
+def test_the_job_monitor_gets_the_clusters_job_breaker_and_monitor_only_setting(
+    template: Template,
+) -> None:
+    _, fn = _monitor(template)
+    env = fn["Properties"]["Environment"]["Variables"]  # type: ignore[index]
+    assert json.loads(env[ENV_JOB_BREAKER]) == asdict(SETTINGS.job_limits)
+    quiet = synth_template(
+        ClusterSettings(name="quiet", job_monitoring=True, dry_run=True, job_restarts_per_window=5)
+    )
+    _, fn = _monitor(quiet)
+    limits = json.loads(fn["Properties"]["Environment"]["Variables"][ENV_JOB_BREAKER])  # type: ignore[index]
+    assert limits["monitor_only"] is True and limits["restarts_per_window"] == 5

@@ -304,3 +304,32 @@ def test_the_dashboard_shows_nodes_by_health_status_per_node_group(template: Tem
     assert expression == f"SEARCH('{query}', 'Maximum', 300)"
     [series] = [m for m in widget["metrics"] if "expression" in m[0]]
     assert series[0]["label"] == "${PROP('Dim.NodeGroup')} ${PROP('Dim.Status')}"
+
+
+def test_the_dashboard_shows_the_job_monitors_metrics_per_job(
+    template: Template, plain_template: Template
+) -> None:
+    body = _dashboard(template)
+    schema = f'{{"{METRICS_NAMESPACE}","Cluster","Job"}} Cluster="{SETTINGS.name}"'
+    counts = _widget(body, "Jobs: restarted, failed, held")
+    assert _expressions(counts) == [
+        f'SEARCH(\'{schema} AND (MetricName="JobsRestarted" OR MetricName="JobsFailed" OR '
+        "MetricName=\"JobRestartsHeld\")', 'Sum', 300)"
+    ]
+    assert counts["metrics"][0][0]["label"] == "${PROP('MetricName')} ${PROP('Dim.Job')}"
+    for title, metric in (
+        ("Job fault to restart decision", "FaultDetectionLatencySeconds"),
+        ("Job restart decision to all pods running", "RestartLatencySeconds"),
+    ):
+        widget = _widget(body, title)
+        assert [m[0]["label"] for m in widget["metrics"]] == [
+            "p50 ${PROP('Dim.Job')}",
+            "p99 ${PROP('Dim.Job')}",
+        ]
+        assert _expressions(widget) == [
+            f"SEARCH('{schema} AND (MetricName=\"{metric}\")', '{statistic}', 300)"
+            for statistic in ("p50", "p99")
+        ]
+    # A cluster without job monitoring has no job widgets to stay empty.
+    titles = [w["properties"].get("title", "") for w in _dashboard(plain_template)["widgets"]]
+    assert titles and not [t for t in titles if t.startswith("Job")]

@@ -20,7 +20,9 @@ from lambdas.classify.handler import MalformedPayload
 from lambdas.jobs.handler import handler
 from nodemedic.contracts import (
     ENV_CLUSTER,
+    ENV_JOB_BREAKER,
     ENV_LEDGER_TABLE,
+    ENV_TOPIC_ARN,
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,
     LOG_MONITORING_ANNOTATION,
@@ -69,7 +71,22 @@ def aws(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
             ],
             BillingMode="PAY_PER_REQUEST",
         )
+        topic = boto3.client("sns").create_topic(Name="nodemedic-demo")["TopicArn"]
+        queue = boto3.client("sqs").create_queue(QueueName="mail")["QueueUrl"]
+        arn = boto3.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        boto3.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+        monkeypatch.setenv(ENV_TOPIC_ARN, topic)
         yield
+
+
+def mails() -> list[str]:
+    """The subjects of the notifications sent so far (read once)."""
+    sqs = boto3.client("sqs")
+    url = sqs.get_queue_url(QueueName="mail")["QueueUrl"]
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    return [json.loads(m["Body"])["Subject"] for m in got]
 
 
 Job = Callable[..., tuple[str, list[str]]]
@@ -210,3 +227,172 @@ def test_a_delivery_from_another_log_group_goes_to_the_dead_letter_queue() -> No
         handler(nodes, CONTEXT)
     with pytest.raises(MalformedPayload):
         handler({"awslogs": {"data": "bm90IGd6aXA="}}, CONTEXT)
+
+
+FAULT_RULES = json.dumps([{"name": "Nccl", "logPattern": ".*NCCL error.*", "faultOnMatch": True}])
+SCHEDULED = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+
+
+def published(out: str, metric: str) -> list[tuple[str, float]]:
+    """(job, value) of each EMF record of ``metric`` the handler printed."""
+    found = []
+    for line in out.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            record = json.loads(line)
+            if metric in record:
+                value = record[metric]  # a list when one record carries several points
+                found.append((record["Job"], float(value[0] if isinstance(value, list) else value)))
+    return found
+
+
+@pytest.mark.usefixtures("aws")
+def test_restart_latency_is_published_once_when_the_new_pods_run(
+    job: Job,
+    *,
+    core: client.CoreV1Api,
+    admin: client.ApiClient,
+    namespace: str,
+    node: Node,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name, pods = job(
+        "latent",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 2"},
+    )
+    key = f"{namespace}/{name}"
+    [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error: unhandled"]), CONTEXT)[
+        "acted"
+    ]
+    assert acted["action"] == "restart-pods"
+    wait_for(lambda: not any(exists(core, namespace, p) for p in pods), what="pods deleted")
+    assert key not in handler(SCHEDULED, CONTEXT)["running_again"], "no pod runs yet"
+
+    uid = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata.uid
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid}
+    time.sleep(1.1)  # the new pods' Ready times are whole seconds
+    for pod in (f"{name}-new-0", f"{name}-new-1"):
+        bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+        wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+    capsys.readouterr()
+    latency = handler(SCHEDULED, CONTEXT)["running_again"][key]
+    assert 0.0 < latency < 30.0
+    assert published(capsys.readouterr().out, "RestartLatencySeconds") == [(key, latency)]
+    assert key not in handler(SCHEDULED, CONTEXT)["running_again"], "published once"
+
+
+@pytest.mark.usefixtures("aws")
+def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notification(
+    job: Job, core: client.CoreV1Api, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"restarts_per_window": 2}))
+    notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    made = [job(f"wave-{i}", notes) for i in range(4)]
+    actions = []
+    for name, pods in made:
+        [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+        actions.append(acted["action"])
+    assert actions == ["restart-pods", "restart-pods", "held", "held"]
+    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
+    for name, pods in made[2:]:
+        assert all(exists(core, namespace, p) for p in pods)
+        assert events(core, namespace, name) == ["NodeMedicRestartHeld"]
+    # Still tripped: a new verdict is held too, and tells nobody again.
+    name, pods = made[0]
+    again = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert [a["action"] for a in again] == ["held"] and mails() == []
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_silent_log_group_holds_the_schedules_verdicts(
+    job: Job, core: client.CoreV1Api, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log pipe outage looks like every job hanging at once: nothing is restarted."""
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"silence": 1}))
+    handler(delivery(namespace, "other", "other-0", ["the pipe works"]), CONTEXT)
+    rules = json.dumps(
+        [{"name": "Step", "logPattern": ".*step.*", "expectedStartCutOffInSeconds": 1}]
+    )
+    name, pods = job(
+        "quiet", {LOG_MONITORING_ANNOTATION: rules, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    )
+    time.sleep(2.1)
+    acted = [a for a in handler(SCHEDULED, CONTEXT)["acted"] if a["job"] == f"{namespace}/{name}"]
+    assert [(a["verdict"], a["action"]) for a in acted] == [("hanging", "held")]
+    assert all(exists(core, namespace, p) for p in pods)
+    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_monitor_only_cluster_restarts_no_job(
+    job: Job, core: client.CoreV1Api, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"monitor_only": True}))
+    name, pods = job(
+        "watched",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"},
+    )
+    [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert acted["action"] == "held"
+    assert all(exists(core, namespace, p) for p in pods)
+    assert events(core, namespace, name) == ["NodeMedicRestartHeld"]
+
+
+def emf(out: str) -> list[tuple[str, list[str], dict[str, Any]]]:
+    """(metric, dimension names, record) of each EMF record the handler printed."""
+    found: list[tuple[str, list[str], dict[str, Any]]] = []
+    for line in out.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            record = json.loads(line)
+            for directive in record["_aws"]["CloudWatchMetrics"]:
+                for dimensions in directive["Dimensions"]:
+                    found.extend((m["Name"], dimensions, record) for m in directive["Metrics"])
+    return found
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_held_verdict_is_counted_per_job_for_the_dashboard(
+    job: Job,
+    *,
+    core: client.CoreV1Api,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """JobRestartsHeld, with exactly the dimensions the dashboard reads (the deployed
+    function's service name must not add one)."""
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "nodemedic-jobs")
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"monitor_only": True}))
+    name, pods = job(
+        "holdme",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"},
+    )
+    capsys.readouterr()
+    [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert acted["action"] == "held" and all(exists(core, namespace, p) for p in pods)
+    job_metrics = [(m, d, r) for m, d, r in emf(capsys.readouterr().out) if "Job" in r]
+    assert [(m, d, r["Cluster"], r["Job"]) for m, d, r in job_metrics] == [
+        ("JobRestartsHeld", ["Cluster", "Job"], "demo", f"{namespace}/{name}")
+    ]
+
+
+@pytest.mark.usefixtures("aws")
+def test_restarts_and_failures_are_published_with_exactly_cluster_and_job(
+    job: Job, *, namespace: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JobsFailed alarm and the dashboard query SCHEMA("NodeMedic", "Cluster", "Job"):
+    a metric with one more dimension (Powertools' service) is one they never see."""
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "nodemedic-jobs")
+    name, pods = job(
+        "counted",
+        {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 1"},
+    )
+    capsys.readouterr()
+    handler(delivery(namespace, name, pods[0], ["NCCL error: first"]), CONTEXT)
+    handler(delivery(namespace, name, pods[1], ["NCCL error: again"]), CONTEXT)
+    job_metrics = [(m, d) for m, d, r in emf(capsys.readouterr().out) if "Job" in r]
+    assert job_metrics == [
+        ("JobsRestarted", ["Cluster", "Job"]),
+        ("FaultDetectionLatencySeconds", ["Cluster", "Job"]),
+        ("JobsFailed", ["Cluster", "Job"]),
+        ("FaultDetectionLatencySeconds", ["Cluster", "Job"]),
+    ]

@@ -1,0 +1,37 @@
+"""RestartLatencySeconds: from a restart decision to every pod of the job running again.
+
+Measured from the pods' own times (their Ready condition's last transition), so the figure
+is exact to the second although the schedule reads it up to a minute after the fact: no
+execution has to sit and poll the pods. A restart whose pods are not all running within
+``WATCH_SECONDS`` is given up (no figure): a job that never comes back is the rules'
+business (its start cut-off), not a latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+WATCH_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class PodSeen:
+    uid: str
+    phase: str
+    running_since: float | None
+    """Epoch seconds the pod became Ready, None while it is not."""
+
+
+def restart_latency(
+    decided_at: float, replaced: Collection[str], pods: Sequence[PodSeen]
+) -> float | None:
+    """Seconds from the decision to the last of the job's new pods running; None while a
+    pod is not running yet, a pod the restart replaces (by uid) is still there, or the job
+    has no pod at all."""
+    active = [p for p in pods if p.phase not in ("Succeeded", "Failed")]
+    if not active or any(p.uid in replaced for p in active):
+        return None
+    if any(p.phase != "Running" or p.running_since is None for p in active):
+        return None
+    return max(0.0, max(p.running_since or 0.0 for p in active) - decided_at)
