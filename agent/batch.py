@@ -10,7 +10,7 @@ whole batch.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from agent.checkpoint import Checkpoint
@@ -139,3 +139,15 @@ class Batcher:
 def clamp_ms(ts_ms: int, now_ms: int) -> int:
     """A timestamp the service accepts: not in the future, not older than 13 days."""
     return min(max(ts_ms, now_ms - MAX_AGE_MS), now_ms)
+
+
+def add_all(
+    batcher: Batcher, ts_ms: int, messages: Iterable[str], put: Callable[[Batch], None]
+) -> Batch | None:
+    """Every message into ``batcher``, each batch that fills up ``put``; the last, partial
+    batch is returned instead, so its caller can say what its safety means (``on_safe``)."""
+    for message in messages:
+        full = batcher.add(ts_ms, message)
+        if full is not None:
+            put(full)
+    return batcher.flush()

@@ -22,19 +22,12 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
-from agent.batch import MAX_BATCH_EVENTS, Batch, Batcher, clamp_ms
-from agent.checkpoint import (
-    Checkpoint,
-    CheckpointStore,
-    Progress,
-    resume_point,
-    write_atomically,
-)
-from agent.checks import efa, neuron, nvidia, registered
-from agent.checks.base import Check, Runner, utc_stamp, worst
+from agent import bootcheck
+from agent.batch import MAX_BATCH_EVENTS, Batch, Batcher, add_all, clamp_ms
+from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
+from agent.checks import registered
+from agent.checks.base import Check, Runner, worst
 from agent.config import Config
-from agent.deepcheck import Node
-from agent.deepcheck import run as run_deep_check
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.liveness import Liveness
 from agent.metrics import Metrics, metrics_server, serve
@@ -65,9 +58,6 @@ CALLS_PER_TURN = 3
 restamped retry of a refused batch), each bounded by the client's timeouts."""
 COLLECTOR_LOOP = "collector"
 CHECKS_LOOP = "checks"
-DEEP_CHECK_MARK = "deep-check-boot"
-"""In the state directory: the boot id whose deep check results are safe, so that an agent
-restarted on the same boot does not load the node's GPUs again under a job."""
 
 
 def logs_client(region: str, endpoint_url: str | None) -> Any:
@@ -102,22 +92,6 @@ def logs_client(region: str, endpoint_url: str | None) -> Any:
 def build_checks(config: Config) -> list[Check]:
     """The checks ``config`` names, in registration order whatever the order named."""
     return [check.build(config) for check in registered() if check.name in config.checks]
-
-
-def deep_check_node(config: Config, now: datetime) -> Node:
-    """What the deep check knows of this node: the device counts its checks expect."""
-    options = config.check_options
-    return Node(
-        ts=utc_stamp(now),
-        sys_root=config.sys_root,
-        state_dir=config.state_dir,
-        boot_id=config.boot_id,
-        instance_type=config.instance_type,
-        expected_gpus=nvidia.expected_gpus(config),
-        expected_neuron_devices=neuron.expected_devices(config),
-        expected_efa_devices=efa.EXPECT_DEVICES.value(options),
-        options=options,
-    )
 
 
 def start_position(
@@ -234,7 +208,7 @@ class Agent:
                 target=self._retry_registration, args=(stop,), name="registration", daemon=True
             ).start()
         checks.start()
-        if config.deep_check_at_start and not self._deep_checked():
+        if config.deep_check_at_start and not bootcheck.checked_this_boot(config):
             threading.Thread(target=self.deep_check, name="deep-check", daemon=True).start()
         log.info(
             "agent started: group %s, kmsg %s from %s, %d checks",
@@ -256,30 +230,10 @@ class Agent:
                 self.server.server_close()
         log.info("agent stopped at %s", self.progress.current)
 
-    def _deep_checked(self) -> bool:
-        mark = self.config.state_dir / DEEP_CHECK_MARK
-        try:
-            return mark.read_text(encoding="ascii").strip() == self.config.boot_id
-        except OSError:
-            return False
-
     def deep_check(self) -> list[Result]:
-        """Run the deep check and queue its lines on the deep check stream; the boot is
-        marked checked once they are safe (shipped or spooled)."""
-        config = self.config
-        log.info("deep check started")
-        results = run_deep_check(deep_check_node(config, datetime.now(UTC)))
-        batcher = self._batcher(deep_check_stream(config.instance_id))
-        now_ms = int(time.time() * 1000)
-        for result in results:
-            self._put(batcher.add(now_ms, result.to_json()))
-        last = batcher.flush()
-        if last is not None:
-            mark = config.state_dir / DEEP_CHECK_MARK
-            last.on_safe = functools.partial(write_atomically, mark, config.boot_id.encode("ascii"))
-            self.outbox.put(last)
-        log.info("deep check: %s", results[-1].to_json())
-        return results
+        """Run the deep check and queue its lines (``agent.bootcheck``)."""
+        batcher = self._batcher(deep_check_stream(self.config.instance_id))
+        return bootcheck.deep_check(self.config, batcher, self.outbox.put)
 
     def deep_check_once(self) -> list[Result]:
         """``nodemedic agent --deep-check``: run it now, ship its lines, and stop."""
@@ -403,9 +357,8 @@ class Agent:
             self.liveness.beat(CHECKS_LOOP)
             results, commits = self.runner.run(datetime.now(UTC))
             now_ms = int(time.time() * 1000)
-            for result in results:
-                self._put(batcher.add(now_ms, result.to_json()))
-            last = batcher.flush()
+            lines = (result.to_json() for result in results)
+            last = add_all(batcher, now_ms, lines, self.outbox.put)
             if last is not None:
                 last.on_safe = _call_all(commits)
                 self.outbox.put(last)
@@ -419,10 +372,9 @@ class Agent:
         """The telemetry the checks just read, as EMF lines. Never signed: CloudWatch parses
         a line as EMF only when it is bare JSON, and no rule reads these lines."""
         config = self.config
+        lines = emf_lines(self.telemetry(), config.cluster, config.instance_id, now_ms)
         batcher = Batcher(telemetry_stream(config.instance_id))
-        for line in emf_lines(self.telemetry(), config.cluster, config.instance_id, now_ms):
-            self._put(batcher.add(now_ms, line))
-        self._put(batcher.flush())
+        self._put(add_all(batcher, now_ms, lines, self.outbox.put))
 
 
 def _call_all(commits: list[Callable[[], None]]) -> Callable[[], None]:

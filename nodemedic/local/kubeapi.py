@@ -7,7 +7,8 @@ this module, ``make kube``) and cached. No scheduler or kubelet runs: ``kubelet.
 simulates the kubelets and callers bind pods by setting ``spec.nodeName``. Facts of this
 version the callers see: Eviction and PodDisruptionBudget are served as ``policy/v1beta1``
 only; evicting a Pending pod ignores its PDB; taints are changed on the Node itself, not on
-``/status``.
+``/status``; custom resources are served (the build swaps in a reflect2 that Go 1.19 does
+not crash).
 
 Admission runs the default plugins except two that need controllers this plane leaves out:
 ``ServiceAccount`` (every pod would wait for a token secret) and ``TaintNodesByCondition``
@@ -41,7 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config, utils
 
-from nodemedic.contracts import ENV_CACHE, REMEDIATOR_GROUP
+from nodemedic.contracts import REMEDIATOR_GROUP
 
 KUBE_VERSION = "1.20.2"
 ETCD = Path("/usr/bin/etcd")
@@ -57,8 +58,15 @@ class ClusterError(RuntimeError):
 
 
 def binary_dir() -> Path:
-    cache = os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "nodemedic"
-    return Path(cache) / f"kube-{KUBE_VERSION}"
+    """Where ``build-kube.sh`` keeps the binaries: the script names the directory (it holds
+    the build revision, which changes with what the build produces), so the two never
+    disagree."""
+    done = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-dest"], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        raise ClusterError(f"{BUILD_SCRIPT} --print-dest failed: {done.stderr.strip()}")
+    return Path(done.stdout.strip())
 
 
 def ensure_binaries() -> Path:
