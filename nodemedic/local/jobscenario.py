@@ -261,6 +261,10 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
     stall = view.restarts.get("stall")
     if stall:
         view.lateness.append(stall[0][0] - (training.last_line["stall"] + FREQUENCY))
+        say(
+            f"  stall: restarted {view.lateness[-1]:.1f} s after its silence passed "
+            f"{FREQUENCY} s (schedule every {SCHEDULE_SECONDS:.0f} s, restart seen within 0.25 s)"
+        )
     outcomes = {
         "stall": "(1) restarted after its progress line stopped for "
         f"{FREQUENCY} s (expectedRecurringFrequencyInSeconds)",
