@@ -258,9 +258,9 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
     _watch(scene, done, timeout=MONITOR_TIMEOUT)
     quiet_until = time.time() + QUIET
     _watch(scene, lambda: time.time() > quiet_until, timeout=QUIET)
-    stall = view.restarts.get("stall")
-    if stall:
-        view.lateness.append(stall[0][0] - (training.last_line["stall"] + FREQUENCY))
+    stall, runs = view.restarts.get("stall"), training.runs("stall")
+    if stall and len(runs) > 1 and runs[1].last_line_at is not None:
+        view.lateness.append(stall[0][0] - (runs[1].last_line_at + FREQUENCY))
         say(
             f"  stall: restarted {view.lateness[-1]:.1f} s after its silence passed "
             f"{FREQUENCY} s (schedule every {SCHEDULE_SECONDS:.0f} s, restart seen within 0.25 s)"

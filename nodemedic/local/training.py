@@ -83,6 +83,8 @@ class Start:
     last_step: int
     """Where the run before it had got to (0 for the first run)."""
     at: float
+    last_line_at: float | None
+    """When the run before it printed its last step line."""
 
 
 @dataclass
@@ -202,7 +204,14 @@ class Training:
             resumed = self.checkpoint(job.plan.name)
             with self._lock:
                 self.starts.append(
-                    Start(job.plan.name, job.run + 1, resumed, job.step, time.time())
+                    Start(
+                        job.plan.name,
+                        job.run + 1,
+                        resumed,
+                        job.step,
+                        time.time(),
+                        self.last_line.get(job.plan.name),
+                    )
                 )
                 job.run, job.step, job.ranks = job.run + 1, resumed, frozenset(running)
             said = "resuming from checkpoint" if resumed else "starting at"
