@@ -19,7 +19,7 @@ MAX_LINE_CHARS = 8192
 delivery)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobLine:
     namespace: str
     job: str
@@ -38,9 +38,18 @@ def job_line(message: str) -> JobLine | None:
     if not isinstance(meta, dict) or not isinstance(line, str):
         return None
     labels = meta.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    job = next((labels[k] for k in JOB_NAME_LABELS if isinstance(labels.get(k), str)), None)
+    job = _job_name(labels) if isinstance(labels, dict) else None
     namespace, pod = meta.get("namespace_name"), meta.get("pod_name")
     if not job or not isinstance(namespace, str) or not isinstance(pod, str):
         return None
     return JobLine(namespace, job, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
+
+
+def _job_name(labels: dict[str, object]) -> str | None:
+    """The first of the job-name labels the pod carries (a loop: this runs on every record
+    of the group, and a generator per record cost more than the lookups)."""
+    for key in JOB_NAME_LABELS:
+        name = labels.get(key)
+        if isinstance(name, str):
+            return name
+    return None
