@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Final
 
 from nodemedic.contracts import JOB_NAME_LABELS
 
+_DECODER: Final = json.JSONDecoder()
 MAX_LINE_CHARS = 8192
 """Rules see at most this much of a line (a regex over megabytes of one line would stall a
 delivery)."""
@@ -29,10 +31,7 @@ class JobLine:
 
 def job_line(message: str) -> JobLine | None:
     """The job line a Container Insights record carries; None for a record of no job."""
-    try:
-        record = json.loads(message)
-    except ValueError:
-        return None
+    record = _decoded(message)
     meta = record.get("kubernetes") if isinstance(record, dict) else None
     line = record.get("log") if isinstance(record, dict) else None
     if not isinstance(meta, dict) or not isinstance(line, str):
@@ -43,6 +42,22 @@ def job_line(message: str) -> JobLine | None:
     if not job or not isinstance(namespace, str) or not isinstance(pod, str):
         return None
     return JobLine(namespace, job, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
+
+
+def _decoded(message: str) -> object:
+    """The record's JSON value; None when the message is no JSON. ``raw_decode`` first, as it
+    costs a quarter less than ``json.loads`` (bench.jobs), whose only difference is that it
+    allows whitespace around the value: a message with any gets ``json.loads``' verdict."""
+    try:
+        value, end = _DECODER.raw_decode(message)
+    except ValueError:
+        end = -1
+    if end == len(message):
+        return value
+    try:
+        return json.loads(message)
+    except ValueError:
+        return None
 
 
 def _job_name(labels: dict[str, object]) -> str | None:
