@@ -19,11 +19,11 @@ import argparse
 import json
 import random
 import re
-import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from bench.timing import best_rate
 from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
 from nodemedic.jobs.records import job_line
 from nodemedic.jobs.rules import parse_rules
@@ -96,16 +96,6 @@ def baseline(texts: Sequence[str]) -> int:
     return sum(1 for text in texts if pattern.match(text))
 
 
-def rate(work: Callable[[], object], count: int) -> float:
-    """The best of three passes, so a burst of other work on the machine counts less."""
-    best = 0.0
-    for _ in range(3):
-        start = time.perf_counter()
-        work()
-        best = max(best, count / (time.perf_counter() - start))
-    return best
-
-
 def lateness(trials: int, seed: int = 11) -> list[float]:
     """Seconds from a silence's deadline to the schedule run that finds the job hanging."""
     period = SCHEDULE.to_seconds()
@@ -132,8 +122,8 @@ def main() -> None:
     texts = [json.loads(message)["log"] for _, message in records]
     if monitored(records):
         raise SystemExit("a healthy corpus got a verdict")
-    ours = rate(lambda: monitored(records), len(records))
-    plain = rate(lambda: baseline(texts), len(texts))
+    ours = best_rate(lambda: monitored(records), len(records))
+    plain = best_rate(lambda: baseline(texts), len(texts))
     late = sorted(lateness(10_000))
     print(f"corpus: {len(records)} Container Insights records, {args.jobs} jobs, 2 rules")
     print(f"plain re.match loop (text only):      {plain:>10,.0f} lines/s")
