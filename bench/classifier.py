@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bench.timing import best_rate
 from nodemedic.catalog import Catalog, Rule, load_catalog
 from nodemedic.detect.classifier import Classifier
 
@@ -73,16 +73,6 @@ def fast(catalog: Catalog) -> Bulk:
     return classify
 
 
-def throughput(classify: Bulk, lines: Sequence[str]) -> float:
-    """The best of three passes, so a burst of other work on the machine counts less."""
-    best = 0.0
-    for _ in range(3):
-        start = time.perf_counter()
-        classify(lines)
-        best = max(best, len(lines) / (time.perf_counter() - start))
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=200_000)
@@ -97,8 +87,8 @@ def main() -> None:
     if wrong:
         raise SystemExit(f"classifiers disagree on {len(wrong)} lines: {wrong[:3]}")
     kmsg_rules = sum(1 for r in catalog.rules if r.source == "kmsg")
-    naive_rate = throughput(baseline, sample)
-    fast_rate = throughput(ours, lines)
+    naive_rate = best_rate(lambda: baseline(sample), len(sample))
+    fast_rate = best_rate(lambda: ours(lines), len(lines))
     print(f"corpus: {len(lines)} lines, {args.fault_share:.0%} faults, {kmsg_rules} kmsg rules")
     print(f"naive re.search loop: {naive_rate:>10,.0f} lines/s (on {len(sample)} lines)")
     print(f"nodemedic classifier: {fast_rate:>10,.0f} lines/s (target >= 200,000)")

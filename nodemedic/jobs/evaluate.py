@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 import operator as op
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Final, Literal, get_args
 
 from nodemedic.jobs.rules import Operator, Rule
@@ -86,43 +86,68 @@ MAX_EVIDENCE_CHARS: Final = 512
 def observe(rule: Rule, state: RuleState, line: str, at: float) -> RuleState:
     """The state after the line ``line`` logged at ``at`` (epoch seconds). A rule that has
     a verdict or was stopped keeps it: the verdict stands until the job restarts."""
+    return observe_lines(rule, state, ((at, line),))
+
+
+def observe_lines(rule: Rule, state: RuleState, lines: Iterable[tuple[float, str]]) -> RuleState:
+    """The state after ``lines`` (log time, text) in order, each ``observe``d in turn. The
+    match time and the count live in locals and a state is built once, at a verdict, a stop
+    or the end: a delivery is thousands of lines, and a new state per line was most of the
+    job monitor's cost (bench.jobs)."""
     if not state.active or state.verdict is not None:
         return state
-    matched = rule.log_pattern.match(line)
-    if matched and rule.fault_on_match:
-        return _judged(state, "faulted", at, line, last_match_at=at)
-    if rule.stop_pattern is not None and rule.stop_pattern.match(line):
-        return replace(state, active=False)
-    if matched is None or _silence(rule, state, at) is not None:
-        # A line that does not match is time passing; a match after too long a silence is
-        # the end of a hang that the schedule had not yet seen.
-        hung = expire(rule, state, at)
-        return hung if matched is None else replace(hung, evidence=line[:MAX_EVIDENCE_CHARS])
-    if not rule.has_metric:
-        return replace(state, last_match_at=at, slow_count=0)
-    breach = beyond(rule, matched.group(1))
-    count = min(state.slow_count + 1, rule.data_points) if breach else 0
-    moved = replace(state, last_match_at=at, slow_count=count)
-    return _judged(moved, "slow", at, line) if count >= rule.data_points else moved
+    started, last, count = state.started_at, state.last_match_at, state.slow_count
+    match, stop = rule.log_pattern.match, rule.stop_pattern
+    ending: tuple[Verdict, float, str] | None = None
+    for at, line in lines:
+        matched = match(line)
+        if matched is not None and rule.fault_on_match:
+            last, ending = at, ("faulted", at, line)
+            break
+        if stop is not None and stop.match(line):
+            return RuleState(started, last, count, False, None, state.verdict_at, state.evidence)
+        if _silent(rule, started, last, at):
+            # A line that does not match is time passing; a match after too long a silence
+            # is the end of a hang that the schedule had not yet seen.
+            ending = ("hanging", at, "" if matched is None else line)
+            break
+        if matched is None:
+            continue
+        last = at
+        if not rule.has_metric:
+            count = 0
+            continue
+        count = min(count + 1, rule.data_points) if beyond(rule, matched.group(1)) else 0
+        if count >= rule.data_points:
+            ending = ("slow", at, line)
+            break
+    if ending is not None:
+        return _judged(state, *ending, last_match_at=last, slow_count=count)
+    if (last, count) == (state.last_match_at, state.slow_count):
+        return state
+    return RuleState(started, last, count, True, None, state.verdict_at, state.evidence)
 
 
 def expire(rule: Rule, state: RuleState, now: float) -> RuleState:
     """The state at ``now`` when no matching line came: a silence past the start cut-off or
     the recurring frequency is HANGING."""
-    if not state.active or state.verdict is not None or _silence(rule, state, now) is None:
+    if not state.active or state.verdict is not None:
         return state
-    return _judged(state, "hanging", now, "")
+    if not _silent(rule, state.started_at, state.last_match_at, now):
+        return state
+    return _judged(
+        state, "hanging", now, "", last_match_at=state.last_match_at, slow_count=state.slow_count
+    )
 
 
-def _silence(rule: Rule, state: RuleState, now: float) -> float | None:
-    """Seconds of silence beyond what the rule allows at ``now``; None within it."""
-    if state.last_match_at is None:
-        allowed, since = rule.start_cutoff, state.started_at
+def _silent(rule: Rule, started_at: float, last_match_at: float | None, now: float) -> bool:
+    """Whether the silence at ``now`` is longer than the rule allows: since the start until
+    the first match, since the last match after it."""
+    if last_match_at is None:
+        allowed, since = rule.start_cutoff, started_at
     else:
-        allowed, since = rule.recurring_frequency, state.last_match_at
-    if allowed is None or now - since <= allowed:
-        return None
-    return now - since - allowed
+        allowed, since = rule.recurring_frequency, last_match_at
+    return allowed is not None and now - since > allowed
 
 
 def evidence_time(rule: Rule, state: RuleState) -> float | None:
@@ -150,12 +175,20 @@ def beyond(rule: Rule, captured: str | None) -> bool:
 
 
 def _judged(
-    state: RuleState, verdict: Verdict, at: float, line: str, last_match_at: float | None = None
+    state: RuleState,
+    verdict: Verdict,
+    at: float,
+    line: str,
+    *,
+    last_match_at: float | None,
+    slow_count: int,
 ) -> RuleState:
-    return replace(
-        state,
+    return RuleState(
+        started_at=state.started_at,
+        last_match_at=last_match_at,
+        slow_count=slow_count,
+        active=state.active,
         verdict=verdict,
         verdict_at=at,
         evidence=line[:MAX_EVIDENCE_CHARS],
-        last_match_at=state.last_match_at if last_match_at is None else last_match_at,
     )

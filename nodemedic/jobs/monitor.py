@@ -3,9 +3,11 @@ verdict that acts (HyperPod's order: faulted before hanging before slow)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 
-from nodemedic.jobs.evaluate import VERDICTS, RuleState, expire, observe
+from nodemedic.jobs.evaluate import VERDICTS, RuleState, expire, observe_lines
 from nodemedic.jobs.rules import Rule
 
 States = dict[str, RuleState]
@@ -30,14 +32,13 @@ def judge_lines(
 ) -> States:
     """The states after ``lines`` (log time, text), taken in log time order; a line logged
     before the run started belongs to the run before and is not this run's evidence."""
-    ordered = sorted(lines, key=lambda line: line[0])
+    ordered = sorted(lines, key=itemgetter(0))
+    times = [at for at, _ in ordered]
     judged = dict(states)
     for rule in rules:
         state = judged[rule.name]
-        for at, text in ordered:
-            if at >= state.started_at:
-                state = observe(rule, state, text, at)
-        judged[rule.name] = state
+        since = bisect_left(times, state.started_at)
+        judged[rule.name] = observe_lines(rule, state, ordered[since:])
     return judged
 
 

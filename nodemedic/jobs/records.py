@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Final
 
 from nodemedic.contracts import JOB_NAME_LABELS
 
+_DECODER: Final = json.JSONDecoder()
 MAX_LINE_CHARS = 8192
 """Rules see at most this much of a line (a regex over megabytes of one line would stall a
 delivery)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobLine:
     namespace: str
     job: str
@@ -29,18 +31,40 @@ class JobLine:
 
 def job_line(message: str) -> JobLine | None:
     """The job line a Container Insights record carries; None for a record of no job."""
-    try:
-        record = json.loads(message)
-    except ValueError:
-        return None
+    record = _decoded(message)
     meta = record.get("kubernetes") if isinstance(record, dict) else None
     line = record.get("log") if isinstance(record, dict) else None
     if not isinstance(meta, dict) or not isinstance(line, str):
         return None
     labels = meta.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    job = next((labels[k] for k in JOB_NAME_LABELS if isinstance(labels.get(k), str)), None)
+    job = _job_name(labels) if isinstance(labels, dict) else None
     namespace, pod = meta.get("namespace_name"), meta.get("pod_name")
     if not job or not isinstance(namespace, str) or not isinstance(pod, str):
         return None
     return JobLine(namespace, job, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
+
+
+def _decoded(message: str) -> object:
+    """The record's JSON value; None when the message is no JSON. ``raw_decode`` first, as it
+    costs a quarter less than ``json.loads`` (bench.jobs), whose only difference is that it
+    allows whitespace around the value: a message with any gets ``json.loads``' verdict."""
+    try:
+        value, end = _DECODER.raw_decode(message)
+    except ValueError:
+        end = -1
+    if end == len(message):
+        return value
+    try:
+        return json.loads(message)
+    except ValueError:
+        return None
+
+
+def _job_name(labels: dict[str, object]) -> str | None:
+    """The first of the job-name labels the pod carries (a loop: this runs on every record
+    of the group, and a generator per record cost more than the lookups)."""
+    for key in JOB_NAME_LABELS:
+        name = labels.get(key)
+        if isinstance(name, str):
+            return name
+    return None

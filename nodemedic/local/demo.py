@@ -40,7 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="default",
         help="default: one Neuron DMA error, Xid 48, a benign line, Xid 13; storm: 60%% "
         "of the nodes fail at once; spread: one failure after another, past the hourly "
-        "replacement limit, trips the breaker, which recovers (default: %(default)s)",
+        "replacement limit, trips the breaker, which recovers; jobs: simulated training "
+        "watched with HyperPod's rules, and a node replaced under an opted-in job "
+        "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(

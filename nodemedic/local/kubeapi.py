@@ -99,9 +99,14 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def local_cluster(workdir: Path, *, timeout: float = 60.0) -> Iterator[LocalCluster]:
+def local_cluster(
+    workdir: Path, *, timeout: float = 60.0, controllers: Sequence[str] = ()
+) -> Iterator[LocalCluster]:
     """Start etcd, kube-apiserver and kube-controller-manager under ``workdir`` and stop
-    every one of them on the way out, whatever ends the block (error, Ctrl-C)."""
+    every one of them on the way out, whatever ends the block (error, Ctrl-C).
+    ``controllers`` run besides ``disruption`` and ``namespace`` (e.g. ``job``: the demo's
+    simulated training runs as a real ``batch/v1`` Job, which tests of nodemedic's own
+    pod handling must not have)."""
     bins = ensure_binaries()
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
@@ -134,7 +139,9 @@ def local_cluster(workdir: Path, *, timeout: float = 60.0) -> Iterator[LocalClus
             token=tokens["admin"][0],
             timeout=timeout,
         )
-        processes.append(_controller_manager(bins, workdir, configs["controller-manager"]))
+        processes.append(
+            _controller_manager(bins, workdir, configs["controller-manager"], controllers)
+        )
         cluster = LocalCluster(
             workdir=workdir,
             server=server,
@@ -247,13 +254,15 @@ def _apiserver(
     )
 
 
-def _controller_manager(bins: Path, workdir: Path, kubeconfig: Path) -> subprocess.Popen[bytes]:
+def _controller_manager(
+    bins: Path, workdir: Path, kubeconfig: Path, controllers: Sequence[str]
+) -> subprocess.Popen[bytes]:
     return _spawn(
         "kube-controller-manager",
         [
             str(bins / "kube-controller-manager"),
             f"--kubeconfig={kubeconfig}",
-            "--controllers=disruption,namespace",
+            "--controllers=" + ",".join(("disruption", "namespace", *controllers)),
             "--leader-elect=false",
             "--secure-port=0",
             "--port=0",

@@ -76,6 +76,8 @@ class Result:
     """Spread: the settings shown, the breaker's states as they changed, its pages."""
     fleet_mail: list[list[str]] = field(default_factory=list)
     """Storm: the nodes each fleet event mail listed (one mail is right)."""
+    jobs: Any = None
+    """Jobs: what came of each training job (``jobscenario.JobsView``)."""
 
     @property
     def ok(self) -> bool:
@@ -97,6 +99,8 @@ class Result:
             found["fleet_mail"] = [list(nodes) for nodes in self.fleet_mail]
         if self.pacing is not None:
             found["pacing"] = self.pacing
+        if self.jobs is not None:
+            found["jobs"] = self.jobs.to_json()
         return found
 
 
@@ -217,13 +221,22 @@ def run_spread(world: World, say: Say) -> Result:
     return spread(world, say)
 
 
+def run_jobs(world: World, say: Say) -> Result:
+    """``nodemedic.local.jobscenario``, imported here because it builds on this module."""
+    from nodemedic.local.jobscenario import run_jobs as jobs
+
+    return jobs(world, say)
+
+
 SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "default": run_default,
     "storm": run_storm,
     "spread": run_spread,
+    "jobs": run_jobs,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
+    "jobs": {"job_monitoring": True},
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover."""

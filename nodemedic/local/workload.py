@@ -71,7 +71,9 @@ class TrainingJob:
             body={
                 "metadata": {"name": self.name},
                 "spec": {
-                    "parallelism": self.workers,
+                    # 0: where the real Job controller runs (the jobs scenario), it makes
+                    # none of this job's pods, which the controller here owns.
+                    "parallelism": 0,
                     "completions": self.workers,
                     "template": template,
                 },
@@ -130,9 +132,11 @@ class TrainingJob:
             # Freshly created pods of this pass are bound on the next one.
             return
         busy = {p.spec.node_name for p in pods if p.spec.node_name}
-        free = [n for n in _schedulable_nodes(self.core) if n not in busy]
+        free = [n for n in schedulable_nodes(self.core) if n not in busy]
         for pod, node in zip(pending, free, strict=False):
-            self._bind(pod, node)
+            if bind(self.core, pod, node):
+                worker = int(pod.metadata.labels[WORKER_LABEL])
+                self.placements.append(Placement(worker, pod.metadata.name, node, time.time()))
 
     def _create_worker(self, worker: int, node: str | None) -> None:
         spec: dict[str, Any] = {
@@ -155,25 +159,26 @@ class TrainingJob:
         if node is not None:
             self.placements.append(Placement(worker, pod.metadata.name, node, time.time()))
 
-    def _bind(self, pod: client.V1Pod, node: str) -> None:
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=pod.metadata.name),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+
+def bind(core: client.CoreV1Api, pod: client.V1Pod, node: str) -> bool:
+    """Bind ``pod`` to ``node`` as kube-scheduler does; False when it is gone or bound."""
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=pod.metadata.name),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    try:
+        # The response is a Status the client cannot read back into a V1Binding.
+        core.create_namespaced_pod_binding(
+            pod.metadata.name, pod.metadata.namespace, body, _preload_content=False
         )
-        try:
-            # The response is a Status the client cannot read back into a V1Binding.
-            self.core.create_namespaced_pod_binding(
-                pod.metadata.name, self.namespace, body, _preload_content=False
-            )
-        except client.ApiException as exc:
-            if exc.status in (404, 409):  # gone, or bound meanwhile
-                return
-            raise
-        worker = int(pod.metadata.labels[WORKER_LABEL])
-        self.placements.append(Placement(worker, pod.metadata.name, node, time.time()))
+    except client.ApiException as exc:
+        if exc.status in (404, 409):  # gone, or bound meanwhile
+            return False
+        raise
+    return True
 
 
-def _schedulable_nodes(core: client.CoreV1Api) -> list[str]:
+def schedulable_nodes(core: client.CoreV1Api) -> list[str]:
     found = []
     for node in core.list_node().items:
         if node.spec.unschedulable:

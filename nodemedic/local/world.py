@@ -38,6 +38,7 @@ from unittest import mock
 import boto3
 from kubernetes import client
 
+from nodemedic.contracts import application_log_group
 from nodemedic.local.agents import AgentFleet, AgentSettings
 from nodemedic.local.aws import deploy, node_group
 from nodemedic.local.cloudformation import Deployment
@@ -246,7 +247,9 @@ def local_world(
             aws_side: Future[tuple[Deployment, list[Machine]]] = pool.submit(
                 _build_aws, settings, workdir, endpoint, nodes, timings
             )
-            cluster = stack.enter_context(_control_plane(workdir, say, timings))
+            cluster = stack.enter_context(
+                _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
+            )
             deployment, first_machines = aws_side.result()
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
@@ -328,7 +331,10 @@ def local_world(
 
 
 @contextlib.contextmanager
-def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterator[LocalCluster]:
+def _control_plane(
+    workdir: Path, say: Say, timings: dict[str, float], *, jobs: bool
+) -> Iterator[LocalCluster]:
+    """``jobs``: the real Job controller runs too, for the simulated training's Jobs."""
     binaries = binary_dir()
     if not all(
         (binaries / name).exists() for name in ("kube-apiserver", "kube-controller-manager")
@@ -343,7 +349,7 @@ def _control_plane(workdir: Path, say: Say, timings: dict[str, float]) -> Iterat
         ensure_binaries()
         timings["kube_build"] = time.monotonic() - began
         say(f"Kubernetes: built in {timings['kube_build']:.0f}s")
-    with local_cluster(workdir / "kube") as cluster:
+    with local_cluster(workdir / "kube", controllers=("job",) if jobs else ()) as cluster:
         timings["kube"] = cluster.started_in
         say(f"Kubernetes: kube-apiserver {KUBE_VERSION} ready in {cluster.started_in:.1f}s")
         yield cluster
@@ -363,6 +369,11 @@ def _build_aws(
     template = synth_template(settings)
     timings["synth"] = time.monotonic() - began
     began = time.monotonic()
+    if settings.job_monitoring:
+        # Fluent Bit (Container Insights) creates it on a real cluster; the stack imports it.
+        boto3.client("logs", region_name=REGION, endpoint_url=endpoint).create_log_group(
+            logGroupName=application_log_group(settings.name)
+        )
     deployment = deploy(template, stack_name=stack_name(settings), endpoint_url=endpoint)
     timings["deploy"] = time.monotonic() - began
     instance_ids = node_group(
