@@ -236,10 +236,12 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
-    "jobs": {"job_monitoring": True},
+    "jobs": {"job_monitoring": True, "job_restarts_per_window": 12},
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
-cools down for seconds, not an hour and half an hour, so that the demo shows it recover."""
+cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
+jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
+job breaker lets through in a real cluster's window (three)."""
 
 
 def _inject_together(world: World, machines: list[Machine], fault: Fault) -> list[FaultRun]:
