@@ -195,7 +195,13 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
         used = diff(meter.counts(), before)
         cordoned = {s.name for s in world.watch.seen if s.at >= storm_began and s.unschedulable}
         nodes_now = [world.node(world.machines[i].node) for i in stormed]
-        fleet_mails = [m for m in world.inbox.messages() if m.outcome == "fleet"]
+        mails = world.inbox.messages()
+        fleet_mails = [m for m in mails if m.outcome == "fleet"]
+        stopped = Counter(
+            f"stopped at {m.body.get('stopped_at')}: {json.dumps(m.body.get('error'))[:200]}"
+            for m in mails
+            if m.outcome == "failed"
+        )
         breaker = status(world.aws("dynamodb"), world.ledger_table, settings.name, int(time.time()))
         errors = (
             len(writers.failures)
@@ -229,7 +235,7 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
             "still_cordoned": sum(1 for n in nodes_now if n is not None and n.spec.unschedulable),
             "breaker": breaker["state"],
             "errors": errors,
-            "failures": writers.failures[:5],
+            "failures": writers.failures[:5] + [f"{n} x {s}" for s, n in stopped.items()],
         }
 
 
@@ -262,7 +268,7 @@ def report(results: list[dict[str, Any]]) -> None:
         by_function = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["invocations"].items()))
         print(f"  invocations at {r['nodes']} nodes: {by_function}")
         for failure in r["failures"]:
-            print(f"  write failed: {failure}")
+            print(f"  failed: {failure}")
 
 
 def main() -> int:
