@@ -74,6 +74,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.backtest
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.jobs
+	$(BIN)/python -m bench.storm
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -94,7 +94,20 @@ def diff(after: Counter[str], before: Counter[str]) -> Counter[str]:
     return Counter({k: v - before.get(k, 0) for k, v in after.items()})
 
 
-def baseline(start: Counter[str], noise: Counter[str], lines: int, noise_per_day: float) -> Usage:
+def classifier_traced(template: dict[str, Any]) -> bool:
+    """Whether Lambda records a trace of the classifier's invocations: only under active
+    tracing, since CloudWatch Logs' deliveries carry no sampled trace of their own."""
+    return any(
+        r["Properties"].get("TracingConfig") == {"Mode": "Active"}
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("Handler") == "lambdas.classify.handler.handler"
+    )
+
+
+def baseline(
+    start: Counter[str], noise: Counter[str], lines: int, noise_per_day: float, traced: bool
+) -> Usage:
     """One node's day with no fault: noise, health runs and heartbeats at their rates."""
     delivered = max(1.0, noise["lambda:delivery"] + noise["lambda:filtered"])
     per_call = Usage(
@@ -103,7 +116,7 @@ def baseline(start: Counter[str], noise: Counter[str], lines: int, noise_per_day
         write_units=noise["write_units"] / delivered,
         read_units=noise["read_units"] / delivered,
         log_bytes=noise["lambda_log_bytes"] / delivered,
-        traces=1,
+        traces=1 if traced else 0,
     )
     matched_share = noise["lambda:delivery"] / delivered
     heartbeat = len(heartbeat_message(dict.fromkeys(("interval", "lines_read"), 99999)))
@@ -125,7 +138,9 @@ def baseline(start: Counter[str], noise: Counter[str], lines: int, noise_per_day
     return day.plus(per_call, deliveries)
 
 
-def per_remediation(faults: Counter[str], histories: list[list[dict[str, Any]]]) -> Usage:
+def per_remediation(
+    faults: Counter[str], histories: list[list[dict[str, Any]]], traced: bool
+) -> Usage:
     count = max(1, len(histories))
     transitions = sum(1 for h in histories for e in h if e["type"].endswith("StateEntered"))
     history_bytes = sum(len(json.dumps(e, default=str)) + 26 for h in histories for e in h)
@@ -139,7 +154,9 @@ def per_remediation(faults: Counter[str], histories: list[list[dict[str, Any]]])
         read_units=faults["read_units"],
         metric_requests=faults["call:cloudwatch:PutMetricData"],
         sns_publishes=faults["call:sns:Publish"],
-        traces=faults["lambda:delivery"] + len(histories),
+        # Each execution is one trace (its Lambdas within it); deliveries are traced only
+        # under the classifier's active tracing.
+        traces=faults["lambda:delivery"] * traced + len(histories),
     ).times(1 / count)
 
 
@@ -243,8 +260,10 @@ def main() -> int:
             histories = run_faults(world, args.faults)
             faults = diff(diff(meter.counts(), start), noise)
             fixed = fixed_costs(templates[0], meter, world)
-    base = baseline(start, noise, lines, args.noise_per_day)
-    report(base, per_remediation(faults, histories), fixed, args.nodes)
+    traced = classifier_traced(templates[0])
+    print(f"classify Lambda traced actively: {'yes' if traced else 'no'}", file=progress)
+    base = baseline(start, noise, lines, args.noise_per_day, traced)
+    report(base, per_remediation(faults, histories, traced), fixed, args.nodes)
     return 0
 
 

@@ -16,10 +16,12 @@ from nodemedic.contracts import ENV_METRICS_NAMESPACE, METRICS_NAMESPACE
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))
-tracer = Tracer()
+tracer = Tracer(patch_modules=("botocore", "httplib"))
 """X-Ray (the functions run with active tracing): the handler's segment and a subsegment per
 AWS and Kubernetes API call it makes. Outside Lambda (tests, the local world) Powertools
-turns it off by itself."""
+turns it off by itself. Only the two HTTP stacks the handlers call through are patched
+(botocore, and http.client under the Kubernetes client's urllib3): patching every library
+the SDK knows imports each one present, ``requests`` alone ~35 ms of cold start."""
 
 
 def publish(name: str, unit: MetricUnit, value: float, dimensions: Mapping[str, str]) -> None:

@@ -42,6 +42,7 @@ class PythonFunction(Construct):
         timeout_seconds: int = 30,
         dead_letter_queue: sqs.IQueue | None = None,
         reserved_concurrency: int = 0,
+        traced: bool = True,
     ) -> None:
         super().__init__(scope, id)
         self.log_group = log_group(self, "Logs", retention_days=settings.log_retention_days)
@@ -61,7 +62,7 @@ class PythonFunction(Construct):
             handler=handler,
             role=self.role,
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if traced else lambda_.Tracing.PASS_THROUGH,
             memory_size=memory_size,
             timeout=Duration.seconds(timeout_seconds),
             description=f"nodemedic {settings.name}: {description}",

@@ -103,6 +103,7 @@ class Ingest(Construct):
             },
             dead_letter_queue=self.dead_letters,
             reserved_concurrency=settings.classifier_reserved_concurrency,
+            traced=settings.classifier_tracing,
         )
         self.function = classifier.function
         state_machine.grant_start_execution(self.function)

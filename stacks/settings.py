@@ -126,6 +126,12 @@ class ClusterSettings:
     """Concurrent executions reserved for (and capping) the classify Lambda; 0 reserves none.
     A cap bounds what a flood of log lines (a storm, or an agent credential abused) can
     cost and keeps it from starving the account's other functions."""
+    classifier_tracing: bool = False
+    """Active X-Ray tracing of the classify Lambda. Off by default: at 1,000 nodes the
+    heartbeats alone invoke it ~3 times a second, and Lambda records a trace a second plus
+    5 % of the rest whatever the function does, ~$15 per 1,000 nodes a month
+    (``bench/cost.py``). Off, it is traced only when its caller's trace is sampled; the
+    remediation state machine and the functions it calls stay traced."""
     job_monitoring: bool = False
     """Watch training jobs' logs with their HyperPod-style rules (docs/jobs.md): subscribes
     the job monitor to Container Insights' application log group, which must exist (Fluent

@@ -222,9 +222,11 @@ def local_world(
     nodes: int = 8,
     workers: int = 6,
     say: Say = print,
+    agent_processes: bool = True,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
-    it on the way out; ``say`` reports progress."""
+    it on the way out; ``say`` reports progress. ``agent_processes`` False starts no agent:
+    the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -317,9 +319,10 @@ def local_world(
         )
         stack.enter_context(machines(hypervisor))
         started = time.monotonic()
-        for instance_id, boot_id in boots.items():
-            agents.start(instance_id, boot_id)
-        _wait_agents_shipping(world, list(boots), timeout=90)
+        if agent_processes:
+            for instance_id, boot_id in boots.items():
+                agents.start(instance_id, boot_id)
+            _wait_agents_shipping(world, list(boots), timeout=90)
         timings["agents"] = time.monotonic() - started
         say(
             f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "

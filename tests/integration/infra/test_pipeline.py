@@ -145,7 +145,14 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
     assert props["Runtime"] == RUNTIME.name
-    assert props["TracingConfig"] == {"Mode": "Active"}
+    # Traced only when its caller is: Lambda would record a heartbeat's trace every second.
+    assert props["TracingConfig"] == {"Mode": "PassThrough"}
+
+
+def test_a_cluster_may_trace_its_classifier_actively() -> None:
+    settings = ClusterSettings(name="traced", classifier_tracing=True)
+    _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
+    assert classifier["Properties"]["TracingConfig"] == {"Mode": "Active"}
 
 
 def test_the_classifier_may_start_executions_and_use_its_table_only(template: Template) -> None:
@@ -363,7 +370,8 @@ def test_functions_log_to_their_own_group_with_the_retention(template: Template)
     groups = resources(template, "AWS::Logs::LogGroup")
     for function_id, function in resources(template, "AWS::Lambda::Function").items():
         assert function["Properties"]["Runtime"] == RUNTIME.name, function_id
-        assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}, function_id
+        if function["Properties"]["Handler"] != "lambdas.classify.handler.handler":
+            assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}, function_id
         logging = function["Properties"]["LoggingConfig"]["LogGroup"]
         assert groups[logging["Ref"]]["Properties"]["RetentionInDays"] == 14
         role = template["Resources"][_role_of(function)]["Properties"]
