@@ -40,7 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="default",
         help="default: one Neuron DMA error, Xid 48, a benign line, Xid 13; storm: 60%% "
         "of the nodes fail at once; spread: one failure after another, past the hourly "
-        "replacement limit, trips the breaker, which recovers (default: %(default)s)",
+        "replacement limit, trips the breaker, which recovers; lifecycle: deep checks gate "
+        "new and rebooted nodes, a spare, a label-driven replace, the history "
+        "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(
@@ -121,7 +123,7 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
 
 
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
-    from nodemedic.local.scenarios import SCENARIOS, SETTINGS
+    from nodemedic.local.scenarios import SCENARIOS, SETTINGS, WORLDS
     from nodemedic.local.snapshot import render, snapshot
     from nodemedic.local.world import demo_settings, local_world
 
@@ -131,7 +133,13 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
     settings = demo_settings(**SETTINGS.get(args.scenario, {}))
     with (
         chatter_to(log),
-        local_world(workdir, settings=settings, nodes=args.nodes, say=say) as world,
+        local_world(
+            workdir,
+            settings=settings,
+            nodes=args.nodes,
+            say=say,
+            **WORLDS.get(args.scenario, {}),
+        ) as world,
     ):
         say(f"World up in {world.timings['world']:.1f}s.")
         if world.settings.accept_injected_faults:
