@@ -96,8 +96,9 @@ class Lifecycle:
         self.problems.append(f"{what}: not within {timeout:.0f}s")
         return None
 
-    def show(self, began: float, what: str) -> None:
-        self.say(f"  +{time.time() - began:6.2f}s  {what}")
+    def show(self, began: float, what: str, at: float | None = None) -> None:
+        """``what`` happened at epoch ``at`` (default: now), ``began`` being 0."""
+        self.say(f"  +{(at or time.time()) - began:6.2f}s  {what}")
 
     def fault(self, fault: Fault, machine: Machine) -> FaultRun:
         self.say(f"  {fault.title} on {machine.node} ({machine.instance_id})")
@@ -220,23 +221,31 @@ def _rebooted(life: Lifecycle) -> None:
         run.outcome == AWAITING_DEEP_CHECK_OUTCOME,
         f"reboot of {machine.node}: outcome {run.outcome}, not {AWAITING_DEEP_CHECK_OUTCOME}",
     )
-    back = life.wait(
-        lambda: life.schedulable_at(machine.instance_id, run.written_at),
+
+    def held() -> NodeSeen | None:
+        return world.watch.first(
+            machine.instance_id,
+            run.written_at,
+            lambda s: s.boot_id != run.boot_id and s.ready and _health_checking(s),
+        )
+
+    gated = life.wait(held, f"{machine.node} held for its deep check")
+    back = gated and life.wait(
+        lambda: life.schedulable_at(machine.instance_id, gated.at),
         f"{machine.node} uncordoned after its post-repair check",
     )
-    history = world.watch.history(machine.instance_id, run.written_at)
-    held = [s for s in history if s.boot_id != run.boot_id and s.ready and s.unschedulable]
-    gated = [s for s in held if _health_checking(s)]
-    if life.expect(bool(gated), f"{machine.node} was never held for its deep check") and back:
-        life.show(
-            run.written_at,
-            f"back with boot id {gated[0].boot_id[:8]}, held: cordoned, {DEEP_CHECK_TAINT_KEY}",
-        )
-        life.show(run.written_at, "deep check Passed: uncordoned, Schedulable")
-        life.found["gate_seconds"] = round(back - gated[0].at, 2)
+    if gated:
+        life.expect(gated.unschedulable, f"{machine.node} was held but not cordoned")
+        what = f"back with boot id {gated.boot_id[:8]}, held: cordoned, {DEEP_CHECK_TAINT_KEY}"
+        life.show(run.written_at, what, gated.at)
+    if gated and back:
+        life.show(run.written_at, "deep check Passed: uncordoned, Schedulable", back)
+        life.found["gate_seconds"] = round(back - gated.at, 2)
+    labels = life.labels(machine.instance_id)
     life.expect(
-        life.labels(machine.instance_id).get(DEEP_CHECK_LABEL) == "Passed",
-        f"{machine.node} is not labelled {DEEP_CHECK_LABEL}=Passed",
+        labels.get(DEEP_CHECK_LABEL) == "Passed",
+        f"{machine.node} is not labelled {DEEP_CHECK_LABEL}=Passed: {labels}, "
+        f"{world.watch.latest(machine.instance_id)}",
     )
     run.problems += _reboot_problems(world, run)
 
@@ -263,7 +272,7 @@ def _spare(life: Lifecycle) -> None:
     at = life.schedulable_at(spare, started)
     newcomer = life.wait(lambda: life.newcomer(started), "the group launched a replacement")
     if life.expect(at is not None, f"spare {spare} never became schedulable") and at:
-        life.show(run.written_at, f"spare {spare}: ExitStandby, InService, schedulable")
+        life.show(run.written_at, f"spare {spare}: ExitStandby, InService, schedulable", at)
         life.found["spare_seconds"] = round(at - started, 2)
         launched = world.machine_events(newcomer or "", "launched")
         life.expect(
@@ -273,7 +282,12 @@ def _spare(life: Lifecycle) -> None:
     life.expect(life.lifecycle_state(spare) == "InService", f"spare {spare} is not InService")
     if newcomer is None:
         return
-    life.show(run.written_at, f"refill: {newcomer} launched ({LAUNCH_SECONDS:g}s simulated)")
+    joined = world.machine_events(newcomer, "launched")
+    life.show(
+        run.written_at,
+        f"refill: {newcomer} launched and joined ({LAUNCH_SECONDS:g}s simulated)",
+        joined[0].at if joined else None,
+    )
     refilled = life.wait(
         lambda: (
             life.lifecycle_state(newcomer) == "Standby"
@@ -291,19 +305,18 @@ def _overdue(life: Lifecycle, instance_id: str) -> None:
     world = life.world
     node = world.machines[instance_id].node
     timeout = world.settings.deep_check_timeout
-    life.show(time.time(), f"{node}: its deep check hangs; reconcile after {timeout}s")
-    told = life.wait(
-        lambda: (
-            node
-            in life.run_as_rule("RemediationAftercareReconcile").get("overdue", {}).get("nodes", [])
-            and _told(world, node)
-        ),
-        f"{node} told overdue",
-        timeout=timeout + 60,
-    )
+    began = time.time()
+    life.say(f"  {node}: its deep check hangs; the reconcile runs every minute")
+
+    def told_after_a_tick() -> list[str]:
+        life.run_as_rule("RemediationAftercareReconcile")
+        return _told(world, node)
+
+    told = life.wait(told_after_a_tick, f"{node} told overdue", timeout=timeout + 60)
+    # Another tick: each wait is told once.
     life.run_as_rule("RemediationAftercareReconcile")
     if told:
-        life.show(time.time(), f"notified: {told[0].splitlines()[0][:90]}")
+        life.show(began, f"notified (deep_check_timeout {timeout}s): {told[0][:80]}...")
     life.expect(len(_told(world, node)) == 1, f"{node} was told overdue {len(_told(world, node))}x")
     seen = world.watch.latest(instance_id)
     life.expect(
@@ -392,7 +405,8 @@ def _history(life: Lifecycle) -> None:
     history.configure(parser)
     args = parser.parse_args(
         [
-            *("--cluster", world.settings.name, "--region", REGION),
+            *("--cluster", world.settings.name, "--table", world.ledger_table),
+            *("--region", REGION),
             *("--endpoint-url", world.endpoint, "--format", "json"),
         ]
     )
