@@ -43,6 +43,7 @@ from nodemedic.contracts import (
     HEALTH_LABEL,
     SPARE_LABEL,
 )
+from nodemedic.local.deepcheck import CHECK_SECONDS
 from nodemedic.local.motoserver import CREDENTIALS, REGION
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.scenarios import (
@@ -188,6 +189,15 @@ def run_lifecycle(world: World, say: Say) -> Result:
     for phase in phases:
         say("")
         phase(life)
+    found = life.found
+    if {"spare_seconds", "no_spare_seconds"} <= set(found):
+        say("")
+        say(
+            f"Replace decision to schedulable capacity: {found['spare_seconds']:.2f}s with the "
+            f"spare, {found['no_spare_seconds']:.2f}s without (launch and join simulated as "
+            f"{LAUNCH_SECONDS:g}s, deep check {CHECK_SECONDS:g}s; on AWS both take minutes); "
+            f"the post-reboot gate held the node {found.get('gate_seconds', '?')}s"
+        )
     result = Result("lifecycle", life.runs, life.problems)
     result.pacing = life.found
     return result
@@ -361,6 +371,8 @@ def _labelled(life: Lifecycle) -> None:
     life.show(began, f"{machine.node} replaced; {newcomer} launched ({LAUNCH_SECONDS:g}s)")
     if life.wait(lambda: life.admitted(newcomer), f"new node {newcomer} admitted"):
         at = life.schedulable_at(newcomer, started) or time.time()
+        launched = world.machine_events(newcomer, "launched")
+        life.expect(bool(launched) and launched[0].at <= at, "capacity came back before the launch")
         life.show(began, f"new node {newcomer}: deep check Passed, schedulable")
         life.found["no_spare_seconds"] = round(at - started, 2)
     life.expect(life.standby() == pool, f"the pool changed without a spare: {pool} -> ...")
