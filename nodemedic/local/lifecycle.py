@@ -273,11 +273,13 @@ def _spare(life: Lifecycle) -> None:
     check hangs, is told overdue once and stays tainted."""
     world = life.world
     life.say("3. A replace in a group with a spare (spares: 1)")
-    (spare,) = world.spares
     world.launch_checks.append("hang")
     machine = _pick(life, 1)
     run = life.fault(DMA_ERROR, machine)
     verify(world, run)
+    if not life.expect(len(world.spares) == 1, f"the group kept spares {world.spares}, not 1"):
+        return
+    (spare,) = world.spares
     started = life.execution_started(machine.instance_id) or run.written_at
     at = life.schedulable_at(spare, started)
     newcomer = life.wait(lambda: life.newcomer(started), "the group launched a replacement")
