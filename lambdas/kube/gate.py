@@ -18,7 +18,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import _other_taints, _update, clear_condition, each_node, instance_of
+from lambdas.kube.nodes import clear_condition, each_node, instance_of, other_taints, update_node
 from lambdas.kube.silence import NAMED, named
 from nodemedic.contracts import (
     DEEP_CHECK_HELD_ANNOTATION,
@@ -65,7 +65,7 @@ def hold_for_deep_check(
     since = iso(datetime.datetime.now(datetime.UTC))
 
     def change(node: Any) -> dict[str, Any]:
-        taints = _other_taints(core, node)
+        taints = other_taints(core, node)
         if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
             taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
         return {
@@ -85,7 +85,7 @@ def hold_for_deep_check(
             "spec": {"unschedulable": True, "taints": taints},
         }
 
-    _update(core, name, change)
+    update_node(core, name, change)
     return since
 
 
@@ -115,7 +115,7 @@ def _tell(core: client.CoreV1Api, late: Overdue) -> bool:
         told = annotations.get(DEEP_CHECK_OVERDUE_ANNOTATION) != late.since
         return {"metadata": {"annotations": {DEEP_CHECK_OVERDUE_ANNOTATION: late.since}}}
 
-    _update(core, late.node, change)
+    update_node(core, late.node, change)
     return told
 
 

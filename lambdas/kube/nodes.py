@@ -124,7 +124,7 @@ def locate(core: client.CoreV1Api, instance_id: str) -> Located:
     node = find_node(core, instance_id)
     if node is None:
         return Located(node=None, boot_id=None, ready=False)
-    return Located(node=node.metadata.name, boot_id=_boot_id(node), ready=_is_ready(node))
+    return Located(node=node.metadata.name, boot_id=_boot_id(node), ready=is_ready(node))
 
 
 def mark(
@@ -157,7 +157,7 @@ def mark(
         labels: dict[str, str] = {HEALTH_LABEL: health_status}
         if taint:
             ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
-            spec["taints"] = [*_other_taints(core, node), ours]
+            spec["taints"] = [*other_taints(core, node), ours]
             # The fault is open while nodemedic holds the node: say which, as HyperPod does.
             labels |= {
                 FAULT_TYPE_LABEL: _label_value(fault_id),
@@ -165,7 +165,7 @@ def mark(
             }
         return {"metadata": {"labels": labels}, "spec": spec}
 
-    _update(core, name, change)
+    update_node(core, name, change)
 
 
 def hold_for_fleet(
@@ -197,7 +197,9 @@ def hold_for_fleet(
         taint=False,
     )
     _set_condition(core, name, kind=FLEET_CONDITION, status="True", reason=reason, message=why)
-    _update(core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)}))
+    update_node(
+        core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)})
+    )
 
 
 _NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")
@@ -215,7 +217,7 @@ def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> di
     closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
     return {
         "metadata": {"labels": closed | labels},
-        "spec": {"unschedulable": None, "taints": _other_taints(core, node) or None},
+        "spec": {"unschedulable": None, "taints": other_taints(core, node) or None},
     }
 
 
@@ -235,7 +237,7 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
     """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
     clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
-    _update(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
+    update_node(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 
 def deep_check_verdict(
@@ -277,7 +279,7 @@ def deep_check_verdict(
             "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None} | released,
         }
 
-    _update(core, node.metadata.name, change)
+    update_node(core, node.metadata.name, change)
     return {"node": node.metadata.name, "changed": changed, "uncordoned": uncordoned}
 
 
@@ -295,7 +297,7 @@ def mark_failed(
     except NodeNotFound:
         return False
     labels = {FAULT_TYPE_LABEL: fault_id, FAULT_REASON_LABEL: f"{step}-failed"}
-    _update(core, name, lambda node: {"metadata": {"labels": labels}})
+    update_node(core, name, lambda node: {"metadata": {"labels": labels}})
     return True
 
 
@@ -305,7 +307,7 @@ def boot_state(core: client.CoreV1Api, name: str, boot_id: str | None) -> BootSt
         node = _read(core, name)
     except NodeNotFound:
         return BootState(ready=False, boot_id=None, rebooted=False)
-    ready = _is_ready(node)
+    ready = is_ready(node)
     now = _boot_id(node)
     return BootState(ready=ready, boot_id=now, rebooted=ready and now != boot_id)
 
@@ -352,7 +354,7 @@ def _set_condition(
     core.patch_node_status(name, {"status": {"conditions": [condition]}}, _content_type=_STRATEGIC)
 
 
-def _update(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str, Any]]) -> None:
+def update_node(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str, Any]]) -> None:
     """Read, change, write with the read's resourceVersion: taints are one list, and a
     concurrent writer (the node lifecycle controller, an operator) must not be overwritten."""
     for attempt in range(_CONFLICT_RETRIES):
@@ -368,13 +370,13 @@ def _update(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[str,
                 raise
 
 
-def _other_taints(core: client.CoreV1Api, node: Any) -> list[dict[str, Any]]:
+def other_taints(core: client.CoreV1Api, node: Any) -> list[dict[str, Any]]:
     taints = [t for t in node.spec.taints or [] if t.key != TAINT_KEY]
     serialized: list[dict[str, Any]] = core.api_client.sanitize_for_serialization(taints)
     return serialized
 
 
-def _is_ready(node: Any) -> bool:
+def is_ready(node: Any) -> bool:
     conditions = node.status.conditions if node.status else None
     return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import _is_ready, _update, each_node, instance_of
+from lambdas.kube.nodes import each_node, instance_of, is_ready, update_node
 from nodemedic.contracts import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
@@ -33,7 +33,7 @@ def _trusted(node: Any) -> bool:
     labels = node.metadata.labels or {}
     taints = {t.key for t in node.spec.taints or []}
     return (
-        _is_ready(node)
+        is_ready(node)
         and labels.get(SPARE_LABEL) == "true"
         and labels.get(DEEP_CHECK_LABEL, "Passed") == "Passed"
         and not taints & {TAINT_KEY, DEEP_CHECK_TAINT_KEY}
@@ -63,7 +63,7 @@ def admit_spare(core: client.CoreV1Api, name: str) -> dict[str, Any]:
             "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None},
         }
 
-    _update(core, name, change)
+    update_node(core, name, change)
     return {"node": name, "admitted": True}
 
 
@@ -83,7 +83,7 @@ def mark_spare(core: client.CoreV1Api, name: str) -> bool:
             "spec": {"taints": [*taints, taint]},
         }
 
-    _update(core, name, change)
+    update_node(core, name, change)
     return taken
 
 

@@ -10,13 +10,14 @@ that ask for agents run on short-lived timer threads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,9 +66,9 @@ class AgentFleet:
         with self._lock:
             return self._running[instance_id].kmsg
 
-    def start(self, instance_id: str, boot_id: str) -> Path:
-        """Start the agent of a machine that booted with ``boot_id``; its kernel log file
-        exists when this returns, the process soon after."""
+    def start(self, instance_id: str, boot_id: str, extra: Sequence[str] = ()) -> Path:
+        """Start the agent of a machine that booted with ``boot_id``, with ``extra`` agent
+        flags; its kernel log file exists when this returns, the process soon after."""
         node_dir = self.settings.workdir / instance_id
         node_dir.mkdir(parents=True, exist_ok=True)
         kmsg = node_dir / f"kmsg-{boot_id}.log"
@@ -77,7 +78,7 @@ class AgentFleet:
         def spawn() -> None:
             try:
                 self._stop_now(instance_id)
-                process = self._spawn(instance_id, boot_id, kmsg, node_dir)
+                process = self._spawn(instance_id, boot_id, kmsg, node_dir, extra)
                 with self._lock:
                     self._running[instance_id] = _Running(process, kmsg)
             finally:
@@ -107,13 +108,12 @@ class AgentFleet:
             running = [r.process for r in self._running.values()]
             self._running.clear()
         for process in running:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+            _terminate(process)
         for process in running:
             _reap(process)
 
     def _spawn(
-        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path
+        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
     ) -> subprocess.Popen[bytes]:
         s = self.settings
         args = [
@@ -136,6 +136,7 @@ class AgentFleet:
             "--log-level=WARNING",
             "--checks=nvidia",
             f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
+            *extra,
         ]
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
@@ -162,8 +163,16 @@ class AgentFleet:
             running = self._running.pop(instance_id, None)
         if running is None or running.process.poll() is not None:
             return
-        running.process.send_signal(signal.SIGTERM)
+        _terminate(running.process)
         _reap(running.process)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the agent's whole process group (its own session), as a container's stop
+    reaches every process in it: a tool its deep check runs must not outlive the machine."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:

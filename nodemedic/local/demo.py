@@ -41,7 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="default: one Neuron DMA error, Xid 48, a benign line, Xid 13; storm: 60%% "
         "of the nodes fail at once; spread: one failure after another, past the hourly "
         "replacement limit, trips the breaker, which recovers; jobs: simulated training "
-        "watched with HyperPod's rules, and a node replaced under an opted-in job "
+        "watched with HyperPod's rules, and a node replaced under an opted-in job; "
+        "lifecycle: deep checks gate new and rebooted nodes, a spare, a label-driven "
+        "replace, the history "
         "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
@@ -123,7 +125,7 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
 
 
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
-    from nodemedic.local.scenarios import SCENARIOS, SETTINGS
+    from nodemedic.local.scenarios import SCENARIOS, SETTINGS, WORLDS
     from nodemedic.local.snapshot import render, snapshot
     from nodemedic.local.world import demo_settings, local_world
 
@@ -133,7 +135,13 @@ def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) ->
     settings = demo_settings(**SETTINGS.get(args.scenario, {}))
     with (
         chatter_to(log),
-        local_world(workdir, settings=settings, nodes=args.nodes, say=say) as world,
+        local_world(
+            workdir,
+            settings=settings,
+            nodes=args.nodes,
+            say=say,
+            **WORLDS.get(args.scenario, {}),
+        ) as world,
     ):
         say(f"World up in {world.timings['world']:.1f}s.")
         if world.settings.accept_injected_faults:

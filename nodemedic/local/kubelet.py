@@ -12,7 +12,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -59,9 +59,11 @@ class SimulatedKubelet:
         instance_type: str = "p4d.24xlarge",
         devices: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
     ) -> client.V1Node:
         """Create a Ready Node for an instance; ``devices`` are extended resources such as
-        ``{"nvidia.com/gpu": "8"}`` or ``{"aws.amazon.com/neuron": "16"}``."""
+        ``{"nvidia.com/gpu": "8"}`` or ``{"aws.amazon.com/neuron": "16"}``; ``labels`` and
+        ``taints`` as the kubelet's ``--node-labels`` and ``--register-with-taints`` give."""
         with self._lock:
             index = len(self._nodes) + 1
             ip = f"10.0.{index // 250}.{index % 250 + 1}"
@@ -79,7 +81,7 @@ class SimulatedKubelet:
                     **(labels or {}),
                 },
             },
-            "spec": {"providerID": provider_id(az, instance_id)},
+            "spec": {"providerID": provider_id(az, instance_id), "taints": list(taints) or None},
             "status": {
                 "capacity": resources,
                 "allocatable": resources,

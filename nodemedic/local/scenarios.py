@@ -228,20 +228,46 @@ def run_jobs(world: World, say: Say) -> Result:
     return jobs(world, say)
 
 
+def run_lifecycle(world: World, say: Say) -> Result:
+    """``nodemedic.local.lifecycle``, imported here because it builds on this module."""
+    from nodemedic.local.lifecycle import run_lifecycle as lifecycle
+
+    return lifecycle(world, say)
+
+
 SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "default": run_default,
     "storm": run_storm,
     "spread": run_spread,
     "jobs": run_jobs,
+    "lifecycle": run_lifecycle,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
     "jobs": {"job_monitoring": True, "job_restarts_per_window": 12},
+    "lifecycle": {
+        "post_reboot_deep_check": True,
+        "spares": ((NODE_GROUP, 1),),
+        "deep_check_timeout": 8,
+        "replacements_per_hour": 10,
+        "replacements_per_day": 20,
+    },
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
 jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
-job breaker lets through in a real cluster's window (three)."""
+job breaker lets through in a real cluster's window (three). The lifecycle gates every
+rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not
+15 minutes) and has room for its five replaces."""
+LAUNCH_SECONDS = 6.0
+"""The lifecycle's simulated EC2 launch plus EKS join, from ``Unhealthy`` to the
+replacement's Node joining: a stand-in for the minutes they take on AWS (docs/deploy.md,
+"Spares"), so that what a spare saves shows."""
+WORLDS: dict[str, dict[str, Any]] = {
+    "lifecycle": {"deep_checks": True, "launch_seconds": LAUNCH_SECONDS},
+}
+"""A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
+taint and run the deep check at start."""
 
 
 def _inject_together(world: World, machines: list[Machine], fault: Fault) -> list[FaultRun]:

@@ -28,6 +28,7 @@ import dataclasses
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,7 +39,14 @@ from unittest import mock
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts import application_log_group
+from nodemedic.contracts import (
+    DEEP_CHECK_LABEL,
+    DEEP_CHECK_TAINT_KEY,
+    HEALTH_LABEL,
+    UNSCHEDULABLE,
+    application_log_group,
+)
+from nodemedic.local import deepcheck
 from nodemedic.local.agents import AgentFleet, AgentSettings
 from nodemedic.local.aws import deploy, node_group
 from nodemedic.local.cloudformation import Deployment
@@ -48,6 +56,7 @@ from nodemedic.local.inbox import Inbox
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
 from nodemedic.local.motoserver import CREDENTIALS, REGION, moto_server
+from nodemedic.local.spares import stand_by
 from nodemedic.local.watch import NodeWatch
 from nodemedic.local.workload import TrainingJob
 from stacks.settings import ClusterSettings
@@ -60,6 +69,9 @@ REBOOT_SECONDS = 1.0
 """How long a rebooting machine's Node stays NotReady."""
 TERMINATE_SECONDS = 1.0
 """From ``Unhealthy`` to the group terminating the instance and launching its replacement."""
+REGISTERED_UNCHECKED = {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}
+"""How a node joins where a deep check gates it (docs/deploy.md: the kubelet's
+``--node-labels``), with the taint ``nodemedic.io/health-check:NoSchedule``."""
 Say = Callable[[str], None]
 
 
@@ -124,6 +136,16 @@ class World:
     machines: dict[str, Machine] = field(default_factory=dict)
     events: list[MachineEvent] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    deep_checks: bool = False
+    """Nodes join behind the health-check taint and their agents run the deep check at
+    start (``deepcheck``); off, they join schedulable and run none."""
+    checks: dict[str, str] = field(default_factory=dict)
+    """Instance id -> what its deep check finds (``deepcheck.OUTCOMES``), every boot."""
+    launch_checks: deque[str] = field(default_factory=deque)
+    """What the deep checks of the next instances the group launches find, in launch order;
+    ``pass`` once it is empty."""
+    spares: list[str] = field(default_factory=list)
+    """The instances the world put in Standby as the group's spares (setting ``spares``)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def aws(self, service: str) -> Any:
@@ -174,6 +196,26 @@ class World:
         with self._lock:
             self.events.append(MachineEvent(time.time(), kind, instance_id, detail))
 
+    def register(self, machine: Machine) -> client.V1Node:
+        """The machine's Node joins the cluster, behind the health-check taint when a deep
+        check gates it."""
+        gated = self.deep_checks
+        return self.kubelet.register(
+            machine.node,
+            machine.instance_id,
+            az=machine.zone,
+            nodegroup=NODE_GROUP,
+            instance_type=INSTANCE_TYPE,
+            devices=DEVICES,
+            labels=REGISTERED_UNCHECKED if gated else None,
+            taints=[{"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"}] if gated else (),
+        )
+
+    def start_agent(self, instance_id: str, boot_id: str) -> None:
+        outcome = self.checks.setdefault(instance_id, "pass")
+        extra = deepcheck.agent_args(outcome) if self.deep_checks else []
+        self.agents.start(instance_id, boot_id, extra)
+
     # What the hypervisor does to a machine. Runs on its timer threads.
 
     def rebooted(self, instance_id: str) -> None:
@@ -191,7 +233,7 @@ class World:
 
         if self.watch.wait(lambda: back() is not None, timeout=30):
             boot_id = back() or ""
-            self.agents.start(instance_id, boot_id)
+            self.start_agent(instance_id, boot_id)
             self._event("back", instance_id, boot_id)
 
     def powered_off(self, instance_id: str) -> None:
@@ -200,17 +242,12 @@ class World:
 
     def launched(self, instance_id: str) -> None:
         machine = _machine(self.aws("ec2"), instance_id)
-        node = self.kubelet.register(
-            machine.node,
-            instance_id,
-            az=machine.zone,
-            nodegroup=NODE_GROUP,
-            instance_type=INSTANCE_TYPE,
-            devices=DEVICES,
-        )
         with self._lock:
             self.machines[instance_id] = machine
-        self.agents.start(instance_id, node.status.node_info.boot_id)
+            if self.launch_checks:
+                self.checks[instance_id] = self.launch_checks.popleft()
+        node = self.register(machine)
+        self.start_agent(instance_id, node.status.node_info.boot_id)
         self._event("launched", instance_id, machine.node)
 
 
@@ -223,10 +260,15 @@ def local_world(
     workers: int = 6,
     say: Say = print,
     agent_processes: bool = True,
+    deep_checks: bool = False,
+    launch_seconds: float = TERMINATE_SECONDS,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
-    it on the way out; ``say`` reports progress. ``agent_processes`` False starts no agent:
-    the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes)."""
+    it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
+    settings ask of the group in Standby besides; ``agent_processes`` False starts no agent:
+    the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
+    ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
+    replacement's Node joining."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -237,6 +279,7 @@ def local_world(
     )
     began = time.monotonic()
     timings: dict[str, float] = {}
+    spares = dict(settings.spares).get(NODE_GROUP, 0)
     with contextlib.ExitStack() as stack:
         metadata = MetadataService(authority, REGION)
         stack.callback(metadata.close)
@@ -247,7 +290,7 @@ def local_world(
         # the control plane's processes die with the thread that started them.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-side") as pool:
             aws_side: Future[tuple[Deployment, list[Machine]]] = pool.submit(
-                _build_aws, settings, workdir, endpoint, nodes, timings
+                _build_aws, settings, workdir, endpoint, nodes + spares, timings
             )
             cluster = stack.enter_context(
                 _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
@@ -265,21 +308,9 @@ def local_world(
         kubelet = stack.enter_context(SimulatedKubelet(api))
         watch = NodeWatch(cluster.api_client).start()
         stack.callback(watch.stop)
-        boots = {
-            m.instance_id: kubelet.register(
-                m.node,
-                m.instance_id,
-                az=m.zone,
-                nodegroup=NODE_GROUP,
-                instance_type=INSTANCE_TYPE,
-                devices=DEVICES,
-            ).status.node_info.boot_id
-            for m in first_machines
-        }
+        # ``stand_by``'s choice: the last instances by id. They run no training worker.
+        standing = sorted(m.instance_id for m in first_machines)[nodes:]
         job = TrainingJob(api, workers=min(workers, nodes))
-        job.create([m.node for m in first_machines])
-        job.start()
-        stack.callback(job.stop)
         agents = AgentFleet(
             AgentSettings(
                 cluster=settings.name,
@@ -310,20 +341,29 @@ def local_world(
             inbox=inbox,
             machines={m.instance_id: m for m in first_machines},
             timings=timings,
+            deep_checks=deep_checks,
         )
+        boots = {m.instance_id: world.register(m).status.node_info.boot_id for m in first_machines}
+        job.create([m.node for m in first_machines if m.instance_id not in standing])
+        job.start()
+        stack.callback(job.stop)
         hypervisor = Hypervisor(
             on_reboot=world.rebooted,
             on_power_off=world.powered_off,
             on_launch=world.launched,
-            terminate_after=TERMINATE_SECONDS,
+            terminate_after=launch_seconds,
         )
         stack.enter_context(machines(hypervisor))
         started = time.monotonic()
         if agent_processes:
             for instance_id, boot_id in boots.items():
-                agents.start(instance_id, boot_id)
+                world.start_agent(instance_id, boot_id)
             _wait_agents_shipping(world, list(boots), timeout=90)
         timings["agents"] = time.monotonic() - started
+        if spares:
+            core = client.CoreV1Api(api)
+            world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
+            say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
         say(
             f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "
             f"(up in {timings['agents']:.1f}s); training job {job.name}: "

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
 from nodemedic.catalog import Action, Source
-from nodemedic.contracts import NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
+from nodemedic.contracts import DEEP_CHECK_SOURCE, NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
 from nodemedic.detect.classifier import Fault
 
 SCHEMA = 1
@@ -196,6 +196,10 @@ def decide(
     else:
         note = UNPROVEN_NOTE.format(reason=unproven, action=rule.action)
     note = note if capped else ""
+    # A deep check runs once per boot: the check after a reboot, minutes after the one at
+    # first boot, is a verdict of its own, which the reboot's hold waits for. Its line keeps
+    # its time when delivered again, so the second is its window.
+    window = 1 if identity.source == DEEP_CHECK_SOURCE else window
     return Decision(
         decision_id=decision_id(
             identity.cluster,

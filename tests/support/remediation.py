@@ -187,6 +187,10 @@ def instances(name: str, size: int, **launch: Any) -> list[str]:
     return node_group(name, size, region=REGION, **launch)
 
 
+TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+"""What EventBridge's schedule hands the aftercare state machines."""
+
+
 class Pipeline:
     """One cluster's deployed stack: its state machine and what it writes to."""
 
@@ -224,6 +228,21 @@ class Pipeline:
             stateMachineArn=machine, name=secrets.token_hex(8), input=json.dumps(event)
         )
         return self.finish(started["executionArn"])
+
+    def scheduled(self, machine: str, state: str) -> dict[str, Any]:
+        """What ``state`` found in one run of ``machine`` on its schedule, which succeeded."""
+        done = self.run_as_rule(machine, TICK)
+        assert done["status"] == "SUCCEEDED", done
+        (found,) = self.outputs(done["executionArn"], state)
+        return dict(found)
+
+    def told(self, subject: str, node: str) -> list[str]:
+        """The texts of the cluster's mails with ``subject`` that name ``node``."""
+        return [
+            n.body["text"]
+            for n in self.inbox.messages()
+            if n.subject == subject and node in n.body.get("text", "")
+        ]
 
     def hold_lock(self, instance: str, *, expires_in: int) -> None:
         """The node lock of another remediation of ``instance`` (``ledger.lock_item``)."""

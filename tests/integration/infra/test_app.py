@@ -154,7 +154,10 @@ def test_synth_template_is_the_template_cdk_synth_writes(
 
 
 def _context_entry(settings: ClusterSettings) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
+    """The settings as cdk.json writes them: lists, and ``spares`` as a mapping."""
+    entry = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
+    entry["spares"] = dict(settings.spares)
+    return entry
 
 
 def _definition(template: Template) -> Any:

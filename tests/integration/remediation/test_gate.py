@@ -5,8 +5,6 @@ tainted, and ``post_reboot_deep_check: false`` gives a rebooted node back at onc
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
 
 import pytest
@@ -27,8 +25,6 @@ from tests.support.kube import wait_for
 from tests.support.remediation import ACTING, UNGATED, Pipeline, decision
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
-
-TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
 @pytest.fixture(scope="module")
@@ -109,22 +105,12 @@ def test_a_rebooted_node_whose_post_repair_deep_check_fails_is_replaced(world: W
     ]
 
 
-def _reconcile(pipeline: Pipeline) -> dict[str, object]:
-    started = pipeline.sfn.start_execution(
-        stateMachineArn=pipeline.reconcile, name=secrets.token_hex(8), input=json.dumps(TICK)
-    )
-    done = pipeline.finish(started["executionArn"])
-    assert done["status"] == "SUCCEEDED", done
-    (listed,) = pipeline.outputs(started["executionArn"], "List overdue deep checks")
-    return dict(listed["overdue"])
+def _overdue(pipeline: Pipeline) -> dict[str, object]:
+    return dict(pipeline.scheduled(pipeline.reconcile, "List overdue deep checks")["overdue"])
 
 
 def _told(pipeline: Pipeline, node: str) -> list[str]:
-    return [
-        n.body["text"]
-        for n in pipeline.inbox.messages()
-        if n.subject == "nodemedic demo: deep checks overdue" and node in n.body.get("text", "")
-    ]
+    return pipeline.told("nodemedic demo: deep checks overdue", node)
 
 
 def test_a_node_without_a_verdict_within_the_timeout_is_told_once_and_stays_tainted(
@@ -136,11 +122,11 @@ def test_a_node_without_a_verdict_within_the_timeout_is_told_once_and_stays_tain
     name = world.nodes[gpu]
 
     wait_for(
-        lambda: name in _reconcile(pipeline)["nodes"],  # type: ignore[operator]
+        lambda: name in _overdue(pipeline)["nodes"],  # type: ignore[operator]
         what=f"the node overdue after deep_check_timeout ({ACTING.deep_check_timeout} s)",
         timeout=30,
     )
-    _reconcile(pipeline)
+    _overdue(pipeline)
 
     (told,) = _told(pipeline, name)
     assert f"{name} ({gpu}): waiting since" in told

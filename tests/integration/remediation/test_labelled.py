@@ -18,11 +18,10 @@ from nodemedic.cli.remediations import entry
 from nodemedic.contracts import HEALTH_LABEL
 from stacks.remediation.requests import REQUESTS_SECONDS
 from tests.support.flow import GPU, World, asg_instance
-from tests.support.remediation import Pipeline
+from tests.support.remediation import TICK, Pipeline
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
-TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 REQUEST = "UnschedulablePendingReplacement"
 OPERATOR = "kubectl-label"
 """The field manager ``kubectl label`` writes as."""

@@ -4,8 +4,6 @@ heartbeats is published as ``SilentNodes`` and notified once; a node that ships 
 from __future__ import annotations
 
 import contextlib
-import json
-import secrets
 import time
 from typing import Any
 
@@ -22,7 +20,6 @@ pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 INTERVAL = 4
 """The agents' heartbeat interval here: silent after twelve seconds, far more than a
 reconcile run takes after the last heartbeat."""
-TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
 def _beat(instance_id: str) -> None:
@@ -39,22 +36,12 @@ def _beat(instance_id: str) -> None:
     )
 
 
-def _reconcile(pipeline: Pipeline) -> dict[str, Any]:
-    started = pipeline.sfn.start_execution(
-        stateMachineArn=pipeline.reconcile, name=secrets.token_hex(8), input=json.dumps(TICK)
-    )
-    done = pipeline.finish(started["executionArn"])
-    assert done["status"] == "SUCCEEDED", done
-    (silent,) = pipeline.outputs(started["executionArn"], "List silent nodes")
-    return dict(silent["silent"])
+def _silent(pipeline: Pipeline) -> dict[str, Any]:
+    return dict(pipeline.scheduled(pipeline.reconcile, "List silent nodes")["silent"])
 
 
 def _told(pipeline: Pipeline, node: str) -> list[str]:
-    return [
-        n.body["text"]
-        for n in pipeline.inbox.messages()
-        if n.subject == "nodemedic demo: agents silent" and node in n.body.get("text", "")
-    ]
+    return pipeline.told("nodemedic demo: agents silent", node)
 
 
 def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
@@ -82,7 +69,7 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
         what="talking's last heartbeat recorded",
     )
 
-    first = _reconcile(pipeline)
+    first = _silent(pipeline)
 
     node_quiet, node_talking = world.nodes[quiet], world.nodes[talking]
     assert node_quiet in first["nodes"] and node_talking not in first["nodes"]
@@ -92,7 +79,7 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
     assert "credential_failures 0" in told and node_talking not in told
 
     # The next run counts it again, but does not tell it again.
-    again = _reconcile(pipeline)
+    again = _silent(pipeline)
     assert node_quiet in again["nodes"]
     assert len(_told(pipeline, node_quiet)) == 1
 
@@ -103,4 +90,4 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
         timeout=10,
         what="quiet heard again",
     )
-    assert node_quiet not in _reconcile(pipeline)["nodes"]
+    assert node_quiet not in _silent(pipeline)["nodes"]

@@ -75,3 +75,19 @@ def test_where_origin_is_enforced_an_unsigned_verdict_neither_replaces_nor_admit
     [decision] = executions(aws)
     assert (decision["fault_id"], decision["action"]) == ("deep-check-failed", "notify")
     assert decision["evidence_line"].startswith("(origin not proven: unsigned")
+
+
+def test_each_run_of_the_deep_check_is_a_decision_of_its_own(aws: World) -> None:
+    """The check after a reboot passes a minute after the one at first boot: its verdict
+    must reach the pipeline (which lifts the reboot's hold), not be taken for a repeat of
+    the first; the same verdict delivered twice starts nothing more."""
+    data = decoded(FAILED)
+    first, after_reboot = 1763836260000, 1763836320000  # one dedup window, a minute apart
+    for at in (first, after_reboot, after_reboot):
+        data["logEvents"] = [{"id": str(at), "timestamp": at, "message": _verdict("ok", "Passed")}]
+        aws["handler"](wrap(data), CONTEXT)
+
+    assert sorted(d["first_seen"] for d in executions(aws)) == [
+        "2025-11-22T18:31:00Z",
+        "2025-11-22T18:32:00Z",
+    ]
