@@ -11,7 +11,10 @@ from constructs import Construct
 
 from nodemedic.contracts import ENV_EKS_CLUSTER, REMEDIATOR_GROUP
 from stacks.functions import PythonFunction
+from stacks.nag import acknowledge
 from stacks.settings import ClusterSettings
+from stacks.unscoped import reason as unscoped_reason
+from stacks.unscoped import unscoped
 
 
 class KubeAccess(Construct):
@@ -36,6 +39,19 @@ class KubeAccess(Construct):
         self.function = fn.function
         self.role = fn.role
         self.access_entry = cluster_access(self, self.role, cluster)
+        read_group_sizes(self.role)
+
+
+def read_group_sizes(role: iam.IRole) -> None:
+    """The ``group_size`` op (lambdas/kube/groups.py): DescribeAutoScalingGroups, which has no
+    resource-level permissions, so on '*' as the state machine's Auto Scaling reads are."""
+    action = "autoscaling:DescribeAutoScalingGroups"
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=[action], resources=unscoped(*action.split(":")))
+    )
+    # Replaces PythonFunction's acknowledgement, which says the role holds only X-Ray on '*'.
+    traced = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    acknowledge(role, "IAM5[Resource::*]", unscoped_reason([*traced, action]))
 
 
 def cluster_access(scope: Construct, role: iam.IRole, cluster: str) -> eks.CfnAccessEntry:

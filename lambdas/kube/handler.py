@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import census, drain, gate, nodes, requests, resume, silence, spares
+from lambdas.kube import census, drain, gate, groups, nodes, requests, resume, silence, spares
 from lambdas.kube.client import api_client
 from lambdas.observability import logger, tracer
 
@@ -60,13 +60,6 @@ class Fields:
                 isinstance(job.get(k), str) and job[k] for k in resume.JOB_FIELDS
             ):
                 raise BadRequest(f"field {name!r}: each job needs {resume.JOB_FIELDS}, got {job!r}")
-        return value
-
-    def records(self, name: str) -> list[dict[str, Any]]:
-        """A list of objects, as an AWS API answers (``Instances`` of an Auto Scaling group)."""
-        value = self._typed(name, list)
-        if not all(isinstance(item, dict) for item in value):
-            raise BadRequest(f"field {name!r} must be a list of objects, got {value!r}")
         return value
 
     def flag(self, name: str) -> bool:
@@ -219,7 +212,7 @@ def _resume_jobs(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _pick_spare(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    return spares.pick_spare(core, f.records("instances"))
+    return spares.pick_spare(core, f.text("nodegroup"))
 
 
 def _admit_spare(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -227,8 +220,11 @@ def _admit_spare(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _hold_spare(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    known = f.records("known")
-    return spares.hold_spare(core, f.text("nodegroup"), [str(i.get("InstanceId")) for i in known])
+    return spares.hold_spare(core, f.text("nodegroup"), f.time("since"))
+
+
+def _group_size(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return groups.group_size(f.text("nodegroup"))
 
 
 OPS: dict[str, Op] = {
@@ -252,6 +248,7 @@ OPS: dict[str, Op] = {
     "pick_spare": _pick_spare,
     "admit_spare": _admit_spare,
     "hold_spare": _hold_spare,
+    "group_size": _group_size,
 }
 
 

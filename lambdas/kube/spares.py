@@ -9,12 +9,12 @@ carries no nodemedic fault taint and no deep-check verdict other than ``Passed``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime
 from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import each_node, find_node, instance_of, is_ready, update_node
+from lambdas.kube.nodes import each_node, instance_of, is_ready, update_node
 from nodemedic.contracts import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
@@ -25,7 +25,6 @@ from nodemedic.contracts import (
     TAINT_KEY,
 )
 
-STANDBY = "Standby"
 _NONE: dict[str, Any] = {"instance_id": None, "node": None}
 
 
@@ -41,19 +40,17 @@ def _trusted(node: Any) -> bool:
     )
 
 
-def pick_spare(core: client.CoreV1Api, instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The first of the group's Standby, Healthy ``instances`` (DescribeAutoScalingGroups'
-    shape) whose Node is trusted: ``{instance_id, node}``, both null when there is none."""
-    standby = sorted(
-        str(i["InstanceId"])
-        for i in instances
-        if i.get("LifecycleState") == STANDBY and i.get("HealthStatus") == "Healthy"
+def pick_spare(core: client.CoreV1Api, nodegroup: str) -> dict[str, Any]:
+    """The first of ``nodegroup``'s Nodes held back as spares that is trusted, by instance
+    id: ``{instance_id, node}``, both null when there is none. Found through the spare label,
+    not the group's instance list, which grows with the group; that the instance is still
+    in Standby is ``ExitStandby``'s to check, which fails for any other."""
+    held = each_node(core, f"{SPARE_LABEL}=true,{NODEGROUP_LABEL}={nodegroup}")
+    trusted = sorted(
+        (instance_of(n.spec.provider_id or ""), n.metadata.name) for n in held if _trusted(n)
     )
-    for instance_id in standby:
-        node = find_node(core, instance_id)
-        if node is not None and _trusted(node):
-            return {"instance_id": instance_id, "node": node.metadata.name}
-    return dict(_NONE)
+    instance_id, node = next(((i, n) for i, n in trusted if i), (None, None))
+    return {"instance_id": instance_id, "node": node}
 
 
 def admit_spare(core: client.CoreV1Api, name: str) -> dict[str, Any]:
@@ -90,15 +87,22 @@ def mark_spare(core: client.CoreV1Api, name: str) -> bool:
     return taken
 
 
-def hold_spare(core: client.CoreV1Api, nodegroup: str, known: Sequence[str]) -> dict[str, Any]:
-    """The group's first Node of an instance not in ``known`` (those the group had when the
-    replace began: a newcomer is the launch that replaced the broken one) held back as a
-    spare; ``{instance_id, node}``, both null while none has joined."""
+def hold_spare(core: client.CoreV1Api, nodegroup: str, since: datetime.datetime) -> dict[str, Any]:
+    """The group's first Node created after ``since`` (when the spare left Standby, before
+    the broken instance was set Unhealthy: a newcomer is the launch that replaced it) held
+    back as a spare; ``{instance_id, node}``, both null while none has joined. The API
+    server keeps whole seconds, so a Node counts only from the second after ``since``'s."""
+    after = since.replace(microsecond=0)
     newcomers = sorted(
-        each_node(core, f"{NODEGROUP_LABEL}={nodegroup}"), key=lambda n: n.metadata.name
+        (
+            n
+            for n in each_node(core, f"{NODEGROUP_LABEL}={nodegroup}")
+            if n.metadata.creation_timestamp > after
+        ),
+        key=lambda n: n.metadata.name,
     )
     for node in newcomers:
         instance_id = instance_of(node.spec.provider_id or "")
-        if instance_id and instance_id not in known and mark_spare(core, node.metadata.name):
+        if instance_id and mark_spare(core, node.metadata.name):
             return {"instance_id": instance_id, "node": node.metadata.name}
     return dict(_NONE)

@@ -3,7 +3,7 @@
 ``"Valid decision?"`` is the one check of the input's shape (every field of the contract,
 schema 1); the plan checks the values it acts on. ``"Plan"`` is the one call of the policy
 Lambda before acting: it gets plain values (the group, the last reboot's time), which the
-state machine reshapes from the Auto Scaling and DynamoDB answers itself.
+state machine reshapes from the kube Lambda's and DynamoDB's answers itself.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from stacks.remediation.render import (
     dynamo_text,
     reboot_key,
     record_key,
+    text_at,
 )
 from stacks.remediation.signals import metrics
-from stacks.unscoped import unscoped
 
 RECORDED_FIELDS = (
     "decision_id",
@@ -141,22 +141,12 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
     find_group = flow.auto_scaling_instance(
         "Find node group", keep="groups", field="AutoScalingGroupName", result_path=state.ASG
     )
-    describe_group = flow.aws(
+    # The kube Lambda's ``group_size``, not DescribeAutoScalingGroups: its answer lists every
+    # instance and outgrows the 256 KiB a task may return (lambdas/kube/groups.py).
+    describe_group = flow.kube(
         "Describe node group",
-        "autoscaling",
-        "describeAutoScalingGroups",
-        {"AutoScalingGroupNames": sfn.JsonPath.list_at(state.ASG_GROUPS)},
-        iam_resources=unscoped("autoscaling", "describeAutoScalingGroups"),
-        # Only the two numbers: a group's instance list can be large.
-        result_selector={
-            "name": sfn.JsonPath.array_get_item(
-                sfn.JsonPath.list_at("$.AutoScalingGroups[*].AutoScalingGroupName"), 0
-            ),
-            "size": sfn.JsonPath.array_get_item(
-                sfn.JsonPath.list_at("$.AutoScalingGroups[*].DesiredCapacity"), 0
-            ),
-            "found": True,
-        },
+        "group_size",
+        {"nodegroup": text_at(f"{state.ASG_GROUPS}[0]")},
         result_path=state.GROUP,
     )
     last_reboot = _last_reboot(flow, plan)

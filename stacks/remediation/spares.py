@@ -21,7 +21,6 @@ from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import entered_at, text_at
 from stacks.settings import ClusterSettings
-from stacks.unscoped import unscoped
 
 
 def spare_groups(settings: ClusterSettings) -> list[str]:
@@ -56,19 +55,12 @@ def take_spare(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     if not groups:
         return then
     s = flow.scope
-    look = flow.aws(
-        "Look for spares",
-        "autoscaling",
-        "describeAutoScalingGroups",
-        {"AutoScalingGroupNames": sfn.JsonPath.array(text_at(state.GROUP_NAME))},
-        iam_resources=unscoped("autoscaling", "describeAutoScalingGroups"),
-        result_selector={"instances": sfn.JsonPath.list_at("$.AutoScalingGroups[*].Instances[*]")},
-        result_path=state.POOL,
-    )
+    # Through the Nodes held back as spares, not the group's instance list (which grows
+    # with the group past the 256 KiB a task may return): ExitStandby checks the rest.
     pick = flow.kube(
         "Pick spare",
         "pick_spare",
-        {"instances": sfn.JsonPath.list_at(state.POOL_INSTANCES)},
+        {"nodegroup": text_at(state.GROUP_NAME)},
         result_path=state.SPARE,
     )
     leave = _standby_call(flow, "Exit standby", "exitStandby", state.SPARE_INSTANCE)
@@ -83,7 +75,7 @@ def take_spare(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         timed=True,
     )
     none_after_all.next(then)
-    look.next(pick).next(
+    pick.next(
         sfn.Choice(s, "Spare to use?")
         .when(sfn.Condition.is_string(state.SPARE_INSTANCE), leave.next(admit).next(then))
         .otherwise(then)
@@ -94,7 +86,7 @@ def take_spare(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             sfn.Condition.or_(
                 *[sfn.Condition.string_equals(state.GROUP_NAME, g) for g in groups],
             ),
-            look,
+            pick,
         )
         .otherwise(then)
     )
@@ -112,7 +104,7 @@ def refill(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         "hold_spare",
         {
             "nodegroup": text_at(state.GROUP_NAME),
-            "known": sfn.JsonPath.list_at(state.POOL_INSTANCES),
+            "since": text_at(state.SPARE_TAKEN_AT),
         },
         result_path=state.NEWCOMER,
         guard=False,

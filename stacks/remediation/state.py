@@ -218,15 +218,14 @@ TERM_ROUNDS: Final = f"{TERM}.rounds"
 LIFECYCLE: Final = "$.lifecycle"
 """``{states}``: the instance's Auto Scaling lifecycle states (none once it is gone)."""
 LIFECYCLE_STATE: Final = f"{LIFECYCLE}.states[0]"
-POOL: Final = "$.pool"
-"""``{instances}``: the node group's instances (DescribeAutoScalingGroups' ``Instances``) as
-a replace with spares began; a newcomer is an instance not among them."""
-POOL_INSTANCES: Final = f"{POOL}.instances"
 SPARE: Final = "$.spare"
 """The kube ``pick_spare`` op's answer, ``{instance_id, node}``: the spare brought into
 service, both null when none was (absent in a group that keeps none)."""
 SPARE_INSTANCE: Final = f"{SPARE}.instance_id"
 SPARE_NODE: Final = f"{SPARE}.node"
+SPARE_TAKEN_AT: Final = f"{time_of('exitStandby')}.at"
+"""When the spare left Standby, before the broken instance was set Unhealthy: a Node of the
+group created later is the launch that replaced it (the kube ``hold_spare`` op)."""
 REFILL: Final = "$.refill"
 """The refill watch loop: ``rounds`` waited for the replacement's Node to join."""
 REFILL_ROUNDS: Final = f"{REFILL}.rounds"

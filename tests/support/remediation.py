@@ -88,6 +88,7 @@ NODE_GROUPS = (
     "p5-gate-failed",
     "p5-gate-overdue",
     "p5-ungated",
+    "p5-huge",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
@@ -96,7 +97,7 @@ ACTING = ClusterSettings(
     # The breaker test replaces a whole group of 10; the rate limits have their own tests.
     replacements_per_hour=10,
     replacements_per_day=10,
-    spares=(("p5-spares", 1),),
+    spares=(("p5-spares", 1), ("p5-huge", 1)),
     **FAST,
 )
 WATCH = ClusterSettings(

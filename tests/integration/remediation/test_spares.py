@@ -4,6 +4,7 @@ that replacement back as the next spare; a group without spares waits for the la
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -14,11 +15,15 @@ from kubernetes import client
 from nodemedic.contracts import SPARE_LABEL, SPARE_TAINT_KEY
 from nodemedic.local.spares import stand_by
 from tests.support.flow import GPU, World, asg_instance
-from tests.support.remediation import REGION, decision
+from tests.support.remediation import REGION, decision, instances
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 LAUNCH_SECONDS = 2.0
 """From ``Unhealthy`` to the replacement's Node joining: on AWS 5 to 15 minutes."""
+HUGE = 900
+"""Instances in the big group: DescribeAutoScalingGroups answers ~317 bytes each."""
+TASK_RESULT_LIMIT = 256 * 1024
+"""Step Functions' quota on a task's result, checked before its ResultSelector trims it."""
 
 
 @pytest.fixture
@@ -118,3 +123,30 @@ def test_without_spares_a_replace_waits_for_the_launch(
         f"\nno spare: replace decision to schedulable capacity {launches[newcomer] - began:.2f}s"
         f" (launch and join simulated as {LAUNCH_SECONDS:.0f}s)"
     )
+
+
+def test_a_group_too_big_for_a_task_result_still_gets_its_spare_and_refill(
+    world: World, core: client.CoreV1Api, launches: dict[str, float]
+) -> None:
+    """DescribeAutoScalingGroups lists 900 instances here, over the 256 KiB a Step Functions
+    task may return: neither the group's size nor its spare may be read through it."""
+    ids = instances("p5-huge", HUGE)
+    sick, last = ids[0], ids[-1]
+    world.join("p5-huge", [sick, last], **GPU)
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    (spare,) = stand_by(autoscaling, core, "p5-huge", 1)
+    assert spare == last
+    answer = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["p5-huge"])
+    assert len(json.dumps(answer, default=str)) > TASK_RESULT_LIMIT
+    pipeline = world.pipelines["demo"]
+
+    execution = pipeline.start(decision(sick, "nvidia-xid-79"))
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+
+    assert [m["outcome"] for m in pipeline.messages(sick)] == ["replaced"]
+    assert world.node(sick) is None
+    assert asg_instance(spare)["LifecycleState"] == "InService"
+    assert _schedulable(world.node(spare))
+    (newcomer,) = launches
+    assert asg_instance(newcomer)["LifecycleState"] == "Standby"
+    assert _desired("p5-huge") == HUGE - 1

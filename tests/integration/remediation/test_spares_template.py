@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.remediation.spares import spare_groups
 from stacks.synth import synth_template
-from tests.support.remediation import UNSET, state_machine_definition
+from tests.support.remediation import ACTING, UNSET, state_machine_definition
 
 SPARE_STATES = {"Group keeps spares?", "Exit standby", "Admit spare", "Enter standby"}
 
@@ -27,10 +28,12 @@ def test_standby_calls_are_allowed_only_on_the_groups_that_keep_spares(
     for action in ("autoscaling:exitStandby", "autoscaling:enterStandby"):
         (allowed,) = _statements(default_template, action)
         assert allowed["Effect"] == "Allow"
-        (arn,) = (
+        arns = (
             [allowed["Resource"]] if isinstance(allowed["Resource"], dict) else allowed["Resource"]
         )
-        assert "autoScalingGroupName/p5-spares" in str(arn)
+        assert len(arns) == len(spare_groups(ACTING))
+        for group in spare_groups(ACTING):
+            assert any(f"autoScalingGroupName/{group}" in str(arn) for arn in arns)
     states = state_machine_definition(default_template)["States"]
     assert set(states) >= SPARE_STATES
     assert states["Exit standby"]["Next"] == "Admit spare"

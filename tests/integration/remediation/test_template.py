@@ -24,7 +24,6 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::dynamodb:deleteItem",
     "arn:${AWS::Partition}:states:::sns:publish",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingInstances",
-    "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingGroups",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:setInstanceHealth",
     # The acting cluster keeps a spare in one group (``stacks/remediation/spares.py``).
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:exitStandby",
@@ -34,6 +33,8 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::aws-sdk:dynamodb:transactWriteItems",
 }
 KUBE_OPS = {
+    # A node group's size: no native call returns it without every instance of the group.
+    "group_size",
     "locate",
     "mark",
     "drain",
@@ -98,6 +99,27 @@ def test_the_kube_lambda_is_asked_only_for_the_contract_ops(
         and lambda_target(s, default_template) == "lambdas.kube.handler.handler"
     }
     assert ops == KUBE_OPS
+
+
+def test_only_the_kube_lambda_reads_whole_node_groups(default_template: dict[str, Any]) -> None:
+    """DescribeAutoScalingGroups answers every instance of a group: the kube Lambda's
+    ``group_size`` may call it, the state machine (256 KiB a task result) may not."""
+    resources = default_template["Resources"]
+    (kube,) = (
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("Handler") == "lambdas.kube.handler.handler"
+    )
+    roles = [
+        role["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for statement in r["Properties"]["PolicyDocument"]["Statement"]
+        if "autoscaling:DescribeAutoScalingGroups" in json.dumps(statement["Action"])
+        for role in r["Properties"]["Roles"]
+    ]
+    assert roles == [kube]
 
 
 def test_the_definition_uses_jsonpath_only(default_template: dict[str, Any]) -> None:
