@@ -23,9 +23,8 @@ node_modules/.installed: package.json package-lock.json
 kube:
 	bash nodemedic/local/build-kube.sh
 
-# Debian's headless browser, for the test that looks at the backtest's HTML page as a picture
+# Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
-# Debian's headless chromium, for the tests that look at the pages nodemedic draws.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
 chromium:
 	@command -v chromium >/dev/null || { echo "installing Debian's chromium (browser tests)" \
