@@ -18,21 +18,34 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import clear_condition, each_node, instance_of, other_taints, update_node
+from lambdas.kube.nodes import (
+    clear_condition,
+    each_node,
+    given_back,
+    instance_of,
+    other_taints,
+    update_node,
+)
 from lambdas.kube.silence import NAMED, named
 from nodemedic.contracts import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_OVERDUE_ANNOTATION,
+    DEEP_CHECK_PASSED_AT_ANNOTATION,
     DEEP_CHECK_SINCE_ANNOTATION,
     DEEP_CHECK_TAINT_KEY,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
     HEALTH_LABEL,
+    SCHEDULABLE,
     UNSCHEDULABLE,
 )
 
 VERDICTS = ("Passed", "Failed")
+
+
+def iso(at: datetime.datetime) -> str:
+    return at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -46,25 +59,42 @@ class Overdue:
     told: bool
 
 
-def iso(at: datetime.datetime) -> str:
-    return at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def hold_for_deep_check(
-    core: client.CoreV1Api, name: str, *, fault_id: str, condition: str, decision_id: str
-) -> str:
+    core: client.CoreV1Api,
+    name: str,
+    *,
+    fault_id: str,
+    condition: str,
+    decision_id: str,
+    rebooted_at: datetime.datetime,
+) -> tuple[str, bool]:
     """The rebooted node's fault cleared, but not given back: nodemedic's taint and fault
     labels off, the health-check taint on, ``InProgress``, still cordoned, the wait's start
-    and the holding decision annotated. Returns when the wait began."""
-    clear_condition(
-        core,
-        name,
-        condition=condition,
-        message=f"nodemedic rebooted for {fault_id}; awaiting the post-repair deep check",
-    )
+    and the holding decision annotated. Unless its deep check already passed after
+    ``rebooted_at`` (the pass came before the watch saw the node back, and could admit
+    nothing then): the node is given back, ``Passed``. Returns when the wait began, and
+    whether the node waits."""
     since = iso(datetime.datetime.now(datetime.UTC))
+    held = True
 
     def change(node: Any) -> dict[str, Any]:
+        nonlocal held
+        held = not _passed_after(node, rebooted_at)
+        annotations: dict[str, str | None] = {
+            DEEP_CHECK_HELD_ANNOTATION: decision_id if held else None,
+            DEEP_CHECK_SINCE_ANNOTATION: since if held else None,
+            DEEP_CHECK_OVERDUE_ANNOTATION: None,
+        }
+        if not held:
+            admitted = given_back(
+                core, node, {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
+            )
+            taints = [
+                t for t in admitted["spec"]["taints"] or [] if t["key"] != DEEP_CHECK_TAINT_KEY
+            ]
+            admitted["spec"]["taints"] = taints or None
+            admitted["metadata"]["annotations"] = annotations
+            return admitted
         taints = other_taints(core, node)
         if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
             taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
@@ -76,17 +106,30 @@ def hold_for_deep_check(
                     HEALTH_LABEL: UNSCHEDULABLE,
                     DEEP_CHECK_LABEL: "InProgress",
                 },
-                "annotations": {
-                    DEEP_CHECK_HELD_ANNOTATION: decision_id,
-                    DEEP_CHECK_SINCE_ANNOTATION: since,
-                    DEEP_CHECK_OVERDUE_ANNOTATION: None,
-                },
+                "annotations": annotations,
             },
             "spec": {"unschedulable": True, "taints": taints},
         }
 
     update_node(core, name, change)
-    return since
+    then = "awaiting the post-repair deep check" if held else "its deep check since passed"
+    clear_condition(
+        core, name, condition=condition, message=f"nodemedic rebooted for {fault_id}; {then}"
+    )
+    return since, held
+
+
+def _passed_after(node: Any, rebooted_at: datetime.datetime) -> bool:
+    """Whether the node's last pass (``DEEP_CHECK_PASSED_AT_ANNOTATION``) was logged after
+    the reboot began: a pass from before it says nothing of the node since. The verdict's
+    time is kept to the second (the decision's ``first_seen``), so one logged in the
+    reboot's own second does not count: a boot takes longer than that."""
+    stamped = (node.metadata.annotations or {}).get(DEEP_CHECK_PASSED_AT_ANNOTATION)
+    try:
+        at = datetime.datetime.fromisoformat(stamped) if stamped else None
+    except ValueError:
+        return False
+    return at is not None and at.tzinfo is not None and at >= rebooted_at
 
 
 def waiting_since(node: Any) -> datetime.datetime | None:

@@ -171,20 +171,22 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         core,
         f.text("instance_id"),
         passed=verdict == "Passed",
+        at=f.time("at"),
         release_hold=f.optional_flag("release_hold"),
     )
 
 
 def _hold_for_deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
-    since = gate.hold_for_deep_check(
+    since, held = gate.hold_for_deep_check(
         core,
         node,
         fault_id=f.text("fault_id"),
         condition=f.text("condition"),
         decision_id=f.text("decision_id"),
+        rebooted_at=f.time("rebooted_at"),
     )
-    return {"node": node, "since": since}
+    return {"node": node, "since": since, "held": held}
 
 
 def _overdue_deep_checks(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from nodemedic.contracts import (
     CLEARED_REASON,
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
+    DEEP_CHECK_PASSED_AT_ANNOTATION,
     DEEP_CHECK_SINCE_ANNOTATION,
     DEEP_CHECK_TAINT_KEY,
     FAILED_CONDITION,
@@ -198,7 +199,7 @@ def hold_for_fleet(
     )
     _set_condition(core, name, kind=FLEET_CONDITION, status="True", reason=reason, message=why)
     update_node(
-        core, name, lambda node: _given_back(core, node, {FLEET_LABEL: _label_value(fault_id)})
+        core, name, lambda node: given_back(core, node, {FLEET_LABEL: _label_value(fault_id)})
     )
 
 
@@ -211,7 +212,7 @@ def _label_value(text: str) -> str:
     return _NOT_IN_LABEL.sub("-", text)[:63].strip("-_.")
 
 
-def _given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
+def given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
     """The patch that puts ``labels`` on the node, takes the open fault's labels, our taint
     and the cordon off."""
     closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
@@ -237,11 +238,16 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
     """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
     clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
-    update_node(core, name, lambda node: _given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
+    update_node(core, name, lambda node: given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 
 def deep_check_verdict(
-    core: client.CoreV1Api, instance_id: str, *, passed: bool, release_hold: bool = False
+    core: client.CoreV1Api,
+    instance_id: str,
+    *,
+    passed: bool,
+    at: datetime.datetime,
+    release_hold: bool = False,
 ) -> dict[str, Any]:
     """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
     health ``Schedulable``, the health-check taint off, but only a Node that still carries
@@ -249,8 +255,9 @@ def deep_check_verdict(
     one an operator already let in). Its cordon goes only with ``release_hold`` (no other
     remediation holds the node's lock) on a node a reboot held for this check
     (``DEEP_CHECK_HELD_ANNOTATION``): anyone else's cordon is theirs. Failed labels it
-    ``Failed``; its replacement is the decision's normal path. ``changed`` False: nothing
-    was written; ``uncordoned``: the hold was released."""
+    ``Failed``; its replacement is the decision's normal path. Every pass stamps ``at`` (its
+    line's time) on the node, admitted or not: a reboot's hold reads it. ``changed`` False:
+    labels, taints and cordon are as they were; ``uncordoned``: the hold was released."""
     node = find_node(core, instance_id)
     if node is None:
         return {"node": None, "changed": False, "uncordoned": False}
@@ -262,9 +269,14 @@ def deep_check_verdict(
         if not passed:
             changed = True
             return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
+        stamp = {
+            DEEP_CHECK_PASSED_AT_ANNOTATION: at.astimezone(datetime.UTC).isoformat(
+                "T", "milliseconds"
+            )
+        }
         changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
         if not changed:
-            return {"metadata": {}}
+            return {"metadata": {"annotations": stamp}}
         held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
         uncordoned = release_hold and held
         kept = [t for t in now.spec.taints if t.key != DEEP_CHECK_TAINT_KEY]
@@ -274,6 +286,7 @@ def deep_check_verdict(
                 "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
                 # The wait is over; the hold's mark stays with a cordon it did not lift.
                 "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
+                | stamp
                 | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
             },
             "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None} | released,

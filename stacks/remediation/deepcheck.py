@@ -33,7 +33,10 @@ LOCK: Final = "$.checked_lock"
 def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """A pass lifts the post-reboot cordon only while no remediation holds the node's lock:
     a fault found since, on its way to the cordon, must not see its node given back. Any
-    lock item counts, a parked or expired one too, and so does a read that failed."""
+    lock item counts, a parked or expired one too, and so does a read that failed. Except
+    a lock whose reboot is giving the node back (``ledger.GIVING_BACK_AT``): no flag lands
+    on it any more, so nothing will stop that give-back, and the pass may be the very check
+    it holds the node for (arriving between the hold and the lock's release)."""
     s = flow.scope
     keep = flow.put("Keep cordon", HOLD, release=False)
     keep.next(then)
@@ -41,7 +44,13 @@ def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     read.add_catch(keep, result_path=sfn.JsonPath.DISCARD)
     read.next(
         sfn.Choice(s, "Under remediation?")
-        .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), keep)
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"),
+                sfn.Condition.is_not_present(f"{LOCK}.Item.{ledger.GIVING_BACK_AT}"),
+            ),
+            keep,
+        )
         .otherwise(flow.put("Release hold", HOLD, release=True).next(then))
     )
     return read
@@ -60,6 +69,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             {
                 "instance_id": sfn.JsonPath.string_at(state.INSTANCE_ID),
                 "verdict": value,
+                "at": sfn.JsonPath.string_at(state.decision("first_seen")),
                 **more,
             },
             result_path=VERDICT,

@@ -134,21 +134,12 @@ def _watch(
         "condition": text_at(state.decision("condition")),
     }
     if flow.settings.post_reboot_deep_check:
-        # A new boot id is no proof the accelerators work: the node waits, cordoned, for
-        # the deep check its agent runs after the boot (``lambdas.kube.gate``).
-        clear = flow.kube(
-            "Hold for deep check",
-            "hold_for_deep_check",
-            {**cleared, "decision_id": text_at(state.decision("decision_id"))},
-            result_path=state.time_of("held_for_deep_check"),
-            timed=True,
-        )
-        ended = flow.ended("Rebooted, awaiting deep check", AWAITING_DEEP_CHECK_OUTCOME)
+        clear = _hold(flow, cleared, report)
     else:
         clear = flow.kube(
             "Clear", "clear", cleared, result_path=state.time_of("cleared"), timed=True
         )
-        ended = flow.ended("Rebooted", "rebooted")
+        clear.next(flow.ended("Rebooted", "rebooted")).next(report)
     timeout = flow.settings.reboot_timeout
     begin = flow.put("Begin watch", state.WATCH, rounds=0)
     begin.next(watch_wait).next(status).next(
@@ -166,8 +157,33 @@ def _watch(
         .otherwise(flow.next_round("Count watch", state.WATCH).next(watch_wait))
     )
     settle.next(give_back).next(clear)
-    clear.next(ended).next(report)
     return begin
+
+
+def _hold(flow: Flow, cleared: dict[str, str], report: sfn.IChainable) -> sfn.IChainable:
+    """A new boot id is no proof the accelerators work: the node waits, cordoned, for the
+    deep check its agent runs after the boot (``lambdas.kube.gate``), unless that check
+    passed already, before the watch saw the node back."""
+    hold = flow.kube(
+        "Hold for deep check",
+        "hold_for_deep_check",
+        {
+            **cleared,
+            "decision_id": text_at(state.decision("decision_id")),
+            "rebooted_at": text_at(state.REBOOTED_AT),
+        },
+        result_path=state.GATE,
+    )
+    held = flow.put("Held", state.time_of("held_for_deep_check"), **entered_at())
+    held.next(flow.ended("Rebooted, awaiting deep check", AWAITING_DEEP_CHECK_OUTCOME)).next(report)
+    passed = flow.put("Deep check passed", state.time_of("deep_check_passed"), **entered_at())
+    passed.next(flow.ended("Rebooted, checked", "rebooted")).next(report)
+    hold.next(
+        sfn.Choice(flow.scope, "Deep check to come?")
+        .when(sfn.Condition.boolean_equals(state.GATE_HELD, True), held)
+        .otherwise(passed)
+    )
+    return hold
 
 
 def _escalate(flow: Flow, replace: sfn.IChainable) -> sfn.IChainable:

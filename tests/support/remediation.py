@@ -85,6 +85,8 @@ NODE_GROUPS = (
     "p5-spares",
     "p5-no-spares",
     "p5-gate-passed",
+    "p5-gate-early",
+    "p5-gate-late",
     "p5-gate-failed",
     "p5-gate-overdue",
     "p5-ungated",

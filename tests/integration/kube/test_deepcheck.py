@@ -1,7 +1,9 @@
-"""The ``deep_check`` op against the real API server: a verdict on a registering node."""
+"""The ``deep_check`` op against the real API server: a verdict on a registering node, and
+on a rebooted node the ``hold_for_deep_check`` op is about to hold."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 
 import pytest
@@ -9,9 +11,12 @@ from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
 from nodemedic.contracts import (
+    DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
+    FAULT_TYPE_LABEL,
     HEALTH_LABEL,
+    SCHEDULABLE,
     TAINT_KEY,
     UNSCHEDULABLE,
 )
@@ -30,8 +35,22 @@ def _registered(core: client.CoreV1Api, node: Node, *taints: dict[str, str]) -> 
     )
 
 
-def _verdict(node: Node, verdict: str) -> dict[str, object]:
-    return {"op": "deep_check", "instance_id": node.instance_id, "verdict": verdict}
+REMEDIATING = {"key": TAINT_KEY, "value": "nvidia-xid-48", "effect": "NoSchedule"}
+
+
+def _at(seconds_from_now: float = 0) -> str:
+    return (
+        datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds_from_now)
+    ).isoformat()
+
+
+def _verdict(node: Node, verdict: str, at: str | None = None) -> dict[str, object]:
+    return {
+        "op": "deep_check",
+        "instance_id": node.instance_id,
+        "verdict": verdict,
+        "at": at or _at(),
+    }
 
 
 def test_a_pass_takes_the_health_check_taint_off_and_labels_the_node_schedulable(
@@ -96,3 +115,63 @@ def test_a_verdict_other_than_passed_or_failed_is_refused(
 ) -> None:
     with pytest.raises(BadRequest, match="field 'verdict'"):
         invoke(_verdict(new_node(), "NothingChecked"))
+
+
+def _rebooting(core: client.CoreV1Api, node: Node) -> None:
+    """As a reboot's remediation leaves the node until it is back: marked and cordoned."""
+    core.patch_node(
+        node.name,
+        {
+            "metadata": {"labels": {FAULT_TYPE_LABEL: "nvidia-xid-48"}},
+            "spec": {"unschedulable": True, "taints": [REMEDIATING, USER_TAINT]},
+        },
+    )
+
+
+def _hold(node: Node, rebooted_at: str) -> dict[str, object]:
+    return {
+        "op": "hold_for_deep_check",
+        "node": node.name,
+        "fault_id": "nvidia-xid-48",
+        "condition": "AcceleratedHardwareReady",
+        "decision_id": "i-0-xid-48",
+        "rebooted_at": rebooted_at,
+    }
+
+
+def test_a_pass_logged_after_the_reboot_but_before_the_hold_gives_the_node_back(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """The agent's check after the boot can pass before the reboot's watch sees the node
+    back: the hold must not then wait for a verdict already given."""
+    _rebooting(core, node)
+    rebooted_at = _at(-30)
+    passed = invoke(_verdict(node, "Passed", at=_at(-5)))
+    assert passed["changed"] is False  # under remediation: it admits nothing itself
+
+    answer = invoke(_hold(node, rebooted_at))
+
+    assert answer["held"] is False
+    seen = core.read_node(node.name)
+    assert not seen.spec.unschedulable
+    assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+    assert seen.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
+    assert FAULT_TYPE_LABEL not in seen.metadata.labels
+    assert DEEP_CHECK_HELD_ANNOTATION not in (seen.metadata.annotations or {})
+
+
+def test_a_pass_logged_before_the_reboot_does_not_spare_the_node_its_check(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    _rebooting(core, node)
+    invoke(_verdict(node, "Passed", at=_at(-60)))
+
+    answer = invoke(_hold(node, _at(-30)))
+
+    assert answer["held"] is True
+    seen = core.read_node(node.name)
+    assert seen.spec.unschedulable
+    assert sorted(t.key for t in seen.spec.taints) == [DEEP_CHECK_TAINT_KEY, "nvidia.com/gpu"]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+    assert seen.metadata.annotations[DEEP_CHECK_HELD_ANNOTATION] == "i-0-xid-48"

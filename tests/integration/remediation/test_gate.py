@@ -6,9 +6,11 @@ tainted, and ``post_reboot_deep_check: false`` gives a rebooted node back at onc
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from kubernetes import client
+from moto.sns.models import Topic
 
 from nodemedic.contracts import (
     AWAITING_DEEP_CHECK_OUTCOME,
@@ -19,6 +21,7 @@ from nodemedic.contracts import (
     SCHEDULABLE,
     UNSCHEDULABLE,
 )
+from nodemedic.local.motopatch import REBOOT_INSTANCES
 from stacks.settings import ClusterSettings
 from tests.support.flow import GPU, World, asg_instance, our_taints, ship_verdict
 from tests.support.kube import wait_for
@@ -85,6 +88,68 @@ def test_a_rebooted_node_stays_cordoned_until_its_post_repair_deep_check_passes(
     assert given.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
     assert given.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
     print(f"post-reboot gate: verdict shipped -> schedulable in {waited:.2f} s")
+
+
+def test_a_pass_in_before_the_watch_sees_the_node_back_is_not_waited_for(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent checks right after the boot; on AWS its pass often lands while the reboot's
+    watch still polls. Under remediation, that pass admits nothing; the hold that follows
+    must then not wait for it until ``deep_check_timeout``."""
+    gpu, _, _ = world.group("p5-gate-early", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    reboot = REBOOT_INSTANCES.current()
+
+    def reboot_then_pass(self: Any, instance_ids: list[str]) -> Any:
+        answer = reboot(self, instance_ids)
+        # The reboot's execution waits in its reboot call, before its watch, for the pass,
+        # logged as a boot takes: in a later second (a decision keeps whole seconds).
+        time.sleep(1.05 - time.time() % 1)
+        ship_verdict(world, gpu, "ok", "Passed", signed=True)
+        _, verdict = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
+        pipeline.finish(verdict)
+        return answer
+
+    monkeypatch.setattr(REBOOT_INSTANCES.cls(), REBOOT_INSTANCES.name, reboot_then_pass)
+
+    back, outcome = _rebooted(world, "demo", gpu)
+
+    assert outcome == "rebooted"
+    assert not back.spec.unschedulable
+    assert not _checking(back) and our_taints(back) == []
+    assert back.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+    assert back.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
+    (mail,) = pipeline.messages(gpu)
+    assert mail["outcome"] == "rebooted"
+    assert "deep_check_passed" in mail["actions"]
+
+
+def test_a_pass_in_while_the_reboot_still_holds_the_lock_lifts_the_cordon(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the hold and the release of the reboot's lock, a pass finds the node under
+    remediation; that remediation is giving the node back, so the pass may lift its cordon."""
+    gpu, _, _ = world.group("p5-gate-late", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    publish = Topic.publish
+
+    def mail_then_pass(topic: Topic, message: str, *args: Any, **kwargs: Any) -> str:
+        message_id = publish(topic, message, *args, **kwargs)
+        # The reboot's execution waits in its mail, after the hold, before the lock's release.
+        if gpu in message and AWAITING_DEEP_CHECK_OUTCOME in message:
+            ship_verdict(world, gpu, "ok", "Passed", signed=True)
+            _, verdict = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
+            pipeline.finish(verdict)
+        return message_id
+
+    monkeypatch.setattr(Topic, "publish", mail_then_pass)
+
+    back, outcome = _rebooted(world, "demo", gpu)
+
+    assert outcome == AWAITING_DEEP_CHECK_OUTCOME
+    assert not back.spec.unschedulable
+    assert not _checking(back) and our_taints(back) == []
+    assert back.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
 
 
 def test_a_rebooted_node_whose_post_repair_deep_check_fails_is_replaced(world: World) -> None:
