@@ -90,6 +90,16 @@ def test_a_rebooted_node_stays_cordoned_until_its_post_repair_deep_check_passes(
     print(f"post-reboot gate: verdict shipped -> schedulable in {waited:.2f} s")
 
 
+def _passed_meanwhile(world: World, pipeline: Pipeline, instance_id: str) -> None:
+    """The node's pass shipped and its execution (the second for the instance, after the
+    reboot's) run to its end, while the reboot's execution waits where the caller stopped it."""
+    ship_verdict(world, instance_id, "ok", "Passed", signed=True)
+    executions = wait_for(
+        lambda: pipeline.executions(instance_id)[1:] and pipeline.executions(instance_id)
+    )
+    pipeline.finish(executions[1])
+
+
 def test_a_pass_in_before_the_watch_sees_the_node_back_is_not_waited_for(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,9 +115,7 @@ def test_a_pass_in_before_the_watch_sees_the_node_back_is_not_waited_for(
         # The reboot's execution waits in its reboot call, before its watch, for the pass,
         # logged as a boot takes: in a later second (a decision keeps whole seconds).
         time.sleep(1.05 - time.time() % 1)
-        ship_verdict(world, gpu, "ok", "Passed", signed=True)
-        _, verdict = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
-        pipeline.finish(verdict)
+        _passed_meanwhile(world, pipeline, gpu)
         return answer
 
     monkeypatch.setattr(REBOOT_INSTANCES.cls(), REBOOT_INSTANCES.name, reboot_then_pass)
@@ -137,9 +145,7 @@ def test_a_pass_in_while_the_reboot_still_holds_the_lock_lifts_the_cordon(
         message_id = publish(topic, message, *args, **kwargs)
         # The reboot's execution waits in its mail, after the hold, before the lock's release.
         if gpu in message and AWAITING_DEEP_CHECK_OUTCOME in message:
-            ship_verdict(world, gpu, "ok", "Passed", signed=True)
-            _, verdict = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
-            pipeline.finish(verdict)
+            _passed_meanwhile(world, pipeline, gpu)
         return message_id
 
     monkeypatch.setattr(Topic, "publish", mail_then_pass)
