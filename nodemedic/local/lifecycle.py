@@ -222,15 +222,34 @@ def _joined(life: Lifecycle) -> None:
 
 def _rebooted(life: Lifecycle) -> None:
     """4: a rebooted node stays cordoned behind the health-check taint with its new boot id
-    until its post-repair deep check passes."""
+    until its post-repair deep check passes. The agent checks as it starts, so the pass can
+    also come before nodemedic sees the node back: still under remediation, the node is then
+    given back at once, ``Passed`` (outcome ``rebooted``)."""
     world = life.world
     life.say("2. A reboot, then the post-repair deep check (post_reboot_deep_check)")
     machine = _pick(life, 0)
     run = life.fault(REBOOT, machine)
     life.expect(
-        run.outcome == AWAITING_DEEP_CHECK_OUTCOME,
+        run.outcome in (AWAITING_DEEP_CHECK_OUTCOME, "rebooted"),
         f"reboot of {machine.node}: outcome {run.outcome}, not {AWAITING_DEEP_CHECK_OUTCOME}",
     )
+    if run.outcome == "rebooted":
+        life.show(run.written_at, "deep check passed before the node was seen back: Schedulable")
+    else:
+        _gated(life, run)
+    labels = life.labels(machine.instance_id)
+    life.expect(
+        labels.get(DEEP_CHECK_LABEL) == "Passed",
+        f"{machine.node} is not labelled {DEEP_CHECK_LABEL}=Passed: {labels}, "
+        f"{world.watch.latest(machine.instance_id)}",
+    )
+    run.problems += _reboot_problems(world, run)
+
+
+def _gated(life: Lifecycle, run: FaultRun) -> None:
+    """The rebooted node back with its new boot id, cordoned behind the health-check taint,
+    then uncordoned by its pass."""
+    world, machine = life.world, run.machine
 
     def held() -> NodeSeen | None:
         return world.watch.first(
@@ -251,13 +270,6 @@ def _rebooted(life: Lifecycle) -> None:
     if gated and back:
         life.show(run.written_at, "deep check Passed: uncordoned, Schedulable", back)
         life.found["gate_seconds"] = round(back - gated.at, 2)
-    labels = life.labels(machine.instance_id)
-    life.expect(
-        labels.get(DEEP_CHECK_LABEL) == "Passed",
-        f"{machine.node} is not labelled {DEEP_CHECK_LABEL}=Passed: {labels}, "
-        f"{world.watch.latest(machine.instance_id)}",
-    )
-    run.problems += _reboot_problems(world, run)
 
 
 def _reboot_problems(world: World, run: FaultRun) -> list[str]:

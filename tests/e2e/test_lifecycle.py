@@ -47,7 +47,7 @@ def test_a_spare_brings_capacity_back_before_the_launch_and_without_one_it_waits
     print(
         f"\nreplace decision to schedulable capacity: {measured['spare_seconds']}s with a spare, "
         f"{measured['no_spare_seconds']}s without (launch and join simulated as "
-        f"{LAUNCH_SECONDS:g}s); post-reboot gate held the node {measured['gate_seconds']}s"
+        f"{LAUNCH_SECONDS:g}s); post-reboot gate held the node {measured.get('gate_seconds', '-')}s"
     )
 
 
