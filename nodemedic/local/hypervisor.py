@@ -61,6 +61,8 @@ class Hypervisor:
         self.powered_off: set[str] = set()
         self.reboots: list[str] = []
         self._lock = threading.Lock()
+        self._pending: set[threading.Timer] = set()
+        self._stopped = False
 
     def hang(self, instance_id: str) -> None:
         """Reboots of this instance never finish: no new boot id ever comes."""
@@ -68,6 +70,10 @@ class Hypervisor:
 
     def _later(self, seconds: float, action: Callable[[], None]) -> None:
         def run() -> None:
+            with self._lock:
+                self._pending.discard(timer)
+                if self._stopped:
+                    return
             try:
                 action()
             except Exception:
@@ -75,7 +81,20 @@ class Hypervisor:
 
         timer = threading.Timer(seconds, run)
         timer.daemon = True
+        with self._lock:
+            if self._stopped:
+                return
+            self._pending.add(timer)
         timer.start()
+
+    def stop(self) -> None:
+        """No machine acts any more: what was due later is dropped, since the world it
+        would act on (moto, the kubelets) is going away with this hypervisor."""
+        with self._lock:
+            self._stopped = True
+            pending, self._pending = self._pending, set()
+        for timer in pending:
+            timer.cancel()
 
     def rebooted(self, instance_ids: list[str]) -> None:
         for instance_id in instance_ids:
@@ -132,10 +151,14 @@ def _instance_state(backend: AutoScalingBackend, instance_id: str) -> Any:
 
 @contextlib.contextmanager
 def machines(hypervisor: Hypervisor) -> Iterator[Hypervisor]:
-    """While active, moto's EC2 and Auto Scaling calls reach ``hypervisor``."""
-    with motopatch.machine_calls(
-        rebooted=hypervisor.rebooted,
-        terminated=hypervisor.powered_down,
-        health_set=hypervisor.health_set,
-    ):
-        yield hypervisor
+    """While active, moto's EC2 and Auto Scaling calls reach ``hypervisor``; on the way out,
+    its machines stop acting."""
+    try:
+        with motopatch.machine_calls(
+            rebooted=hypervisor.rebooted,
+            terminated=hypervisor.powered_down,
+            health_set=hypervisor.health_set,
+        ):
+            yield hypervisor
+    finally:
+        hypervisor.stop()

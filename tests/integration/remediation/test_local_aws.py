@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -294,6 +295,20 @@ def test_a_reboot_reaches_the_machine_unless_it_hangs(aws: None, recorder: Recor
         recorder.wait_for(("reboot", first))
     assert ("reboot", second) not in recorder.calls
     assert hypervisor.reboots == [first, second]
+
+
+def test_a_machine_action_due_after_the_world_ended_never_runs(
+    aws: None, recorder: Recorder
+) -> None:
+    """The world's moto and kubelets stop with it: a reboot landing later would act on
+    nothing there (and fail, noisily, in a thread of a finished run)."""
+    (first,) = instances("ng-1", 1)
+    hypervisor = Hypervisor(on_reboot=recorder("reboot"), on_power_off=recorder("off"), delay=0.5)
+    with machines(hypervisor):
+        boto3.client("ec2", region_name=REGION).reboot_instances(InstanceIds=[first])
+    time.sleep(1.0)  # past the delay: a timer not cancelled would have fired by now
+    assert hypervisor.reboots == [first]
+    assert recorder.calls == []
 
 
 def test_an_unhealthy_instance_is_terminating_and_its_machine_goes_away(
