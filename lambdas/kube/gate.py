@@ -26,7 +26,7 @@ from lambdas.kube.nodes import (
     other_taints,
     update_node,
 )
-from lambdas.kube.silence import NAMED, named
+from lambdas.kube.silence import summary
 from nodemedic.contracts import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
@@ -40,12 +40,9 @@ from nodemedic.contracts import (
     SCHEDULABLE,
     UNSCHEDULABLE,
 )
+from nodemedic.remediate.decision import iso
 
 VERDICTS = ("Passed", "Failed")
-
-
-def iso(at: datetime.datetime) -> str:
-    return at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -124,12 +121,19 @@ def _passed_after(node: Any, rebooted_at: datetime.datetime) -> bool:
     the reboot began: a pass from before it says nothing of the node since. The verdict's
     time is kept to the second (the decision's ``first_seen``), so one logged in the
     reboot's own second does not count: a boot takes longer than that."""
-    stamped = (node.metadata.annotations or {}).get(DEEP_CHECK_PASSED_AT_ANNOTATION)
+    at = _stamped(node, DEEP_CHECK_PASSED_AT_ANNOTATION)
+    return at is not None and at >= rebooted_at
+
+
+def _stamped(node: Any, annotation: str) -> datetime.datetime | None:
+    """The time in one of nodemedic's annotations; None without one, or for one someone
+    mangled (not ISO 8601, or without its zone): it then proves nothing."""
+    stamped = (node.metadata.annotations or {}).get(annotation)
     try:
         at = datetime.datetime.fromisoformat(stamped) if stamped else None
     except ValueError:
-        return False
-    return at is not None and at.tzinfo is not None and at >= rebooted_at
+        return None
+    return at if at and at.tzinfo else None
 
 
 def waiting_since(node: Any) -> datetime.datetime | None:
@@ -139,13 +143,9 @@ def waiting_since(node: Any) -> datetime.datetime | None:
         return None
     if (node.metadata.labels or {}).get(DEEP_CHECK_LABEL) in VERDICTS:
         return None
-    stamped = (node.metadata.annotations or {}).get(DEEP_CHECK_SINCE_ANNOTATION)
-    try:
-        at = datetime.datetime.fromisoformat(stamped) if stamped else None
-    except ValueError:
-        at = None  # an annotation someone mangled: the node's age still bounds the wait
+    # Without nodemedic's stamp, or with a mangled one, the node's age bounds the wait.
     created: datetime.datetime = node.metadata.creation_timestamp
-    return at if at and at.tzinfo else created
+    return _stamped(node, DEEP_CHECK_SINCE_ANNOTATION) or created
 
 
 def _tell(core: client.CoreV1Api, late: Overdue) -> bool:
@@ -183,17 +183,11 @@ def overdue(core: client.CoreV1Api, timeout_seconds: int, now: datetime.datetime
         )
     found.sort(key=lambda o: o.node)
     new = [o for o in found if not o.told and _tell(core, o)]
-    lines = named(
-        [f"{o.node} ({o.instance_id}): waiting since {o.since}, {o.waited} s" for o in new]
-    )
-    message = (
+    return summary(
+        [o.node for o in found],
+        [f"{o.node} ({o.instance_id}): waiting since {o.since}, {o.waited} s" for o in new],
         f"{len(new)} node(s) had no deep check verdict within deep_check_timeout "
         f"({timeout_seconds} s): each stays behind the {DEEP_CHECK_TAINT_KEY} taint, out of "
         "service. Its agent may lack --deep-check-at-start, may not run, or its check may "
-        "hang (docs/deploy.md). Each wait is told once.\n" + "\n".join(lines)
+        "hang (docs/deploy.md). Each wait is told once.",
     )
-    return {
-        "count": len(found),
-        "nodes": [o.node for o in found[:NAMED]],
-        "new": {"count": len(new), "message": message},
-    }

@@ -36,6 +36,7 @@ from nodemedic.contracts import (
     TAINT_EFFECT,
     TAINT_KEY,
 )
+from nodemedic.remediate.decision import iso
 from nodemedic.remediate.silence import ReadyNode
 
 _MERGE = "application/merge-patch+json"
@@ -269,11 +270,7 @@ def deep_check_verdict(
         if not passed:
             changed = True
             return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
-        stamp = {
-            DEEP_CHECK_PASSED_AT_ANNOTATION: at.astimezone(datetime.UTC).isoformat(
-                "T", "milliseconds"
-            )
-        }
+        stamp = {DEEP_CHECK_PASSED_AT_ANNOTATION: iso(at)}
         changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
         if not changed:
             return {"metadata": {"annotations": stamp}}
@@ -351,7 +348,7 @@ def _set_condition(
     """Strategic merge on ``type`` keeps the kubelet's and other agents' conditions; the
     transition time moves only when the status does."""
     node = _read(core, name)
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = iso(datetime.datetime.now(datetime.UTC))
     before = next((c for c in node.status.conditions or [] if c.type == kind), None)
     transition = now
     if before is not None and before.status == status:
@@ -400,4 +397,4 @@ def _boot_id(node: Any) -> str | None:
 
 
 def _timestamp(value: datetime.datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+    return iso(value) if value else None

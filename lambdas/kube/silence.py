@@ -86,10 +86,18 @@ def describe(silent: Silent) -> str:
     return f"{silent.node} ({silent.instance_id}): last heard {at}; it then reported {state}"
 
 
-def named(lines: list[str]) -> list[str]:
-    """The first ``NAMED`` lines, and how many more there are: a message has a size limit."""
-    more = [f"... and {len(lines) - NAMED} more"] if len(lines) > NAMED else []
-    return lines[:NAMED] + more
+def summary(found: list[str], new: list[str], why: str) -> dict[str, Any]:
+    """``{count, nodes, new: {count, message}}`` of the reconcile's ops: the ``found`` nodes,
+    the first ``NAMED`` of them, and the message for SNS (``why``, then one line per node
+    ``new`` to this state). A message has a size limit: it names ``NAMED`` and counts the
+    rest."""
+    more = [f"... and {len(new) - NAMED} more"] if len(new) > NAMED else []
+    message = why + "\n" + "\n".join(new[:NAMED] + more)
+    return {
+        "count": len(found),
+        "nodes": found[:NAMED],
+        "new": {"count": len(new), "message": message},
+    }
 
 
 def silent(core: client.CoreV1Api, dynamodb: Any | None = None) -> dict[str, Any]:
@@ -100,15 +108,11 @@ def silent(core: client.CoreV1Api, dynamodb: Any | None = None) -> dict[str, Any
     now = time.time()
     found = silent_nodes(ready_nodes(core), heard(table, dynamodb), now)
     new = [s for s in found if s.new and _mark_notified(table, dynamodb, s, now)]
-    lines = named([describe(s) for s in new])
-    message = (
+    return summary(
+        [s.node for s in found],
+        [describe(s) for s in new],
         f"{len(new)} Ready node(s) went silent: their nodemedic agent shipped no heartbeat "
         f"for {SILENT_AFTER_BEATS} intervals. Its credentials may be refused or expired, "
         "its pod may not run, or the node may be hung while Kubernetes still calls it "
-        "Ready. Each is told once per silence.\n" + "\n".join(lines)
+        "Ready. Each is told once per silence.",
     )
-    return {
-        "count": len(found),
-        "nodes": [s.node for s in found[:NAMED]],
-        "new": {"count": len(new), "message": message},
-    }
