@@ -189,8 +189,13 @@ class ClusterSettings:
             reboot_timeout=self.reboot_timeout,
             poll_seconds=self.poll_seconds,
             fleet_settle=self.fleet_settle,
-            refill=any(count > 0 for _, count in self.spares),
+            refill=bool(self.spare_groups),
         )
+
+    @property
+    def spare_groups(self) -> list[str]:
+        """The node groups that keep at least one spare."""
+        return sorted(group for group, count in self.spares if count > 0)
 
     @property
     def policy(self) -> Policy:

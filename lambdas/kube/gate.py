@@ -83,13 +83,8 @@ def hold_for_deep_check(
             DEEP_CHECK_OVERDUE_ANNOTATION: None,
         }
         if not held:
-            admitted = given_back(
-                core, node, {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
-            )
-            taints = [
-                t for t in admitted["spec"]["taints"] or [] if t["key"] != DEEP_CHECK_TAINT_KEY
-            ]
-            admitted["spec"]["taints"] = taints or None
+            passed = {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
+            admitted = given_back(core, node, passed, DEEP_CHECK_TAINT_KEY)
             admitted["metadata"]["annotations"] = annotations
             return admitted
         taints = other_taints(core, node)

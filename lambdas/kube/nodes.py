@@ -213,13 +213,16 @@ def _label_value(text: str) -> str:
     return _NOT_IN_LABEL.sub("-", text)[:63].strip("-_.")
 
 
-def given_back(core: client.CoreV1Api, node: Any, labels: dict[str, str]) -> dict[str, Any]:
+def given_back(
+    core: client.CoreV1Api, node: Any, labels: dict[str, str], *taints: str
+) -> dict[str, Any]:
     """The patch that puts ``labels`` on the node, takes the open fault's labels, our taint
-    and the cordon off."""
+    (and those with the keys ``taints``) and the cordon off."""
     closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
+    kept = taints_without(core, node, TAINT_KEY, *taints)
     return {
         "metadata": {"labels": closed | labels},
-        "spec": {"unschedulable": None, "taints": other_taints(core, node) or None},
+        "spec": {"unschedulable": None, "taints": kept or None},
     }
 
 
@@ -276,7 +279,7 @@ def deep_check_verdict(
             return {"metadata": {"annotations": stamp}}
         held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
         uncordoned = release_hold and held
-        kept = [t for t in now.spec.taints if t.key != DEEP_CHECK_TAINT_KEY]
+        kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
         released: dict[str, Any] = {"unschedulable": None} if uncordoned else {}
         return {
             "metadata": {
@@ -286,7 +289,7 @@ def deep_check_verdict(
                 | stamp
                 | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
             },
-            "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None} | released,
+            "spec": {"taints": kept or None} | released,
         }
 
     update_node(core, node.metadata.name, change)
@@ -380,10 +383,16 @@ def update_node(core: client.CoreV1Api, name: str, change: Callable[[Any], dict[
                 raise
 
 
-def other_taints(core: client.CoreV1Api, node: Any) -> list[dict[str, Any]]:
-    taints = [t for t in node.spec.taints or [] if t.key != TAINT_KEY]
+def taints_without(core: client.CoreV1Api, node: Any, *keys: str) -> list[dict[str, Any]]:
+    """The node's taints but those with ``keys``, as a patch writes them: the list is
+    replaced whole, so every taint someone else put there must be in it."""
+    taints = [t for t in node.spec.taints or [] if t.key not in keys]
     serialized: list[dict[str, Any]] = core.api_client.sanitize_for_serialization(taints)
     return serialized
+
+
+def other_taints(core: client.CoreV1Api, node: Any) -> list[dict[str, Any]]:
+    return taints_without(core, node, TAINT_KEY)
 
 
 def is_ready(node: Any) -> bool:

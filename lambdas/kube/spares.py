@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import each_node, instance_of, is_ready, update_node
+from lambdas.kube.nodes import each_node, instance_of, is_ready, taints_without, update_node
 from nodemedic.contracts import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
@@ -57,10 +57,9 @@ def admit_spare(core: client.CoreV1Api, name: str) -> dict[str, Any]:
     """Into service: the spare label and taint off, every other taint kept."""
 
     def change(node: Any) -> dict[str, Any]:
-        kept = [t for t in node.spec.taints or [] if t.key != SPARE_TAINT_KEY]
         return {
             "metadata": {"labels": {SPARE_LABEL: None}},
-            "spec": {"taints": core.api_client.sanitize_for_serialization(kept) or None},
+            "spec": {"taints": taints_without(core, node, SPARE_TAINT_KEY) or None},
         }
 
     update_node(core, name, change)
@@ -77,10 +76,9 @@ def mark_spare(core: client.CoreV1Api, name: str) -> bool:
             taken = False
             return {"metadata": {}}
         taint = {"key": SPARE_TAINT_KEY, "effect": TAINT_EFFECT}
-        taints = core.api_client.sanitize_for_serialization(node.spec.taints or [])
         return {
             "metadata": {"labels": {SPARE_LABEL: "true"}},
-            "spec": {"taints": [*taints, taint]},
+            "spec": {"taints": [*taints_without(core, node), taint]},
         }
 
     update_node(core, name, change)

@@ -20,11 +20,6 @@ from stacks.guardrails import node_group_arns
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import entered_at, text_at
-from stacks.settings import ClusterSettings
-
-
-def spare_groups(settings: ClusterSettings) -> list[str]:
-    return sorted(group for group, count in settings.spares if count > 0)
 
 
 def _standby_call(
@@ -32,7 +27,7 @@ def _standby_call(
 ) -> tasks.CallAwsService:
     """``ExitStandby`` or ``EnterStandby`` of one instance, allowed only in the groups
     that keep spares; its errors are caught where it is used."""
-    groups = spare_groups(flow.settings)
+    groups = flow.settings.spare_groups
     return flow.aws(
         id,
         "autoscaling",
@@ -51,7 +46,7 @@ def _standby_call(
 
 def take_spare(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """What comes before the broken instance is set Unhealthy (``then``)."""
-    groups = spare_groups(flow.settings)
+    groups = flow.settings.spare_groups
     if not groups:
         return then
     s = flow.scope
@@ -96,7 +91,7 @@ def refill(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """After the broken instance's Node is deleted: once its replacement's Node joined, hold
     it back and put it in Standby. Bounded by ``reboot_timeout``; the pool stays one short
     when no newcomer joined by then, or one could not be put in Standby (given back)."""
-    if not spare_groups(flow.settings):
+    if not flow.settings.spare_groups:
         return then
     s = flow.scope
     hold = flow.kube(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.remediation.spares import spare_groups
 from stacks.synth import synth_template
 from tests.support.remediation import ACTING, UNSET, state_machine_definition
 
@@ -31,8 +30,8 @@ def test_standby_calls_are_allowed_only_on_the_groups_that_keep_spares(
         arns = (
             [allowed["Resource"]] if isinstance(allowed["Resource"], dict) else allowed["Resource"]
         )
-        assert len(arns) == len(spare_groups(ACTING))
-        for group in spare_groups(ACTING):
+        assert len(arns) == len(ACTING.spare_groups)
+        for group in ACTING.spare_groups:
             assert any(f"autoScalingGroupName/{group}" in str(arn) for arn in arns)
     states = state_machine_definition(default_template)["States"]
     assert set(states) >= SPARE_STATES
