@@ -26,6 +26,7 @@ Public interface (used by the tests and the local demo):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -124,3 +125,17 @@ def node_group(
     )
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])
     return sorted(i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"])
+
+
+def scheduled_event() -> dict[str, Any]:
+    """What EventBridge sends a rate schedule's target: the rules are held, so the
+    scenarios start the targets with it as the rules would."""
+    return {
+        "version": "0",
+        "id": "nodemedic-demo",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "resources": [],
+        "detail": {},
+    }

@@ -30,9 +30,17 @@ from nodemedic.contracts import (
     LOG_MONITORING_ANNOTATION,
     RUN_POLICY_ANNOTATION,
 )
+from nodemedic.local.aws import scheduled_event
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.passes import Passes
-from nodemedic.local.scenarios import DMA_ERROR, FAULT_TIMEOUT, Result, verdict_line, verify
+from nodemedic.local.scenarios import (
+    DMA_ERROR,
+    FAULT_TIMEOUT,
+    Result,
+    Say,
+    verdict_line,
+    verify,
+)
 from nodemedic.local.timeline import format_step, inject
 from nodemedic.local.training import (
     NAMESPACE,
@@ -45,7 +53,6 @@ from nodemedic.local.training import (
 from nodemedic.local.workload import JOB_LABEL
 from nodemedic.local.world import World
 
-Say = Callable[[str], None]
 SCHEDULE_SECONDS = 2.0
 FREQUENCY = 5
 """expectedRecurringFrequencyInSeconds of the progress rules."""
@@ -224,7 +231,7 @@ def run_jobs(world: World, say: Say) -> Result:
     lam = world.aws("lambda")
 
     def tick() -> None:
-        lam.invoke(FunctionName=monitor, Payload=json.dumps(_scheduled_event()))
+        lam.invoke(FunctionName=monitor, Payload=json.dumps(scheduled_event()))
         view.schedule_runs += 1
 
     schedule.start(tick, SCHEDULE_SECONDS)
@@ -415,16 +422,3 @@ def _pods(world: World, job: str) -> list[client.V1Pod]:
 def _annotations(world: World, job: str) -> dict[str, str]:
     found = client.BatchV1Api(world.api).read_namespaced_job(job, NAMESPACE)
     return dict(found.metadata.annotations or {})
-
-
-def _scheduled_event() -> dict[str, Any]:
-    """What EventBridge sends a rate schedule's target."""
-    return {
-        "version": "0",
-        "id": "nodemedic-demo",
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "resources": [],
-        "detail": {},
-    }

@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts import DEEP_CHECK_LABEL, DEEP_CHECK_TAINT_KEY
+from nodemedic.local.aws import scheduled_event
 from nodemedic.local.observe import Observer, follow
 from nodemedic.local.scenarios import FAULT_TIMEOUT, Say
 from nodemedic.local.timeline import Fault, FaultRun, format_step, inject
@@ -21,7 +22,6 @@ from nodemedic.local.watch import NodeSeen
 from nodemedic.local.world import Machine, World
 
 WAIT = 90.0
-TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
 class Lifecycle:
@@ -120,7 +120,7 @@ class Lifecycle:
         sfn = self.world.aws("stepfunctions")
         arn = self.world.deployment.find("AWS::StepFunctions::StateMachine", machine_prefix).ref
         started = sfn.start_execution(
-            stateMachineArn=arn, name=secrets.token_hex(8), input=json.dumps(TICK)
+            stateMachineArn=arn, name=secrets.token_hex(8), input=json.dumps(scheduled_event())
         )["executionArn"]
         ended = self.wait(
             lambda: (

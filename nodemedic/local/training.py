@@ -39,7 +39,6 @@ SIMULATED_LABEL = "training.nodemedic.io/simulated"
 CONTAINER = "trainer"
 NAMESPACE = "training-jobs"
 STEPS_PER_EPOCH = 100
-Say = Callable[[str], None]
 Line = Callable[[int, int], str | None]
 """(run, step) → what every rank prints at that step, None for nothing: ``run`` counts the
 job's starts from 1, so a fault can be played in the first run only."""
