@@ -19,13 +19,12 @@ import argparse
 import json
 import random
 import re
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from bench.timing import best_rate
 from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
-from nodemedic.jobs.records import job_line
+from nodemedic.jobs.records import lines_by_job
 from nodemedic.jobs.rules import parse_rules
 from nodemedic.local.training import healthy_loss, progress
 from stacks.jobs import SCHEDULE
@@ -79,13 +78,8 @@ def corpus(lines: int, jobs: int, seed: int = 7) -> list[tuple[float, str]]:
 def monitored(records: Sequence[tuple[float, str]]) -> int:
     """What the Lambda does with a delivery's records: job lines grouped by job, each job's
     rules judged over its lines; returns the verdicts (none is expected)."""
-    by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
-    for at, message in records:
-        line = job_line(message)
-        if line is not None:
-            by_job[line.namespace, line.job].append((at, line.line))
     verdicts = 0
-    for lines in by_job.values():
+    for lines in lines_by_job(records).values():
         states = judge_lines(RULES, current(RULES, {}, 0.0), lines)
         verdicts += verdict_of(states) is not None
     return verdicts

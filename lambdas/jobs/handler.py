@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import defaultdict
 from functools import cache
 from typing import Any
 
@@ -41,7 +40,7 @@ from nodemedic.contracts import (
     RESTART_SECONDS_METRIC,
 )
 from nodemedic.jobs.breaker import JobLimits
-from nodemedic.jobs.records import job_line
+from nodemedic.jobs.records import lines_by_job
 
 SCHEDULED = "Scheduled Event"
 
@@ -81,14 +80,10 @@ def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple
     found = APPLICATION_LOG_GROUP_RE.match(group)
     if found is None:
         raise MalformedPayload(f"log group {group!r} is no Container Insights application group")
-    by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
-    if message_type == "DATA_MESSAGE":
-        _store(os.environ[ENV_LEDGER_TABLE]).heard(found["cluster"], time.time())
-        for raw in events:
-            line = job_line(raw.message)
-            if line is not None:
-                by_job[line.namespace, line.job].append((raw.timestamp_ms / 1000, line.line))
-    return found["cluster"], by_job
+    if message_type != "DATA_MESSAGE":
+        return found["cluster"], {}
+    _store(os.environ[ENV_LEDGER_TABLE]).heard(found["cluster"], time.time())
+    return found["cluster"], lines_by_job((raw.timestamp_ms / 1000, raw.message) for raw in events)
 
 
 def _publish(cluster_name: str, job: str, figures: list[tuple[str, MetricUnit, float]]) -> None:

@@ -10,6 +10,8 @@ is not Fluent Bit's JSON is skipped the same way: the group holds every pod's ou
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -68,3 +70,16 @@ def _job_name(labels: dict[str, object]) -> str | None:
         if isinstance(name, str):
             return name
     return None
+
+
+def lines_by_job(
+    records: Iterable[tuple[float, str]],
+) -> dict[tuple[str, str], list[tuple[float, str]]]:
+    """``(time, message)`` records of a delivery as each job's ``(time, line)``, keyed by
+    ``(namespace, job)``, in delivery order; records of no job left out."""
+    by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
+    for at, message in records:
+        line = job_line(message)
+        if line is not None:
+            by_job[line.namespace, line.job].append((at, line.line))
+    return by_job
