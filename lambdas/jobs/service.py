@@ -11,7 +11,7 @@ from typing import Literal
 from kubernetes import client
 
 from lambdas.jobs.store import Conflict, JobStore, Stored
-from lambdas.kube.jobs import Job, annotate, pods_seen, record_event, restart
+from lambdas.kube.jobs import Job, annotate, pods_of, pods_seen, record_event, restart
 from nodemedic.contracts import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
@@ -109,6 +109,7 @@ def monitor(
             state=found[1],
             policy=policy,
             stored=stored,
+            epoch=epoch,
             now=now,
             store=store,
             cluster=cluster,
@@ -124,39 +125,43 @@ def _act(
     state: RuleState,
     policy: RunPolicy,
     stored: Stored,
+    epoch: float,
     now: float,
     store: JobStore,
     cluster: Cluster,
     by_schedule: bool,
 ) -> Acted | None:
-    run = job.started_at if stored.epoch is None else stored.epoch
-    decision = f"{job.namespace}/{job.name}#{run}#{rule.name}#{state.verdict}"
+    """``epoch``: when the job's current run began, as its rules counted."""
+    decision = f"{job.namespace}/{job.name}#{epoch}#{rule.name}#{state.verdict}"
+    what = (
+        f"rule {rule.name!r}: job {state.verdict} ({state.evidence or 'no matching line in time'})"
+    )
     judged = admission(store, cluster, decision, now, by_schedule=by_schedule)
     if judged.verdict != "admit":
-        return _hold(
-            job,
-            rule=rule,
-            state=state,
-            stored=stored,
-            now=now,
-            store=store,
-            cluster=cluster,
-            judged=judged,
+        # Nothing done to the job but an Event; its rules start over from ``now`` (its
+        # restart counts unchanged), so a job that really hangs is found again after the hold.
+        if not store.claim(job.namespace, job.name, stored, stored.history, now):
+            return None
+        message = f"{what}; held: {judged.reason}"
+        record_event(cluster.core, job, JOB_EVENT_REASONS["held"], message, warning=True)
+        return _acted(
+            job, rule, state, now, action="held", deleted=[], restarts=stored.history.total_restarts
         )
     action = next_action(policy, stored.history, now)
     history = after(stored.history, action, now)
     # A restart starts a new run (its rules count again from now); a failure keeps the run.
-    epoch = now if action != "fail" else run
-    if not store.claim(job.namespace, job.name, stored, history, epoch):
+    if not store.claim(
+        job.namespace, job.name, stored, history, now if action != "fail" else epoch
+    ):
         return None  # another delivery or run acted on this verdict already
     deleted = []
     if action != "fail":
-        replaced = [pod.uid for pod in pods_seen(cluster.core, job)]
-        deleted = restart(cluster.core, job, action, policy.clean_pod_policy)
+        pods = pods_of(cluster.core, job)
+        replaced = [pod.metadata.uid for pod in pods]
+        deleted = restart(cluster.core, job, action, policy.clean_pod_policy, pods)
         store.watch(job.namespace, job.name, {"at": now, "replaced": replaced}, stored)
-    evidence = state.evidence or "no matching line in time"
     message = (
-        f"rule {rule.name!r}: job {state.verdict} ({evidence}); {action}"
+        f"{what}; {action}"
         f" ({history.total_restarts} restart(s), {history.full_restarts} full, of"
         f" jobMaxRetryCount {policy.job_max_retry_count})"
     )
@@ -167,6 +172,21 @@ def _act(
     record_event(cluster.core, job, JOB_EVENT_REASONS[action], message, warning=True)
     if action == "fail":
         cluster.notify(f"nodemedic failed job {job.namespace}/{job.name}", message)
+    return _acted(
+        job, rule, state, now, action=action, deleted=deleted, restarts=history.total_restarts
+    )
+
+
+def _acted(
+    job: Job,
+    rule: Rule,
+    state: RuleState,
+    now: float,
+    *,
+    action: Action | Literal["held"],
+    deleted: list[str],
+    restarts: int,
+) -> Acted:
     return Acted(
         job=f"{job.namespace}/{job.name}",
         rule=rule.name,
@@ -174,7 +194,7 @@ def _act(
         action=action,
         deleted=deleted,
         latency=max(0.0, now - (evidence_time(rule, state) or now)),
-        restarts=history.total_restarts,
+        restarts=restarts,
     )
 
 
@@ -208,35 +228,6 @@ def admission(
             )
         return judged
     raise RuntimeError(f"cluster {cluster.name}: too many concurrent job breaker writers")
-
-
-def _hold(
-    job: Job,
-    *,
-    rule: Rule,
-    state: RuleState,
-    stored: Stored,
-    now: float,
-    store: JobStore,
-    cluster: Cluster,
-    judged: Judgement,
-) -> Acted | None:
-    """Nothing done to the job but an Event; its rules start over from ``now`` (its restart
-    counts unchanged), so a job that really hangs is found again once the hold is over."""
-    if not store.claim(job.namespace, job.name, stored, stored.history, now):
-        return None
-    evidence = state.evidence or "no matching line in time"
-    message = f"rule {rule.name!r}: job {state.verdict} ({evidence}); held: {judged.reason}"
-    record_event(cluster.core, job, JOB_EVENT_REASONS["held"], message, warning=True)
-    return Acted(
-        job=f"{job.namespace}/{job.name}",
-        rule=rule.name,
-        verdict=str(state.verdict),
-        action="held",
-        deleted=[],
-        latency=max(0.0, now - (evidence_time(rule, state) or now)),
-        restarts=stored.history.total_restarts,
-    )
 
 
 def measure(job: Job, now: float, store: JobStore, cluster: Cluster) -> float | None:

@@ -81,13 +81,20 @@ def monitored_jobs(batch: client.BatchV1Api) -> list[Job]:
     ]
 
 
-def restart(core: client.CoreV1Api, job: Job, action: Action, clean: CleanPodPolicy) -> list[str]:
-    """Delete the pods a restart replaces; the names deleted."""
+def restart(
+    core: client.CoreV1Api,
+    job: Job,
+    action: Action,
+    clean: CleanPodPolicy,
+    pods: list[Any] | None = None,
+) -> list[str]:
+    """Delete the pods a restart replaces (of ``pods``, the job's as just listed; listed
+    here without them); the names deleted."""
     phases = set(ACTIVE_PHASES)
     if action == "restart-job":
         phases |= FINISHED_CLEANED[clean]
     deleted = []
-    for pod in pods_of(core, job):
+    for pod in pods_of(core, job) if pods is None else pods:
         if (pod.status.phase or "Pending") in phases:
             try:
                 core.delete_namespaced_pod(pod.metadata.name, job.namespace)
