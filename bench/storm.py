@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
 from agent.inject import find_rule, line_for
 from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
@@ -48,7 +50,9 @@ from nodemedic.contracts import (
     shipped_message,
 )
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
+from nodemedic.health.result import Result, utc_stamp
 from nodemedic.local.console import chatter_to, copy_of
+from nodemedic.local.scenarios import DMA_ERROR
 from nodemedic.local.world import World, demo_settings, local_world
 
 WRITERS = 8
@@ -59,19 +63,12 @@ DEVICES = 8
 
 
 def health_batch(now: datetime) -> list[str]:
-    """One healthy check run: a result line per GPU (the contracts' health result line)."""
-    ts = now.isoformat(timespec="seconds").replace("+00:00", "Z")
+    """One healthy check run: a result line per GPU, as the agent writes it."""
+    figures = {"temperature_c": 41, "retired_pages": 0}
     return [
-        json.dumps(
-            {
-                "check": "nvidia-smi",
-                "device": f"0000:{16 * i:02x}:00.0",
-                "status": "ok",
-                "reason": "Healthy",
-                "figures": {"temperature_c": 41, "retired_pages": 0},
-                "ts": ts,
-            }
-        )
+        Result(
+            "nvidia-smi", f"0000:{16 * i:02x}:00.0", "ok", "Healthy", figures, utc_stamp(now)
+        ).to_json()
         for i in range(DEVICES)
     ]
 
@@ -166,9 +163,10 @@ def dead_letters(world: World) -> int:
 def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, Any]:
     """The storm on ``nodes`` nodes; its figures."""
     progress = copy_of(sys.stderr)
-    patterns = subscription_filter_patterns(load_catalog())
+    catalog = load_catalog()
+    patterns = subscription_filter_patterns(catalog)
     meter = Meter(lambda message: selected(patterns, message))
-    fault = shipped_message(line_for(find_rule(load_catalog(), "neuron", "DMA_ERROR")), None)
+    fault = shipped_message(line_for(find_rule(catalog, DMA_ERROR.kind, DMA_ERROR.value)), None)
     settings = demo_settings(proof_of_origin="audit")
     with (
         chatter_to(workdir / "world.log"),
@@ -194,7 +192,11 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
         waited, statuses = wait_decided(world, len(stormed), DECIDED_TIMEOUT)
         used = diff(meter.counts(), before)
         cordoned = {s.name for s in world.watch.seen if s.at >= storm_began and s.unschedulable}
-        nodes_now = [world.node(world.machines[i].node) for i in stormed]
+        names = {world.machines[i].node for i in stormed}
+        # One list, not a read per node; a Node deleted since is simply not in it.
+        nodes_now = [
+            n for n in client.CoreV1Api(world.api).list_node().items if n.metadata.name in names
+        ]
         mails = world.inbox.messages()
         fleet_mails = [m for m in mails if m.outcome == "fleet"]
         stopped = Counter(
@@ -228,11 +230,9 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "fleet_mails": len(fleet_mails),
             "fleet_mail_nodes": len(fleet_mails[0].body.get("nodes", [])) if fleet_mails else 0,
-            "fleet_labelled": sum(
-                1 for n in nodes_now if n is not None and FLEET_LABEL in (n.metadata.labels or {})
-            ),
+            "fleet_labelled": sum(1 for n in nodes_now if FLEET_LABEL in (n.metadata.labels or {})),
             "cordoned": len(cordoned),
-            "still_cordoned": sum(1 for n in nodes_now if n is not None and n.spec.unschedulable),
+            "still_cordoned": sum(1 for n in nodes_now if n.spec.unschedulable),
             "breaker": breaker["state"],
             "errors": errors,
             "failures": writers.failures[:5] + [f"{n} x {s}" for s, n in stopped.items()],
