@@ -169,7 +169,8 @@ def _spare(life: Lifecycle) -> None:
     if not life.expect(len(world.spares) == 1, f"the group kept spares {world.spares}, not 1"):
         return
     (spare,) = world.spares
-    started = life.execution_started(machine.instance_id) or run.written_at
+    step = run.steps.get("started")  # the observer saw this run's execution start
+    started = step.at if step else run.written_at
     at = life.schedulable_at(spare, started)
     newcomer = life.wait(lambda: life.newcomer(started), "the group launched a replacement")
     if life.expect(at is not None, f"spare {spare} never became schedulable") and at:
@@ -218,7 +219,8 @@ def _overdue(life: Lifecycle, instance_id: str) -> None:
     life.run_as_rule("RemediationAftercareReconcile")
     if told:
         life.show(began, f"notified (deep_check_timeout {timeout}s): {told[0][:80]}...")
-    life.expect(len(_told(world, node)) == 1, f"{node} was told overdue {len(_told(world, node))}x")
+    times = len(_told(world, node))
+    life.expect(times == 1, f"{node} was told overdue {times}x")
     seen = world.watch.latest(instance_id)
     life.expect(
         seen is not None

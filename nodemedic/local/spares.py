@@ -3,12 +3,19 @@ and their Nodes held back, as an operator sets a group up for ``spares`` (docs/d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from kubernetes import client
 
 from lambdas.kube.nodes import find_node
 from lambdas.kube.spares import mark_spare
+
+
+def chosen(serving: Iterable[str], count: int) -> list[str]:
+    """Which of the in-service instances become the ``count`` spares: the last by id."""
+    ordered = sorted(serving)
+    return ordered[len(ordered) - count :] if count else []
 
 
 def stand_by(autoscaling: Any, core: client.CoreV1Api, group: str, count: int) -> list[str]:
@@ -19,10 +26,9 @@ def stand_by(autoscaling: Any, core: client.CoreV1Api, group: str, count: int) -
     (found,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])[
         "AutoScalingGroups"
     ]
-    serving = sorted(
-        i["InstanceId"] for i in found["Instances"] if i["LifecycleState"] == "InService"
+    spares = chosen(
+        (i["InstanceId"] for i in found["Instances"] if i["LifecycleState"] == "InService"), count
     )
-    spares = serving[len(serving) - count :] if count else []
     left = found["DesiredCapacity"] - len(spares)
     autoscaling.update_auto_scaling_group(
         AutoScalingGroupName=group,

@@ -56,7 +56,7 @@ from nodemedic.local.inbox import Inbox
 from nodemedic.local.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
 from nodemedic.local.kubelet import SimulatedKubelet
 from nodemedic.local.motoserver import CREDENTIALS, REGION, moto_server
-from nodemedic.local.spares import stand_by
+from nodemedic.local.spares import chosen, stand_by
 from nodemedic.local.watch import NodeWatch
 from nodemedic.local.workload import TrainingJob
 from stacks.settings import ClusterSettings
@@ -308,8 +308,8 @@ def local_world(
         kubelet = stack.enter_context(SimulatedKubelet(api))
         watch = NodeWatch(cluster.api_client).start()
         stack.callback(watch.stop)
-        # ``stand_by``'s choice: the last instances by id. They run no training worker.
-        standing = sorted(m.instance_id for m in first_machines)[nodes:]
+        # The instances ``stand_by`` will make spares run no training worker.
+        standing = chosen((m.instance_id for m in first_machines), spares)
         job = TrainingJob(api, workers=min(workers, nodes))
         agents = AgentFleet(
             AgentSettings(
