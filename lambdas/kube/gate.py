@@ -1,5 +1,6 @@
-"""The deep check as a gate: a rebooted node held behind it (``hold_for_deep_check``), and
-the nodes that waited behind it longer than ``deep_check_timeout`` (``overdue``).
+"""The deep check as a gate: its verdict on a node (``deep_check_verdict``), a rebooted node
+held behind it (``hold_for_deep_check``), and the nodes that waited behind it longer than
+``deep_check_timeout`` (``overdue``).
 
 A boot id that changed says the machine restarted, not that its accelerators work: with
 ``post_reboot_deep_check`` the reboot leaves its node cordoned, behind the health-check
@@ -21,9 +22,11 @@ from kubernetes import client
 from lambdas.kube.nodes import (
     clear_condition,
     each_node,
+    find_node,
     given_back,
     instance_of,
     other_taints,
+    taints_without,
     update_node,
 )
 from lambdas.kube.silence import summary
@@ -38,6 +41,7 @@ from nodemedic.contracts import (
     FAULT_TYPE_LABEL,
     HEALTH_LABEL,
     SCHEDULABLE,
+    TAINT_KEY,
     UNSCHEDULABLE,
 )
 from nodemedic.remediate.decision import iso
@@ -54,6 +58,57 @@ class Overdue:
     since: str
     """When the wait began (ISO 8601 UTC): what the told annotation remembers."""
     told: bool
+
+
+def deep_check_verdict(
+    core: client.CoreV1Api,
+    instance_id: str,
+    *,
+    passed: bool,
+    at: datetime.datetime,
+    release_hold: bool = False,
+) -> dict[str, Any]:
+    """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
+    health ``Schedulable``, the health-check taint off, but only a Node that still carries
+    that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
+    one an operator already let in). Its cordon goes only with ``release_hold`` (no other
+    remediation holds the node's lock) on a node a reboot held for this check
+    (``DEEP_CHECK_HELD_ANNOTATION``): anyone else's cordon is theirs. Failed labels it
+    ``Failed``; its replacement is the decision's normal path. Every pass stamps ``at`` (its
+    line's time) on the node, admitted or not: a reboot's hold reads it. ``changed`` False:
+    labels, taints and cordon are as they were; ``uncordoned``: the hold was released."""
+    node = find_node(core, instance_id)
+    if node is None:
+        return {"node": None, "changed": False, "uncordoned": False}
+    changed = uncordoned = False
+
+    def change(now: Any) -> dict[str, Any]:
+        nonlocal changed, uncordoned
+        keys = {t.key for t in now.spec.taints or []}
+        if not passed:
+            changed = True
+            return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
+        stamp = {DEEP_CHECK_PASSED_AT_ANNOTATION: iso(at)}
+        changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
+        if not changed:
+            return {"metadata": {"annotations": stamp}}
+        held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
+        uncordoned = release_hold and held
+        kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
+        released: dict[str, Any] = {"unschedulable": None} if uncordoned else {}
+        return {
+            "metadata": {
+                "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
+                # The wait is over; the hold's mark stays with a cordon it did not lift.
+                "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
+                | stamp
+                | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
+            },
+            "spec": {"taints": kept or None} | released,
+        }
+
+    update_node(core, node.metadata.name, change)
+    return {"node": node.metadata.name, "changed": changed, "uncordoned": uncordoned}
 
 
 def hold_for_deep_check(

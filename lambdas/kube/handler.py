@@ -167,7 +167,7 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     verdict = f.text("verdict")
     if verdict not in gate.VERDICTS:
         raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
-    return nodes.deep_check_verdict(
+    return gate.deep_check_verdict(
         core,
         f.text("instance_id"),
         passed=verdict == "Passed",

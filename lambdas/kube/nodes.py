@@ -19,11 +19,6 @@ from kubernetes import client
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts import (
     CLEARED_REASON,
-    DEEP_CHECK_HELD_ANNOTATION,
-    DEEP_CHECK_LABEL,
-    DEEP_CHECK_PASSED_AT_ANNOTATION,
-    DEEP_CHECK_SINCE_ANNOTATION,
-    DEEP_CHECK_TAINT_KEY,
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
@@ -243,57 +238,6 @@ def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -
     clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
     update_node(core, name, lambda node: given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
-
-
-def deep_check_verdict(
-    core: client.CoreV1Api,
-    instance_id: str,
-    *,
-    passed: bool,
-    at: datetime.datetime,
-    release_hold: bool = False,
-) -> dict[str, Any]:
-    """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
-    health ``Schedulable``, the health-check taint off, but only a Node that still carries
-    that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
-    one an operator already let in). Its cordon goes only with ``release_hold`` (no other
-    remediation holds the node's lock) on a node a reboot held for this check
-    (``DEEP_CHECK_HELD_ANNOTATION``): anyone else's cordon is theirs. Failed labels it
-    ``Failed``; its replacement is the decision's normal path. Every pass stamps ``at`` (its
-    line's time) on the node, admitted or not: a reboot's hold reads it. ``changed`` False:
-    labels, taints and cordon are as they were; ``uncordoned``: the hold was released."""
-    node = find_node(core, instance_id)
-    if node is None:
-        return {"node": None, "changed": False, "uncordoned": False}
-    changed = uncordoned = False
-
-    def change(now: Any) -> dict[str, Any]:
-        nonlocal changed, uncordoned
-        keys = {t.key for t in now.spec.taints or []}
-        if not passed:
-            changed = True
-            return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
-        stamp = {DEEP_CHECK_PASSED_AT_ANNOTATION: iso(at)}
-        changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
-        if not changed:
-            return {"metadata": {"annotations": stamp}}
-        held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
-        uncordoned = release_hold and held
-        kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
-        released: dict[str, Any] = {"unschedulable": None} if uncordoned else {}
-        return {
-            "metadata": {
-                "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
-                # The wait is over; the hold's mark stays with a cordon it did not lift.
-                "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
-                | stamp
-                | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
-            },
-            "spec": {"taints": kept or None} | released,
-        }
-
-    update_node(core, node.metadata.name, change)
-    return {"node": node.metadata.name, "changed": changed, "uncordoned": uncordoned}
 
 
 def mark_failed(
