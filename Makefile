@@ -21,7 +21,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 kube:
-	bash nodemedic/local/build-kube.sh
+	bash world/build-kube.sh
 
 # Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
@@ -42,7 +42,7 @@ lint: $(INSTALLED)
 
 # mypy --strict (pyproject) over every package, the benchmarks and the tests.
 typecheck: $(INSTALLED)
-	$(BIN)/mypy agent lambdas nodemedic stacks scripts tests app.py bench
+	$(BIN)/mypy nodemedic agent lambdas stacks console world scripts tests app.py bench
 
 # The fast tier: no network, no apiserver.
 unit: $(INSTALLED)

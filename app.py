@@ -14,8 +14,8 @@ from typing import Any
 
 import aws_cdk as cdk
 
+from nodemedic.settings import CONTEXT_KEY, ClusterSettings, parse_clusters
 from stacks.pipeline import PipelineStack
-from stacks.settings import CONTEXT_KEY, ClusterSettings, parse_clusters
 from stacks.synth import add_pipelines
 
 

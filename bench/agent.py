@@ -339,7 +339,7 @@ def main() -> None:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from nodemedic.local.identity import MetadataService, local_authority
+    from world.identity import MetadataService, local_authority
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.classifier import corpus
-from nodemedic.backtest.read import read_sources
-from nodemedic.backtest.replay import replay
+from console.backtest.read import read_sources
+from console.backtest.replay import replay
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 
 DAY = 86400
 START = datetime(2026, 11, 1, tzinfo=UTC).timestamp()

@@ -40,13 +40,13 @@ from bench.pricing import Fixed, Usage, load_prices, monthly_dollars
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts import HEARTBEAT_SECONDS, heartbeat_message
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
-from nodemedic.local.console import chatter_to, copy_of
-from nodemedic.local.observe import Observer, follow
-from nodemedic.local.scenarios import DMA_ERROR
-from nodemedic.local.timeline import inject
-from nodemedic.local.world import World, local_world
 from nodemedic.origin.signing import SIGNATURE_BYTES
 from stacks import synth
+from world.observe import Observer, follow
+from world.scenarios import DMA_ERROR
+from world.terminal import chatter_to, copy_of
+from world.timeline import inject
+from world.world import World, local_world
 
 BENIGN = Path(__file__).parents[1] / "tests" / "events" / "kmsg" / "benign.txt"
 CHECK_SECONDS = 60

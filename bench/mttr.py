@@ -1,6 +1,6 @@
 """Time to remediate in the local world: faults injected one after another, each through the
 whole pipeline (agent → CloudWatch Logs → subscription → classifier → Step Functions →
-kube Lambda → Auto Scaling), timed by what the world recorded (``nodemedic.local.timeline``).
+kube Lambda → Auto Scaling), timed by what the world recorded (``world.timeline``).
 
 Prints p50/p99 of line written → node cordoned and line written → Auto Scaling instance
 Unhealthy, and the share of the latter spent in each stage. The baseline, measured in the
@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nodemedic.local.console import chatter_to, copy_of
-from nodemedic.local.observe import Observer, follow
-from nodemedic.local.scenarios import DMA_ERROR
-from nodemedic.local.timeline import FaultRun, inject
-from nodemedic.local.world import Machine, World, local_world
+from world.observe import Observer, follow
+from world.scenarios import DMA_ERROR
+from world.terminal import chatter_to, copy_of
+from world.timeline import FaultRun, inject
+from world.world import Machine, World, local_world
 
 FAULT = DMA_ERROR
 TARGET_P50, TARGET_P99 = 2.0, 5.0

@@ -39,8 +39,8 @@ from kubernetes import client
 from agent.inject import find_rule, line_for
 from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
+from console.cli.breaker import status
 from nodemedic.catalog import load_catalog
-from nodemedic.cli.breaker import status
 from nodemedic.contracts import (
     FLEET_LABEL,
     health_stream,
@@ -51,9 +51,9 @@ from nodemedic.contracts import (
 )
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
-from nodemedic.local.console import chatter_to, copy_of
-from nodemedic.local.scenarios import DMA_ERROR
-from nodemedic.local.world import World, demo_settings, local_world
+from world.scenarios import DMA_ERROR
+from world.terminal import chatter_to, copy_of
+from world.world import World, demo_settings, local_world
 
 WRITERS = 8
 """Threads writing the nodes' streams (each request is one node's batch)."""

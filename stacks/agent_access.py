@@ -9,7 +9,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 
 AGENT_NAMESPACE = "nodemedic"
 AGENT_SERVICE_ACCOUNT = "nodemedic-agent"

@@ -27,8 +27,8 @@ from nodemedic.contracts import (
     SILENT_METRIC,
     STRANDED_METRIC,
 )
+from nodemedic.settings import ClusterSettings
 from stacks.insights import insights_query, is_insights_query
-from stacks.settings import ClusterSettings
 
 PERIOD = Duration.minutes(5)
 MAX_NAME = 255

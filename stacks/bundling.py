@@ -1,6 +1,6 @@
 """The Lambda code asset, built without Docker.
 
-The bundle is the handlers (``lambdas``), the domain packages they import
+The bundle is the handlers (``lambdas``) and the domain package (``nodemedic``) whole
 (``BUNDLED_PACKAGES``), plus the runtime dependencies pinned in
 ``pyproject.toml`` (the versions the tests ran), minus the AWS SDK the Lambda runtime
 already has. pip cross-installs Linux wheels for the Lambda runtime's Python from PyPI;
@@ -40,19 +40,10 @@ PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})
 """Distributions the Lambda Python runtime ships; a bundled copy would only shadow them."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _IGNORED = ("__pycache__", "*.pyc", "*.pyo")
-BUNDLED_PACKAGES = (
-    "lambdas",
-    "nodemedic/__init__.py",
-    "nodemedic/contracts.py",
-    "nodemedic/catalog",
-    "nodemedic/detect/__init__.py",
-    "nodemedic/detect/classifier.py",
-    "nodemedic/jobs",
-    "nodemedic/origin",
-    "nodemedic/remediate",
-)
-"""What the handlers import, relative to the repository: the Lambda bundle carries these and
-nothing else of the repository (not the CLI, not the local world)."""
+BUNDLED_PACKAGES = ("lambdas", "nodemedic")
+"""The handlers and the domain they stand on, whole: the Lambda bundle carries these two
+packages and nothing else of the repository (not the agent, the stacks, the console or
+the local world, which stand above them)."""
 TASK_ROOT = "/var/task"
 """Where Lambda unpacks the bundle."""
 

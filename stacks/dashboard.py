@@ -35,9 +35,9 @@ from nodemedic.contracts import (
     dashboard_name,
 )
 from nodemedic.detect.filterpattern import filter_terms
+from nodemedic.settings import ClusterSettings
 from stacks.alarms import breaker_tripped
 from stacks.insights import insights_query, search_expressions
-from stacks.settings import ClusterSettings
 
 PERIOD = Duration.minutes(5)
 PERCENTILES = ("p50", "p99")

@@ -17,10 +17,10 @@ from nodemedic.contracts import (
     ENV_SERVICE_NAME,
     METRICS_NAMESPACE,
 )
+from nodemedic.settings import ClusterSettings
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.loggroups import log_group
 from stacks.nag import XRAY, acknowledge
-from stacks.settings import ClusterSettings
 
 
 class PythonFunction(Construct):

@@ -16,7 +16,7 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 
 GROUP_TAG = "aws:ResourceTag/aws:autoscaling:groupName"
 

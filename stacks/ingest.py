@@ -26,9 +26,9 @@ from nodemedic.contracts import (
 )
 from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.origin.identity import load_certificates
+from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
-from stacks.settings import ClusterSettings
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"

@@ -33,10 +33,10 @@ from nodemedic.contracts import (
     METRICS_NAMESPACE,
     application_log_group,
 )
+from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.insights import insights_query
 from stacks.kube_access import cluster_access
-from stacks.settings import ClusterSettings
 
 SCHEDULE = Duration.minutes(1)
 

@@ -10,9 +10,9 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from nodemedic.contracts import ENV_EKS_CLUSTER, REMEDIATOR_GROUP
+from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.nag import acknowledge
-from stacks.settings import ClusterSettings
 from stacks.unscoped import reason as unscoped_reason
 from stacks.unscoped import unscoped
 

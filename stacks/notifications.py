@@ -10,7 +10,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 
 
 class Notifications(Construct):

@@ -12,8 +12,8 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from nodemedic.contracts import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
+from nodemedic.settings import ClusterSettings
 from stacks.nag import acknowledge
-from stacks.settings import ClusterSettings
 
 
 class OriginKey(Construct):

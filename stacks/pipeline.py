@@ -18,6 +18,7 @@ from constructs import Construct
 from nodemedic import contracts
 from nodemedic.catalog import Catalog
 from nodemedic.contracts import LEDGER_OUTPUT, METRICS_NAMESPACE
+from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AgentAccess
 from stacks.alarms import Alarms
 from stacks.bundling import catalog_environment, lambda_code
@@ -30,7 +31,6 @@ from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.origin import OriginKey
 from stacks.remediation import Remediation
-from stacks.settings import ClusterSettings
 from stacks.silence import hear_silence
 from stacks.unscoped import UNSCOPED_ACTIONS
 from stacks.unscoped import reason as unscoped_reason

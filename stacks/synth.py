@@ -19,8 +19,8 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from nodemedic.catalog import extra_paths_from_env, load_catalog
+from nodemedic.settings import CONTEXT_KEY, ClusterSettings
 from stacks.pipeline import PipelineStack, stack_name
-from stacks.settings import CONTEXT_KEY, ClusterSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}

@@ -25,7 +25,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.origin import LogsRegistrations
-from lambdas.classify.service import LogEvent, Origin, Starter, process_batch
 from lambdas.observability import logger, metrics, tracer
 from nodemedic.contracts import (
     DECISIONS_STARTED_METRIC,
@@ -41,6 +40,7 @@ from nodemedic.contracts import (
     MALFORMED_METRIC,
     UNPROVEN_METRIC,
 )
+from nodemedic.detect.batch import LogEvent, Origin, Starter, process_batch
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.origin.identity import load_certificates, vendored_certificates
 from nodemedic.origin.signing import unproven

@@ -72,7 +72,7 @@ DECLARE: Final = update(
 
 @dataclass(frozen=True)
 class FleetRules:
-    """The cluster's fleet settings (``stacks.settings.ClusterSettings.fleet_*``)."""
+    """The cluster's fleet settings (``nodemedic.settings.ClusterSettings.fleet_*``)."""
 
     min_nodes: int = 3
     min_percent: int = 50

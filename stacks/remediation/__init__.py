@@ -48,6 +48,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
+from nodemedic.settings import ClusterSettings
+from stacks.bundling import bundled_files
 from stacks.functions import PythonFunction
 from stacks.remediation import fleet
 from stacks.remediation.aftercare import Aftercare
@@ -62,31 +64,19 @@ from stacks.remediation.mark import mark
 from stacks.remediation.reboot import reboot
 from stacks.remediation.replace import replace
 from stacks.remediation.report import report
-from stacks.settings import ClusterSettings
 
 _ROOT = Path(__file__).resolve().parents[2]
-POLICY_MODULES = (
-    "lambdas/__init__.py",
-    "lambdas/policy/__init__.py",
-    "lambdas/policy/handler.py",
-    "nodemedic/__init__.py",
-    "nodemedic/contracts.py",
-    "nodemedic/remediate/__init__.py",
-    "nodemedic/remediate/breaker.py",
-    "nodemedic/remediate/errors.py",
-    "nodemedic/remediate/expressions.py",
-    "nodemedic/remediate/fleet.py",
-    "nodemedic/remediate/ledger.py",
-    "nodemedic/remediate/parking.py",
-    "nodemedic/remediate/policy.py",
-)
-"""The policy function's code: its handler needs nothing outside the standard library."""
+POLICY_PACKAGES = ("lambdas/__init__.py", "lambdas/policy", "nodemedic")
+"""The policy function's code: its handler and the domain, which need nothing outside the
+standard library on the handler's import path."""
 
 
 def _policy_code() -> aws_lambda.Code:
-    folders = sorted({str(Path(name).parent) for name in POLICY_MODULES})
+    files = [path.as_posix() for path in bundled_files(POLICY_PACKAGES)]
+    folders = sorted({parent.as_posix() for path in files for parent in Path(path).parents})
+    kept = [name for name in (*folders, *files) if name != "."]
     return aws_lambda.Code.from_asset(
-        str(_ROOT), exclude=["*", ".*", *(f"!{name}" for name in (*folders, *POLICY_MODULES))]
+        str(_ROOT), exclude=["*", ".*", *(f"!{name}" for name in kept)]
     )
 
 

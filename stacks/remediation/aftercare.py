@@ -23,12 +23,12 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.remediate import parking
+from nodemedic.settings import ClusterSettings
 from stacks.remediation.cleanup import cleanup
 from stacks.remediation.flow import Flow
 from stacks.remediation.machine import state_machine
 from stacks.remediation.reconcile import reconcile
 from stacks.remediation.requests import REQUESTS_SECONDS, answer_requests
-from stacks.settings import ClusterSettings
 
 STATUS_CHANGE: Final = "Step Functions Execution Status Change"
 ENDED_UNCLEANLY: Final = ("FAILED", "TIMED_OUT", "ABORTED")

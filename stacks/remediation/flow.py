@@ -21,6 +21,7 @@ from constructs import Construct
 from nodemedic.contracts import STEP_AT_PREFIX
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Condition, Update
+from nodemedic.settings import ClusterSettings
 from stacks.remediation import state
 from stacks.remediation.render import (
     NOW,
@@ -32,7 +33,6 @@ from stacks.remediation.render import (
     formatted,
     record_key,
 )
-from stacks.settings import ClusterSettings
 from stacks.unscoped import unscoped
 
 _Task = TypeVar("_Task", bound=sfn.TaskStateBase | sfn.Map)

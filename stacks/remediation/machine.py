@@ -8,8 +8,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from nodemedic.settings import ClusterSettings
 from stacks.loggroups import log_group
-from stacks.settings import ClusterSettings
 
 
 def state_machine(

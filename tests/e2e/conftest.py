@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.local.world import World, local_world
+from world.world import World, local_world
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,6 @@ import pytest
 from kubernetes import client
 
 from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY, identity_stream, node_log_group
-from nodemedic.local.scenarios import Result
-from nodemedic.local.timeline import FaultRun
-from nodemedic.local.world import NODE_GROUP, World
 from tests.support.e2e import (
     group_after_replacements,
     group_instances,
@@ -18,6 +15,9 @@ from tests.support.e2e import (
     workers_by_node,
     workers_running_again,
 )
+from world.scenarios import Result
+from world.timeline import FaultRun
+from world.world import NODE_GROUP, World
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 

@@ -74,7 +74,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> None:
             _WITH_CTRL_C,
             sys.executable,
             "-m",
-            "nodemedic.cli",
+            "console.cli",
             "demo",
             *demo_args,
         ],
@@ -100,7 +100,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> None:
             output.append(lines.get(timeout=300))
         children = descendants(demo.pid)
         names = " ".join(command(pid) for pid in children)
-        assert names.count("nodemedic.cli agent") == 8, names
+        assert names.count("console.cli agent") == 8, names
         for process in ("etcd", "kube-apiserver", "kube-controller-manager"):
             assert process in names
         os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in a terminal does

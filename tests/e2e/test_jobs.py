@@ -16,11 +16,11 @@ from nodemedic.contracts import (
     JOB_RESTARTS_ANNOTATION,
     application_log_group,
 )
-from nodemedic.local.jobscenario import JobsView
-from nodemedic.local.scenarios import SETTINGS, Result
-from nodemedic.local.training import NAMESPACE
-from nodemedic.local.world import World, demo_settings
 from tests.support.e2e import run_scenario
+from world.jobscenario import JobsView
+from world.scenarios import SETTINGS, Result
+from world.training import NAMESPACE
+from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 WORLD_SETTINGS = demo_settings(**SETTINGS["jobs"])

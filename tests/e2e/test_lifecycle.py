@@ -14,9 +14,9 @@ from nodemedic.contracts import (
     DEEP_CHECK_TAINT_KEY,
     SPARE_LABEL,
 )
-from nodemedic.local.scenarios import LAUNCH_SECONDS, SETTINGS, WORLDS, Result
-from nodemedic.local.world import World, demo_settings
 from tests.support.e2e import group_instances, run_scenario
+from world.scenarios import LAUNCH_SECONDS, SETTINGS, WORLDS, Result
+from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 WORLD_SETTINGS = demo_settings(**SETTINGS["lifecycle"])

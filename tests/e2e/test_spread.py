@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from nodemedic.cli.breaker import status
-from nodemedic.local.inbox import Notification
-from nodemedic.local.scenarios import SETTINGS, Result
-from nodemedic.local.world import World, demo_settings
+from console.cli.breaker import status
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_after_replacements, run_scenario
+from world.inbox import Notification
+from world.scenarios import SETTINGS, Result
+from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 3  # replacements_per_hour, the default

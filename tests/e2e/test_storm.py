@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from nodemedic.cli.breaker import status
+from console.cli.breaker import status
 from nodemedic.contracts import FLEET_LABEL
-from nodemedic.local.scenarios import Result
-from nodemedic.local.watch import NodeSeen
-from nodemedic.local.world import World
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
+from world.scenarios import Result
+from world.watch import NodeSeen
+from world.world import World
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from nodemedic.backtest.read import History, read_lines
+from console.backtest.read import History, read_lines
 from tests.support.paths import EVENTS
 
 START = datetime(2026, 11, 22, 18, 0, tzinfo=UTC).timestamp()

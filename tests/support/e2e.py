@@ -1,5 +1,5 @@
 """The whole local world: moto server with the synthesized stack, the real kube-apiserver,
-simulated kubelets, one agent process per node (``nodemedic.local.world``).
+simulated kubelets, one agent process per node (``world.world``).
 
 Each test module runs its scenario in a world of its own (``tests/e2e/conftest.py``): the
 breaker's rate limits count per clock hour, so one scenario's replacements would hold the
@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from nodemedic.local.scenarios import SCENARIOS, Result
-from nodemedic.local.world import NODE_GROUP, World
+from world.scenarios import SCENARIOS, Result
+from world.world import NODE_GROUP, World
 
 
 def run_scenario(world: World, name: str) -> Result:

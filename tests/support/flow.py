@@ -15,12 +15,12 @@ import boto3
 from kubernetes import client
 
 from nodemedic.contracts import TAINT_KEY, deep_check_stream, kmsg_stream
-from nodemedic.local.hypervisor import Hypervisor
-from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.watch import NodeSeen, NodeWatch
 from nodemedic.origin.signing import sign
 from tests.support.origin import put, register
 from tests.support.remediation import REGION, Pipeline, instances
+from world.hypervisor import Hypervisor
+from world.kubelet import SimulatedKubelet
+from world.watch import NodeSeen, NodeWatch
 
 NEURON: dict[str, Any] = {
     "instance_type": "trn1.32xlarge",

@@ -1,5 +1,5 @@
 """The local Kubernetes the kube and remediation tests share: one real kube-apiserver
-(v1.20.2, built and cached by nodemedic/local/build-kube.sh on first use) per session,
+(v1.20.2, built and cached by world/build-kube.sh on first use) per session,
 simulated kubelets, and a fresh namespace per test. A conftest imports these fixtures to
 offer them."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from nodemedic.local.kubeapi import LocalCluster, local_cluster
-from nodemedic.local.kubelet import SimulatedKubelet
+from world.kubeapi import LocalCluster, local_cluster
+from world.kubelet import SimulatedKubelet
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,8 @@ from typing import Any
 
 from agent.origin import Encrypt, sealed_registration
 from nodemedic.contracts import identity_stream, node_log_group
-from nodemedic.local.identity import identity_document, local_authority
 from nodemedic.origin.signing import KEY_BYTES, Registration
+from world.identity import identity_document, local_authority
 
 AUTHORITY = local_authority()
 _HOME = Path(tempfile.mkdtemp(prefix="nodemedic-authority-"))

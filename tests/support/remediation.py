@@ -1,7 +1,7 @@
 """Shared pieces of the remediation tests.
 
 The state machine under test is the one ``cdk synth`` produces: the whole PipelineStack
-of ``stacks.synth.synth_template``, deployed into moto by ``nodemedic.local.aws.deploy``.
+of ``stacks.synth.synth_template``, deployed into moto by ``world.aws.deploy``.
 Three clusters' stacks, one per recovery setting, can share one moto world: ``demo``
 acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their settings
 are also the ones the definition tests read, so the suite synthesizes three stacks.
@@ -21,14 +21,14 @@ from typing import Any
 import boto3
 
 from nodemedic.detect.classifier import default_classifier
-from nodemedic.local.aws import node_group
-from nodemedic.local.cloudformation import Deployment
-from nodemedic.local.inbox import Inbox
 from nodemedic.remediate.decision import Identity, decide
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.origin import CERTIFICATE
 from tests.support.templates import MACHINE, REMEDIATION
+from world.aws import node_group
+from world.cloudformation import Deployment
+from world.inbox import Inbox
 
 REGION = "us-east-1"
 MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
@@ -262,7 +262,7 @@ class Pipeline:
 
     def rule(self, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The EventBridge rule whose logical id starts with ``prefix``, and its targets, as
-        moto holds them (it fires none: ``nodemedic.local.resources``)."""
+        moto holds them (it fires none: ``world.resources``)."""
         events = boto3.client("events", region_name=REGION)
         name = self.deployment.find("AWS::Events::Rule", prefix).ref
         targets: list[dict[str, Any]] = events.list_targets_by_rule(Rule=name)["Targets"]

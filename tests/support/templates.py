@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 
 SETTINGS = ClusterSettings(
     name="demo",

@@ -26,10 +26,10 @@ from nodemedic.contracts import (
     origin_key_alias,
     shipped_message,
 )
-from nodemedic.local.identity import MetadataService, local_authority
 from nodemedic.origin.identity import load_certificates
 from nodemedic.origin.signing import Registration, check_registration, unproven
 from tests.support.agent import CLUSTER, REGION, Running, append_lines, config, wait_for
+from world.identity import MetadataService, local_authority
 
 AUTHORITY = local_authority()
 _clusters = itertools.count()

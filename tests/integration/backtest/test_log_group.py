@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.cli import main
+from console.cli import main
 from nodemedic.contracts import health_stream, identity_stream, kmsg_stream, node_log_group
 from tests.support.backtest import benign_lines, fault_line, node
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from nodemedic.backtest.html import COLOURS, LEFT, ROW, TOP, WIDTH, page
-from nodemedic.backtest.replay import replay
-from nodemedic.backtest.report import document
+from console.backtest.html import COLOURS, LEFT, ROW, TOP, WIDTH, page
+from console.backtest.replay import replay
+from console.backtest.report import document
 from nodemedic.detect.classifier import default_classifier
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from tests.support.backtest import fault_line, history, node
 from tests.support.browser import RGB, Picture, read_png, screenshot
 

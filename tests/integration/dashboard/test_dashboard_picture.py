@@ -13,12 +13,12 @@ from typing import Any
 import boto3
 import pytest
 
-from nodemedic.cli import main
-from nodemedic.dashboard.page import WIDTH, chart_origin, chart_size
-from nodemedic.dashboard.read import Widget
-from nodemedic.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
-from nodemedic.local.motoserver import moto_server
+from console.cli import main
+from console.dashboard.page import WIDTH, chart_origin, chart_size
+from console.dashboard.read import Widget
+from console.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
 from tests.support.browser import RGB, Picture, read_png, screenshot
+from world.motoserver import moto_server
 
 REGION = "us-east-1"
 GROUPS = ("p5-a", "trn1-b")

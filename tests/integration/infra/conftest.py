@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.templates import SETTINGS, Template
 

@@ -15,8 +15,8 @@ import aws_cdk as cdk
 import pytest
 
 from app import build, clusters_from_context
+from nodemedic.settings import CONTEXT_KEY, ClusterSettings
 from stacks import synth
-from stacks.settings import CONTEXT_KEY, ClusterSettings
 from stacks.synth import NO_BUNDLING, add_pipelines, app_context, synth_template
 from tests.support.paths import ROOT
 from tests.support.templates import MACHINE, REMEDIATION, Template, one

@@ -13,7 +13,7 @@ from nodemedic.contracts import (
     JOBS_FAILED_METRIC,
     application_log_group,
 )
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.templates import SETTINGS, Template, one, resources
 

@@ -14,11 +14,11 @@ from aws_cdk import aws_stepfunctions as sfn
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts import ENV_ACCEPT_INJECTED, REMEDIATOR_GROUP
 from nodemedic.detect.filterpattern import subscription_filter_patterns
+from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
 from stacks.guardrails import guard_remediation
 from stacks.pipeline import PipelineStack
-from stacks.settings import ClusterSettings
 from stacks.synth import NO_BUNDLING, synth_template
 from tests.support.paths import ROOT
 from tests.support.templates import (

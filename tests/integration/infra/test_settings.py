@@ -13,7 +13,7 @@ import pytest
 from aws_cdk import assertions
 from aws_cdk import aws_logs as logs
 
-from stacks.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
+from nodemedic.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
 from stacks.synth import synth_template
 from tests.support.paths import ROOT
 

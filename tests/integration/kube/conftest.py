@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from lambdas.kube.handler import handler
-from nodemedic.local.kubeapi import LocalCluster
-from nodemedic.local.kubelet import SimulatedKubelet
 from tests.support.kube import Invoke, Node
 from tests.support.lambda_context import lambda_context
+from world.kubeapi import LocalCluster
+from world.kubelet import SimulatedKubelet
 
 _numbers = itertools.count(1)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from nodemedic.local.kubeapi import LocalCluster, local_cluster
+from world.kubeapi import LocalCluster, local_cluster
 
 pytestmark = pytest.mark.kube
 

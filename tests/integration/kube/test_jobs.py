@@ -29,11 +29,11 @@ from nodemedic.contracts import (
     RUN_POLICY_ANNOTATION,
     application_log_group,
 )
-from nodemedic.local.kubeapi import LocalCluster
 from tests.support.kube import Node, bind_pod, exists, running, wait_for
 from tests.support.lambda_context import lambda_context
 from tests.support.paths import EVENTS
 from tests.support.payloads import wrap
+from world.kubeapi import LocalCluster
 
 pytestmark = pytest.mark.kube
 CONTEXT = lambda_context("jobs", memory_mb=256, timeout_seconds=60)

@@ -16,8 +16,8 @@ from nodemedic.contracts import (
     HEALTH_LABEL,
     TAINT_KEY,
 )
-from nodemedic.local.kubelet import SimulatedKubelet
 from tests.support.kube import Invoke, Node, wait_for
+from world.kubelet import SimulatedKubelet
 
 pytestmark = pytest.mark.kube
 

@@ -12,9 +12,9 @@ import pytest
 from kubernetes import client
 
 from nodemedic.contracts import HEALTH_LABEL, MANUAL_SOURCE
-from nodemedic.local.kubelet import SimulatedKubelet
 from tests.integration.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
+from world.kubelet import SimulatedKubelet
 
 pytestmark = pytest.mark.kube
 

@@ -11,24 +11,24 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
-from nodemedic.local.aws import QUICK_EC2, deploy
-from nodemedic.local.hypervisor import Hypervisor, machines
-from nodemedic.local.inprocess import handlers_in_process
-from nodemedic.local.kubeapi import LocalCluster
-from nodemedic.local.kubelet import SimulatedKubelet
-from nodemedic.local.motopatch import (
+from nodemedic.settings import ClusterSettings
+from stacks.pipeline import stack_name
+from stacks.synth import synth_template
+from tests.support.flow import REBOOT_SECONDS, World
+from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
+from world.aws import QUICK_EC2, deploy
+from world.hypervisor import Hypervisor, machines
+from world.inprocess import handlers_in_process
+from world.kubeapi import LocalCluster
+from world.kubelet import SimulatedKubelet
+from world.motopatch import (
     atomic_writes,
     final_stops,
     runtime_causes,
     start_executions,
 )
-from nodemedic.local.stepfunctions import definitions_parsed_once
-from nodemedic.local.watch import NodeWatch
-from stacks.pipeline import stack_name
-from stacks.settings import ClusterSettings
-from stacks.synth import synth_template
-from tests.support.flow import REBOOT_SECONDS, World
-from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
+from world.stepfunctions import definitions_parsed_once
+from world.watch import NodeWatch
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.cli import main
+from console.cli import main
 from nodemedic.contracts import AWAITING_DEEP_CHECK_OUTCOME
-from nodemedic.local.aws import deploy
+from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
-from stacks.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.flow import GPU, NEURON, World, asg_instance
 from tests.support.kube import bind_pod, pdb, wait_for
@@ -34,6 +33,7 @@ from tests.support.remediation import (
     datapoints,
     decision,
 )
+from world.aws import deploy
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 

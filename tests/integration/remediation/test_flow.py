@@ -27,7 +27,6 @@ from nodemedic.contracts import (
     shipped_message,
 )
 from nodemedic.detect.classifier import default_classifier
-from nodemedic.local.watch import NodeSeen
 from nodemedic.remediate import ledger as nodemedic_ledger
 from tests.support.flow import (
     GPU,
@@ -50,6 +49,7 @@ from tests.support.remediation import (
     iso,
     metric_names,
 )
+from world.watch import NodeSeen
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 

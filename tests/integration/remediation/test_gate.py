@@ -21,11 +21,11 @@ from nodemedic.contracts import (
     SCHEDULABLE,
     UNSCHEDULABLE,
 )
-from nodemedic.local.motopatch import REBOOT_INSTANCES
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, asg_instance, our_taints, ship_verdict
 from tests.support.kube import wait_for
 from tests.support.remediation import ACTING, UNGATED, Pipeline, decision
+from world.motopatch import REBOOT_INSTANCES
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from nodemedic.cli.history import records
-from nodemedic.cli.remediations import entry
+from console.cli.history import records
+from console.cli.remediations import entry
 from nodemedic.contracts import HEALTH_LABEL
 from stacks.remediation.requests import REQUESTS_SECONDS
 from tests.support.flow import GPU, World, asg_instance

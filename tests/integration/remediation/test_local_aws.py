@@ -17,13 +17,13 @@ from moto import mock_aws
 
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.filterpattern import subscription_filter_patterns
-from nodemedic.local.aws import deploy
-from nodemedic.local.cloudformation import TemplateError
-from nodemedic.local.hypervisor import Hypervisor, machines
-from nodemedic.local.inprocess import ThreadEnviron, handlers_in_process
-from nodemedic.local.motopatch import atomic_writes
-from nodemedic.local.resources import SKIPPED
 from tests.support.remediation import MOTO, REGION, instances, state_machine_definition
+from world.aws import deploy
+from world.cloudformation import TemplateError
+from world.hypervisor import Hypervisor, machines
+from world.inprocess import ThreadEnviron, handlers_in_process
+from world.motopatch import atomic_writes
+from world.resources import SKIPPED
 
 ROLE = {
     "Type": "AWS::IAM::Role",

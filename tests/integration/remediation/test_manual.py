@@ -13,9 +13,9 @@ import time
 import boto3
 import pytest
 
-from nodemedic.cli.history import records
-from nodemedic.cli.manual import request
-from nodemedic.cli.remediations import entry
+from console.cli.history import records
+from console.cli.manual import request
+from console.cli.remediations import entry
 from nodemedic.contracts import HEALTH_LABEL, HISTORY_TTL_ATTRIBUTE, TAINT_KEY
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.kube import wait_for

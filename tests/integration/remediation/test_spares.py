@@ -13,9 +13,9 @@ import pytest
 from kubernetes import client
 
 from nodemedic.contracts import SPARE_LABEL, SPARE_TAINT_KEY
-from nodemedic.local.spares import stand_by
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.remediation import REGION, decision, instances
+from world.spares import stand_by
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 LAUNCH_SECONDS = 2.0

@@ -12,8 +12,8 @@ import pytest
 
 from agent.inject import LOG_USER, InjectError, append_file, find_rule, line_for, write_device
 from agent.kmsg import DevKmsgReader, FileKmsgReader
+from console.cli import main as nodemedic
 from nodemedic.catalog import load_catalog
-from nodemedic.cli import main as nodemedic
 from nodemedic.contracts import shipped_message
 from nodemedic.detect.classifier import classify
 from tests.support.paths import ROOT

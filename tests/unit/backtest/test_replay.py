@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodemedic.backtest.replay import Replay, replay
-from nodemedic.backtest.report import document, rows
+from console.backtest.replay import Replay, replay
+from console.backtest.report import document, rows
 from nodemedic.detect.classifier import default_classifier
-from stacks.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings
 from tests.support.backtest import fault_line, history, node
 
 ENFORCING = ClusterSettings(name="bt", node_groups=("gpu",))

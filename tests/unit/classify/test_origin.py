@@ -17,12 +17,12 @@ from nodemedic.contracts import (
     node_log_group,
     origin_key_alias,
 )
-from nodemedic.local.identity import identity_document, local_authority
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.origin import encrypter
 from tests.support.payloads import wrap
+from world.identity import identity_document, local_authority
 
 CLUSTER, VICTIM, ATTACKER = "trn-prod", "i-0a1b2c3d4e5f60718", "i-0ffffffffffffff01"
 XID79 = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus."

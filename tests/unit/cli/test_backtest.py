@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.cli import main
+from console.cli import main
 from tests.support.backtest import benign_lines, fault_line, node, tail_line
 
 XID79 = fault_line("nvidia-xid-79")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.cli import main
+from console.cli import main
 
 RULE = """\
 schema: 1

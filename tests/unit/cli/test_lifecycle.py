@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from nodemedic.cli import main
-from nodemedic.cli.remediations import entry
+from console.cli import main
+from console.cli.remediations import entry
 
 RECORD = {
     "pk": "i-0123456789abcdef0",

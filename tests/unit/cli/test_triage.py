@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.cli import main
+from console.cli import main
 from nodemedic.detect.logformat import messages
 from tests.support.paths import EVENTS as EVENTS_ROOT
 

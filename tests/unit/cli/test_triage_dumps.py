@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.cli import main
+from console.cli import main
 from tests.support.paths import EVENTS
 
 FAULTY = [

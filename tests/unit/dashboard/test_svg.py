@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from nodemedic.dashboard.read import Series
-from nodemedic.dashboard.svg import NO_DATA, colour, line_chart, nice_top, plot_box, stacked
+from console.dashboard.read import Series
+from console.dashboard.svg import NO_DATA, colour, line_chart, nice_top, plot_box, stacked
 
 
 def _points(svg: str) -> list[list[tuple[float, float]]]:

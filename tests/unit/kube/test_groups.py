@@ -8,8 +8,8 @@ import pytest
 from moto import mock_aws
 
 from lambdas.kube.groups import group_size
-from nodemedic.local.aws import node_group
 from nodemedic.remediate.policy import NO_GROUP
+from world.aws import node_group
 
 REGION = "us-east-1"
 

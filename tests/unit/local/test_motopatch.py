@@ -1,4 +1,4 @@
-"""The guard on the local world's changes to moto (``nodemedic.local.motopatch``): each one
+"""The guard on the local world's changes to moto (``world.motopatch``): each one
 is written against one moto release and the signatures it gives the replaced attributes,
 so a newer moto must fail here, naming the target, before it fails somewhere in the demo."""
 
@@ -16,20 +16,20 @@ from typing import Any
 
 import pytest
 
-from nodemedic.local import motopatch
-from nodemedic.local.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 from tests.support.paths import ROOT
+from world import motopatch
+from world.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 
 INSTALLED = importlib.metadata.version("moto")
 REREAD = (
-    "re-read its replacement (nodemedic/local/motopatch.py says where it lives) against "
+    "re-read its replacement (world/motopatch.py says where it lives) against "
     f"moto {INSTALLED}, then update the target"
 )
 
 
 def test_the_installed_moto_is_the_release_the_patches_are_written_against() -> None:
     assert INSTALLED == MOTO_VERSION, (
-        f"moto {INSTALLED} is installed; nodemedic/local/motopatch.py is written against "
+        f"moto {INSTALLED} is installed; world/motopatch.py is written against "
         f"moto {MOTO_VERSION}: run this module's tests, re-read the replacement of every "
         "target they name, then move MOTO_VERSION and the pin in pyproject.toml together"
     )
@@ -39,8 +39,7 @@ def test_pyproject_pins_the_release_the_patches_are_written_against() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pins = [r for r in project["optional-dependencies"]["local"] if re.match(r"moto\b", r)]
     assert [re.sub(r"^moto(\[.*\])?", "", p) for p in pins] == [f"=={MOTO_VERSION}"], (
-        f"pyproject.toml pins {pins}; nodemedic/local/motopatch.py is written against "
-        f"moto {MOTO_VERSION}"
+        f"pyproject.toml pins {pins}; world/motopatch.py is written against moto {MOTO_VERSION}"
     )
 
 

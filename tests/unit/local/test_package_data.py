@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nodemedic.local import agents, kubeapi
 from tests.support.paths import EVENTS, ROOT
+from world import agents, kubeapi
 
 PACKAGE = Path(kubeapi.__file__).parent
 READ_AT_RUN_TIME = {
@@ -22,14 +22,14 @@ READ_AT_RUN_TIME = {
 
 @pytest.mark.parametrize("path", READ_AT_RUN_TIME.values(), ids=READ_AT_RUN_TIME.keys())
 def test_what_the_local_world_reads_is_package_data(path: Path) -> None:
-    assert path.is_relative_to(PACKAGE), f"{path} is outside the package nodemedic.local"
+    assert path.is_relative_to(PACKAGE), f"{path} is outside the package world"
     assert path.is_file()
     relative = path.relative_to(PACKAGE).as_posix()
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
-    patterns = setuptools["setuptools"]["package-data"].get("nodemedic.local", [])
+    patterns = setuptools["setuptools"]["package-data"].get("world", [])
     assert any(fnmatch(relative, p) for p in patterns), (
-        f"nodemedic/local/{relative} is not in pyproject.toml's package data of "
-        f"nodemedic.local ({patterns}): an installed nodemedic would lack it"
+        f"world/{relative} is not in pyproject.toml's package data of "
+        f"world ({patterns}): an installed nodemedic would lack it"
     )
 
 

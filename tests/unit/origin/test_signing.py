@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nodemedic.local.identity import LocalAuthority, identity_document, local_authority
 from nodemedic.origin.identity import (
     OriginError,
     load_certificates,
@@ -26,6 +25,7 @@ from nodemedic.origin.signing import (
     sign,
     unproven,
 )
+from world.identity import LocalAuthority, identity_document, local_authority
 
 VICTIM, ATTACKER = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"
 XID = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus."

@@ -1,0 +1,49 @@
+"""``nodemedic``: the one command line. Each subcommand lives in the module that does it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+Configure = Callable[[argparse.ArgumentParser], None]
+
+# name → (module, configure, run, help); modules import lazily so `triage` does not pay
+# for boto3 and the agent does not pay for the CDK.
+_COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    "triage": ("console.cli.triage", "configure", "run", "classify kernel logs offline"),
+    "catalog": ("console.cli.catalog", "configure", "run", "list rules, print the filter"),
+    "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
+    "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
+    "breaker": ("console.cli.breaker", "configure", "run", "read or reset the cluster's breaker"),
+    "reboot": ("console.cli.manual", "configure", "run", "reboot a node by hand"),
+    "replace": ("console.cli.manual", "configure", "run", "replace a node by hand"),
+    "history": ("console.cli.history", "configure", "run", "every remediation in the ledger"),
+    "backtest": ("console.cli.backtest", "configure", "run", "replay history: what would it do?"),
+    "dashboard": ("console.cli.dashboard", "configure", "run", "draw the CloudWatch dashboard"),
+    "demo": ("world.demo", "configure", "run", "run the whole pipeline locally, no AWS"),
+}
+
+
+def parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the ``wanted`` subcommand's module is imported to configure it."""
+    top = argparse.ArgumentParser(
+        prog="nodemedic", description="Find broken accelerator hardware and heal it."
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, configure, run, help_text) in _COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_target=(module, configure, run))
+        if name == wanted:
+            getattr(import_module(module), configure)(command)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    args = parser(wanted).parse_args(argv)
+    module, _, run = args._target
+    code: int = getattr(import_module(module), run)(args)
+    return code

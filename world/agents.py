@@ -1,0 +1,183 @@
+"""One ``nodemedic agent`` process per simulated machine, as the DaemonSet runs one per node.
+
+Each agent follows the kernel log of its machine's current boot: a file per boot, empty
+when the machine comes up, as the ring buffer of a freshly booted kernel is. A reboot
+stops the agent and starts a new one on the new boot's file; a machine that powers off
+loses its agent. Processes are started and stopped by one long-lived thread: a child's
+death signal (``PR_SET_PDEATHSIG``) follows the thread that forked it, and the callbacks
+that ask for agents run on short-lived timer threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE
+from world.kubeapi import die_with_parent
+
+RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
+"""A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
+read it instead of a GPU (``data/SOURCES.md`` says where it comes from)."""
+_STOP_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    cluster: str
+    region: str
+    endpoint_url: str
+    workdir: Path
+    flush_interval: float = 0.2
+    environment: Mapping[str, str] | None = None
+    metadata: Callable[[str], str] | None = None
+    """The IMDSv2 endpoint of an instance (``identity.MetadataService.endpoint``): its agent
+    registers a key with the identity document served there and signs every event. None:
+    the agents ship unsigned (``--no-sign``)."""
+
+
+@dataclass
+class _Running:
+    process: subprocess.Popen[bytes]
+    kmsg: Path
+
+
+class AgentFleet:
+    """The agents of the local world, by instance id."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self._running: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+        self._requests: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="agent-fleet", daemon=True)
+        self._thread.start()
+
+    def kmsg(self, instance_id: str) -> Path:
+        """The kernel log of the instance's current boot, where faults are injected."""
+        with self._lock:
+            return self._running[instance_id].kmsg
+
+    def start(self, instance_id: str, boot_id: str, extra: Sequence[str] = ()) -> Path:
+        """Start the agent of a machine that booted with ``boot_id``, with ``extra`` agent
+        flags; its kernel log file exists when this returns, the process soon after."""
+        node_dir = self.settings.workdir / instance_id
+        node_dir.mkdir(parents=True, exist_ok=True)
+        kmsg = node_dir / f"kmsg-{boot_id}.log"
+        kmsg.touch()
+        done = threading.Event()
+
+        def spawn() -> None:
+            try:
+                self._stop_now(instance_id)
+                process = self._spawn(instance_id, boot_id, kmsg, node_dir, extra)
+                with self._lock:
+                    self._running[instance_id] = _Running(process, kmsg)
+            finally:
+                done.set()
+
+        self._requests.put(spawn)
+        done.wait()
+        return kmsg
+
+    def stop(self, instance_id: str) -> None:
+        """The machine went down: its agent is gone (asynchronously)."""
+        self._requests.put(lambda: self._stop_now(instance_id))
+
+    def close(self) -> None:
+        """Stop every agent and the fleet's thread."""
+        self._requests.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            request = self._requests.get()
+            if request is None:
+                break
+            request()
+        # Everything at once: each agent takes a moment to ship what it holds.
+        with self._lock:
+            running = [r.process for r in self._running.values()]
+            self._running.clear()
+        for process in running:
+            _terminate(process)
+        for process in running:
+            _reap(process)
+
+    def _spawn(
+        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
+    ) -> subprocess.Popen[bytes]:
+        s = self.settings
+        args = [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "agent",
+            f"--cluster={s.cluster}",
+            f"--instance-id={instance_id}",
+            f"--region={s.region}",
+            f"--endpoint-url={s.endpoint_url}",
+            f"--kmsg={kmsg}",
+            f"--boot-id={boot_id}",
+            f"--state-dir={node_dir / 'state'}",
+            f"--flush-interval={s.flush_interval}",
+            "--retry-max-delay=2",
+            "--shutdown-grace=2",
+            "--check-interval=3600",
+            "--metrics-port=0",
+            "--log-level=WARNING",
+            "--checks=nvidia",
+            f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
+            *extra,
+        ]
+        environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
+        environment.update(s.environment or {})
+        if s.metadata is None:
+            args.append("--no-sign")
+        else:
+            environment[IMDS_ENDPOINT_VARIABLE] = s.metadata(instance_id)
+        with (node_dir / "agent.log").open("ab") as log:
+            return subprocess.Popen(
+                args,
+                # Its machine's directory: ``-m console.cli`` finds the installed package,
+                # whatever the caller's directory holds.
+                cwd=node_dir,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches the demo, which stops the agents
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - only a prctl call runs there
+            )
+
+    def _stop_now(self, instance_id: str) -> None:
+        with self._lock:
+            running = self._running.pop(instance_id, None)
+        if running is None or running.process.poll() is not None:
+            return
+        _terminate(running.process)
+        _reap(running.process)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the agent's whole process group (its own session), as a container's stop
+    reaches every process in it: a tool its deep check runs must not outlive the machine."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    try:
+        process.wait(timeout=_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

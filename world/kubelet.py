@@ -1,0 +1,233 @@
+"""Simulated kubelets for the local control plane, in the manner of kwok: Nodes that report
+what an EKS accelerator node reports, pods bound to them turn Running and Ready, deletions
+finish, and a reboot shows as NotReady followed by Ready with a new boot id.
+
+Nothing runs: no containers, no scheduler (callers bind pods with ``spec.nodeName``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from kubernetes import client
+
+from nodemedic.contracts import NODEGROUP_LABEL
+from world.passes import Passes
+
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+@dataclass
+class _Node:
+    name: str
+    index: int
+    ip: str
+    pod_ips: itertools.count[int]
+    back_at: float | None = None  # monotonic time a reboot ends
+
+
+def provider_id(az: str, instance_id: str) -> str:
+    return f"aws:///{az}/{instance_id}"
+
+
+class SimulatedKubelet:
+    """Plays the kubelet of every Node it registered. ``sync`` does one pass; ``start``
+    runs passes on a thread every ``interval`` seconds until ``stop``."""
+
+    def __init__(self, api: client.ApiClient, *, interval: float = 0.1) -> None:
+        self.core = client.CoreV1Api(api)
+        self.interval = interval
+        self._nodes: dict[str, _Node] = {}
+        self._lock = threading.Lock()
+        self._passes = Passes("simulated-kubelet")
+
+    def register(
+        self,
+        name: str,
+        instance_id: str,
+        *,
+        az: str = "us-east-1a",
+        nodegroup: str = "accelerated",
+        instance_type: str = "p4d.24xlarge",
+        devices: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+    ) -> client.V1Node:
+        """Create a Ready Node for an instance; ``devices`` are extended resources such as
+        ``{"nvidia.com/gpu": "8"}`` or ``{"aws.amazon.com/neuron": "16"}``; ``labels`` and
+        ``taints`` as the kubelet's ``--node-labels`` and ``--register-with-taints`` give."""
+        with self._lock:
+            index = len(self._nodes) + 1
+            ip = f"10.0.{index // 250}.{index % 250 + 1}"
+            self._nodes[name] = _Node(name, index, ip, itertools.count())
+        resources = {"cpu": "96", "memory": "1152Gi", "pods": "110", **(devices or {})}
+        node = {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "topology.kubernetes.io/zone": az,
+                    "node.kubernetes.io/instance-type": instance_type,
+                    NODEGROUP_LABEL: nodegroup,
+                    **(labels or {}),
+                },
+            },
+            "spec": {"providerID": provider_id(az, instance_id), "taints": list(taints) or None},
+            "status": {
+                "capacity": resources,
+                "allocatable": resources,
+                "addresses": [
+                    {"type": "InternalIP", "address": ip},
+                    {"type": "Hostname", "address": name},
+                ],
+                "conditions": [_ready_condition(ready=True)],
+                "nodeInfo": _node_info(),
+            },
+        }
+        return self.core.create_node(node)
+
+    def reboot(self, name: str, *, down_seconds: float = 1.0) -> None:
+        """Report the Node NotReady now; a later pass brings it back with a new boot id."""
+        with self._lock:
+            self._nodes[name].back_at = time.monotonic() + down_seconds
+        self._patch_node_status(name, ready=False)
+
+    def sync(self) -> None:
+        """One kubelet pass over every registered Node and the pods bound to them."""
+        with self._lock:
+            nodes = dict(self._nodes)
+        for node in nodes.values():
+            if node.back_at is not None and time.monotonic() >= node.back_at:
+                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
+                node.back_at = None
+        for pod in self.core.list_pod_for_all_namespaces().items:
+            bound = nodes.get(pod.spec.node_name or "")
+            if bound is None:
+                continue
+            if pod.metadata.deletion_timestamp is not None:
+                self._finish_deletion(pod)
+            elif not _is_running_and_ready(pod):
+                self._run(pod, bound)
+
+    def start(self) -> SimulatedKubelet:
+        self._passes.start(self.sync, self.interval)
+        return self
+
+    def stop(self) -> None:
+        self._passes.stop()
+
+    def __enter__(self) -> SimulatedKubelet:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _patch_node_status(self, name: str, *, ready: bool, boot_id: str | None = None) -> None:
+        status: dict[str, Any] = {"conditions": [_ready_condition(ready=ready)]}
+        if boot_id is not None:
+            status["nodeInfo"] = {"bootID": boot_id}
+        self.core.patch_node_status(name, {"status": status}, _content_type=STRATEGIC)
+
+    def _finish_deletion(self, pod: client.V1Pod) -> None:
+        try:
+            self.core.delete_namespaced_pod(
+                pod.metadata.name,
+                pod.metadata.namespace,
+                # In the body: the API server ignores query options when a body is sent.
+                body=client.V1DeleteOptions(
+                    grace_period_seconds=0, preconditions={"uid": pod.metadata.uid}
+                ),
+            )
+        except client.ApiException as exc:
+            if exc.status not in (404, 409):  # already gone, or a newer pod by that name
+                raise
+
+    def _run(self, pod: client.V1Pod, node: _Node) -> None:
+        now = _now()
+        ip = f"10.{100 + node.index // 250}.{node.index % 250}.{next(node.pod_ips) % 250 + 1}"
+        conditions = [
+            {"type": kind, "status": "True", "lastTransitionTime": now}
+            for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ]
+        containers = [
+            {
+                "name": container.name,
+                "image": container.image or "",
+                "imageID": "",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for container in pod.spec.containers
+        ]
+        status = {
+            "phase": "Running",
+            "hostIP": node.ip,
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": now,
+            "conditions": conditions,
+            "containerStatuses": containers,
+        }
+        try:
+            self.core.patch_namespaced_pod_status(
+                pod.metadata.name,
+                pod.metadata.namespace,
+                {"status": status},
+                _content_type=STRATEGIC,
+            )
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _is_running_and_ready(pod: client.V1Pod) -> bool:
+    if pod.status is None or pod.status.phase != "Running":
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def _ready_condition(*, ready: bool) -> dict[str, str]:
+    now = _now()
+    return {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "KubeletReady" if ready else "KubeletNotReady",
+        "message": "kubelet is posting ready status" if ready else "node is rebooting",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def _node_info() -> dict[str, str]:
+    return {
+        "bootID": str(uuid.uuid4()),
+        "machineID": uuid.uuid4().hex,
+        "systemUUID": str(uuid.uuid4()),
+        "kernelVersion": "5.10.227-219.884.amzn2.x86_64",
+        "osImage": "Amazon Linux 2",
+        "containerRuntimeVersion": "containerd://1.7.22",
+        "kubeletVersion": "v1.20.2",
+        "kubeProxyVersion": "v1.20.2",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+    }
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

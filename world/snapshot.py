@@ -1,0 +1,179 @@
+"""The state of the local world after a scenario, read from its APIs: the cluster's nodes
+and training pods, the node group's instances, the metrics and the notifications."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kubernetes import client
+
+from nodemedic.contracts import METRICS_NAMESPACE
+from world.watch import node_seen
+from world.workload import WORKER_LABEL
+from world.world import NODE_GROUP, World
+
+NAMESPACES = (METRICS_NAMESPACE, "NeuronHealthCheck")
+
+
+def snapshot(world: World) -> dict[str, Any]:
+    """Plain data with stable keys (the demo's ``--json``)."""
+    return {"cluster": _cluster(world), "aws": _aws(world)}
+
+
+def _cluster(world: World) -> dict[str, Any]:
+    core = client.CoreV1Api(world.api)
+    workers = world.job.nodes_running_workers()
+    nodes = []
+    for node in sorted(core.list_node().items, key=lambda n: n.metadata.name):
+        seen = node_seen("LISTED", node)
+        nodes.append(
+            {
+                "name": seen.name,
+                "instance_id": seen.instance_id,
+                "ready": seen.ready,
+                "unschedulable": seen.unschedulable,
+                "health": seen.health,
+                "taints": list(seen.taints),
+                "conditions": {
+                    c.type: c.status for c in node.status.conditions or [] if c.type != "Ready"
+                },
+                "boot_id": seen.boot_id,
+                "worker": workers.get(seen.name),
+            }
+        )
+    pods = [
+        {
+            "name": pod.metadata.name,
+            "worker": int(pod.metadata.labels[WORKER_LABEL]),
+            "node": pod.spec.node_name,
+            "phase": pod.status.phase if pod.status else None,
+        }
+        for pod in sorted(world.job.pods(), key=lambda p: p.metadata.labels[WORKER_LABEL])
+    ]
+    return {"nodes": nodes, "pods": pods}
+
+
+def _aws(world: World) -> dict[str, Any]:
+    autoscaling = world.aws("autoscaling")
+    (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[NODE_GROUP])[
+        "AutoScalingGroups"
+    ]
+    instances = [
+        {
+            "instance_id": i["InstanceId"],
+            "lifecycle": i["LifecycleState"],
+            "health": i["HealthStatus"],
+            "zone": i["AvailabilityZone"],
+        }
+        for i in sorted(group["Instances"], key=lambda i: i["InstanceId"])
+    ]
+    # Instances that left the group (terminated by it) are still in EC2 for a while.
+    ec2 = world.aws("ec2")
+    members = {i["instance_id"] for i in instances}
+    gone = [
+        {"instance_id": i["InstanceId"], "state": i["State"]["Name"]}
+        for r in ec2.describe_instances()["Reservations"]
+        for i in r["Instances"]
+        if i["InstanceId"] not in members and i["InstanceId"] in world.machines
+    ]
+    notifications = [
+        {
+            "subject": n.subject,
+            "instance_id": n.instance_id,
+            "outcome": n.outcome,
+            "summary": n.body.get("summary"),
+            "sent_at": round(n.sent_at, 3),
+        }
+        for n in world.inbox.messages()
+    ]
+    return {
+        "node_group": {
+            "name": NODE_GROUP,
+            "desired": group["DesiredCapacity"],
+            "instances": instances,
+            "left": sorted(gone, key=lambda i: i["instance_id"]),
+        },
+        "metrics": _metrics(world),
+        "notifications": notifications,
+    }
+
+
+def _metrics(world: World) -> list[dict[str, Any]]:
+    cloudwatch = world.aws("cloudwatch")
+    now = datetime.datetime.now(datetime.UTC)
+    found = []
+    for namespace in NAMESPACES:
+        listed = {
+            (
+                m["MetricName"],
+                tuple(sorted((d["Name"], d["Value"]) for d in m.get("Dimensions", []))),
+            )
+            for m in cloudwatch.list_metrics(Namespace=namespace)["Metrics"]
+        }
+        for name, dimensions in sorted(listed):
+            metric = {
+                "MetricName": name,
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions],
+            }
+            stats = cloudwatch.get_metric_statistics(
+                Namespace=namespace,
+                MetricName=metric["MetricName"],
+                Dimensions=metric.get("Dimensions", []),
+                StartTime=now - datetime.timedelta(hours=1),
+                EndTime=now + datetime.timedelta(minutes=1),
+                Period=3600,
+                Statistics=["Sum", "SampleCount"],
+            )["Datapoints"]
+            found.append(
+                {
+                    "namespace": namespace,
+                    "name": metric["MetricName"],
+                    "dimensions": {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])},
+                    "sum": sum(p["Sum"] for p in stats),
+                    "samples": int(sum(p["SampleCount"] for p in stats)),
+                }
+            )
+    return sorted(found, key=lambda m: (m["namespace"], m["name"], sorted(m["dimensions"].items())))
+
+
+def render(state: dict[str, Any], *, since: float) -> list[str]:
+    """The snapshot as text; notification times relative to ``since``."""
+    nodes = state["cluster"]["nodes"]
+    width = max([len("NODE"), *(len(n["name"]) for n in nodes)])
+    lines = ["", "Cluster: nodes"]
+    lines.append(
+        f"  {'NODE':<{width}} {'INSTANCE':<20} {'READY':<5} {'SCHED':<5} {'HEALTH':<32} "
+        f"{'BOOT':<8} {'WORKER':<6} TAINTS"
+    )
+    for n in nodes:
+        lines.append(
+            f"  {n['name']:<{width}} {n['instance_id']:<20} {_yes(n['ready']):<5} "
+            f"{_yes(not n['unschedulable']):<5} {n['health'] or '-':<32} {n['boot_id'][:8]:<8} "
+            f"{'-' if n['worker'] is None else n['worker']:<6} {', '.join(n['taints']) or '-'}"
+        )
+    lines.append("Cluster: training pods")
+    for p in state["cluster"]["pods"]:
+        lines.append(
+            f"  worker {p['worker']}  {p['name']:<36} {p['phase'] or '-':<9} {p['node'] or '-'}"
+        )
+    group = state["aws"]["node_group"]
+    lines.append(f"AWS: Auto Scaling group {group['name']} (desired {group['desired']})")
+    for i in group["instances"]:
+        lines.append(f"  {i['instance_id']:<20} {i['lifecycle']:<12} {i['health']:<10} {i['zone']}")
+    for i in group["left"]:
+        lines.append(f"  {i['instance_id']:<20} left the group: {i['state']}")
+    lines.append("AWS: CloudWatch metrics (sum over the run)")
+    for m in state["aws"]["metrics"]:
+        dims = ",".join(f"{k}={v}" for k, v in sorted(m["dimensions"].items()))
+        lines.append(f"  {m['namespace']}/{m['name']}{f' [{dims}]' if dims else ''}: {m['sum']:g}")
+    lines.append(f"AWS: SNS notifications ({len(state['aws']['notifications'])})")
+    for n in state["aws"]["notifications"]:
+        lines.append(f"  +{n['sent_at'] - since:6.2f}s  {n['subject']}")
+        if n["summary"]:
+            lines.append(f"            {n['summary']}")
+    return lines
+
+
+def _yes(value: bool) -> str:
+    return "yes" if value else "no"
