@@ -21,7 +21,7 @@ from agent.batch import MAX_BATCH_EVENTS
 from agent.checks import names, options
 from agent.config import Config
 from agent.deepcheck.tools import OPTIONS as DEEP_CHECK_OPTIONS
-from nodemedic.contracts import ENV_CLUSTER
+from nodemedic.contracts.env import ENV_CLUSTER
 
 DEFAULT_METRICS_PORT = 9810
 """Unlike ``Config`` (which binds any free port, for tests and the local world), a node

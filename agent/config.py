@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
 from agent.checks import names as check_names
-from nodemedic.contracts import HEARTBEAT_SECONDS
+from nodemedic.contracts.logs import HEARTBEAT_SECONDS
 
 
 @dataclass

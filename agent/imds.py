@@ -10,9 +10,9 @@ import os
 import urllib.error
 import urllib.request
 
+from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
+
 ENDPOINT = "http://169.254.169.254"
-ENDPOINT_VARIABLE = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
-"""The AWS SDKs' setting for another metadata endpoint (the local mode's moto server)."""
 
 
 class IdentityError(RuntimeError):
@@ -27,7 +27,7 @@ def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> 
 
 
 def _endpoint(endpoint: str | None) -> str:
-    return (endpoint or os.environ.get(ENDPOINT_VARIABLE) or ENDPOINT).rstrip("/")
+    return (endpoint or os.environ.get(ENV_IMDS_ENDPOINT) or ENDPOINT).rstrip("/")
 
 
 def _session(endpoint: str, timeout: float) -> dict[str, str]:

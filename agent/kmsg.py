@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from nodemedic.contracts import shipped_message
+from nodemedic.contracts.logs import shipped_message
 from nodemedic.detect.logformat import KMSG_PREFIX
 
 _RECORD = re.compile(KMSG_PREFIX.encode())

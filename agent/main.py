@@ -38,7 +38,7 @@ from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
 from agent.telemetry import exposition, telemetry
 from agent.telemetry.emf import emf_lines
-from nodemedic.contracts import (
+from nodemedic.contracts.logs import (
     deep_check_stream,
     health_stream,
     heartbeat_message,

@@ -20,7 +20,11 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from nodemedic.contracts import ORIGIN_CONTEXT_CLUSTER, ORIGIN_CONTEXT_INSTANCE, origin_key_alias
+from nodemedic.contracts.logs import (
+    ORIGIN_CONTEXT_CLUSTER,
+    ORIGIN_CONTEXT_INSTANCE,
+    origin_key_alias,
+)
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 
 Signer = Callable[[int, str], str]

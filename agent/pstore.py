@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agent.checkpoint import write_atomically
-from nodemedic.contracts import previous_boot_message, shipped_message
+from nodemedic.contracts.logs import previous_boot_message, shipped_message
 from nodemedic.detect.logformat import message_of
 
 log = logging.getLogger(__name__)

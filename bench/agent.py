@@ -40,11 +40,11 @@ from agent.batch import (
     Batcher,
 )
 from agent.config import Config
-from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE
 from agent.kmsg import FileKmsgReader
 from agent.main import Agent, batch_lines, logs_client
 from agent.telemetry.neuron_report import NeuronTelemetry
-from nodemedic.contracts import kmsg_stream, origin_key_alias
+from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
+from nodemedic.contracts.logs import kmsg_stream, origin_key_alias
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "tests" / "events" / "kmsg"
@@ -133,7 +133,7 @@ def agent_process(
     if imds is None:
         args.append("--no-sign")
     else:
-        env[IMDS_ENDPOINT_VARIABLE] = imds(instance_id)
+        env[ENV_IMDS_ENDPOINT] = imds(instance_id)
     process = subprocess.Popen(
         [sys.executable, "-m", "agent", *args], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
     )

@@ -38,7 +38,7 @@ from bench.meter import Meter, metering
 from bench.mttr import finished_execution, next_machine
 from bench.pricing import Fixed, Usage, load_prices, monthly_dollars
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import HEARTBEAT_SECONDS, heartbeat_message
+from nodemedic.contracts.logs import HEARTBEAT_SECONDS, heartbeat_message
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.origin.signing import SIGNATURE_BYTES
 from stacks import synth

@@ -41,8 +41,8 @@ from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
 from console.cli.breaker import status
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import (
-    FLEET_LABEL,
+from nodemedic.contracts.kube import FLEET_LABEL
+from nodemedic.contracts.logs import (
     health_stream,
     heartbeat_message,
     kmsg_stream,

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from nodemedic.contracts import ENV_METRICS_NAMESPACE, METRICS_NAMESPACE
+from nodemedic.contracts.env import ENV_METRICS_NAMESPACE
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
-from nodemedic.contracts import node_log_group
+from nodemedic.contracts.logs import node_log_group
 from nodemedic.jobs.breaker import JobLimits
 from nodemedic.remediate.breaker import Limits
 from nodemedic.remediate.fleet import FleetRules

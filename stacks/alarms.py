@@ -20,9 +20,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import (
+from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
     BREAKER_TRIPPED_METRIC,
+    CLUSTER_DIMENSION,
     METRICS_NAMESPACE,
     SILENT_METRIC,
     STRANDED_METRIC,
@@ -65,7 +66,7 @@ def breaker_tripped(cluster: str) -> cw.Metric:
     return cw.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=BREAKER_TRIPPED_METRIC,
-        dimensions_map={"Cluster": cluster},
+        dimensions_map={CLUSTER_DIMENSION: cluster},
         statistic="Sum",
         period=PERIOD,
     )
@@ -185,7 +186,7 @@ class Alarms(Construct):
                 cw.Metric(
                     namespace=METRICS_NAMESPACE,
                     metric_name=SILENT_METRIC,
-                    dimensions_map={"Cluster": settings.name},
+                    dimensions_map={CLUSTER_DIMENSION: settings.name},
                     statistic="Maximum",
                     period=PERIOD,
                 ),
@@ -205,7 +206,7 @@ class Alarms(Construct):
             "stranded": cw.Metric(
                 namespace=METRICS_NAMESPACE,
                 metric_name=STRANDED_METRIC,
-                dimensions_map={"Cluster": settings.name},
+                dimensions_map={CLUSTER_DIMENSION: settings.name},
                 statistic="Maximum",
                 period=PERIOD,
             )

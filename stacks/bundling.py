@@ -29,7 +29,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
-from nodemedic.contracts import ENV_CATALOG_EXTRA
+from nodemedic.contracts.env import ENV_CATALOG_EXTRA
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = lambda_.Runtime.PYTHON_3_14

@@ -16,24 +16,29 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
+    FAULT_DETECTION_SECONDS_METRIC,
+    JOB_COUNT_METRICS,
+    RESTART_SECONDS_METRIC,
+)
+from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
     CLASSIFIER_METRICS,
-    FAULT_DETECTION_SECONDS_METRIC,
+    CLUSTER_DIMENSION,
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
-    JOB_COUNT_METRICS,
+    JOB_DIMENSION,
     METRICS_NAMESPACE,
+    NODE_GROUP_DIMENSION,
     NODES_DIMENSIONS,
     NODES_METRIC,
     REMEDIATION_EXTRA_DIMENSIONS,
     REMEDIATION_SECONDS_METRIC,
     REMEDIATIONS_METRIC,
-    RESTART_SECONDS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
-    dashboard_name,
 )
+from nodemedic.contracts.stack import dashboard_name
 from nodemedic.detect.filterpattern import filter_terms
 from nodemedic.settings import ClusterSettings
 from stacks.alarms import breaker_tripped
@@ -92,8 +97,10 @@ def _expression(expression: str, label: str = "") -> cw.MathExpression:
     return cw.MathExpression(expression=expression, period=PERIOD, label=label)
 
 
-def _search(metrics: Sequence[str], statistic: str, *, cluster: str, per: str = "NodeGroup") -> str:
-    """SEARCH for one line per node group (or job, with ``per="Job"``): unlike Metrics
+def _search(
+    metrics: Sequence[str], statistic: str, *, cluster: str, per: str = NODE_GROUP_DIMENSION
+) -> str:
+    """SEARCH for one line per node group (or job, with ``per=JOB_DIMENSION``): unlike Metrics
     Insights it has percentiles and any time range."""
     (search,) = search_expressions(
         METRICS_NAMESPACE,
@@ -101,17 +108,19 @@ def _search(metrics: Sequence[str], statistic: str, *, cluster: str, per: str = 
         cluster=cluster,
         statistic=statistic,
         period_seconds=int(PERIOD.to_seconds()),
-        dimensions=("Cluster", per),
+        dimensions=(CLUSTER_DIMENSION, per),
     )
     return search
 
 
-def _line_per(expression: str, label: str = "", per: str = "NodeGroup") -> cw.MathExpression:
+def _line_per(
+    expression: str, label: str = "", per: str = NODE_GROUP_DIMENSION
+) -> cw.MathExpression:
     return _expression(expression, f"{label} ${{PROP('Dim.{per}')}}".strip())
 
 
 def _percentiles(
-    title: str, metric: str, *, cluster: str, per: str = "NodeGroup"
+    title: str, metric: str, *, cluster: str, per: str = NODE_GROUP_DIMENSION
 ) -> cw.GraphWidget:
     return cw.GraphWidget(
         title=title,
@@ -130,9 +139,9 @@ def job_widgets(cluster: str) -> list[cw.IWidget]:
         title="Jobs: restarted, failed, held by the job breaker, per job",
         left=[
             _line_per(
-                _search(JOB_COUNT_METRICS, "Sum", cluster=cluster, per="Job"),
+                _search(JOB_COUNT_METRICS, "Sum", cluster=cluster, per=JOB_DIMENSION),
                 "${PROP('MetricName')}",
-                "Job",
+                JOB_DIMENSION,
             )
         ],
         left_y_axis=cw.YAxisProps(label="verdicts", show_units=False, min=0),
@@ -144,13 +153,13 @@ def job_widgets(cluster: str) -> list[cw.IWidget]:
             "Job fault to restart decision, p50 and p99 (s)",
             FAULT_DETECTION_SECONDS_METRIC,
             cluster=cluster,
-            per="Job",
+            per=JOB_DIMENSION,
         ),
         _percentiles(
             "Job restart decision to all pods running, p50 and p99 (s)",
             RESTART_SECONDS_METRIC,
             cluster=cluster,
-            per="Job",
+            per=JOB_DIMENSION,
         ),
     ]
 
@@ -249,7 +258,7 @@ class Dashboard(Construct):
                         BREAKER_METRIC,
                         METRICS_NAMESPACE,
                         cluster=cluster,
-                        group_by=("NodeGroup",),
+                        group_by=(NODE_GROUP_DIMENSION,),
                     )
                 ),
             ],
@@ -262,7 +271,7 @@ class Dashboard(Construct):
                 cw.Metric(
                     namespace=METRICS_NAMESPACE,
                     metric_name=metric,
-                    dimensions_map={"Cluster": cluster},
+                    dimensions_map={CLUSTER_DIMENSION: cluster},
                     statistic="Maximum",
                     period=PERIOD,
                     label=metric,

@@ -11,12 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from nodemedic.contracts import (
-    ENV_LOG_LEVEL,
-    ENV_METRICS_NAMESPACE,
-    ENV_SERVICE_NAME,
-    METRICS_NAMESPACE,
-)
+from nodemedic.contracts.env import ENV_LOG_LEVEL, ENV_METRICS_NAMESPACE, ENV_SERVICE_NAME
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.settings import ClusterSettings
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.loggroups import log_group

@@ -17,7 +17,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import (
+from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,

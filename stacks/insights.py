@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-DIMENSIONS = ("Cluster", "NodeGroup")
+from nodemedic.contracts.metrics import CLUSTER_DIMENSION, NODE_GROUP_DIMENSION
+
+DIMENSIONS = (CLUSTER_DIMENSION, NODE_GROUP_DIMENSION)
 """The dimensions the state machine publishes every pipeline and fault metric with."""
 MAX_SEARCH_LENGTH = 1024
 """CloudWatch's limit on the query inside one SEARCH()."""

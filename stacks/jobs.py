@@ -23,16 +23,15 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from nodemedic.contracts import (
+from nodemedic.contracts.env import (
     ENV_CLUSTER,
     ENV_EKS_CLUSTER,
     ENV_JOB_BREAKER,
     ENV_LEDGER_TABLE,
     ENV_TOPIC_ARN,
-    JOBS_FAILED_METRIC,
-    METRICS_NAMESPACE,
-    application_log_group,
 )
+from nodemedic.contracts.jobs import JOB_DIMENSIONS, JOBS_FAILED_METRIC, application_log_group
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.insights import insights_query
@@ -114,7 +113,7 @@ class JobMonitor(Construct):
                     JOBS_FAILED_METRIC,
                     METRICS_NAMESPACE,
                     cluster=settings.name,
-                    dimensions=("Cluster", "Job"),
+                    dimensions=JOB_DIMENSIONS,
                 ),
                 period=Duration.minutes(5),
                 label=JOBS_FAILED_METRIC,

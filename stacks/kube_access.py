@@ -9,7 +9,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from nodemedic.contracts import ENV_EKS_CLUSTER, REMEDIATOR_GROUP
+from nodemedic.contracts.env import ENV_EKS_CLUSTER
+from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.nag import acknowledge

@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from nodemedic.contracts import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
+from nodemedic.contracts.logs import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
 from nodemedic.settings import ClusterSettings
 from stacks.nag import acknowledge
 

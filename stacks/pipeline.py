@@ -15,9 +15,10 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from nodemedic import contracts
 from nodemedic.catalog import Catalog
-from nodemedic.contracts import LEDGER_OUTPUT, METRICS_NAMESPACE
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
+from nodemedic.contracts.stack import LEDGER_OUTPUT
+from nodemedic.contracts.stack import stack_name as cluster_stack_name
 from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AgentAccess
 from stacks.alarms import Alarms
@@ -37,7 +38,7 @@ from stacks.unscoped import reason as unscoped_reason
 
 
 def stack_name(settings: ClusterSettings) -> str:
-    return contracts.stack_name(settings.name)
+    return cluster_stack_name(settings.name)
 
 
 class PipelineStack(Stack):

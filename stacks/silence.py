@@ -8,7 +8,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda
 
-from nodemedic.contracts import ENV_LEDGER_TABLE, HEARTBEAT_PK
+from nodemedic.contracts.env import ENV_LEDGER_TABLE
+from nodemedic.contracts.ledger import HEARTBEAT_PK
 
 
 def hear_silence(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.imds import ENDPOINT_VARIABLE as IMDS_ENDPOINT_VARIABLE
+from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
 from world.kubeapi import die_with_parent
 
 RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
@@ -143,7 +143,7 @@ class AgentFleet:
         if s.metadata is None:
             args.append("--no-sign")
         else:
-            environment[IMDS_ENDPOINT_VARIABLE] = s.metadata(instance_id)
+            environment[ENV_IMDS_ENDPOINT] = s.metadata(instance_id)
         with (node_dir / "agent.log").open("ab") as log:
             return subprocess.Popen(
                 args,

@@ -107,7 +107,7 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from console.cli.dashboard import write
-    from nodemedic.contracts import dashboard_name
+    from nodemedic.contracts.stack import dashboard_name
 
     page = Path(tempfile.gettempdir()) / f"nodemedic-demo-dashboard-{workdir.name}.html"
     minutes = max(1, round((time.time() - since) / 60) + 1)

@@ -22,7 +22,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,

@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config, utils
 
-from nodemedic.contracts import REMEDIATOR_GROUP
+from nodemedic.contracts.kube import REMEDIATOR_GROUP
 
 KUBE_VERSION = "1.20.2"
 ETCD = Path("/usr/bin/etcd")

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import NODEGROUP_LABEL
+from nodemedic.contracts.kube import NODEGROUP_LABEL
 from world.passes import Passes
 
 STRATEGIC = "application/strategic-merge-patch+json"

@@ -31,14 +31,14 @@ from typing import Any
 from unittest import mock
 
 from console.cli import history
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
-    DEEP_CHECK_FAILED_FAULT,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     HEALTH_LABEL,
     SPARE_LABEL,
 )
+from nodemedic.contracts.logs import DEEP_CHECK_FAILED_FAULT
 from world.deepcheck import CHECK_SECONDS
 from world.lifewatch import Lifecycle, health_checking
 from world.motoserver import CREDENTIALS, REGION

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import DEEP_CHECK_LABEL, DEEP_CHECK_TAINT_KEY
+from nodemedic.contracts.kube import DEEP_CHECK_LABEL, DEEP_CHECK_TAINT_KEY
 from world.aws import scheduled_event
 from world.observe import Observer, follow
 from world.scenarios import FAULT_TIMEOUT, Say

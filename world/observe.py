@@ -26,9 +26,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nodemedic.contracts import HEALTH_LABEL, LABEL_PREFIX, split_signature
+from nodemedic.contracts.kube import HEALTH_LABEL, LABEL_PREFIX
+from nodemedic.contracts.logs import split_signature
+from nodemedic.contracts.stack import FLEET_HELD_STATE
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
-from stacks.remediation.fleet import HELD_STATE as FLEET_HELD_STATE
 from world.inbox import Notification
 from world.timeline import FaultRun, Step
 from world.watch import NodeSeen

@@ -19,14 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodemedic.contracts import (
-    BREAKER_SK,
-    DECISION_SK_PREFIX,
-    FLEET_LABEL,
-    HEALTH_LABEL,
-    TAINT_KEY,
-    group_pk,
-)
+from nodemedic.contracts.kube import FLEET_LABEL, HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts.ledger import BREAKER_SK, DECISION_SK_PREFIX, group_pk
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
 from nodemedic.remediate.ledger import admission_limit
 from world.observe import Observer, follow

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import METRICS_NAMESPACE
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from world.watch import node_seen
 from world.workload import WORKER_LABEL
 from world.world import NODE_GROUP, World

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodemedic.contracts import shipped_message
+from nodemedic.contracts.logs import shipped_message
 from world.world import Machine, World
 
 STEPS = (

@@ -31,7 +31,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import application_log_group
+from nodemedic.contracts.jobs import application_log_group
 from world.passes import Passes
 from world.workload import JOB_LABEL, bind, schedulable_nodes
 

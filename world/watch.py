@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from kubernetes import client, watch
 from urllib3.exceptions import HTTPError
 
-from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts.kube import HEALTH_LABEL, TAINT_KEY
 
 _log = logging.getLogger(__name__)
 

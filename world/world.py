@@ -39,12 +39,12 @@ from unittest import mock
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import application_log_group
+from nodemedic.contracts.kube import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     HEALTH_LABEL,
     UNSCHEDULABLE,
-    application_log_group,
 )
 from nodemedic.settings import ClusterSettings
 from world import deepcheck

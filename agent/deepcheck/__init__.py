@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from agent.deepcheck import efa, neuron, nvidia
 from agent.deepcheck.tools import OPTIONS, Node
-from nodemedic.contracts import DEEP_CHECK_SOURCE
+from nodemedic.contracts.logs import DEEP_CHECK_SOURCE
 from nodemedic.health.result import Result
 
 __all__ = ["FAMILIES", "OPTIONS", "Node", "run", "verdict"]

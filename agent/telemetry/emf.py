@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.telemetry.exposition import Family, Labels
-from nodemedic.contracts import TELEMETRY_DIMENSIONS, TELEMETRY_NAMESPACE
+from nodemedic.contracts.logs import TELEMETRY_DIMENSIONS, TELEMETRY_NAMESPACE
 
 
 @dataclass(frozen=True)

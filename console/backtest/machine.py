@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from console.backtest.ledger import Key, Store, Write
-from nodemedic.contracts import BREAKER_SK, LOCK_SK
+from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import breaker, fleet, ledger
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.policy import Group, Plan, plan

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from console.cli.triage import InputError, read_text
 from nodemedic.catalog import Source
-from nodemedic.contracts import KERNEL_FACILITY, STREAM_RE, shipped_message
+from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
 from nodemedic.detect.logformat import message_of
 
 

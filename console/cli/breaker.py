@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.cli.stack import stack_output
-from nodemedic.contracts import LEDGER_OUTPUT, RATE_SK_PREFIX
+from nodemedic.contracts.ledger import RATE_SK_PREFIX
+from nodemedic.contracts.stack import LEDGER_OUTPUT
 from nodemedic.remediate import breaker
 from nodemedic.remediate.ledger import HOLDERS, key
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli.stack import add_aws_options, session
-from nodemedic.contracts import dashboard_name
+from nodemedic.contracts.stack import dashboard_name
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from console.cli.remediations import entry, lines
 from console.cli.stack import add_aws_options, session, stack_output
-from nodemedic.contracts import DECISION_SK_PREFIX, LEDGER_OUTPUT
+from nodemedic.contracts.ledger import DECISION_SK_PREFIX
+from nodemedic.contracts.stack import LEDGER_OUTPUT
 from nodemedic.remediate.breaker import plain_item
 
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")

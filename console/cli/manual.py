@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.cli.stack import add_aws_options, session, stack_output
-from nodemedic.contracts import LEDGER_OUTPUT, STATE_MACHINE_OUTPUT
+from nodemedic.contracts.stack import LEDGER_OUTPUT, STATE_MACHINE_OUTPUT
 from nodemedic.remediate.manual import RequestError, manual_decision
 
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nodemedic.contracts import DECISION_SK_PREFIX, MANUAL_SOURCE, STEP_AT_PREFIX
+from nodemedic.contracts.kube import MANUAL_SOURCE
+from nodemedic.contracts.ledger import DECISION_SK_PREFIX, STEP_AT_PREFIX
 
 SCHEMA: Final = 1
 FIELDS: Final = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nodemedic.contracts import stack_name
+from nodemedic.contracts.stack import stack_name
 
 
 class ClusterNotFound(LookupError):

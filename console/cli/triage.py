@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from nodemedic.catalog import Catalog, CatalogError, Source, load_catalog
-from nodemedic.contracts import KERNEL_FACILITY, shipped_message
+from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.detect.logformat import LogLine, messages
 from nodemedic.dumps import FORMATS, DumpFormat, dump_format

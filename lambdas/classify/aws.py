@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from botocore.exceptions import ClientError
 
-from nodemedic.contracts import HEARTBEAT_PK
+from nodemedic.contracts.ledger import HEARTBEAT_PK
 from nodemedic.detect.batch import Starter
 from nodemedic.remediate.decision import Decision, recent
 from nodemedic.remediate.silence import AGENT_STATE, HEARD_AT, NOTIFIED_AT

@@ -26,16 +26,19 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, tracer
-from nodemedic.contracts import (
-    DECISIONS_STARTED_METRIC,
+from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
     ENV_LEDGER_TABLE,
     ENV_PROOF_OF_ORIGIN,
     ENV_STATE_MACHINE_ARN,
+)
+from nodemedic.contracts.logs import IDENTITY_STREAM_RE
+from nodemedic.contracts.metrics import (
+    CLUSTER_DIMENSION,
+    DECISIONS_STARTED_METRIC,
     FAULTS_FOUND_METRIC,
-    IDENTITY_STREAM_RE,
     LINES_CLASSIFIED_METRIC,
     MALFORMED_METRIC,
     UNPROVEN_METRIC,
@@ -164,7 +167,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         enforce_origin=os.environ.get(ENV_PROOF_OF_ORIGIN, "enforce") != "audit",
     )
     _record_heartbeat(identity.instance_id, identity.source, [e.message for e in events])
-    metrics.add_dimension(name="Cluster", value=identity.cluster)
+    metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
     metrics.add_metric(name=FAULTS_FOUND_METRIC, unit=MetricUnit.Count, value=result.faults)
     metrics.add_metric(

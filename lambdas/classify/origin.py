@@ -20,7 +20,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from lambdas.observability import logger
-from nodemedic.contracts import (
+from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
     identity_stream,

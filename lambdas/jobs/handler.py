@@ -25,20 +25,17 @@ from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs, read_job
 from lambdas.observability import logger, metrics, publish, tracer
-from nodemedic.contracts import (
+from nodemedic.contracts.env import ENV_CLUSTER, ENV_JOB_BREAKER, ENV_LEDGER_TABLE, ENV_TOPIC_ARN
+from nodemedic.contracts.jobs import (
     APPLICATION_LOG_GROUP_RE,
-    ENV_CLUSTER,
-    ENV_JOB_BREAKER,
-    ENV_LEDGER_TABLE,
-    ENV_TOPIC_ARN,
     FAULT_DETECTION_SECONDS_METRIC,
     JOB_DIMENSIONS,
     JOB_RESTARTS_HELD_METRIC,
     JOBS_FAILED_METRIC,
     JOBS_RESTARTED_METRIC,
-    MALFORMED_METRIC,
     RESTART_SECONDS_METRIC,
 )
+from nodemedic.contracts.metrics import MALFORMED_METRIC
 from nodemedic.jobs.breaker import JobLimits
 from nodemedic.jobs.records import lines_by_job
 

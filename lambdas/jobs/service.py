@@ -12,7 +12,7 @@ from kubernetes import client
 
 from lambdas.jobs.store import Conflict, JobStore, Stored
 from lambdas.kube.jobs import Job, annotate, pods_of, pods_seen, record_event, restart
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,

@@ -16,16 +16,16 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_BREAKER_SK,
     JOB_BREAKER_SK_PREFIX,
     JOB_LINES_HEARD_SK,
     RESTART_WATCH_SK,
     RESTARTS_SK,
     RULE_SK_PREFIX,
-    cluster_pk,
     job_pk,
 )
+from nodemedic.contracts.ledger import cluster_pk
 from nodemedic.jobs.breaker import BreakerState
 from nodemedic.jobs.evaluate import RuleState
 from nodemedic.jobs.restart import RestartHistory

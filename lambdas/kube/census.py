@@ -10,7 +10,8 @@ from kubernetes import client
 
 from lambdas.kube.nodes import each_node
 from lambdas.observability import publish_count
-from nodemedic.contracts import HEALTH_LABEL, NODEGROUP_LABEL, NODES_DIMENSIONS, NODES_METRIC
+from nodemedic.contracts.kube import HEALTH_LABEL, NODEGROUP_LABEL
+from nodemedic.contracts.metrics import NODES_DIMENSIONS, NODES_METRIC
 from nodemedic.remediate.census import NodeState, census
 
 

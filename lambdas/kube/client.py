@@ -16,7 +16,7 @@ import boto3
 from kubernetes import client, config
 
 from lambdas.kube.eks_auth import TokenSource
-from nodemedic.contracts import ENV_EKS_CLUSTER, ENV_KUBECONFIG
+from nodemedic.contracts.env import ENV_EKS_CLUSTER, ENV_KUBECONFIG
 
 
 class ClientConfigError(RuntimeError):

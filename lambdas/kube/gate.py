@@ -30,7 +30,7 @@ from lambdas.kube.nodes import (
     update_node,
 )
 from lambdas.kube.silence import summary
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_OVERDUE_ANNOTATION,

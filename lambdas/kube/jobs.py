@@ -14,7 +14,11 @@ from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts import LOG_MONITORING_ANNOTATION, PYTORCHJOB_API, RUN_POLICY_ANNOTATION
+from nodemedic.contracts.jobs import (
+    LOG_MONITORING_ANNOTATION,
+    PYTORCHJOB_API,
+    RUN_POLICY_ANNOTATION,
+)
 from nodemedic.jobs.latency import PodSeen
 from nodemedic.jobs.restart import Action, CleanPodPolicy
 

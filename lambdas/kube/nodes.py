@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.catalog import healthy_status
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     CLEARED_REASON,
     FAILED_CONDITION,
     FAULT_REASON_LABEL,

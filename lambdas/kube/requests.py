@@ -19,7 +19,7 @@ from kubernetes import client
 
 from lambdas.kube.nodes import each_node, instance_of
 from lambdas.observability import logger
-from nodemedic.contracts import FIELD_MANAGER, HEALTH_LABEL, PENDING_STATUSES, TAINT_KEY
+from nodemedic.contracts.kube import FIELD_MANAGER, HEALTH_LABEL, PENDING_STATUSES, TAINT_KEY
 from nodemedic.remediate.manual import RequestError, manual_decision
 
 SELECTOR = f"{HEALTH_LABEL} in ({','.join(PENDING_STATUSES)})"

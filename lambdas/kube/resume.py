@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from lambdas.kube.jobs import Job, annotate, read_job, record_event, restart
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_EVENT_REASONS,
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,

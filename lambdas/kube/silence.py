@@ -18,7 +18,9 @@ from botocore.exceptions import ClientError
 from kubernetes import client
 
 from lambdas.kube.nodes import ready_nodes
-from nodemedic.contracts import ENV_LEDGER_TABLE, HEARTBEAT_PK, SILENT_AFTER_BEATS
+from nodemedic.contracts.env import ENV_LEDGER_TABLE
+from nodemedic.contracts.ledger import HEARTBEAT_PK
+from nodemedic.contracts.logs import SILENT_AFTER_BEATS
 from nodemedic.remediate.silence import (
     AGENT_STATE,
     HEARD_AT,

@@ -17,14 +17,14 @@ from typing import Any, Literal, cast, get_args
 
 import yaml
 
-from nodemedic.contracts import (
+from nodemedic.contracts.env import ENV_CATALOG_EXTRA
+from nodemedic.contracts.kube import (
     CONDITION_ACCELERATED,
     CONDITION_KERNEL,
     CONDITION_NEURON,
     CONDITION_STORAGE,
-    ENV_CATALOG_EXTRA,
-    METRICS_NAMESPACE,
 )
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 
 Source = Literal["kmsg", "health", "deep-check"]
 """``deep-check`` rules match health result text too, but only on the deep check's stream."""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Protocol, get_args
 
 from nodemedic.catalog import Action, Rule
-from nodemedic.contracts import DEEP_CHECK_PASSED_FAULT, split_signature
+from nodemedic.contracts.logs import DEEP_CHECK_PASSED_FAULT, split_signature
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.remediate.decision import Decision, Identity, decide, distrusted
 

@@ -22,7 +22,7 @@ from operator import add
 from typing import Any, NamedTuple, get_args
 
 from nodemedic.catalog import Catalog, Rule, Source, load_catalog
-from nodemedic.contracts import split_injected, split_previous_boot, split_signature
+from nodemedic.contracts.logs import split_injected, split_previous_boot, split_signature
 
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
-from nodemedic.contracts import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
+from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.detect.classifier import required_literal
 
 MAX_PATTERN_LENGTH = 1024

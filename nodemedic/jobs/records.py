@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from nodemedic.contracts import JOB_NAME_LABELS
+from nodemedic.contracts.jobs import JOB_NAME_LABELS
 
 _DECODER: Final = json.JSONDecoder()
 MAX_LINE_CHARS = 8192

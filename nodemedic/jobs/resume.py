@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_AUTO_RESUME_ANNOTATIONS,
     JOB_FAILED_ANNOTATION,
     JOB_MAX_RETRY_ANNOTATIONS,

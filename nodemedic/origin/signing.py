@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from nodemedic.contracts import SIGNATURE_MARK, split_signature
+from nodemedic.contracts.logs import SIGNATURE_MARK, split_signature
 from nodemedic.origin.der import RsaCertificate
 from nodemedic.origin.identity import OriginError, verified_document
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from nodemedic.contracts import BREAKER_SK, RATE_SK_PREFIX, cluster_pk
+from nodemedic.contracts.ledger import BREAKER_SK, RATE_SK_PREFIX, cluster_pk
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.expressions import (
     add_members,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from nodemedic.contracts import HEALTH_STATUSES, SCHEDULABLE, HealthStatus
+from nodemedic.contracts.kube import HEALTH_STATUSES, SCHEDULABLE, HealthStatus
 
 UNGROUPED: Final = "none"
 """The ``NodeGroup`` of Nodes no EKS managed node group owns."""

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
 from nodemedic.catalog import Action, Source
-from nodemedic.contracts import DEEP_CHECK_SOURCE, NODE_LOG_GROUP_RE, STATUS_OF_ACTION, STREAM_RE
+from nodemedic.contracts.kube import STATUS_OF_ACTION
+from nodemedic.contracts.logs import DEEP_CHECK_SOURCE, NODE_LOG_GROUP_RE, STREAM_RE
 from nodemedic.detect.classifier import Fault
 
 SCHEMA = 1

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from nodemedic.contracts import FLEET_SK_PREFIX
+from nodemedic.contracts.ledger import FLEET_SK_PREFIX
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.expressions import (
     add_members,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, TypeVar
 
-from nodemedic.contracts import DECISION_SK_PREFIX, REBOOT_SK_PREFIX, group_pk
+from nodemedic.contracts.ledger import DECISION_SK_PREFIX, REBOOT_SK_PREFIX, group_pk
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.expressions import (
     Update,

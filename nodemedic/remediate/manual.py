@@ -14,12 +14,8 @@ import re
 from datetime import datetime
 from typing import Any, Final
 
-from nodemedic.contracts import (
-    MANUAL_CONDITION,
-    MANUAL_SOURCE,
-    METRICS_NAMESPACE,
-    STATUS_OF_ACTION,
-)
+from nodemedic.contracts.kube import MANUAL_CONDITION, MANUAL_SOURCE, STATUS_OF_ACTION
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.remediate.decision import Decision, decision_id, evidence, iso
 
 ACTIONS: Final = ("reboot", "replace")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from nodemedic.contracts import MANUAL_SOURCE, STATUS_OF_ACTION
+from nodemedic.contracts.kube import MANUAL_SOURCE, STATUS_OF_ACTION
 from nodemedic.remediate import parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates

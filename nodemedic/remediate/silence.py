@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodemedic.contracts import (
+from nodemedic.contracts.logs import (
     HEARTBEAT_SECONDS,
     SILENT_AFTER_BEATS,
     parse_heartbeat,

@@ -47,7 +47,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
+from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.settings import ClusterSettings
 from stacks.bundling import bundled_files
 from stacks.functions import PythonFunction

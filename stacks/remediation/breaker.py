@@ -18,7 +18,7 @@ from dataclasses import asdict
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import BREAKER_METRIC, BREAKER_TRIPPED_METRIC, METRICS_NAMESPACE
+from nodemedic.contracts.metrics import BREAKER_METRIC, BREAKER_TRIPPED_METRIC, METRICS_NAMESPACE
 from nodemedic.remediate import breaker, ledger, policy
 from stacks.remediation import state
 from stacks.remediation.flow import CONDITIONAL_CHECK_FAILED, Flow

@@ -17,7 +17,11 @@ from typing import Any, Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts import DEEP_CHECK_FAILED_FAULT, DEEP_CHECK_PASSED_FAULT, DEEP_CHECK_SOURCE
+from nodemedic.contracts.logs import (
+    DEEP_CHECK_FAILED_FAULT,
+    DEEP_CHECK_PASSED_FAULT,
+    DEEP_CHECK_SOURCE,
+)
 from nodemedic.remediate import ledger
 from stacks.remediation import state
 from stacks.remediation.flow import Flow

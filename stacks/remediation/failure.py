@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts import METRICS_NAMESPACE
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.remediate import ledger, parking
 from stacks.remediation import state
 from stacks.remediation.flow import Flow

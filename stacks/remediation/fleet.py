@@ -23,6 +23,7 @@ from __future__ import annotations
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts.stack import FLEET_HELD_STATE
 from nodemedic.remediate import fleet, ledger
 from stacks.remediation import state
 from stacks.remediation.flow import CONDITIONAL_CHECK_FAILED, Flow
@@ -38,9 +39,6 @@ from stacks.remediation.render import (
     text_at,
 )
 from stacks.remediation.signals import notify
-
-HELD_STATE = "Fleet event"
-"""The state a remediation held for a fleet event passes (the local world times it)."""
 
 
 def _key() -> dict[str, Value]:
@@ -283,5 +281,7 @@ def hold(flow: Flow, *, report: sfn.IChainable) -> sfn.IChainable:
         timed=True,
     )
     start = flow.step("Start holding", "holding")
-    start.next(why).next(reason).next(held).next(flow.ended(HELD_STATE, fleet.OUTCOME)).next(report)
+    start.next(why).next(reason).next(held).next(flow.ended(FLEET_HELD_STATE, fleet.OUTCOME)).next(
+        report
+    )
     return start

@@ -18,7 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from nodemedic.contracts import STEP_AT_PREFIX
+from nodemedic.contracts.ledger import STEP_AT_PREFIX
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Condition, Update
 from nodemedic.settings import ClusterSettings

@@ -13,7 +13,8 @@ import dataclasses
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE, MANUAL_SOURCE
+from nodemedic.contracts.kube import MANUAL_SOURCE
+from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate.decision import SCHEMA, Decision
 from stacks.remediation import deepcheck, state
 from stacks.remediation.flow import Flow

@@ -6,7 +6,7 @@ from __future__ import annotations
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import FAULT_TO_ACTION_METRIC
+from nodemedic.contracts.metrics import FAULT_TO_ACTION_METRIC
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.remediation.render import text_at

@@ -12,7 +12,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import AWAITING_DEEP_CHECK_OUTCOME
+from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Update
 from stacks.remediation import state

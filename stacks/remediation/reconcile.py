@@ -20,7 +20,7 @@ from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts import SILENT_METRIC, STRANDED_METRIC
+from nodemedic.contracts.metrics import SILENT_METRIC, STRANDED_METRIC
 from nodemedic.remediate import ledger, parking
 from stacks.remediation import state
 from stacks.remediation.flow import Flow

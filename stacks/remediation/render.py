@@ -12,7 +12,7 @@ from typing import Any, Final, TypeVar
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import BREAKER_SK, LOCK_SK
+from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import breaker, ledger
 from nodemedic.remediate.expressions import Condition, Update
 from stacks.remediation import state

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts import METRICS_NAMESPACE, REMEDIATION_SECONDS_METRIC
+from nodemedic.contracts.metrics import METRICS_NAMESPACE, REMEDIATION_SECONDS_METRIC
 from nodemedic.remediate import fleet
 from stacks.remediation import state
 from stacks.remediation.flow import Flow

@@ -10,7 +10,13 @@ from typing import Any
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic.contracts import IN_REMEDIATION_METRIC, METRICS_NAMESPACE, REMEDIATIONS_METRIC
+from nodemedic.contracts.metrics import (
+    CLUSTER_DIMENSION,
+    IN_REMEDIATION_METRIC,
+    METRICS_NAMESPACE,
+    NODE_GROUP_DIMENSION,
+    REMEDIATIONS_METRIC,
+)
 from stacks.remediation import state
 from stacks.remediation.flow import Flow
 from stacks.unscoped import unscoped
@@ -39,8 +45,8 @@ def metrics(
 ) -> tasks.CallAwsService:
     """``data``: ``{name, value, unit}`` and any extra ``dimensions``."""
     dimensions = [
-        {"Name": "Cluster", "Value": sfn.JsonPath.string_at(state.CLUSTER)},
-        {"Name": "NodeGroup", "Value": sfn.JsonPath.string_at(state.GROUP_NAME)},
+        {"Name": CLUSTER_DIMENSION, "Value": sfn.JsonPath.string_at(state.CLUSTER)},
+        {"Name": NODE_GROUP_DIMENSION, "Value": sfn.JsonPath.string_at(state.GROUP_NAME)},
     ]
     return flow.aws(
         id,
@@ -92,7 +98,7 @@ def cluster_metric(
                     "MetricName": name,
                     "Value": value,
                     "Unit": "Count",
-                    "Dimensions": [{"Name": "Cluster", "Value": cluster}],
+                    "Dimensions": [{"Name": CLUSTER_DIMENSION, "Value": cluster}],
                 }
             ],
         },

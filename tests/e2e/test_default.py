@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import HEALTH_LABEL, TAINT_KEY, identity_stream, node_log_group
+from nodemedic.contracts.kube import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts.logs import identity_stream, node_log_group
 from tests.support.e2e import (
     group_after_replacements,
     group_instances,

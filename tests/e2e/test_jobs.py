@@ -11,7 +11,7 @@ import json
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import (
+from nodemedic.contracts.jobs import (
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,
     application_log_group,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from console.cli.breaker import status
-from nodemedic.contracts import FLEET_LABEL
+from nodemedic.contracts.kube import FLEET_LABEL
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
 from world.scenarios import Result

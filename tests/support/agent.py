@@ -18,7 +18,7 @@ from moto.server import ThreadedMotoServer
 
 from agent.config import Config
 from agent.main import Agent
-from nodemedic.contracts import node_log_group
+from nodemedic.contracts.logs import node_log_group
 from tests.support.paths import ROOT
 
 REGION = "us-east-1"

@@ -14,7 +14,8 @@ from typing import Any, cast
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts import TAINT_KEY, deep_check_stream, kmsg_stream
+from nodemedic.contracts.kube import TAINT_KEY
+from nodemedic.contracts.logs import deep_check_stream, kmsg_stream
 from nodemedic.origin.signing import sign
 from tests.support.origin import put, register
 from tests.support.remediation import REGION, Pipeline, instances

@@ -7,7 +7,7 @@ ConditionalCheckFailedException would."""
 from __future__ import annotations
 
 from console.backtest.ledger import Key, Store
-from nodemedic.contracts import BREAKER_SK, LOCK_SK
+from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import ledger, parking
 from nodemedic.remediate.expressions import Update
 

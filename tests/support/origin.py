@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.origin import Encrypt, sealed_registration
-from nodemedic.contracts import identity_stream, node_log_group
+from nodemedic.contracts.logs import identity_stream, node_log_group
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from world.identity import identity_document, local_authority
 

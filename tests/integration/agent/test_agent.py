@@ -28,8 +28,8 @@ from agent.kmsg import DevKmsgReader
 from agent.main import Agent, logs_client
 from agent.outbox import dropped_message
 from agent.pstore import read_dumps
-from nodemedic.contracts import health_stream, kmsg_stream, shipped_message
-from nodemedic.contracts import node_log_group as log_group
+from nodemedic.contracts.logs import health_stream, kmsg_stream, shipped_message
+from nodemedic.contracts.logs import node_log_group as log_group
 from nodemedic.detect.classifier import classify
 from tests.support.agent import (
     CLUSTER,

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nodemedic.contracts import deep_check_stream
+from nodemedic.contracts.logs import deep_check_stream
 from tests.support.agent import AWS_ENV, CLUSTER, REGION, config, messages, wait_for
 from tests.support.paths import EVENTS, ROOT
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from agent.imds import ENDPOINT_VARIABLE, IdentityError, instance_identity, instance_type
-from nodemedic.contracts import shipped_message
+from agent.imds import IdentityError, instance_identity, instance_type
+from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
+from nodemedic.contracts.logs import shipped_message
 from tests.support.agent import REGION, agent_process, free_port, messages, wait_for
 
 MOTO_INSTANCE_ID = "i-fake"  # what moto's metadata endpoint says
@@ -32,7 +33,7 @@ def test_off_ec2_the_error_says_which_flags_to_pass() -> None:
 def test_the_agent_names_its_stream_after_the_instance(
     tmp_path: Path, moto_url: str, logs: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(ENDPOINT_VARIABLE, moto_url)
+    monkeypatch.setenv(ENV_IMDS_ENDPOINT, moto_url)
     kmsg = tmp_path / "kmsg"
     kmsg.write_text("NVRM: a line from an instance that knows its name\n")
     args = [

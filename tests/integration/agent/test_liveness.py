@@ -16,7 +16,7 @@ import agent.main
 from agent.checkpoint import Checkpoint
 from agent.config import Config
 from agent.kmsg import Line, Reader
-from nodemedic.contracts import kmsg_stream, parse_heartbeat
+from nodemedic.contracts.logs import kmsg_stream, parse_heartbeat
 from tests.support.agent import Outage, Running, append_lines, config, free_port, messages, wait_for
 
 

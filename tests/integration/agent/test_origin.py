@@ -17,7 +17,7 @@ import pytest
 
 from agent.config import Config
 from agent.main import Agent
-from nodemedic.contracts import (
+from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
     identity_stream,

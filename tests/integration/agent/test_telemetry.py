@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.config import Config
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import health_stream, telemetry_stream
+from nodemedic.contracts.logs import health_stream, telemetry_stream
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.integration.agent.test_agent import scrape
 from tests.support.agent import config, free_port, messages, wait_for

@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from console.cli import main
-from nodemedic.contracts import health_stream, identity_stream, kmsg_stream, node_log_group
+from nodemedic.contracts.logs import health_stream, identity_stream, kmsg_stream, node_log_group
 from tests.support.backtest import benign_lines, fault_line, node
 
 GROUP = node_log_group("prod")

@@ -7,14 +7,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from nodemedic import contracts
+from nodemedic.contracts import env
 from stacks.bundling import bundled_files
 from tests.support.paths import ROOT
 from tests.support.templates import Template, resources
 
 OVERRIDES = {
-    contracts.ENV_KUBECONFIG: "the local world and the tests point the kube Lambda at a file",
-    contracts.ENV_CATALOG_EXTRA: "set by the stack only when extra rule files are configured",
+    env.ENV_KUBECONFIG: "the local world and the tests point the kube Lambda at a file",
+    env.ENV_CATALOG_EXTRA: "set by the stack only when extra rule files are configured",
 }
 """Variables the bundled code reads that the default stack does not set, and why."""
 LIBRARY_PREFIXES = ("POWERTOOLS_",)
@@ -23,7 +23,7 @@ LIBRARY_PREFIXES = ("POWERTOOLS_",)
 
 def _environment_reads(path: Path) -> set[str]:
     """Names of the variables ``path`` reads through ``os.environ[...]`` or
-    ``os.environ.get(...)``, resolving ``contracts.ENV_*`` constants."""
+    ``os.environ.get(...)``, resolving ``env.ENV_*`` constants."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         key: ast.expr | None = None
@@ -34,7 +34,7 @@ def _environment_reads(path: Path) -> set[str]:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             found.add(key.value)
         elif isinstance(key, ast.Name) and key.id.startswith("ENV_"):
-            found.add(getattr(contracts, key.id))
+            found.add(getattr(env, key.id))
     return found
 
 
@@ -76,7 +76,7 @@ def test_the_reads_are_found(tmp_path: Path) -> None:
     """The scanner sees both spellings, literal and contract constant."""
     module = tmp_path / "m.py"
     module.write_text(
-        "import os\nfrom nodemedic.contracts import ENV_EKS_CLUSTER\n"
+        "import os\nfrom nodemedic.contracts.env import ENV_EKS_CLUSTER\n"
         "a = os.environ['A']\nb = os.environ.get(ENV_EKS_CLUSTER)\n"
     )
     assert _environment_reads(module) == {"A", "EKS_CLUSTER_NAME"}

@@ -7,12 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from nodemedic.contracts import (
-    ENV_JOB_BREAKER,
-    ENV_LEDGER_TABLE,
-    JOBS_FAILED_METRIC,
-    application_log_group,
-)
+from nodemedic.contracts.env import ENV_JOB_BREAKER, ENV_LEDGER_TABLE
+from nodemedic.contracts.jobs import JOBS_FAILED_METRIC, application_log_group
 from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.templates import SETTINGS, Template, one, resources

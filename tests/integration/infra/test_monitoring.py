@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import (
+from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,

@@ -12,7 +12,8 @@ from aws_cdk import assertions
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import ENV_ACCEPT_INJECTED, REMEDIATOR_GROUP
+from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
+from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import HEALTH_STATUSES, NODES_METRIC
+from nodemedic.contracts.kube import HEALTH_STATUSES
+from nodemedic.contracts.metrics import NODES_METRIC
 from tests.integration.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
 

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,

@@ -18,11 +18,8 @@ from moto import mock_aws
 
 from lambdas.classify.handler import MalformedPayload
 from lambdas.jobs.handler import handler
-from nodemedic.contracts import (
-    ENV_CLUSTER,
-    ENV_JOB_BREAKER,
-    ENV_LEDGER_TABLE,
-    ENV_TOPIC_ARN,
+from nodemedic.contracts.env import ENV_CLUSTER, ENV_JOB_BREAKER, ENV_LEDGER_TABLE, ENV_TOPIC_ARN
+from nodemedic.contracts.jobs import (
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,
     LOG_MONITORING_ANNOTATION,

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,

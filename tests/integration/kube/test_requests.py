@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import HEALTH_LABEL, MANUAL_SOURCE
+from nodemedic.contracts.kube import HEALTH_LABEL, MANUAL_SOURCE
 from tests.integration.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
 from world.kubelet import SimulatedKubelet

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from nodemedic.contracts import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION, PYTORCHJOB_API
+from nodemedic.contracts.jobs import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION, PYTORCHJOB_API
 from tests.support.kube import Invoke, Node, bind_pod, exists, owner, running, wait_for
 
 pytestmark = pytest.mark.kube

@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client
 
 from console.cli import main
-from nodemedic.contracts import AWAITING_DEEP_CHECK_OUTCOME
+from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME
 from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template

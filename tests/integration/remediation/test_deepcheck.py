@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     HEALTH_LABEL,

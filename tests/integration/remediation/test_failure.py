@@ -19,7 +19,7 @@ from kubernetes import client
 from moto.events.models import EventPattern
 from moto.events.utils import EventMessageType
 
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import FLEET_CONDITION, FLEET_LABEL, HEALTH_LABEL
+from nodemedic.contracts.kube import FLEET_CONDITION, FLEET_LABEL, HEALTH_LABEL
 from tests.support.flow import NEURON, World, asg_instance, condition, our_taints
 from tests.support.kube import wait_for
 from tests.support.remediation import ACTING, Pipeline, decision

@@ -19,13 +19,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import (
-    AWAITING_DEEP_CHECK_OUTCOME,
-    HEALTH_LABEL,
-    LOCK_SK,
-    TAINT_KEY,
-    shipped_message,
-)
+from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME, HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts.ledger import LOCK_SK
+from nodemedic.contracts.logs import shipped_message
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.remediate import ledger as nodemedic_ledger
 from tests.support.flow import (

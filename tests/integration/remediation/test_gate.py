@@ -12,15 +12,15 @@ import pytest
 from kubernetes import client
 from moto.sns.models import Topic
 
-from nodemedic.contracts import (
+from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     HEALTH_LABEL,
-    LOCK_SK,
     SCHEDULABLE,
     UNSCHEDULABLE,
 )
+from nodemedic.contracts.ledger import LOCK_SK
 from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, asg_instance, our_taints, ship_verdict
 from tests.support.kube import wait_for

@@ -15,7 +15,7 @@ import pytest
 
 from console.cli.history import records
 from console.cli.remediations import entry
-from nodemedic.contracts import HEALTH_LABEL
+from nodemedic.contracts.kube import HEALTH_LABEL
 from stacks.remediation.requests import REQUESTS_SECONDS
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.remediation import TICK, Pipeline

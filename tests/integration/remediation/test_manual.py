@@ -16,7 +16,8 @@ import pytest
 from console.cli.history import records
 from console.cli.manual import request
 from console.cli.remediations import entry
-from nodemedic.contracts import HEALTH_LABEL, HISTORY_TTL_ATTRIBUTE, TAINT_KEY
+from nodemedic.contracts.kube import HEALTH_LABEL, TAINT_KEY
+from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.kube import wait_for
 from tests.support.remediation import REGION, Pipeline

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from nodemedic.contracts import HEALTH_LABEL
+from nodemedic.contracts.kube import HEALTH_LABEL
 from nodemedic.origin.signing import key_id, sign
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.flow import GPU, World, asg_instance, our_taints

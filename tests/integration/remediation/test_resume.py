@@ -10,7 +10,7 @@ import json
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION
+from nodemedic.contracts.jobs import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION
 from tests.support.flow import NEURON, World, neuron_line
 from tests.support.kube import bind_pod, exists, owner, wait_for
 

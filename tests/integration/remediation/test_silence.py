@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from nodemedic.contracts import heartbeat_message
+from nodemedic.contracts.logs import heartbeat_message
 from tests.support.flow import GPU, World
 from tests.support.kube import wait_for
 from tests.support.remediation import REGION, Pipeline, datapoints

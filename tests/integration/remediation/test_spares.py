@@ -12,7 +12,7 @@ import boto3
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts import SPARE_LABEL, SPARE_TAINT_KEY
+from nodemedic.contracts.kube import SPARE_LABEL, SPARE_TAINT_KEY
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.remediation import REGION, decision, instances
 from world.spares import stand_by

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nodemedic.contracts import HISTORY_TTL_ATTRIBUTE
+from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate import breaker, ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (

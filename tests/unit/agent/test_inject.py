@@ -14,7 +14,7 @@ from agent.inject import LOG_USER, InjectError, append_file, find_rule, line_for
 from agent.kmsg import DevKmsgReader, FileKmsgReader
 from console.cli import main as nodemedic
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import shipped_message
+from nodemedic.contracts.logs import shipped_message
 from nodemedic.detect.classifier import classify
 from tests.support.paths import ROOT
 

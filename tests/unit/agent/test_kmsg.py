@@ -10,7 +10,7 @@ import pytest
 
 from agent import kmsg
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, lost_message, parse_record
-from nodemedic.contracts import shipped_message
+from nodemedic.contracts.logs import shipped_message
 from tests.support.paths import EVENTS
 
 RECORDS = EVENTS / "kmsg" / "kmsg-records.txt"

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from agent.pstore import ShippedDumps, read_dumps
-from nodemedic.contracts import split_injected, split_previous_boot
+from nodemedic.contracts.logs import split_injected, split_previous_boot
 from nodemedic.detect.classifier import default_classifier
 from tests.support.paths import EVENTS
 

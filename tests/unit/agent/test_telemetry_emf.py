@@ -10,7 +10,7 @@ from agent.checks.nvidia import NvidiaSmi
 from agent.telemetry import telemetry
 from agent.telemetry.emf import SELECTIONS, emf_lines
 from agent.telemetry.neuron_report import NeuronTelemetry
-from nodemedic.contracts import TELEMETRY_NAMESPACE
+from nodemedic.contracts.logs import TELEMETRY_NAMESPACE
 from tests.unit.agent.test_telemetry_gpu import SMI, TS
 from tests.unit.agent.test_telemetry_neuron import telemetry_check, with_ecc
 

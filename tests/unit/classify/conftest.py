@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.contracts import ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.env import ENV_PROOF_OF_ORIGIN
 from tests.support.classify import REGION, TABLE
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.env import ENV_PROOF_OF_ORIGIN
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap

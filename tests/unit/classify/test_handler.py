@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import ENV_ACCEPT_INJECTED
+from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap
 

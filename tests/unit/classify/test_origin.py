@@ -10,13 +10,8 @@ import boto3
 import pytest
 
 from agent.origin import sealed_registration, signer
-from nodemedic.contracts import (
-    ENV_IDENTITY_CERTIFICATES,
-    ENV_PROOF_OF_ORIGIN,
-    identity_stream,
-    node_log_group,
-    origin_key_alias,
-)
+from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES, ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.logs import identity_stream, node_log_group, origin_key_alias
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.classify import CONTEXT, World, executions

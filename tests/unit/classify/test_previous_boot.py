@@ -3,7 +3,7 @@ again on the new boot."""
 
 from __future__ import annotations
 
-from nodemedic.contracts import previous_boot_message
+from nodemedic.contracts.logs import previous_boot_message
 from nodemedic.remediate.decision import PREVIOUS_BOOT_NOTE
 from tests.unit.classify.test_service import XID43, run_batch
 

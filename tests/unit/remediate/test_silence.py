@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts import heartbeat_message, previous_boot_message, shipped_message
+from nodemedic.contracts.logs import heartbeat_message, previous_boot_message, shipped_message
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.remediate.silence import Heard, ReadyNode, Recent, newest_heartbeat, silent_nodes
 

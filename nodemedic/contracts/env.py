@@ -1,0 +1,44 @@
+"""The environment variables the stacks and the local world set and the handlers and the
+agent read."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Environment variables --------------------------------------------------------------------
+
+ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
+"""The agent's cluster name (the DaemonSet sets it)."""
+ENV_CATALOG_EXTRA: Final = "NODEMEDIC_CATALOG_EXTRA"
+"""Extra rule files, ``os.pathsep``-separated, tried before the built-in catalog."""
+ENV_STATE_MACHINE_ARN: Final = "STATE_MACHINE_ARN"
+"""The classify Lambda starts executions of this state machine."""
+ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
+"""The classify Lambda's idempotency and threshold table."""
+ENV_ACCEPT_INJECTED: Final = "NODEMEDIC_ACCEPT_INJECTED_FAULTS"
+"""``true`` or ``false``: the cluster setting ``accept_injected_faults``, for the classify
+Lambda (a line marked injected acts only where it is ``true``)."""
+ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
+"""``enforce`` or ``audit``: the cluster setting ``proof_of_origin``, for the classify Lambda
+(enforced, a line whose origin is not proven is at most notified)."""
+ENV_IDENTITY_CERTIFICATES: Final = "NODEMEDIC_IDENTITY_CERTIFICATES"
+"""PEM certificates the classify Lambda verifies instance identity documents with; empty:
+AWS's, vendored in ``nodemedic/origin/certificates``."""
+ENV_LEDGER_TABLE: Final = "LEDGER_TABLE"
+"""The ledger table: the classify Lambda records heartbeats there, the kube Lambda's
+``silent`` op reads them."""
+ENV_EKS_CLUSTER: Final = "EKS_CLUSTER_NAME"
+"""The kube Lambda's EKS cluster (its endpoint and token come from it)."""
+ENV_KUBECONFIG: Final = "KUBECONFIG"
+"""The kube Lambda's kubeconfig instead of EKS (the local world sets it)."""
+ENV_TOPIC_ARN: Final = "NOTIFY_TOPIC_ARN"
+"""The job monitor tells people through this SNS topic when it fails a job."""
+ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+ENV_LOG_LEVEL: Final = "POWERTOOLS_LOG_LEVEL"
+
+ENV_JOB_BREAKER: Final = "NODEMEDIC_JOB_BREAKER"
+"""The job monitor's breaker limits (``nodemedic.jobs.breaker.JobLimits``), JSON."""
+ENV_IMDS_ENDPOINT: Final = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
+"""The AWS SDKs' setting for another instance metadata endpoint: the agent reads it, the
+local world points it at its moto server."""

@@ -1,0 +1,99 @@
+"""What nodemedic writes on Nodes (labels, taints, conditions, annotations) and who it is on
+the Kubernetes API."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+# Kubernetes --------------------------------------------------------------------------------
+
+HealthStatus = Literal[
+    "Schedulable", "Unschedulable", "UnschedulablePendingReboot", "UnschedulablePendingReplacement"
+]
+"""Values of the node health label, as the EKS node monitoring agent's node auto repair and
+HyperPod read them."""
+HEALTH_STATUSES: Final[tuple[HealthStatus, ...]] = get_args(HealthStatus)
+SCHEDULABLE: Final[HealthStatus] = "Schedulable"
+STATUS_OF_ACTION: Final[dict[str, HealthStatus]] = {
+    "notify": SCHEDULABLE,
+    "reboot": "UnschedulablePendingReboot",
+    "replace": "UnschedulablePendingReplacement",
+}
+"""The health label a decision for each action (every one but ``ignore``) puts on its node."""
+HEALTH_LABEL: Final = "nodemedic.io/node-health-status"
+NODEGROUP_LABEL: Final = "eks.amazonaws.com/nodegroup"
+"""The EKS managed node group of a Node (EKS sets it); the reconcile counts Nodes by it."""
+LABEL_PREFIX: Final = "nodemedic.io/"
+TAINT_KEY: Final = "nodemedic.io/unhealthy"
+"""``nodemedic.io/unhealthy=<fault_id>:NoSchedule`` while nodemedic acts on a node."""
+TAINT_EFFECT: Final = "NoSchedule"
+CLEARED_REASON: Final = "NodeMedicCleared"
+"""The reason of a node condition nodemedic set back to healthy."""
+FAULT_TYPE_LABEL: Final = "nodemedic.io/fault-type"
+"""The fault id of the remediation that took the node out (HyperPod's ``fault-types``): set
+with the taint, removed when the node is given back, kept when its remediation failed."""
+FAULT_REASON_LABEL: Final = "nodemedic.io/fault-reason"
+"""Why the node is out: the fault's metric name while its remediation works (e.g.
+``NvidiaXid_79``), ``<step>-failed`` once it stopped at that step."""
+PENDING_STATUSES: Final[dict[HealthStatus, str]] = {
+    "UnschedulablePendingReboot": "reboot",
+    "UnschedulablePendingReplacement": "replace",
+}
+"""The health label values an operator sets to ask for a reboot or a replacement by hand
+(HyperPod's), and the action each asks for; the request reconcile reads them every minute."""
+MANUAL_CONDITION: Final = "NodeMedicManualRemediation"
+"""Node condition, ``True`` while a remediation a person asked for works on the node (its
+message says who asked and why), set back to ``False`` when the node is given back."""
+FIELD_MANAGER: Final = "nodemedic"
+"""The field manager nodemedic's kube Lambda writes Nodes as: the request reconcile tells a
+health label a person set from one nodemedic set itself by the label's manager."""
+MANUAL_SOURCE: Final = "manual"
+"""The ``source`` of a decision a person asked for (``nodemedic reboot|replace``, or the
+health label), instead of ``kmsg`` or ``health``."""
+FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
+"""Node condition, ``True`` once a remediation of the node failed: its reason is the error,
+its message the step and the decision."""
+FLEET_LABEL: Final = "nodemedic.io/fleet-event"
+"""``<fault_id>``: the node reported a fault that many nodes of its group reported at once
+(a fleet event, a rollout or a job rather than hardware); nodemedic held its hand."""
+FLEET_CONDITION: Final = "NodeMedicFleetEvent"
+"""Node condition, ``True`` while the node is held for a fleet event: its message says why."""
+REMEDIATOR_GROUP: Final = "nodemedic:remediator"
+"""The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
+the Lambda's role by the EKS access entry, and given to the local world's remediator user."""
+DEEP_CHECK_LABEL: Final = "nodemedic.io/deep-health-check-status"
+"""HyperPod's values: ``InProgress`` from registration until the deep check's verdict,
+then ``Passed`` or ``Failed``."""
+DeepCheckStatus = Literal["InProgress", "Passed", "Failed"]
+DEEP_CHECK_TAINT_KEY: Final = "nodemedic.io/health-check"
+"""``nodemedic.io/health-check:NoSchedule``: put by the kubelet at registration
+(``--register-with-taints``), removed once the node's deep check passed."""
+DEEP_CHECK_SINCE_ANNOTATION: Final = "nodemedic.io/deep-check-since"
+"""ISO 8601 UTC time nodemedic put the node behind the health-check taint (after a reboot);
+a node without it waits since its creation. ``deep_check_timeout`` counts from either."""
+DEEP_CHECK_HELD_ANNOTATION: Final = "nodemedic.io/held-for-deep-check"
+"""``<decision_id>`` of the reboot that left the node cordoned until its deep check passes
+(``post_reboot_deep_check``): only then does a pass uncordon the node as well."""
+DEEP_CHECK_PASSED_AT_ANNOTATION: Final = "nodemedic.io/deep-check-passed-at"
+"""ISO 8601 UTC time of the last passing deep check's verdict line. The agent checks right
+after the boot, often before the reboot's watch has seen the node back: that pass finds the
+node still under remediation and admits nothing, and the hold that follows reads this
+instead of waiting for a verdict already given (``lambdas.kube.gate``)."""
+DEEP_CHECK_OVERDUE_ANNOTATION: Final = "nodemedic.io/deep-check-overdue"
+"""The wait (its start, as above) people were told had no verdict within
+``deep_check_timeout``: told once per wait."""
+AWAITING_DEEP_CHECK_OUTCOME: Final = "rebooted-awaiting-deep-check"
+"""A reboot remediation's outcome when the node came back with a new boot id and was left
+cordoned, behind the health-check taint, for its post-repair deep check."""
+UNSCHEDULABLE: Final[HealthStatus] = "Unschedulable"
+SPARE_LABEL: Final = "nodemedic.io/spare"
+"""``true`` on the Node of an instance nodemedic keeps in Auto Scaling ``Standby`` as a
+spare of its node group (setting ``spares``); removed when a replace brings it into service."""
+SPARE_TAINT_KEY: Final = "nodemedic.io/spare"
+"""``nodemedic.io/spare:NoSchedule``: a spare is a joined, Ready Node, and takes no pods
+until a replace brings it into service. Separate from the health-check taint, which a
+passing deep check removes while the instance is still in Standby."""
+CONDITION_NEURON: Final = "NeuronHasError"
+CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
+CONDITION_STORAGE: Final = "StorageReady"
+CONDITION_KERNEL: Final = "KernelReady"

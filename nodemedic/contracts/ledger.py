@@ -1,0 +1,46 @@
+"""Keys of the ledger (DynamoDB, partition ``pk``, sort ``sk``) that more than one process
+writes or reads."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The ledger (DynamoDB, partition ``pk``, sort ``sk``) ---------------------------------------
+
+LOCK_SK: Final = "inflight"
+"""``<instance-id>`` / ``inflight``: the node lock, one remediation per node."""
+BREAKER_SK: Final = "breaker"
+"""``group#<asg>`` / ``breaker``: the instances of a node group holding a breaker slot."""
+GROUP_PK_PREFIX: Final = "group#"
+DECISION_SK_PREFIX: Final = "decision#"
+"""``<instance-id>`` / ``decision#<decision_id>``: one remediation, its state and timings."""
+HEARTBEAT_PK: Final = "heartbeat"
+"""``heartbeat`` / ``<instance-id>``: when the node's agent was last heard (``heard_at``,
+epoch seconds), the state its heartbeat carried, and ``notified_at`` once its silence was
+notified. One partition, so one Query reads a whole cluster."""
+REBOOT_SK_PREFIX: Final = "reboot#"
+"""``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+FLEET_SK_PREFIX: Final = "fleet#"
+"""``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
+the fleet window, and whether they make a fleet event."""
+
+
+def group_pk(group: str) -> str:
+    return GROUP_PK_PREFIX + group
+
+
+CLUSTER_PK_PREFIX: Final = "cluster#"
+"""``cluster#<name>`` / ``breaker``: the cluster's breaker, its holders across node groups
+and its tripped state; ``cluster#<name>`` / ``rate#<group>#<action>#<window>``: the
+remediations of that action started in a group in one clock hour or UTC day."""
+RATE_SK_PREFIX: Final = "rate#"
+HISTORY_TTL_ATTRIBUTE: Final = "purge_at"
+"""The ledger table's time-to-live attribute (epoch seconds): only decision records carry
+it, ``history_days`` after their plan, so ``nodemedic history`` reads them that long."""
+STEP_AT_PREFIX: Final = "at_"
+"""``at_<state>`` on a decision record: when its remediation entered that state (``held``,
+``marking``, ``draining``, ``rebooting``, ``replacing``, ``closed``, ``failed``...)."""
+
+
+def cluster_pk(cluster: str) -> str:
+    return CLUSTER_PK_PREFIX + cluster

@@ -1,0 +1,58 @@
+"""Metric names, namespaces and dimensions: the handlers and the state machine publish them,
+the alarms, dashboards and the console read them."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Metrics -----------------------------------------------------------------------------------
+
+METRICS_NAMESPACE: Final = "NodeMedic"
+CLUSTER_DIMENSION: Final = "Cluster"
+"""On every pipeline metric: the cluster's short name (``ClusterSettings.name``)."""
+NODE_GROUP_DIMENSION: Final = "NodeGroup"
+"""On the remediation metrics: the Auto Scaling group of the node."""
+JOB_DIMENSION: Final = "Job"
+"""On the job metrics: ``<namespace>/<name>``."""
+"""The pipeline's own metrics; a catalog rule without ``namespace`` publishes here too."""
+REMEDIATIONS_METRIC: Final = "Remediations"
+"""Count, one per finished execution, with the extra dimensions ``Action`` (notify, reboot
+or replace, after escalation) and ``Outcome`` (notified, monitored, rebooted, replaced,
+held, failed, ...)."""
+REMEDIATION_SECONDS_METRIC: Final = "RemediationSeconds"
+"""Seconds from the decision's arrival to its outcome."""
+FAULT_TO_ACTION_METRIC: Final = "FaultToActionSeconds"
+"""Seconds from the fault line's timestamp (``first_seen``) to the first change on the node."""
+IN_REMEDIATION_METRIC: Final = "InRemediation"
+"""Gauge (Count): nodes of the node group holding a breaker slot, published on every admit
+and release."""
+BREAKER_METRIC: Final = "BreakerHeld"
+"""Count, each time the breaker holds a decision back."""
+BREAKER_TRIPPED_METRIC: Final = "BreakerTripped"
+"""Count (dimension Cluster only): 1 each time the cluster's breaker trips on a limit (the
+cluster cap or a group's rate), once per trip; its alarm pages."""
+REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
+"""Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
+LINES_CLASSIFIED_METRIC: Final = "LinesClassified"
+FAULTS_FOUND_METRIC: Final = "FaultsFound"
+DECISIONS_STARTED_METRIC: Final = "DecisionsStarted"
+CLASSIFIER_METRICS: Final = (LINES_CLASSIFIED_METRIC, FAULTS_FOUND_METRIC, DECISIONS_STARTED_METRIC)
+"""Published by the classifier with the dimensions ``Cluster`` and ``service``."""
+UNPROVEN_METRIC: Final = "UnprovenEvidence"
+"""Published by the classifier for each reboot or replace line whose origin it could not
+prove (capped where ``proof_of_origin`` is ``enforce``, counted either way)."""
+MALFORMED_METRIC: Final = "MalformedPayloads"
+"""Published by the classifier for each payload it sends to the dead-letter queue."""
+STRANDED_METRIC: Final = "StrandedNodes"
+"""Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
+remediation, published by the reconcile at every run."""
+
+SILENT_METRIC: Final = "SilentNodes"
+"""Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for
+``SILENT_AFTER_BEATS`` heartbeat intervals, published by the reconcile at every run."""
+
+NODES_METRIC: Final = "Nodes"
+"""Gauge (Count, dimensions Cluster, NodeGroup and Status, a ``HealthStatus``): the Nodes of
+each node group by their health label, published by the reconcile at every run
+(``nodemedic.remediate.census``)."""
+NODES_DIMENSIONS: Final = (CLUSTER_DIMENSION, NODE_GROUP_DIMENSION, "Status")

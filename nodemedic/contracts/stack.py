@@ -1,0 +1,31 @@
+"""The stack's names and outputs, and the state names others read from its executions."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The stack ----------------------------------------------------------------------------------
+
+STACK_NAME: Final = "nodemedic-{cluster}"
+"""The CloudFormation stack of one cluster's pipeline; the CLI finds its resources by it."""
+LEDGER_OUTPUT: Final = "LedgerTableName"
+"""The stack's output naming the ledger table (``nodemedic breaker`` reads it)."""
+STATE_MACHINE_OUTPUT: Final = "StateMachineArn"
+"""The stack's output naming the remediation state machine (``nodemedic reboot|replace``
+start it)."""
+
+
+def stack_name(cluster: str) -> str:
+    return STACK_NAME.format(cluster=cluster)
+
+
+DASHBOARD_NAME: Final = "nodemedic-{cluster}"
+"""The cluster's CloudWatch dashboard (``nodemedic dashboard --html`` reads it)."""
+
+
+def dashboard_name(cluster: str) -> str:
+    return DASHBOARD_NAME.format(cluster=cluster)
+
+
+FLEET_HELD_STATE: Final = "Fleet event"
+"""The state a remediation held for a fleet event passes (the local world times it)."""
