@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,20 @@ def test_clusters_may_be_given_as_json_on_the_command_line() -> None:
 def test_a_bad_cluster_list_stops_the_synth(value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         clusters_from_context(value)
+
+
+def test_jsii_runs_on_the_projects_node_lts_and_prints_no_banner() -> None:
+    """The machine's own ``node`` may be a line jsii calls end-of-life (it then prints a
+    banner of ``!!`` lines on every synth); importing the stacks uses the project's."""
+    environment = {k: v for k, v in os.environ.items() if k != "JSII_NODE"}
+    environment["PATH"] = "/usr/bin:/bin"
+    result = subprocess.run(
+        [sys.executable, "-c", "import stacks.synth"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "!!" not in result.stderr and "end-of-life" not in result.stderr, result.stderr
