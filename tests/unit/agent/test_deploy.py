@@ -80,9 +80,14 @@ def test_iam_policy_allows_shipping_to_the_cluster_log_group_only() -> None:
     assert all(":log-group:/nodemedic/CLUSTER_NAME/nodes" in r for r in statement["Resource"])
     # And sealing its registration under the cluster's origin key, for that cluster only.
     assert (seal["Effect"], seal["Action"]) == ("Allow", ["kms:Encrypt"])
-    assert seal["Resource"].endswith(":alias/nodemedic-CLUSTER_NAME-origin")
+    # On the key the agent names by its alias: an alias ARN in Resource would name the
+    # alias, not the key (docs/security.md, "Proof of origin").
+    assert seal["Resource"] == "arn:aws:kms:REGION:ACCOUNT_ID:key/*"
     assert seal["Condition"] == {
-        "StringEquals": {"kms:EncryptionContext:nodemedic:cluster": "CLUSTER_NAME"}
+        "StringEquals": {
+            "kms:RequestAlias": "alias/nodemedic-CLUSTER_NAME-origin",
+            "kms:EncryptionContext:nodemedic:cluster": "CLUSTER_NAME",
+        }
     }
 
 
