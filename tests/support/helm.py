@@ -27,6 +27,9 @@ NAMESPACE = "nodemedic"
 association (stacks/agent_access.py)."""
 REQUIRED = {"cluster": "prod-trn", "image.repository": "example.invalid/nodemedic-agent"}
 """The values the chart has no default for."""
+ANY_ADDRESS = "0.0.0.0"  # noqa: S104 (a value the chart passes on, not a socket of ours)
+SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address": ANY_ADDRESS}
+"""The values of a cluster whose Prometheus operator scrapes the agents."""
 
 
 def helm_binary() -> Path | None:
@@ -63,9 +66,10 @@ def render(
     values: Mapping[str, str] = REQUIRED,
     *,
     json_values: Mapping[str, Any] | None = None,
+    namespace: str = NAMESPACE,
     extra: Sequence[str] = (),
 ) -> str:
-    """``helm template`` of the chart into ``NAMESPACE``; AssertionError with helm's words
+    """``helm template`` of the chart into ``namespace``; AssertionError with helm's words
     when it refuses."""
     json_flags = [
         flag
@@ -78,7 +82,7 @@ def render(
         "nodemedic",
         str(CHART),
         "--namespace",
-        NAMESPACE,
+        namespace,
         *set_flags(values),
         *json_flags,
         *extra,

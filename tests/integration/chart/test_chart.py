@@ -20,10 +20,12 @@ from agent.metrics import LIVENESS_PATH
 from nodemedic.contracts import REMEDIATOR_GROUP
 from nodemedic.health.instance_types import TABLE
 from tests.support.helm import (
+    ANY_ADDRESS,
     CHART,
     ENV_HELM,
     NAMESPACE,
     REQUIRED,
+    SCRAPED,
     agent_args_from_chart,
     agent_container,
     documents,
@@ -36,8 +38,6 @@ from tests.support.helm import (
 from tests.support.paths import ROOT
 
 IRSA_ROLE = "arn:aws:iam::123456789012:role/nodemedic-agent-prod-trn"
-ANY_ADDRESS = "0.0.0.0"  # noqa: S104 (a value the chart passes on, not a socket of ours)
-SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address": ANY_ADDRESS}
 
 
 @pytest.fixture(scope="module")
