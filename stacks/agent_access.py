@@ -13,7 +13,7 @@ from nodemedic.settings import ClusterSettings
 
 AGENT_NAMESPACE = "nodemedic"
 AGENT_SERVICE_ACCOUNT = "nodemedic-agent"
-"""Where agent/deploy/ runs the DaemonSet."""
+"""Where the chart (deploy/chart/nodemedic) runs the DaemonSet."""
 
 
 class AgentAccess(Construct):

@@ -1,14 +1,13 @@
-"""The Grafana dashboard and scrape configuration that ship in deploy/grafana: a dashboard
-Grafana can import, on a Prometheus data source the user picks, whose every query names
-metrics the agent really exports (the exporters' own lists, not a copy)."""
+"""The Grafana dashboard that ships in deploy/grafana (the scrape configuration is the
+chart's, tests/integration/chart): a dashboard Grafana can import, on a Prometheus data
+source the user picks, whose every query names metrics the agent really exports (the
+exporters' own lists, not a copy)."""
 
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
-
-import yaml
 
 from agent.metrics import Metrics
 from agent.telemetry.gpu import METRICS as GPU_METRICS
@@ -91,23 +90,3 @@ def test_the_query_parser_finds_names_and_only_names() -> None:
     )
     assert metric_names(expr) == {"hardware_ecc_events_total", "system_memory_total_bytes"}
     assert metric_names("count(nodemedic_agent_signing == 0)") == {"nodemedic_agent_signing"}
-
-
-def test_scrape_configuration_points_at_the_agents_port() -> None:
-    pod = next(
-        d
-        for d in yaml.safe_load_all((ROOT / "agent" / "deploy" / "daemonset.yaml").read_text())
-        if d["kind"] == "DaemonSet"
-    )["spec"]["template"]
-    args = pod["spec"]["containers"][0]["args"]
-    port = next(a.split("=", 1)[1] for a in args if a.startswith("--metrics-port="))
-    assert pod["metadata"]["annotations"] == {
-        "prometheus.io/scrape": "true",
-        "prometheus.io/port": port,
-        "prometheus.io/path": "/metrics",
-    }
-    service, monitor = yaml.safe_load_all((GRAFANA / "servicemonitor.yaml").read_text())
-    assert service["spec"]["ports"][0]["port"] == int(port)
-    assert service["spec"]["selector"] == pod["metadata"]["labels"]
-    assert monitor["kind"] == "ServiceMonitor"
-    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]

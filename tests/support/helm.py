@@ -1,0 +1,117 @@
+"""The chart (deploy/chart/nodemedic) as helm renders it, for the tests: where helm is, the
+rendered documents, and the agent's command line the DaemonSet gives it.
+
+helm is found in one place (``helm_binary``): ``$NODEMEDIC_HELM``, else the newest build in
+the cache the local world's binaries live in (``$NODEMEDIC_CACHE``, by default
+``~/.cache/nodemedic``: ``<cache>/<build>/helm``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.paths import ROOT
+
+CHART = ROOT / "deploy" / "chart" / "nodemedic"
+ENV_HELM = "NODEMEDIC_HELM"
+ENV_CACHE = "NODEMEDIC_CACHE"
+NAMESPACE = "nodemedic"
+"""Where docs/deploy.md installs the chart, and the namespace of the stack's Pod Identity
+association (stacks/agent_access.py)."""
+REQUIRED = {"cluster": "prod-trn", "image.repository": "example.invalid/nodemedic-agent"}
+"""The values the chart has no default for."""
+ANY_ADDRESS = "0.0.0.0"  # noqa: S104 (a value the chart passes on, not a socket of ours)
+SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address": ANY_ADDRESS}
+"""The values of a cluster whose Prometheus operator scrapes the agents."""
+
+
+def helm_binary() -> Path | None:
+    """helm: ``$NODEMEDIC_HELM`` when set (even if it is not there: a wrong setting fails
+    loudly), else the newest ``<cache>/*/helm``; None when there is none."""
+    given = os.environ.get(ENV_HELM)
+    if given:
+        return Path(given)
+    cache = Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "nodemedic")
+    found = [p for p in cache.glob("*/helm") if p.is_file() and os.access(p, os.X_OK)]
+    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``helm args...`` with its own state kept out of the user's home directory."""
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": "/nonexistent/helm-cache",
+        "HELM_CONFIG_HOME": "/nonexistent/helm-config",
+        "HELM_DATA_HOME": "/nonexistent/helm-data",
+    }
+    return subprocess.run(
+        [str(helm), *args], capture_output=True, text=True, check=False, env=env, timeout=60
+    )
+
+
+def set_flags(values: Mapping[str, str]) -> list[str]:
+    """``--set`` flags, typed as helm types what a user types: ``false`` is a boolean."""
+    return [flag for key, value in values.items() for flag in ("--set", f"{key}={value}")]
+
+
+def render(
+    helm: Path,
+    values: Mapping[str, str] = REQUIRED,
+    *,
+    json_values: Mapping[str, Any] | None = None,
+    namespace: str = NAMESPACE,
+    extra: Sequence[str] = (),
+) -> str:
+    """``helm template`` of the chart into ``namespace``; AssertionError with helm's words
+    when it refuses."""
+    json_flags = [
+        flag
+        for key, value in (json_values or {}).items()
+        for flag in ("--set-json", f"{key}={json.dumps(value)}")
+    ]
+    done = run_helm(
+        helm,
+        "template",
+        "nodemedic",
+        str(CHART),
+        "--namespace",
+        namespace,
+        *set_flags(values),
+        *json_flags,
+        *extra,
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"helm template failed:\n{done.stderr}")
+    return done.stdout
+
+
+def documents(rendered_yaml: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(rendered_yaml) if d]
+
+
+def one(rendered_yaml: str, kind: str) -> dict[str, Any]:
+    """The one document of ``kind``."""
+    (found,) = [d for d in documents(rendered_yaml) if d["kind"] == kind]
+    return found
+
+
+def agent_container(rendered_yaml: str) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = one(rendered_yaml, "DaemonSet")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    (container,) = containers
+    return container
+
+
+def agent_args_from_chart(rendered_yaml: str) -> list[str]:
+    """The agent's flags as the chart's DaemonSet passes them: what ``python -m agent`` (the
+    image's entrypoint, ``agent.cli.configure_agent``'s parser) gets on every node."""
+    args: list[str] = agent_container(rendered_yaml)["args"]
+    return list(args)
