@@ -17,7 +17,7 @@ import yaml
 
 from agent.cli import DEFAULT_METRICS_PORT, agent_config, configure_agent
 from agent.metrics import LIVENESS_PATH
-from nodemedic.contracts import REMEDIATOR_GROUP
+from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.health.instance_types import TABLE
 from tests.support.helm import (
     ANY_ADDRESS,
