@@ -64,7 +64,9 @@ def read_dumps(directory: Path, boot_id: str | None, shipped: set[str]) -> Itera
         for line in raw.decode("utf-8", "backslashreplace").splitlines():
             parsed = message_of(line)
             if parsed is not None:
-                messages.append(previous_boot_message(shipped_message(*parsed), boot_id))
+                messages.append(
+                    previous_boot_message(shipped_message(parsed.text, parsed.facility), boot_id)
+                )
         yield Dump(path.name, digest, messages)
 
 

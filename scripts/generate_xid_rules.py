@@ -6,7 +6,8 @@ generated instead of kept by hand, from three files under ``nodemedic/catalog/xi
 
 - ``nvidia-xid-catalog.tsv``: a copy of NVIDIA's table, as NVIDIA publishes it;
 - ``overrides.yaml``: nodemedic's reading of it, what each of NVIDIA's resolution buckets
-  means for a node and the codes where nodemedic says something else, each with its reason;
+  means for a node, the codes where nodemedic says something else, each with its reason,
+  and what a code the table does not list gets (one rule after all the others);
 - ``examples.tsv``: the real kernel line each rule is tested against, where one is known.
 
 Run ``make xid-rules`` (``python scripts/generate_xid_rules.py``) after changing any of
@@ -41,6 +42,10 @@ COLUMNS = (
 )
 """NVIDIA's names for the columns the rules are made from, in the copy's order."""
 EXAMPLE_COLUMNS = ("id", "source", "example")
+UNKNOWN_ID = "nvidia-xid-unknown"
+"""The rule of every code the table does not list: it shares the codes' pattern and comes
+after them, so the classifier meets it only where the code's lookup finds no rule."""
+UNKNOWN_METRIC = "NvidiaXidUnknown"
 UNUSED = "Unused"
 """NVIDIA's Description of a code that Ampere and newer GPUs do not log."""
 HEADER = """\
@@ -50,7 +55,8 @@ HEADER = """\
 # fails while this file is stale. Examples not listed in ../xid/examples.tsv are constructed.
 # One rule per code of NVIDIA's Xid catalog (Ampere and newer); they share one pattern, but
 # where overrides.yaml gives a code its own, so the classifier runs one regex for every Xid
-# and looks the captured code up.
+# and looks the captured code up. The last rule, on the same pattern and with no code of its
+# own, takes every code the table does not list: no Xid line goes unseen.
 # Fields, merge order and how to add rules of your own: README.md beside this file.
 schema: 1
 rules:
@@ -58,6 +64,7 @@ rules:
 # The keys each kind of entry of overrides.yaml may have.
 _GROUP = {"immediate", "investigatory", "severity", "action", "summary", "reason"}
 _UNUSED = {"severity", "action", "summary", "example", "reason"}
+_UNKNOWN = {"severity", "action", "summary", "reason"}
 _CODE = {"severity", "action", "threshold", "summary", "pattern", "rules", "reason"}
 _VARIANT = {"id", "match", "severity", "action", "metric", "summary"}
 
@@ -99,6 +106,7 @@ class Policy:
     defaults: Mapping[str, str]
     buckets: Sequence[Mapping[str, Any]]
     unused: Mapping[str, Any]
+    unknown: Mapping[str, Any]
     codes: Mapping[int, Mapping[str, Any]]
 
 
@@ -154,7 +162,7 @@ def _mapping(raw: object, where: str, allowed: set[str], required: set[str]) -> 
 
 def read_policy(text: str) -> Policy:
     """Every entry that changes a rule must say why (``reason``)."""
-    sections = {"defaults", "buckets", "unused", "codes"}
+    sections = {"defaults", "buckets", "unused", "unknown", "codes"}
     raw = _mapping(yaml.safe_load(text), "top level", sections, sections)
     templates = {"pattern", "summary", "example"}
     defaults = _mapping(raw["defaults"], "defaults", templates, templates)
@@ -175,6 +183,7 @@ def read_policy(text: str) -> Policy:
         defaults=defaults,
         buckets=buckets,
         unused=_mapping(raw["unused"], "unused", _UNUSED, {"severity", "action", "reason"}),
+        unknown=_mapping(raw["unknown"], "unknown", _UNKNOWN, _UNKNOWN),
         codes=codes,
     )
 
@@ -237,6 +246,24 @@ def rules_of(row: Row, policy: Policy, examples: Mapping[str, str]) -> Iterator[
         }
 
 
+def unknown_rule(policy: Policy, examples: Mapping[str, str]) -> dict[str, Any]:
+    """The rule of the codes NVIDIA's table does not list (yet): newer drivers log codes
+    before the table has them, and a line the catalog cannot name must still reach people."""
+    if UNKNOWN_ID not in examples:
+        raise XidSourceError(f"{EXAMPLES.name}: {UNKNOWN_ID} needs an example line")
+    return {
+        "id": UNKNOWN_ID,
+        "source": "kmsg",
+        "pattern": policy.defaults["pattern"],
+        "component": "gpu",
+        "severity": policy.unknown["severity"],
+        "action": policy.unknown["action"],
+        "metric": UNKNOWN_METRIC,
+        "summary": policy.unknown["summary"],
+        "example": examples[UNKNOWN_ID],
+    }
+
+
 def _flow(value: object) -> str:
     """One-line YAML, as the hand-written rules write ``match`` and ``threshold``."""
     if isinstance(value, dict):
@@ -286,6 +313,12 @@ def render(table: str, overrides: str, examples: str) -> str:
             own = pattern != policy.defaults["pattern"]
             anchors[pattern] = f"nvrm_xid_{row.code}" if own else "nvrm_xid"
             out.append(_yaml(rule, f"&{anchors[pattern]} {_quoted(pattern)}"))
+    catch_all = unknown_rule(policy, lines)
+    written.add(UNKNOWN_ID)
+    shared = anchors.get(catch_all["pattern"])
+    out.append(
+        _yaml(catch_all, f"*{shared}" if shared else f"&nvrm_xid {_quoted(catch_all['pattern'])}")
+    )
     orphans = set(lines) - written
     if orphans:
         raise XidSourceError(f"{EXAMPLES.name}: no such Xid rule: {sorted(orphans)}")

@@ -2,8 +2,9 @@
 
 Three shapes of input (docs/backtest.md has examples of each):
 
-- A node's own log (``dmesg``, ``journalctl -k``, raw ``/dev/kmsg`` records, agent health
-  results): the file is the node, named after the file. Times come from each line's
+- A node's own log (``dmesg``, ``journalctl -k``, syslog, raw ``/dev/kmsg`` records, agent
+  health results; gzipped or not): the file is the node, named after the file (less
+  ``.gz`` and a log suffix). Times come from each line's
   prefix: ISO 8601 (``journalctl -o short-iso``, ``dmesg --time-format=iso``), ``dmesg -T``,
   the journal's short form (no year: ``year``), or seconds since boot (``dmesg``, raw
   records: counted from ``boot``); a line without one takes the time of the line before.
@@ -12,8 +13,12 @@ Three shapes of input (docs/backtest.md has examples of each):
 - JSON: one object a line (or one ``aws logs filter-log-events`` document) with the
   stream (``logStreamName``) or the node (``instance_id``, ``node``, ``_HOSTNAME``), the time
   (``timestamp`` in epoch ms or ISO, ``__REALTIME_TIMESTAMP`` in µs, ``ts``, ``time``) and
-  the ``message`` (``MESSAGE``); an object with a ``check`` is a health result of the file's
-  node.
+  the ``message`` (``MESSAGE``: a journal record, ``journalctl -o json``, whose facility
+  marks it injected when it is not the kernel's); an object with a ``check`` is a health
+  result of the file's node.
+
+A syslog line that stands for N (``message repeated N times: [...]``) is N events, as the
+agent would have shipped them, so it counts N times towards a rule's threshold.
 
 The node of a CloudWatch Logs event is its stream's, never its text's (``contracts``).
 """
@@ -28,10 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from console.cli.triage import InputError, read_text
+from console.inputs import InputError, read_text
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
-from nodemedic.detect.logformat import message_of
+from nodemedic.detect.logformat import journal_message, message_of
 
 
 class Event(NamedTuple):
@@ -97,8 +102,10 @@ def _stamp(line: str, boot: float, year: int) -> float | None:
 
 
 def node_of(path: Path) -> str:
-    """The node a file of one node's log is named after: its name less a log suffix."""
-    return path.stem if path.suffix in _SUFFIXES else path.name
+    """The node a file of one node's log is named after: its name less ``.gz`` and a log
+    suffix."""
+    name = Path(path.name.removesuffix(".gz"))
+    return name.stem if name.suffix in _SUFFIXES else name.name
 
 
 def _json_time(record: Mapping[str, Any], fallback: float) -> float:
@@ -119,7 +126,10 @@ def _add_json(history: History, record: Any, node: str, at: float, event_id: str
     if "check" in record:
         history.add(node, "health", Event(at, json.dumps(record), event_id))
         return at
-    message = record.get("message", record.get("MESSAGE"))
+    journal = journal_message(record)
+    message = (
+        record.get("message") if journal is None else _as_shipped(journal.text, journal.facility)
+    )
     if not isinstance(message, str):
         raise InputError(f"{event_id}: a JSON event needs a message")
     stream = STREAM_RE.match(str(record.get("logStreamName", "")))
@@ -140,18 +150,25 @@ def _is_health(message: str) -> bool:
     return message.startswith("{") and '"check"' in message
 
 
-def _kernel_event(line: str, at: float, event_id: str) -> tuple[Source, Event] | None:
-    """A node's own log line as its agent ships it: the bare message, marked injected
-    where the line's own priority names another facility than the kernel's."""
+def _as_shipped(message: str, facility: int | None) -> str:
+    """The message as the agent ships it: marked injected where the line's own priority
+    names another facility than the kernel's."""
+    if facility is None or facility == KERNEL_FACILITY:
+        return message
+    return shipped_message(message, facility)
+
+
+def _kernel_events(line: str, at: float, event_id: str) -> Iterator[tuple[Source, Event]]:
+    """A node's own log line as its agent ships it: the bare message, as many times as the
+    line stands for (the first under the line's own id)."""
     parsed = message_of(line)
     if parsed is None:
-        return None
-    message, facility = parsed
-    if _is_health(message):
-        return "health", Event(at, message, event_id)
-    if facility is not None and facility != KERNEL_FACILITY:
-        message = shipped_message(message, facility)
-    return "kmsg", Event(at, message, event_id)
+        return
+    message, facility, repeats = parsed
+    source: Source = "health" if _is_health(message) else "kmsg"
+    text = message if source == "health" else _as_shipped(message, facility)
+    for copy in range(repeats):
+        yield source, Event(at, text, event_id if copy == 0 else f"{event_id}+{copy}")
 
 
 def read_lines(
@@ -175,9 +192,8 @@ def read_lines(
             history.add(instance, _source(source), Event(at, tagged["msg"], event_id))
             continue
         at = _stamp(line, boot, year) or at
-        event = _kernel_event(line, at, event_id)
-        if event is not None:
-            history.add(node, *event)
+        for source, event in _kernel_events(line, at, event_id):
+            history.add(node, source, event)
 
 
 def _files(source: str) -> Iterator[Path]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import import_module
+from importlib import import_module, metadata
 
 Configure = Callable[[argparse.ArgumentParser], None]
+CLOSED_PIPE = 141
+"""The exit status when the reader of our output went away (``| head``): 128 + SIGPIPE,
+what a shell reports for a tool the signal ended, so ``set -o pipefail`` sees the same."""
 
 # name → (module, configure, run, help); modules import lazily so `triage` does not pay
 # for boto3 and the agent does not pay for the CDK.
@@ -31,6 +35,9 @@ def parser(wanted: str | None = None) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="nodemedic", description="Find broken accelerator hardware and heal it."
     )
+    top.add_argument(
+        "--version", action="version", version=f"%(prog)s {metadata.version('nodemedic')}"
+    )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, configure, run, help_text) in _COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -45,5 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = next((a for a in argv if not a.startswith("-")), None)
     args = parser(wanted).parse_args(argv)
     module, _, run = args._target
-    code: int = getattr(import_module(module), run)(args)
+    try:
+        code: int = getattr(import_module(module), run)(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Whatever is still buffered would fail again when Python flushes stdout at exit:
+        # send it nowhere, and end as quietly as a tool the signal would have ended.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE
     return code

@@ -21,7 +21,7 @@ from console.backtest.html import page
 from console.backtest.read import History, log_group_events, parse_time, read_events, read_sources
 from console.backtest.replay import ACTION_SECONDS, replay
 from console.backtest.report import document, table
-from console.cli.triage import InputError
+from console.inputs import InputError
 from nodemedic.catalog import CatalogError, load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.remediate.errors import PolicyError

@@ -1,15 +1,23 @@
 """``nodemedic triage``: what would nodemedic do to the node these logs and dumps came from?
 
-Offline and local: reads ``dmesg``, ``journalctl -k``, raw ``/dev/kmsg`` records or agent
-health results, classifies each message with the same catalog and classifier the Lambda
-uses, and prints the faults and a verdict. A raw record whose facility is not the
-kernel's is an injected line, as the agent would mark it: the verdict holds it to what a
-cluster with the default ``accept_injected_faults`` (off) does, notify.
+Offline and local: reads ``dmesg``, ``journalctl -k`` (short forms or ``-o json``), syslog
+files, raw ``/dev/kmsg`` records or agent health results, gzipped or not, classifies each
+message with the same catalog and classifier the Lambda uses, and prints the faults and a
+verdict for each input. A raw record whose facility is not the kernel's is an injected
+line, as the agent would mark it: the verdict holds it to what a cluster with the default
+``accept_injected_faults`` (off) does, notify.
 
 It reads the dumps an engineer takes on a node too (``nvidia-smi -q -x`` and ``-q``,
 ``dcgmi diag``, ``neuron-ls``, ``fi_info -p efa``: ``nodemedic.dumps``), recognised by their
 content: each becomes the health results the agent would ship, judged by the same rules.
-A file in none of these formats is refused (exit 2), never given a clean verdict.
+A file in none of these formats is refused (exit 2), never given a clean verdict; an empty
+one (a quiet node's ``journalctl -k``) is a healthy node's log. With several files, each is
+judged on its own, and one that cannot be read is told on stderr while the others are
+judged (exit 2 at the end).
+
+For scripts: ``--format json`` ends each input with a verdict object, and ``--exit-code``
+says the strongest action in the exit status (``EXIT_CODES``), as ``git diff --exit-code``
+says whether there were changes.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
+from console.inputs import InputError, read_text
 from nodemedic.catalog import Catalog, CatalogError, Source, load_catalog
 from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
@@ -33,17 +42,17 @@ from nodemedic.dumps import FORMATS, DumpFormat, dump_format
 from nodemedic.health.instance_types import Devices, devices_of
 from nodemedic.remediate.decision import INJECTED_ACTION
 
-_SEVERITY_OF_ACTION = {"notify": 1, "reboot": 2, "replace": 3}
-_MAX_UNDECODABLE = 0.01
+ACTIONS = ("none", "notify", "reboot", "replace")
+"""A verdict's action, from the weakest to the strongest."""
+EXIT_CODES = {"none": 0, "notify": 1, "reboot": 3, "replace": 4}
+"""``--exit-code``: the strongest action of all inputs; 2 stays bad input, with or without
+the flag, and wins over any action (an input was not judged)."""
+BAD_INPUT = 2
 KERNEL_LOG = "kernel-log"
 """The ``format`` of dmesg, journalctl -k, /dev/kmsg records and agent health results."""
 _BARE_MESSAGE = re.compile(r"^[A-Za-z][\w.\-]*(?: [\w.:\-\[\]]+){0,2}: \S")
 """A kernel message without a prefix starts with its driver or subsystem: ``NVRM: ``,
 ``nvidia-nvlink: ``, ``pci 0000:00:1f.0: ``."""
-
-
-class InputError(Exception):
-    """A file that is not a kernel log; the message is one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -53,13 +62,17 @@ class Finding:
     line: str
     fault: Fault
     format: str = KERNEL_LOG
+    repeats: int = 1
+    """How many lines the line stands for (syslog's ``message repeated N times``)."""
 
     def to_json(self) -> dict[str, object]:
         """The stable ``--format json`` record; other tools parse it, so keys only grow.
         ``action`` is the rule's; ``injected`` says the line was not the kernel's (a raw
         record of another facility), which caps it at notify unless the cluster accepts
         injected faults. For a dump, ``line`` is the health result the agent would ship and
-        ``line_no`` the dump's first line naming its device (0: the whole node)."""
+        ``line_no`` the dump's first line naming its device (0: the whole node). ``kind``
+        tells it from the verdict object that ends each input, ``file`` is the path as
+        given (``-``: stdin)."""
         return {
             "line_no": self.line_no,
             "line": self.line,
@@ -68,23 +81,52 @@ class Finding:
             "action": self.fault.action,
             "injected": self.fault.injected,
             "format": self.format,
+            "kind": "fault",
+            "file": self.path,
+            "repeats": self.repeats,
         }
 
 
-def read_text(path: str) -> str:
-    """The file's text; refuses binary data rather than reporting nonsense about it."""
-    try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a log file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if b"\0" in data[:65536]:
-        raise InputError(f"{path}: binary data, not a kernel log (dmesg, journalctl -k, kmsg)")
-    text = data.decode("utf-8", errors="replace")
-    if text.count("\ufffd") > max(8, len(text) * _MAX_UNDECODABLE):
-        raise InputError(f"{path}: not text in UTF-8, not a kernel log")
-    return text
+class Verdict(NamedTuple):
+    action: str
+    """One of ``ACTIONS``."""
+    notes: list[str]
+    """Each rule's part, for people."""
+    waiting: list[str]
+    """The faults whose rules wait for more evidence (a threshold not met)."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One input, read and judged."""
+
+    path: str
+    format: str
+    lines: int
+    findings: list[Finding]
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict(self.findings)
+
+    def to_json(self) -> dict[str, object]:
+        """The verdict object that ends an input's ``--format json`` records: one key,
+        ``verdict``, so that nothing a fault line has (``fault_id``, ``action``, ...) is met
+        at its top level and a reader of fault lines passes it over. ``action`` is one of
+        ``ACTIONS``; ``counts`` the fault lines by their rule's action."""
+        judged = self.verdict
+        counts = Counter(f.fault.action for f in self.findings)
+        return {
+            "verdict": {
+                "file": self.path,
+                "format": self.format,
+                "action": judged.action,
+                "lines": self.lines,
+                "faults": len(self.findings),
+                "counts": {action: counts[action] for action in ACTIONS[1:]},
+                "waiting": judged.waiting,
+            }
+        }
 
 
 def _looks_like_health(message: str) -> bool:
@@ -107,7 +149,13 @@ def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list
     for entry in messages(lines):
         by_source["health" if _looks_like_health(entry.message) else "kmsg"].append(entry)
     findings = [
-        Finding(path=path, line_no=entries[index].line_no, line=entries[index].raw, fault=fault)
+        Finding(
+            path=path,
+            line_no=entries[index].line_no,
+            line=entries[index].raw,
+            fault=fault,
+            repeats=entries[index].repeats,
+        )
         for source, entries in by_source.items()
         for index, fault in classifier.classify_lines(map(_as_shipped, entries), source)
     ]
@@ -115,9 +163,13 @@ def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list
 
 
 def _is_kernel_log(entries: list[LogLine], found: bool) -> bool:
-    """Whether the lines are a kernel log: some carry a kernel log's prefix or are health
-    results, a rule recognised one, or most read like bare kernel messages."""
-    if found or any(e.raw != e.message or _looks_like_health(e.message) for e in entries):
+    """Whether the lines are a kernel log: none carries a message (empty, or a quiet
+    journal's ``-- No entries --``), some carry a kernel log's prefix or are health results,
+    a rule recognised one, or most read like bare kernel messages. Indentation is no
+    prefix: an indented text is not taken for a log for that."""
+    if not entries or found:
+        return True
+    if any(e.raw.strip() != e.message or _looks_like_health(e.message) for e in entries):
         return True
     bare = sum(1 for e in entries if _BARE_MESSAGE.match(e.message))
     return bare > 0 and bare * 2 >= len([e for e in entries if not e.message.startswith("#")])
@@ -153,39 +205,43 @@ def dump_faults(
     ]
 
 
-def file_faults(
-    path: str, classifier: Classifier, expected: Devices | None
-) -> tuple[str, list[Finding]]:
-    """(the format the file is in, its faults); raises InputError for a file in none."""
+def judge(path: str, classifier: Classifier, expected: Devices | None) -> Judged:
+    """One input's format, length and faults; raises InputError for a file in none."""
     text = read_text(path)
+    lines = text.splitlines()
     dump = dump_format(text)
     if dump is not None:
-        return dump.name, dump_faults(path, text, dump, classifier, expected)
-    lines = text.splitlines()
+        return Judged(
+            path, dump.name, len(lines), dump_faults(path, text, dump, classifier, expected)
+        )
     findings = find_faults(path, lines, classifier)
     if not _is_kernel_log(list(messages(lines)), bool(findings)):
         known = ", ".join([KERNEL_LOG] + [f.name for f in FORMATS])
         raise InputError(f"{path}: not in a format triage reads ({known})")
-    return KERNEL_LOG, findings
+    return Judged(path, KERNEL_LOG, len(lines), findings)
 
 
-def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
+def verdict(findings: list[Finding]) -> Verdict:
     """The strongest action any rule asks for, and the explanation of each rule's part.
 
-    Thresholds are counted over the whole input, as triage has no reliable clock; injected
-    lines count apart from kernel lines and ask for notify at most, as in a cluster that
-    does not accept injected faults.
+    Thresholds are counted over the whole input, as triage has no reliable clock (a line
+    syslog folded counts as the lines it stands for); injected lines count apart from
+    kernel lines and ask for notify at most, as in a cluster that does not accept injected
+    faults.
     """
-    hits = Counter((f.fault.fault_id, f.fault.injected) for f in findings)
+    hits: Counter[tuple[str, bool]] = Counter()
     first: dict[tuple[str, bool], Finding] = {}
     for finding in findings:
-        first.setdefault((finding.fault.fault_id, finding.fault.injected), finding)
-    action, notes = "nothing", []
+        key = (finding.fault.fault_id, finding.fault.injected)
+        hits[key] += finding.repeats
+        first.setdefault(key, finding)
+    action, notes, waiting = "none", [], []
     for (fault_id, injected), finding in first.items():
         rule = finding.fault.rule
         needed = rule.threshold.count if rule.threshold else 1
         seen = hits[fault_id, injected]
         if seen < needed:
+            waiting.append(fault_id)
             notes.append(
                 f"{fault_id}: seen {seen}x, acts at {needed} within "
                 f"{rule.threshold.window if rule.threshold else 0}s: no action yet"
@@ -200,13 +256,12 @@ def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
             )
         else:
             notes.append(f"{fault_id} ({rule.summary or rule.component}): {wanted}")
-        if _SEVERITY_OF_ACTION[wanted] > _SEVERITY_OF_ACTION.get(action, 0):
-            action = wanted
-    return action, notes
+        action = max(action, wanted, key=ACTIONS.index)
+    return Verdict(action, notes, waiting)
 
 
 _SAYING = {
-    "nothing": "leave this node alone",
+    "none": "leave this node alone",
     "waiting": "no action yet: the rules below act on more evidence",
     "notify": "notify, leave the node in service",
     "reboot": "cordon, drain and reboot this node",
@@ -214,23 +269,30 @@ _SAYING = {
 }
 
 
-def _table(findings: list[Finding], out: TextIO, many_files: bool) -> None:
-    if not findings:
+def _evidence(finding: Finding) -> str:
+    line = f"(injected) {finding.line}" if finding.fault.injected else finding.line
+    if finding.repeats > 1:
+        line = f"({finding.repeats}x) {line}"
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def _table(judged: Judged, out: TextIO) -> None:
+    """The faults of one input, in columns as wide as their widest cell, and its verdict."""
+    if not judged.findings:
         out.write("no faults found\n")
     else:
-        place = "file:line" if many_files else "line"
-        out.write(f"{place:>10}  {'fault':<34} {'component':<9} {'action':<8} evidence\n")
-        for f in findings:
-            where = f"{f.path}:{f.line_no}" if many_files else str(f.line_no)
-            line = f"(injected) {f.line}" if f.fault.injected else f.line
-            line = line if len(line) <= 100 else line[:97] + "..."
-            out.write(
-                f"{where:>10}  {f.fault.fault_id:<34} {f.fault.component:<9} "
-                f"{f.fault.action:<8} {line}\n"
-            )
-    action, notes = verdict(findings)
-    saying = _SAYING["waiting" if action == "nothing" and findings else action]
-    out.write(f"\nverdict: {saying}\n")
+        rows = [
+            (str(f.line_no), f.fault.fault_id, f.fault.component, f.fault.action, _evidence(f))
+            for f in judged.findings
+        ]
+        header = ("line", "fault", "component", "action", "evidence")
+        widths = [max(len(row[n]) for row in [header, *rows]) for n in range(4)]
+        for row in [header, *rows]:
+            cells = [row[0].rjust(widths[0])]
+            cells += [cell.ljust(width) for cell, width in zip(row[1:4], widths[1:], strict=True)]
+            out.write("  ".join([*cells, row[4]]) + "\n")
+    action, notes, waiting = judged.verdict
+    out.write(f"\nverdict: {_SAYING['waiting' if action == 'none' and waiting else action]}\n")
     for note in notes:
         out.write(f"  - {note}\n")
 
@@ -239,6 +301,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="log file, or - for stdin")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--catalog", type=Path, action="append", default=[], help="extra rule file")
+    parser.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit with the strongest action of all inputs: 0 none, 1 notify, 3 reboot, "
+        "4 replace (2 stays bad input)",
+    )
     parser.add_argument(
         "--instance-type",
         default="",
@@ -253,32 +321,45 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _report(judged: Judged, out: TextIO, json_format: bool, many: bool) -> None:
+    """One input's faults and verdict: JSON records, or a table (after a line naming the
+    input when there are several, or when it is a dump)."""
+    if json_format:
+        for finding in judged.findings:
+            out.write(json.dumps(finding.to_json()) + "\n")
+        out.write(json.dumps(judged.to_json()) + "\n")
+        return
+    if many or judged.format != KERNEL_LOG:
+        out.write(f"{judged.path}: read as {judged.format}\n")
+    _table(judged, out)
+
+
 def run(args: argparse.Namespace) -> int:
     expected = devices_of(args.instance_type) if args.instance_type else None
     if args.instance_type and expected is None:
         print(f"nodemedic triage: unknown instance type {args.instance_type!r}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     # fi_info's count is the operator's to say: a type's EFA maximum is not what was attached.
     expected = dataclasses.replace(expected or Devices(), efa_interfaces=args.expect_efa_devices)
     try:
         catalog: Catalog = load_catalog(args.catalog)
-        classifier = Classifier(catalog)
-        findings: list[Finding] = []
-        formats: list[tuple[str, str]] = []
-        for path in args.files:
-            found_format, found = file_faults(path, classifier, expected)
-            formats.append((path, found_format))
-            findings.extend(found)
-    except (InputError, CatalogError) as exc:
+    except CatalogError as exc:
         print(f"nodemedic triage: {exc}", file=sys.stderr)
-        return 2
-    if args.format == "table":
-        for path, found_format in formats:
-            if found_format != KERNEL_LOG:
-                sys.stdout.write(f"{path}: read as {found_format}\n")
-    if args.format == "json":
-        for finding in findings:
-            sys.stdout.write(json.dumps(finding.to_json()) + "\n")
-    else:
-        _table(findings, sys.stdout, len(args.files) > 1)
-    return 0
+        return BAD_INPUT
+    classifier = Classifier(catalog)
+    many, failed, reported, strongest = len(args.files) > 1, False, 0, "none"
+    for path in args.files:
+        try:
+            judged = judge(path, classifier, expected)
+        except InputError as exc:
+            print(f"nodemedic triage: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        if reported and args.format == "table":
+            sys.stdout.write("\n")
+        _report(judged, sys.stdout, args.format == "json", many)
+        reported += 1
+        strongest = max(strongest, judged.verdict.action, key=ACTIONS.index)
+    if failed:
+        return BAD_INPUT
+    return EXIT_CODES[strongest] if args.exit_code else 0

@@ -127,6 +127,9 @@ class _Group:
     key: str | None
     """When every rule constrains the same single group, a lookup replaces the rule loop."""
     by_value: Mapping[str, tuple[int, Rule]]
+    fallback: tuple[int, Rule] | None = None
+    """With a lookup, the first rule that constrains nothing (a catch-all after the others:
+    the codes no rule names), met where the lookup finds no rule."""
 
     def first_match(self, line: str) -> tuple[int, Rule, re.Match[str]] | None:
         """The first of this group's rules that ``line`` meets."""
@@ -134,7 +137,7 @@ class _Group:
         if found is None:
             return None
         if self.key is not None:
-            hit = self.by_value.get(found.group(self.key) or "")
+            hit = self.by_value.get(found.group(self.key) or "", self.fallback)
             return None if hit is None else (*hit, found)
         for index, rule in self.rules:
             if not rule.match or all(found.group(n) in values for n, values in rule.match):
@@ -143,11 +146,14 @@ class _Group:
 
 
 def _group(rules: list[tuple[int, Rule]]) -> _Group:
-    keys = {rule.match[0][0] if len(rule.match) == 1 else None for _, rule in rules}
+    """The rules of one pattern; those after the first that constrains nothing can never
+    win, so only the ones before it need the same single group for a lookup."""
+    plain = next((n for n, (_, rule) in enumerate(rules) if not rule.match), len(rules))
+    keys = {rule.match[0][0] if len(rule.match) == 1 else None for _, rule in rules[:plain]}
     key = keys.pop() if len(keys) == 1 else None
     by_value: dict[str, tuple[int, Rule]] = {}
     if key is not None:
-        for index, rule in rules:
+        for index, rule in rules[:plain]:
             for value in rule.match[0][1]:
                 by_value.setdefault(value, (index, rule))
     pattern = rules[0][1].pattern
@@ -158,6 +164,7 @@ def _group(rules: list[tuple[int, Rule]]) -> _Group:
         rules=tuple(rules),
         key=key,
         by_value=by_value,
+        fallback=rules[plain] if key is not None and plain < len(rules) else None,
     )
 
 

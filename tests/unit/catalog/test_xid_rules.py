@@ -20,9 +20,10 @@ defaults:
 buckets:
   - {immediate: [RESET_GPU], severity: critical, action: reboot, reason: a reset}
 unused: {severity: warning, action: notify, summary: unused, reason: never logged}
+unknown: {severity: warning, action: notify, summary: not in the table, reason: news}
 codes: {}
 """
-EXAMPLES = "id\tsource\texample\n"
+EXAMPLES = "id\tsource\texample\nnvidia-xid-unknown\t[x]\tXid 300, new\n"
 
 
 def test_the_checked_in_xid_rules_are_what_their_sources_make() -> None:
@@ -42,7 +43,7 @@ def test_a_row_becomes_a_rule_through_its_bucket_and_unused_codes_only_notify() 
     rules = parse_rules(
         generator.render(table, POLICY, EXAMPLES + "nvidia-xid-2\t[x]\tXid 2, seen\n"), "t"
     )
-    first, second = rules
+    first, second, _ = rules
     assert (first.id, first.severity, first.action) == ("nvidia-xid-1", "critical", "reboot")
     assert first.summary == "Xid 1 A_ERROR: Broke (NVIDIA: RESET_GPU)"
     assert (first.example, first.match) == ("Xid 1, Broke", (("xid", frozenset({"1"})),))
@@ -52,6 +53,19 @@ def test_a_row_becomes_a_rule_through_its_bucket_and_unused_codes_only_notify() 
         "Xid 2 B_ERROR: unused",
     )
     assert second.example == "Xid 2, seen"
+
+
+def test_a_code_the_table_does_not_list_meets_the_last_rule_on_the_shared_pattern() -> None:
+    *coded, last = parse_rules(generator.render(TABLE, POLICY, EXAMPLES), "t")
+    assert (last.id, last.action, last.metric) == (
+        "nvidia-xid-unknown",
+        "notify",
+        "NvidiaXidUnknown",
+    )
+    assert last.match == () and {rule.pattern for rule in coded} == {last.pattern}
+    assert (last.example, last.summary) == ("Xid 300, new", "not in the table")
+    shipped = parse_rules(generator.OUTPUT.read_text(encoding="utf-8"), "xid")
+    assert shipped[-1].id == "nvidia-xid-unknown" and shipped[-1].pattern == shipped[0].pattern
 
 
 @pytest.mark.parametrize(
@@ -84,6 +98,8 @@ def test_a_row_becomes_a_rule_through_its_bucket_and_unused_codes_only_notify() 
         (TABLE, POLICY, EXAMPLES + "nvidia-xid-9\t[x]\tXid 9,\n", "no such Xid rule"),
         (TABLE, POLICY, EXAMPLES + "nvidia-xid-1\t\tXid 1,\n", "a source and an example"),
         (TABLE.replace("Code", "Xid"), POLICY, EXAMPLES, "must name the columns"),
+        (TABLE, POLICY, "id\tsource\texample\n", "nvidia-xid-unknown needs an example"),
+        (TABLE, POLICY.replace("unknown: {", "unknown: {metric: M, "), EXAMPLES, "unknown"),
     ],
 )
 def test_sources_that_would_make_an_undecided_rule_are_refused(

@@ -12,6 +12,7 @@ import pytest
 from console.cli import main
 from nodemedic.detect.logformat import messages
 from tests.support.paths import EVENTS as EVENTS_ROOT
+from tests.support.triage import fault_records, verdicts
 
 EVENTS = EVENTS_ROOT / "kmsg"
 BIN = Path(sys.executable).parent
@@ -31,13 +32,18 @@ def test_each_log_format_yields_its_faults_as_json(
 ) -> None:
     code, out, _ = run(capsys, "triage", "--format", "json", str(EVENTS / sample))
     assert code == 0
-    records = [json.loads(line) for line in out.splitlines()]
+    records = fault_records(out)
     assert records, f"{sample} holds faults"
     lines = (EVENTS / sample).read_text().splitlines()
     for record in records:
-        assert set(record) == {
+        assert set(record) >= {
             *("line_no", "line", "fault_id", "component", "action", "injected", "format")
-        }
+        }, "keys only grow"
+        assert (record["kind"], record["file"], record["repeats"]) == (
+            "fault",
+            str(EVENTS / sample),
+            1,
+        )
         assert record["format"] == "kernel-log"
         assert record["injected"] is False, "the samples hold kernel lines only"
         assert lines[record["line_no"] - 1] == record["line"]
@@ -58,7 +64,7 @@ def test_prefixes_are_stripped_before_matching(
     )
     code, out, _ = run(capsys, "triage", "--format", "json", str(log))
     assert code == 0
-    found = [json.loads(line) for line in out.splitlines()]
+    found = fault_records(out)
     assert [r["line_no"] for r in found] == [1, 3, 4]
     assert {r["fault_id"] for r in found} == {"nvidia-xid-79"}
 
@@ -79,7 +85,7 @@ def test_health_results_and_kernel_lines_are_reported_in_file_order(
     )
     code, out, _ = run(capsys, "triage", "--format", "json", str(log))
     assert code == 0
-    found = [(r["line_no"], r["fault_id"]) for r in map(json.loads, out.splitlines())]
+    found = [(r["line_no"], r["fault_id"]) for r in fault_records(out)]
     assert found == [
         (1, "neuron-dma-error"),
         (2, "nvidia-smi-ecc-uncorrectable"),
@@ -88,9 +94,10 @@ def test_health_results_and_kernel_lines_are_reported_in_file_order(
     ]
 
 
-def test_benign_logs_print_nothing_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_benign_logs_print_no_fault_line_in_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "triage", "--format", "json", str(EVENTS / "benign.txt"))
-    assert (code, out) == (0, "")
+    assert (code, fault_records(out)) == (0, [])
+    assert [v["action"] for v in verdicts(out)] == ["none"]
 
 
 def test_the_table_ends_with_what_nodemedic_would_do(
@@ -117,7 +124,7 @@ def test_lines_the_kernel_did_not_log_are_told_apart_and_only_notified(
     log.write_text(f"12,7,5678901,-;{xid}\n<12>[ 5678.901000] {xid}\n")
     code, out, _ = run(capsys, "triage", "--format", "json", str(log))
     assert code == 0
-    found = [json.loads(line) for line in out.splitlines()]
+    found = fault_records(out)
     assert [(r["fault_id"], r["action"], r["injected"]) for r in found] == [
         ("nvidia-xid-79", "replace", True),
         ("nvidia-xid-79", "replace", True),
@@ -152,7 +159,7 @@ def test_caller_ids_and_precise_journal_times_are_stripped(
     log.write_text(line.format(xid) + "\n")
     code, out, _ = run(capsys, "triage", "--format", "json", str(log))
     assert code == 0
-    assert [json.loads(found)["fault_id"] for found in out.splitlines()] == ["nvidia-xid-48"]
+    assert [r["fault_id"] for r in fault_records(out)] == ["nvidia-xid-48"]
 
 
 @pytest.mark.parametrize(
@@ -190,6 +197,6 @@ def test_a_pstore_record_is_read_without_its_part_header(
     assert lines[0] == "Panic#2 Part1"
     assert next(m.line_no for m in messages(lines)) == 2, "the header is no kernel line"
     code, out, _ = run(capsys, "triage", "--format", "json", str(dump))
-    (record,) = [json.loads(line) for line in out.splitlines()]
+    (record,) = fault_records(out)
     assert (code, record["fault_id"], record["injected"]) == (0, "kernel-panic", False)
     assert lines[record["line_no"] - 1] == record["line"]

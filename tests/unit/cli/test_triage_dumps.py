@@ -10,6 +10,7 @@ import pytest
 
 from console.cli import main
 from tests.support.paths import EVENTS
+from tests.support.triage import fault_records
 
 FAULTY = [
     # (sample, flags, format, {(fault, action)})
@@ -52,7 +53,7 @@ def test_a_faulty_dump_gets_the_agents_fault_and_action(
     faults: set[tuple[str, str]],
 ) -> None:
     code, out, _ = triage(capsys, "--format", "json", *flags, str(EVENTS / sample))
-    records = [json.loads(line) for line in out.splitlines()]
+    records = fault_records(out)
     assert code == 0
     assert {(r["fault_id"], r["action"]) for r in records} == faults
     assert {r["format"] for r in records} == {kind}
@@ -92,7 +93,7 @@ def test_a_missing_device_waits_for_the_agents_second_check(
 
 @pytest.mark.parametrize(
     "content",
-    ["hello world\nthis is no log at all\n", "", "a,b,c\n1,2,3\n", '{"some": "json"}\n'],
+    ["hello world\nthis is no log at all\n", "a,b,c\n1,2,3\n", '{"some": "json"}\n'],
 )
 def test_a_file_in_no_known_format_exits_2_with_a_message(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str
@@ -123,7 +124,7 @@ def test_dmesg_decode_and_iso_time_prefixes_are_stripped(
         "recovery action for unknown page: Ignored\n"
     )
     code, out, _ = triage(capsys, "--format", "json", str(log))
-    records = [json.loads(line) for line in out.splitlines()]
+    records = fault_records(out)
     assert code == 0
     assert [(r["line_no"], r["injected"]) for r in records] == [(1, False), (2, False), (3, True)]
     assert {r["fault_id"] for r in records} == {"memory-failure"}

@@ -1,0 +1,64 @@
+"""History read as people keep it: gzipped files, syslog's folded lines, journal records."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from console.backtest.read import History, node_of, read_lines, read_sources
+from console.backtest.replay import replay
+from console.backtest.report import rows
+from nodemedic.detect.classifier import default_classifier
+from nodemedic.settings import ClusterSettings
+from tests.support.backtest import fault_line
+
+ENFORCING = ClusterSettings(name="bt", node_groups=("gpu",))
+MLX5 = fault_line("mlx5-access-reg-failed")
+"""Notified at its fifth line within an hour."""
+
+
+def syslog(at: str, message: str) -> str:
+    return f"Nov 22 18:{at} ip-10-0-1-23 kernel: {message}"
+
+
+def test_a_folded_line_is_as_many_events_as_it_stands_for() -> None:
+    found = History()
+    lines = [syslog("00:01", MLX5), syslog("00:09", f"message repeated 4 times: [ {MLX5}]")]
+    read_lines(found, lines, "node-1", boot=0.0, year=2026)
+    events = found.streams["node-1", "kmsg"]
+    assert [e.message for e in events] == [MLX5] * 5
+    assert len({e.event_id for e in events}) == 5, "each counts once, as the Lambda counts"
+    assert found.lines == 5
+
+
+def test_a_folded_line_reaches_a_threshold_its_lines_would() -> None:
+    rule = default_classifier().catalog.rule("mlx5-access-reg-failed")
+    assert rule.threshold is not None and rule.threshold.count == 5
+    folded = [syslog("00:01", MLX5), syslog("00:09", f"message repeated 4 times: [ {MLX5}]")]
+    for lines, action in ((folded[:1], "below-threshold"), (folded, "notify")):
+        found = History()
+        read_lines(found, lines, "node-1", boot=0.0, year=2026)
+        assert [r.action for r in rows(replay(found, default_classifier(), ENFORCING))] == [action]
+
+
+def test_a_gzipped_log_is_read_and_named_without_its_suffixes(tmp_path: Path) -> None:
+    line = syslog("00:01", fault_line("nvidia-xid-79"))
+    (tmp_path / "gpu-node-1.log.1.gz").write_bytes(gzip.compress(f"{line}\n".encode()))
+    (tmp_path / "gpu-node-2.log.gz").write_bytes(gzip.compress(f"{line}\n".encode()))
+    found = read_sources([str(tmp_path)], year=2026)
+    assert sorted(node for node, _ in found.streams) == ["gpu-node-1.log.1", "gpu-node-2"]
+    assert node_of(Path("kern.txt.gz")) == "kern"
+
+
+def test_a_journal_record_of_another_transport_than_the_kernel_is_marked_injected() -> None:
+    xid = fault_line("nvidia-xid-79")
+    records = [
+        {"_TRANSPORT": "kernel", "SYSLOG_FACILITY": "0", "MESSAGE": xid, "_HOSTNAME": "a"},
+        {"_TRANSPORT": "stdout", "MESSAGE": xid, "_HOSTNAME": "b"},
+    ]
+    found = History()
+    read_lines(found, map(json.dumps, records), "unused", boot=0.0, year=2026)
+    assert found.streams["a", "kmsg"][0].message == xid
+    assert found.streams["b", "kmsg"][0].message.endswith(xid)
+    assert found.streams["b", "kmsg"][0].message.startswith("[injected ")
