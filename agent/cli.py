@@ -31,7 +31,7 @@ MIN_SPOOL_BYTES = 8 * 1024 * 1024
 
 def _defaults() -> dict[str, Any]:
     """The flags' defaults are the agent's own, so the two cannot drift apart; read when a
-    parser is built, so that ``--checks`` lists every check registered by then."""
+    parser is built, so that ``--checks`` defaults to the checks listed then."""
     return {
         f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         for f in dataclasses.fields(Config)

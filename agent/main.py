@@ -90,7 +90,7 @@ def logs_client(region: str, endpoint_url: str | None) -> Any:
 
 
 def build_checks(config: Config) -> list[Check]:
-    """The checks ``config`` names, in registration order whatever the order named."""
+    """The checks ``config`` names, in ``agent.checks.all``' order whatever the order named."""
     return [check.build(config) for check in registered() if check.name in config.checks]
 
 

@@ -41,6 +41,7 @@ from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
 from console.cli.breaker import status
 from nodemedic.catalog import load_catalog
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.contracts.kube import FLEET_LABEL
 from nodemedic.contracts.logs import (
     health_stream,
@@ -67,7 +68,7 @@ def health_batch(now: datetime) -> list[str]:
     figures = {"temperature_c": 41, "retired_pages": 0}
     return [
         Result(
-            "nvidia-smi", f"0000:{16 * i:02x}:00.0", "ok", "Healthy", figures, utc_stamp(now)
+            NVIDIA_SMI_CHECK, f"0000:{16 * i:02x}:00.0", "ok", "Healthy", figures, utc_stamp(now)
         ).to_json()
         for i in range(DEVICES)
     ]

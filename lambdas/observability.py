@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -15,8 +16,21 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from nodemedic.contracts.env import ENV_METRICS_NAMESPACE
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
 
+
+@dataclass(frozen=True)
+class ObservabilityEnv:
+    """What every function's environment holds for the objects below, read once at import
+    (``lambdas.environment``; Powertools reads the rest of POWERTOOLS_* itself)."""
+
+    metrics_namespace: str
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ObservabilityEnv:
+        return cls(environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))
+
+
 logger = Logger()
-metrics = Metrics(namespace=os.environ.get(ENV_METRICS_NAMESPACE, METRICS_NAMESPACE))
+metrics = Metrics(namespace=ObservabilityEnv.from_environ(os.environ).metrics_namespace)
 tracer = Tracer(patch_modules=("botocore", "httplib"))
 """X-Ray (the functions run with active tracing): the handler's segment and a subsegment per
 AWS and Kubernetes API call it makes. Outside Lambda (tests, the local world) Powertools

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from nodemedic.contracts.health import NCCL_ALL_REDUCE_CHECK
 from nodemedic.health.bandwidth import minimum_for
 
 DATA = Path(__file__).with_name("data")
@@ -40,7 +41,7 @@ def agent_args(outcome: str) -> list[str]:
     }
     if outcome not in runs:
         raise ValueError(f"deep check outcome must be one of {OUTCOMES}, not {outcome!r}")
-    minimum = minimum_for("nccl-all-reduce", _TYPE)
+    minimum = minimum_for(NCCL_ALL_REDUCE_CHECK, _TYPE)
     assert minimum is not None, f"{_TYPE} has a least NCCL bus bandwidth"
     return [
         "--deep-check-at-start",

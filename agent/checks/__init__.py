@@ -1,17 +1,14 @@
 """Health checks, one module each, all behind ``checks.base.Check``.
 
 To add one: write a module with a ``Check`` subclass whose ``run`` returns ``Result``
-lines with a reason from the contract's table, and have the module ``register`` the
-check's name, its builder and its options (see ``registry``); then import it below. The
-command line, ``--checks`` and ``agent.main.build_checks`` take it from the registry, and
-a unit test fails for a module here that registers nothing.
+lines with a reason from the contract's table, define the module's ``REGISTRATION`` (the
+name ``--checks`` takes, the line name it writes, its builder and its options; see
+``registry``), and add it to ``CHECKS`` in ``all``, whose order is the order of
+``--checks``' default and of the result lines. The command line, ``--checks`` and
+``agent.main.build_checks`` take it from there, and a unit test fails for a check module
+missing from the list.
 """
 
-# isort: off
-# Registration order is the order of --checks' default and of the result lines.
-from agent.checks import nvidia, neuron, efa, neuron_monitor  # noqa: F401
-
-# isort: on
-from agent.checks.registry import names, options, registered
+from agent.checks.all import names, options, registered
 
 __all__ = ["names", "options", "registered"]

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Figure, Result, SysfsDevices, read_counter
-from agent.checks.registry import Option, register
-from nodemedic.health.devices import EFA_CHECK
+from agent.checks.registry import Option, Registration
+from nodemedic.contracts.health import EFA_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = EFA_CHECK
 # Not from the instance type: its MaximumEfaInterfaces is the most it can take, not what the
 # launch template attached, and expecting it would reboot every node launched with fewer.
 EXPECT_DEVICES = Option("--expect-efa-devices", 0, "EFA devices expected (0: unchecked)", count)
@@ -60,7 +59,7 @@ def error_counters(device: Path) -> dict[str, int]:
 
 
 class Efa(SysfsDevices):
-    name = NAME
+    name = EFA_CHECK
     sysfs_dir = SYSFS_DIR
     kind = "EFA"
 
@@ -75,8 +74,8 @@ class Efa(SysfsDevices):
             if self.baseline.growth(device.name, name, value)
         }
         if grown:
-            return [Result(NAME, device.name, "warn", "ErrorCounters", grown, ts)]
-        return [Result(NAME, device.name, "ok", "Healthy", dict(counters), ts)]
+            return [Result(EFA_CHECK, device.name, "warn", "ErrorCounters", grown, ts)]
+        return [Result(EFA_CHECK, device.name, "ok", "Healthy", dict(counters), ts)]
 
 
 def build(config: Config) -> Efa:
@@ -84,4 +83,4 @@ def build(config: Config) -> Efa:
     return Efa(config.sys_root, baseline, EXPECT_DEVICES.value(config.check_options))
 
 
-register("efa", build, EXPECT_DEVICES)
+REGISTRATION = Registration("efa", EFA_CHECK, build, (EXPECT_DEVICES,))

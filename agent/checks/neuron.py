@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING
 
 from agent.argtypes import count
 from agent.checks.base import CounterBaseline, Result, SysfsDevices, read_counter
-from agent.checks.registry import Option, register
+from agent.checks.registry import Option, Registration
 from agent.expected import expected_count
-from nodemedic.health.devices import NEURON_CHECK
+from nodemedic.contracts.health import NEURON_SYSFS_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = NEURON_CHECK
 EXPECT_DEVICES: Option[int | None] = Option(
     "--expect-neuron-devices",
     None,
@@ -54,7 +53,7 @@ def device_counters(device: Path) -> dict[str, int]:
 
 
 class NeuronSysfs(SysfsDevices):
-    name = NAME
+    name = NEURON_SYSFS_CHECK
     sysfs_dir = SYSFS_DIR
     kind = "Neuron"
 
@@ -68,13 +67,20 @@ class NeuronSysfs(SysfsDevices):
         readings = device_counters(device)
         grown = [
             Result(
-                NAME, device.name, "fail", reason, {name: readings[name], "increase": increase}, ts
+                NEURON_SYSFS_CHECK,
+                device.name,
+                "fail",
+                reason,
+                {name: readings[name], "increase": increase},
+                ts,
             )
             for name, reason in COUNTERS
             if name in readings
             and (increase := self.baseline.growth(device.name, name, readings[name]))
         ]
-        return grown or [Result(NAME, device.name, "ok", "Healthy", dict(readings), ts)]
+        return grown or [
+            Result(NEURON_SYSFS_CHECK, device.name, "ok", "Healthy", dict(readings), ts)
+        ]
 
 
 def expected_devices(config: Config) -> int:
@@ -88,4 +94,4 @@ def build(config: Config) -> NeuronSysfs:
     return NeuronSysfs(config.sys_root, baseline, expected_devices(config))
 
 
-register("neuron", build, EXPECT_DEVICES)
+REGISTRATION = Registration("neuron", NEURON_SYSFS_CHECK, build, (EXPECT_DEVICES,))

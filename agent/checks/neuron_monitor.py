@@ -21,19 +21,20 @@ from typing import TYPE_CHECKING, Any
 from agent.argtypes import seconds
 from agent.checkpoint import write_atomically
 from agent.checks.base import Check, Result, ToolMissing
-from agent.checks.registry import Option, register
+from agent.checks.registry import Option, Registration
 from agent.telemetry import Family
 from agent.telemetry.neuron_report import RUNTIME_GROUPS, SYSTEM_GROUPS, NeuronTelemetry
 from agent.telemetry.stream import ReportStream
+from nodemedic.contracts.health import NEURON_MONITOR_CHECK
 
 if TYPE_CHECKING:
     from agent.config import Config
 
-NAME = "neuron-monitor"
+TOOL = "neuron-monitor"
 CONFIG_MARK = "{config}"
 COMMAND = Option(
     "--neuron-monitor",
-    f"neuron-monitor -c {CONFIG_MARK}",
+    f"{TOOL} -c {CONFIG_MARK}",
     f"command streaming neuron-monitor's JSON reports, {CONFIG_MARK} standing for the config "
     "the agent writes (default: %(default)s)",
     str,
@@ -60,7 +61,7 @@ def monitor_config(period: float) -> dict[str, Any]:
 
 
 class NeuronMonitor(Check):
-    name = NAME
+    name = NEURON_MONITOR_CHECK
 
     def __init__(self, command: Sequence[str], telemetry: NeuronTelemetry | None = None) -> None:
         self.telemetry = telemetry or NeuronTelemetry()
@@ -69,7 +70,7 @@ class NeuronMonitor(Check):
         self._seen: dict[tuple[str, str], int] = {}
 
     def run(self, ts: str) -> list[Result]:
-        tool = self.stream.command[0] if self.stream.command else NAME
+        tool = self.stream.command[0] if self.stream.command else TOOL
         if shutil.which(tool) is None:
             raise ToolMissing(f"{tool} not found")
         try:
@@ -86,8 +87,8 @@ class NeuronMonitor(Check):
                 increase = total - self._reported.get((device, counter), 0)
                 if increase > 0:
                     figures = {counter: total, "increase": increase}
-                    grown.append(Result(NAME, device, "fail", reason, figures, ts))
-            results.extend(grown or [Result(NAME, device, "ok", "Healthy", {}, ts)])
+                    grown.append(Result(NEURON_MONITOR_CHECK, device, "fail", reason, figures, ts))
+            results.extend(grown or [Result(NEURON_MONITOR_CHECK, device, "ok", "Healthy", {}, ts)])
         return results
 
     def _devices(self) -> set[str]:
@@ -118,4 +119,4 @@ def build(config: Config) -> NeuronMonitor:
     return NeuronMonitor(command_line(COMMAND.value(config.check_options), path))
 
 
-register(NAME, build, COMMAND, PERIOD)
+REGISTRATION = Registration("neuron-monitor", NEURON_MONITOR_CHECK, build, (COMMAND, PERIOD))

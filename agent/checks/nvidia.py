@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from agent.argtypes import count, seconds
 from agent.checks.base import Check, Figure, Result, ToolMissing
-from agent.checks.registry import Option, register
+from agent.checks.registry import Option, Registration
 from agent.expected import expected_count
 from agent.telemetry import Family
 from agent.telemetry.gpu import gpu_families, node_name
-from nodemedic.health.nvidia_smi import NAME, evaluate_tree
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
+from nodemedic.health.nvidia_smi import evaluate_tree
 
 if TYPE_CHECKING:
     from agent.config import Config
@@ -46,7 +47,7 @@ EXPECT_GPUS: Option[int | None] = Option(
 
 
 class NvidiaSmi(Check):
-    name = NAME
+    name = NVIDIA_SMI_CHECK
 
     def __init__(
         self, command: Sequence[str], expected_gpus: int = 0, timeout: float = 60.0
@@ -64,7 +65,7 @@ class NvidiaSmi(Check):
         self.report = None  # a failed run leaves no stale telemetry
 
         def failed(figures: dict[str, Figure]) -> list[Result]:
-            return [Result(NAME, "node", "fail", "SmiFailed", figures, ts)]
+            return [Result(NVIDIA_SMI_CHECK, "node", "fail", "SmiFailed", figures, ts)]
 
         try:
             done = subprocess.run(
@@ -102,4 +103,4 @@ def build(config: Config) -> NvidiaSmi:
     )
 
 
-register("nvidia", build, COMMAND, TIMEOUT, EXPECT_GPUS)
+REGISTRATION = Registration("nvidia", NVIDIA_SMI_CHECK, build, (COMMAND, TIMEOUT, EXPECT_GPUS))

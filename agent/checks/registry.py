@@ -1,12 +1,10 @@
-"""The health checks the agent knows: each check module registers itself here on import.
+"""What a health check declares about itself: its names, its builder and its options.
 
-Modelled on node-problem-detector's log watchers: a check module calls ``register`` with
-its name (what ``--checks`` lists), a function building the check from the agent's
-``Config``, and its own command-line options. The command line, the ``--checks``
-validation and ``agent.main.build_checks`` read only this registry, so adding a check
-means no edit to them. Registration order is the order of ``--checks``' default, of the
-options in ``--help`` and of the result lines; ``agent.checks`` imports the modules, and
-importing it is what fills the registry.
+Modelled on node-problem-detector's log watchers and GPUd's components: a check module
+defines ``REGISTRATION``, data and nothing else (importing it changes no state), and
+``agent.checks.all`` lists every one in order. The command line, the ``--checks``
+validation and ``agent.main.build_checks`` read only that list, so adding a check means no
+edit to them.
 """
 
 from __future__ import annotations
@@ -45,29 +43,12 @@ class Option(Generic[T]):
 
 @dataclass(frozen=True)
 class Registration:
+    """One health check, by both its names: ``name`` is what ``--checks`` lists (people
+    type it, scripts keep it: it does not change), ``line`` the ``check`` field of the
+    result lines it writes (``nodemedic.contracts.health``, what the catalog's health rules
+    match). ``build`` makes the check from the agent's ``Config``."""
+
     name: str
+    line: str
     build: Callable[[Config], Check]
-    options: tuple[Option[Any], ...]
-
-
-_registered: dict[str, Registration] = {}
-
-
-def register(name: str, build: Callable[[Config], Check], *options: Option[Any]) -> None:
-    """Make a check known by ``name``; a second check of the same name is a mistake."""
-    if name in _registered:
-        raise ValueError(f"a health check named {name!r} is already registered")
-    _registered[name] = Registration(name, build, options)
-
-
-def registered() -> tuple[Registration, ...]:
-    return tuple(_registered.values())
-
-
-def names() -> tuple[str, ...]:
-    return tuple(_registered)
-
-
-def options() -> tuple[Option[Any], ...]:
-    """Every registered check's options, in registration order."""
-    return tuple(option for check in _registered.values() for option in check.options)
+    options: tuple[Option[Any], ...] = ()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from agent.deepcheck import efa, neuron, nvidia
 from agent.deepcheck.tools import OPTIONS, Node
-from nodemedic.contracts.logs import DEEP_CHECK_SOURCE
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.health.result import Result
 
 __all__ = ["FAMILIES", "OPTIONS", "Node", "run", "verdict"]
@@ -38,10 +38,10 @@ def verdict(results: list[Result], ts: str) -> Result:
     }
     if failed:
         figures["failed_checks"] = ",".join(failed)
-        return Result(DEEP_CHECK_SOURCE, "node", "fail", "Failed", figures, ts)
+        return Result(DEEP_CHECK_VERDICT, "node", "fail", "Failed", figures, ts)
     if counts["ok"]:
-        return Result(DEEP_CHECK_SOURCE, "node", "ok", "Passed", figures, ts)
-    return Result(DEEP_CHECK_SOURCE, "node", "warn", "NothingChecked", figures, ts)
+        return Result(DEEP_CHECK_VERDICT, "node", "ok", "Passed", figures, ts)
+    return Result(DEEP_CHECK_VERDICT, "node", "warn", "NothingChecked", figures, ts)
 
 
 def run(node: Node) -> list[Result]:

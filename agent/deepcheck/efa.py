@@ -20,13 +20,12 @@ from agent.deepcheck.tools import (
     run_optional,
     skipped,
 )
+from nodemedic.contracts.health import EFA_COUNT_CHECK, FI_INFO_CHECK, FI_PINGPONG_CHECK
 from nodemedic.dumps import fi_info
 from nodemedic.health.instance_types import Devices
 from nodemedic.health.result import Figure, Result
 
-COUNT = "efa-count"
-PINGPONG = "fi_pingpong"
-SUBCHECKS = (COUNT, fi_info.NAME, PINGPONG)
+SUBCHECKS = (EFA_COUNT_CHECK, FI_INFO_CHECK, FI_PINGPONG_CHECK)
 LOOPBACK = "127.0.0.1"
 _ROW = re.compile(
     r"^(?P<size>\d+[kmg]?)\s+\S+\s+=\S+\s+\S+\s+\S+s\s+(?P<mbps>\d+(?:\.\d+)?)\s", re.M
@@ -49,9 +48,13 @@ def pingpong_result(ran: Ran, ts: str) -> list[Result]:
     rows = _ROW.findall(ran.output)
     if ran.exit_code != 0 or not rows:
         figures: dict[str, Figure] = {"exit_code": ran.exit_code, "rows": len(rows)}
-        return [Result(PINGPONG, "node", "fail", "PingpongFailed", figures, ts)]
+        return [Result(FI_PINGPONG_CHECK, "node", "fail", "PingpongFailed", figures, ts)]
     size, mbps = rows[-1]
-    return [Result(PINGPONG, "node", "ok", "Healthy", {"size": size, "mb_per_s": float(mbps)}, ts)]
+    return [
+        Result(
+            FI_PINGPONG_CHECK, "node", "ok", "Healthy", {"size": size, "mb_per_s": float(mbps)}, ts
+        )
+    ]
 
 
 def _pingpong(node: Node) -> list[Result]:
@@ -62,10 +65,13 @@ def _pingpong(node: Node) -> list[Result]:
             server_command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
     except OSError as exc:
-        return [skipped(PINGPONG, "ToolMissing", str(exc), node.ts)]
+        return [skipped(FI_PINGPONG_CHECK, "ToolMissing", str(exc), node.ts)]
     try:
         return run_optional(
-            PINGPONG, [*server_command, LOOPBACK], node, lambda ran: pingpong_result(ran, node.ts)
+            FI_PINGPONG_CHECK,
+            [*server_command, LOOPBACK],
+            node,
+            lambda ran: pingpong_result(ran, node.ts),
         )
     finally:
         server.kill()
@@ -79,7 +85,9 @@ def deep_check(node: Node) -> list[Result]:
         if not node.expected_efa_devices:
             return [skipped(c, "NoEfaDevice", str(exc), node.ts) for c in SUBCHECKS]
         found = 0
-    results = [count_result(COUNT, node.expected_efa_devices, found, "DeviceMissing", node.ts)]
+    results = [
+        count_result(EFA_COUNT_CHECK, node.expected_efa_devices, found, "DeviceMissing", node.ts)
+    ]
     expected = Devices(efa_interfaces=node.expected_efa_devices)
-    results += run_dump(fi_info.NAME, FI_INFO, node, fi_info.evaluate, expected)
+    results += run_dump(FI_INFO_CHECK, FI_INFO, node, fi_info.evaluate, expected)
     return results + _pingpong(node)

@@ -18,14 +18,13 @@ from agent.deepcheck.tools import (
     run_optional,
     skipped,
 )
+from nodemedic.contracts.health import NCCOM_TEST_CHECK, NEURON_COUNT_CHECK, NEURON_LS_CHECK
 from nodemedic.dumps import neuron_ls
 from nodemedic.health.bandwidth import judge, minimum_for
 from nodemedic.health.instance_types import Devices
 from nodemedic.health.result import Result
 
-COUNT = "neuron-count"
-NCCOM = "nccom-test"
-SUBCHECKS = (COUNT, neuron_ls.NAME, NCCOM)
+SUBCHECKS = (NEURON_COUNT_CHECK, NEURON_LS_CHECK, NCCOM_TEST_CHECK)
 
 
 def _sysfs(node: Node) -> list[Result]:
@@ -36,7 +35,9 @@ def _sysfs(node: Node) -> list[Result]:
         raise ToolMissing(f"{check.root} not found (no Neuron driver)")
     devices = check.devices()
     results = [
-        count_result(COUNT, node.expected_neuron_devices, len(devices), "DeviceMissing", node.ts)
+        count_result(
+            NEURON_COUNT_CHECK, node.expected_neuron_devices, len(devices), "DeviceMissing", node.ts
+        )
     ]
     for device in devices:
         results.extend(check.device_results(device, node.ts))
@@ -49,12 +50,16 @@ def deep_check(node: Node) -> list[Result]:
     except ToolMissing as exc:
         if not node.expected_neuron_devices:
             return [skipped(c, "NoNeuronDevice", str(exc), node.ts) for c in SUBCHECKS]
-        results = [count_result(COUNT, node.expected_neuron_devices, 0, "DeviceMissing", node.ts)]
+        results = [
+            count_result(
+                NEURON_COUNT_CHECK, node.expected_neuron_devices, 0, "DeviceMissing", node.ts
+            )
+        ]
 
     def collective(ran: Ran) -> list[Result]:
-        minimum = minimum_for(NCCOM, node.instance_type)
-        return [judge(NCCOM, ran.output, minimum.gbps if minimum else None, node.ts)]
+        minimum = minimum_for(NCCOM_TEST_CHECK, node.instance_type)
+        return [judge(NCCOM_TEST_CHECK, ran.output, minimum.gbps if minimum else None, node.ts)]
 
     expected = Devices(neuron_devices=node.expected_neuron_devices)
-    results += run_dump(neuron_ls.NAME, NEURON_LS, node, neuron_ls.evaluate, expected)
-    return results + run_optional(NCCOM, node.command(NCCOM_TEST), node, collective)
+    results += run_dump(NEURON_LS_CHECK, NEURON_LS, node, neuron_ls.evaluate, expected)
+    return results + run_optional(NCCOM_TEST_CHECK, node.command(NCCOM_TEST), node, collective)

@@ -23,37 +23,36 @@ from agent.deepcheck.tools import (
     run_tool,
     skipped,
 )
+from nodemedic.contracts.health import DCGMI_DIAG_CHECK, GPU_COUNT_CHECK, NCCL_ALL_REDUCE_CHECK
 from nodemedic.dumps import dcgmi
 from nodemedic.health.bandwidth import judge, minimum_for
 from nodemedic.health.nvidia_smi import gpu_results
 from nodemedic.health.result import Result
 
-COUNT = "gpu-count"
-NCCL = "nccl-all-reduce"
-SUBCHECKS = (COUNT, dcgmi.NAME, NCCL)
+SUBCHECKS = (GPU_COUNT_CHECK, DCGMI_DIAG_CHECK, NCCL_ALL_REDUCE_CHECK)
 
 
 def _report(node: Node) -> ET.Element | Result:
     """nvidia-smi's report, or the result saying why there is none."""
     ran = run_tool(node.command(NVIDIA_SMI), node.timeout)
     if ran is None or ran.exit_code != 0:
-        return failed(COUNT, ran, node)
+        return failed(GPU_COUNT_CHECK, ran, node)
     try:
         # The document is nvidia-smi's own output; expat (>= 2.4) caps entity expansion.
         return ET.fromstring(ran.output)  # noqa: S314
     except ET.ParseError:
-        return failed(COUNT, ran, node)
+        return failed(GPU_COUNT_CHECK, ran, node)
 
 
 def _nccl(node: Node, gpus: int) -> list[Result]:
     override = MIN_BUSBW.value(node.options)
-    known = minimum_for(NCCL, node.instance_type)
+    known = minimum_for(NCCL_ALL_REDUCE_CHECK, node.instance_type)
     minimum = override if override is not None else known.gbps if known else None
 
     def read(ran: Ran) -> list[Result]:
-        return [judge(NCCL, ran.output, minimum, node.ts)]
+        return [judge(NCCL_ALL_REDUCE_CHECK, ran.output, minimum, node.ts)]
 
-    return run_optional(NCCL, node.command(ALL_REDUCE_PERF, gpus=gpus), node, read)
+    return run_optional(NCCL_ALL_REDUCE_CHECK, node.command(ALL_REDUCE_PERF, gpus=gpus), node, read)
 
 
 def deep_check(node: Node) -> list[Result]:
@@ -61,7 +60,9 @@ def deep_check(node: Node) -> list[Result]:
     if not installed(command):
         if node.expected_gpus:
             detail = f"{command[0] if command else 'nvidia-smi'} not found"
-            missing = Result(COUNT, "node", "fail", "ToolMissing", {"detail": detail}, node.ts)
+            missing = Result(
+                GPU_COUNT_CHECK, "node", "fail", "ToolMissing", {"detail": detail}, node.ts
+            )
             return [missing] + [skipped(c, "NoGpuTool", detail, node.ts) for c in SUBCHECKS[1:]]
         why = "no nvidia-smi and the instance type has no NVIDIA GPU"
         return [skipped(c, "NoNvidiaGpu", why, node.ts) for c in SUBCHECKS]
@@ -71,9 +72,11 @@ def deep_check(node: Node) -> list[Result]:
             skipped(c, "NoGpuReport", "nvidia-smi failed", node.ts) for c in SUBCHECKS[1:]
         ]
     gpus = report.findall("gpu")
-    results = [count_result(COUNT, node.expected_gpus, len(gpus), "GpuMissing", node.ts)]
+    results = [count_result(GPU_COUNT_CHECK, node.expected_gpus, len(gpus), "GpuMissing", node.ts)]
     for gpu in gpus:
         results.extend(gpu_results(gpu, node.ts))
     return (
-        results + run_dump(dcgmi.NAME, DCGMI, node, dcgmi.evaluate, None) + _nccl(node, len(gpus))
+        results
+        + run_dump(DCGMI_DIAG_CHECK, DCGMI, node, dcgmi.evaluate, None)
+        + _nccl(node, len(gpus))
     )

@@ -8,7 +8,6 @@ event lands in the dead-letter queue whole, instead of being dropped or retried 
 from __future__ import annotations
 
 import binascii
-import os
 import time
 import zlib
 from datetime import UTC, datetime
@@ -24,16 +23,9 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
+from lambdas.classify.env import env
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, tracer
-from nodemedic.contracts.env import (
-    ENV_ACCEPT_INJECTED,
-    ENV_IDEMPOTENCY_TABLE,
-    ENV_IDENTITY_CERTIFICATES,
-    ENV_LEDGER_TABLE,
-    ENV_PROOF_OF_ORIGIN,
-    ENV_STATE_MACHINE_ARN,
-)
 from nodemedic.contracts.logs import IDENTITY_STREAM_RE
 from nodemedic.contracts.metrics import (
     CLUSTER_DIMENSION,
@@ -70,9 +62,9 @@ def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
     return LogsRegistrations(cluster, certificates)
 
 
-def _origin(identity: Identity) -> Origin:
+def _origin(identity: Identity, certificates_pem: str) -> Origin:
     """Proves an event of ``identity``'s stream against the keys its instance registered."""
-    registry = _registrations(identity.cluster, os.environ.get(ENV_IDENTITY_CERTIFICATES, ""))
+    registry = _registrations(identity.cluster, certificates_pem)
     return lambda event: unproven(registry, identity.instance_id, event.timestamp_ms, event.message)
 
 
@@ -123,10 +115,11 @@ def _heartbeats(table: str) -> DynamoHeartbeats:
     return DynamoHeartbeats(table)
 
 
-def _record_heartbeat(instance_id: str, source: str, messages: list[str]) -> None:
+def _record_heartbeat(
+    table: str | None, instance_id: str, source: str, messages: list[str]
+) -> None:
     """Remember that the node's agent was heard: at most one write per node per half
     heartbeat interval from this process, and only for an agent's own heartbeat line."""
-    table = os.environ.get(ENV_LEDGER_TABLE)
     state = newest_heartbeat(messages) if source == "kmsg" and table else None
     now = time.time()
     if state is None or table is None or not _RECENT.due(instance_id, now, interval_of(state)):
@@ -139,6 +132,7 @@ def _record_heartbeat(instance_id: str, source: str, messages: list[str]) -> Non
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    config = env()
     try:
         message_type, group, stream, events = decode_payload(event)
         if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
@@ -150,7 +144,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
     counter, start, idempotency = _dependencies(
-        os.environ[ENV_STATE_MACHINE_ARN], os.environ[ENV_IDEMPOTENCY_TABLE], DEFAULT_WINDOW
+        config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW
     )
     idempotency.register_lambda_context(context)
     result = process_batch(
@@ -160,13 +154,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         counter=counter,
         start=start,
         dedup_window=DEFAULT_WINDOW,
-        accept_injected=os.environ.get(ENV_ACCEPT_INJECTED, "false") == "true",
-        origin=_origin(identity),
-        # Anything but an explicit audit enforces: a missing setting never lets a forged
-        # line act.
-        enforce_origin=os.environ.get(ENV_PROOF_OF_ORIGIN, "enforce") != "audit",
+        accept_injected=config.accept_injected,
+        origin=_origin(identity, config.identity_certificates),
+        enforce_origin=config.enforce_origin,
     )
-    _record_heartbeat(identity.instance_id, identity.source, [e.message for e in events])
+    _record_heartbeat(
+        config.ledger_table, identity.instance_id, identity.source, [e.message for e in events]
+    )
     metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
     metrics.add_metric(name=FAULTS_FOUND_METRIC, unit=MetricUnit.Count, value=result.faults)

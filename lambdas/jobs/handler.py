@@ -8,9 +8,8 @@ was done. A payload that cannot be decoded, or comes from another log group, rai
 
 from __future__ import annotations
 
-import json
-import os
 import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -20,12 +19,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
 from lambdas.classify.handler import MalformedPayload, decode_payload
+from lambdas.jobs.env import JobsEnv, env
 from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs, read_job
 from lambdas.observability import logger, metrics, publish, tracer
-from nodemedic.contracts.env import ENV_CLUSTER, ENV_JOB_BREAKER, ENV_LEDGER_TABLE, ENV_TOPIC_ARN
 from nodemedic.contracts.jobs import (
     APPLICATION_LOG_GROUP_RE,
     FAULT_DETECTION_SECONDS_METRIC,
@@ -36,7 +35,6 @@ from nodemedic.contracts.jobs import (
     RESTART_SECONDS_METRIC,
 )
 from nodemedic.contracts.metrics import MALFORMED_METRIC
-from nodemedic.jobs.breaker import JobLimits
 from nodemedic.jobs.records import lines_by_job
 
 SCHEDULED = "Scheduled Event"
@@ -47,30 +45,28 @@ def _store(table: str) -> JobStore:
     return JobStore(table)
 
 
-def _notify(subject: str, message: str) -> None:
-    topic = os.environ.get(ENV_TOPIC_ARN)
-    if topic:
-        boto3.client("sns").publish(TopicArn=topic, Subject=subject[:100], Message=message)
+def _notify(topic: str | None) -> Callable[[str, str], None]:
+    def notify(subject: str, message: str) -> None:
+        if topic:
+            boto3.client("sns").publish(TopicArn=topic, Subject=subject[:100], Message=message)
+
+    return notify
 
 
-@cache
-def _limits(raw: str) -> JobLimits:
-    """The job breaker's limits; a malformed setting fails every invocation, loudly."""
-    return JobLimits.from_mapping(json.loads(raw or "{}"))
-
-
-def _cluster(name: str) -> Cluster:
-    api = api_client()
+def _cluster(name: str, config: JobsEnv) -> Cluster:
+    api = api_client(config.access)
     return Cluster(
         name,
         client.CoreV1Api(api),
         client.BatchV1Api(api),
-        _notify,
-        _limits(os.environ.get(ENV_JOB_BREAKER, "")),
+        _notify(config.topic_arn),
+        config.limits,
     )
 
 
-def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple[float, str]]]]:
+def _lines(
+    event: dict[str, Any], ledger_table: str
+) -> tuple[str, dict[tuple[str, str], list[tuple[float, str]]]]:
     """(cluster, lines by (namespace, job)) of a subscription delivery; every delivery, of a
     job's line or not, is news that the log group is alive (the job breaker's silence)."""
     message_type, group, _stream, events = decode_payload(event)
@@ -79,7 +75,7 @@ def _lines(event: dict[str, Any]) -> tuple[str, dict[tuple[str, str], list[tuple
         raise MalformedPayload(f"log group {group!r} is no Container Insights application group")
     if message_type != "DATA_MESSAGE":
         return found["cluster"], {}
-    _store(os.environ[ENV_LEDGER_TABLE]).heard(found["cluster"], time.time())
+    _store(ledger_table).heard(found["cluster"], time.time())
     return found["cluster"], lines_by_job((raw.timestamp_ms / 1000, raw.message) for raw in events)
 
 
@@ -108,27 +104,28 @@ def _published(cluster_name: str, acted: Acted) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    config = env()
     now = time.time()
     scheduled = isinstance(event, dict) and event.get("detail-type") == SCHEDULED
     if scheduled:
-        cluster_name = os.environ.get(ENV_CLUSTER, "")
-        kube = _cluster(cluster_name)
+        cluster_name = config.cluster
+        kube = _cluster(cluster_name, config)
         work: list[tuple[Job, list[tuple[float, str]]]] = [
             (job, []) for job in monitored_jobs(kube.batch)
         ]
     else:
         try:
-            cluster_name, by_job = _lines(event)
+            cluster_name, by_job = _lines(event, config.ledger_table)
         except MalformedPayload as exc:
             metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
             logger.error("rejected payload", extra={"reason": str(exc)})
             raise
         if not by_job:
             return {"jobs": 0, "acted": []}
-        kube = _cluster(cluster_name)
+        kube = _cluster(cluster_name, config)
         jobs = {key: read_job(kube.batch, *key) for key in by_job}
         work = [(job, by_job[key]) for key, job in jobs.items() if job is not None]
-    store = _store(os.environ[ENV_LEDGER_TABLE])
+    store = _store(config.ledger_table)
     acted: list[Acted] = []
     restarted: dict[str, float] = {}
     skipped: list[str] = []

@@ -1,36 +1,50 @@
 """The ApiClient for the cluster: a kubeconfig file in the local mode and tests, EKS in AWS.
 
 Clients are cached per kubeconfig path or cluster name, so a warm Lambda reuses its
-connection pool and its EKS token.
+connection pool and its EKS token. Which cluster is part of the environment of every
+function that talks to it (``ClusterAccess``, in the kube and jobs functions' models).
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import boto3
 from kubernetes import client, config
 
+from lambdas.environment import EnvError
 from lambdas.kube.eks_auth import TokenSource
 from nodemedic.contracts.env import ENV_EKS_CLUSTER, ENV_KUBECONFIG
 
 
-class ClientConfigError(RuntimeError):
+class ClientConfigError(EnvError):
     """Neither KUBECONFIG nor EKS_CLUSTER_NAME says which cluster to talk to."""
 
 
-def api_client() -> client.ApiClient:
-    kubeconfig = os.environ.get(ENV_KUBECONFIG)
-    if kubeconfig:
-        return _from_kubeconfig(kubeconfig)
-    cluster = os.environ.get(ENV_EKS_CLUSTER)
-    if cluster:
-        return eks_client(cluster)
-    raise ClientConfigError("set KUBECONFIG (local mode) or EKS_CLUSTER_NAME (EKS)")
+@dataclass(frozen=True)
+class ClusterAccess:
+    """A kubeconfig file (the local world and the tests set it) wins over an EKS cluster."""
+
+    kubeconfig: str
+    eks_cluster: str
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ClusterAccess:
+        found = cls(environ.get(ENV_KUBECONFIG, ""), environ.get(ENV_EKS_CLUSTER, ""))
+        if not (found.kubeconfig or found.eks_cluster):
+            raise ClientConfigError("set KUBECONFIG (local mode) or EKS_CLUSTER_NAME (EKS)")
+        return found
+
+
+def api_client(access: ClusterAccess) -> client.ApiClient:
+    if access.kubeconfig:
+        return _from_kubeconfig(access.kubeconfig)
+    return eks_client(access.eks_cluster)
 
 
 @cache

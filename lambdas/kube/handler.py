@@ -16,6 +16,7 @@ from kubernetes import client
 
 from lambdas.kube import census, drain, gate, groups, nodes, requests, resume, silence, spares
 from lambdas.kube.client import api_client
+from lambdas.kube.env import env
 from lambdas.observability import logger, tracer
 
 T = TypeVar("T")
@@ -156,7 +157,7 @@ def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _silent(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    return silence.silent(core)
+    return silence.silent(core, env().heartbeat_table())
 
 
 def _requested(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -257,10 +258,11 @@ OPS: dict[str, Op] = {
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    config = env()
     op = OPS.get(str(event.get("op"))) if isinstance(event, dict) else None
     if op is None:
         raise BadRequest(f"event must be an object with op one of {sorted(OPS)}: {event!r}")
     logger.append_keys(op=event["op"], node=event.get("node"))
-    result = op(client.CoreV1Api(api_client()), Fields(event))
+    result = op(client.CoreV1Api(api_client(config.access)), Fields(event))
     logger.info("done", extra={"result": result})
     return result

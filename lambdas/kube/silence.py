@@ -8,7 +8,6 @@ payloads are bounded), and only what the notification needs comes back.
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,6 @@ from botocore.exceptions import ClientError
 from kubernetes import client
 
 from lambdas.kube.nodes import ready_nodes
-from nodemedic.contracts.env import ENV_LEDGER_TABLE
 from nodemedic.contracts.ledger import HEARTBEAT_PK
 from nodemedic.contracts.logs import SILENT_AFTER_BEATS
 from nodemedic.remediate.silence import (
@@ -102,10 +100,10 @@ def summary(found: list[str], new: list[str], why: str) -> dict[str, Any]:
     }
 
 
-def silent(core: client.CoreV1Api, dynamodb: Any | None = None) -> dict[str, Any]:
-    """``{count, nodes, new: {count, message}}``: every silent Ready node, and the ones not
-    notified before, marked notified now (``message`` names them for SNS)."""
-    table = os.environ[ENV_LEDGER_TABLE]
+def silent(core: client.CoreV1Api, table: str, dynamodb: Any | None = None) -> dict[str, Any]:
+    """``{count, nodes, new: {count, message}}``: every silent Ready node (by the heartbeats
+    in the ledger ``table``), and the ones not notified before, marked notified now
+    (``message`` names them for SNS)."""
     dynamodb = dynamodb or boto3.client("dynamodb")
     now = time.time()
     found = silent_nodes(ready_nodes(core), heard(table, dynamodb), now)

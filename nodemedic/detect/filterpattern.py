@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.detect.classifier import required_literal
 
@@ -40,7 +41,7 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
         )
     if source == DEEP_CHECK_SOURCE:
         # Every verdict line names its check, and no other line of the stream does.
-        return DEEP_CHECK_SOURCE
+        return DEEP_CHECK_VERDICT
     if source == "health":
         # Health lines arrive as JSON, not as the canonical text rules match; the reason
         # word appears verbatim in both.

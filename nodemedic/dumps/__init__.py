@@ -1,6 +1,7 @@
 """Dumps an engineer copies off a node, recognised by their content and judged as the agent would.
 
-Each format is one module with ``NAME``, ``recognise(text) -> bool`` and
+Each format is one module with ``NAME`` (the format's, which triage prints; the lines'
+checks are the contract's, ``nodemedic.contracts.health``), ``recognise(text) -> bool`` and
 ``evaluate(text, expected, ts) -> list[Result]`` (``ValueError``: a dump of its format
 that cannot be read); the results are the agent's health result
 lines, so the catalog's health rules give them their faults. ``expected`` is what the

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from nodemedic.contracts.health import DCGMI_DIAG_CHECK
 from nodemedic.health.instance_types import Devices
 from nodemedic.health.result import Figure, Result, Status
 
@@ -75,10 +76,17 @@ def evaluate(text: str, expected: Devices | None, ts: str) -> list[Result]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"dcgmi diag output that cannot be read: {exc}") from None
     results = [
-        Result(NAME, device, _STATUS[word], f"Diag{_STATUS[word].capitalize()}", {"test": test}, ts)
+        Result(
+            DCGMI_DIAG_CHECK,
+            device,
+            _STATUS[word],
+            f"Diag{_STATUS[word].capitalize()}",
+            {"test": test},
+            ts,
+        )
         for test, word, devices in outcomes
         if word in _STATUS
         for device in devices
     ]
     figures: dict[str, Figure] = {"tests": len({test for test, _, _ in outcomes})}
-    return results or [Result(NAME, "node", "ok", "Healthy", figures, ts)]
+    return results or [Result(DCGMI_DIAG_CHECK, "node", "ok", "Healthy", figures, ts)]

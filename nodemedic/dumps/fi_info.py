@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from nodemedic.health.devices import EFA_CHECK, missing_devices
+from nodemedic.contracts.health import EFA_CHECK
+from nodemedic.health.devices import missing_devices
 from nodemedic.health.instance_types import Devices
 from nodemedic.health.result import Result
 

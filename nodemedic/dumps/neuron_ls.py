@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any
 
-from nodemedic.health.devices import NEURON_CHECK, missing_devices
+from nodemedic.contracts.health import NEURON_SYSFS_CHECK
+from nodemedic.health.devices import missing_devices
 from nodemedic.health.instance_types import Devices, devices_of
 from nodemedic.health.result import Result
 
@@ -49,5 +50,5 @@ def evaluate(text: str, expected: Devices | None, ts: str) -> list[Result]:
     if instance_type:
         expected = devices_of(instance_type) or expected
     wanted = expected.neuron_devices if expected else 0
-    healthy = [Result(NEURON_CHECK, f"neuron{i}", "ok", "Healthy", {}, ts) for i in ids]
-    return missing_devices(NEURON_CHECK, wanted, len(ids), ts) + healthy
+    healthy = [Result(NEURON_SYSFS_CHECK, f"neuron{i}", "ok", "Healthy", {}, ts) for i in ids]
+    return missing_devices(NEURON_SYSFS_CHECK, wanted, len(ids), ts) + healthy

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from nodemedic.contracts.health import NCCL_ALL_REDUCE_CHECK, NCCOM_TEST_CHECK
 from nodemedic.health.result import Figure, Result
 
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(?P<gbps>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
@@ -27,7 +28,7 @@ class Minimum:
 
 
 MINIMUM_BUSBW: dict[str, dict[str, Minimum]] = {
-    "nccl-all-reduce": {
+    NCCL_ALL_REDUCE_CHECK: {
         "p5.48xlarge": Minimum(
             350.0,
             "8 x H100 80GB HBM3 (NVSwitch) measured 448.2 GB/s with all_reduce_perf -b 256M "
@@ -40,7 +41,7 @@ MINIMUM_BUSBW: dict[str, dict[str, Minimum]] = {
         ),
         "p4de.24xlarge": Minimum(150.0, "as p4d.24xlarge: the same A100 GPUs and NVSwitch"),
     },
-    "nccom-test": {},
+    NCCOM_TEST_CHECK: {},
 }
 """Least mean bus bandwidth (GB/s) per test and instance type; ``--min-busbw`` overrides it.
 Add a type only with a measured run of its own to quote."""

@@ -1,15 +1,13 @@
 """Fewer devices than the node should have: the count check every device family shares.
 
-The check names are the agent's; the catalog's health rules match them, so a count taken
-from ``neuron-ls`` or ``fi_info`` is judged by the same rule as one taken from sysfs.
+The check names are the contract's (``nodemedic.contracts.health``); the catalog's health
+rules match them, so a count taken from ``neuron-ls`` or ``fi_info`` is judged by the same
+rule as one taken from sysfs.
 """
 
 from __future__ import annotations
 
 from nodemedic.health.result import Figure, Result
-
-NEURON_CHECK = "neuron-sysfs"
-EFA_CHECK = "efa"
 
 
 def missing_devices(

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.health.devices import missing_devices
 from nodemedic.health.result import Figure, Result, Status
-
-NAME = "nvidia-smi"
 
 UNCORRECTABLE = (
     "double_bit/total",
@@ -135,7 +134,8 @@ def gpu_results(gpu: ET.Element, ts: str) -> list[Result]:
         healthy: dict[str, Figure] = {"ecc_uncorrected_volatile": volatile_uncorrectable(gpu) or 0}
         problems = [("ok", "Healthy", healthy)]
     return [
-        Result(NAME, device, status, reason, figures, ts) for status, reason, figures in problems
+        Result(NVIDIA_SMI_CHECK, device, status, reason, figures, ts)
+        for status, reason, figures in problems
     ]
 
 
@@ -148,7 +148,7 @@ def evaluate(document: bytes, expected_gpus: int, ts: str) -> list[Result]:
 def evaluate_tree(root: ET.Element, expected_gpus: int, ts: str) -> list[Result]:
     """Results for the report's tree, however it was read (XML, or the text report)."""
     gpus = root.findall("gpu")
-    results = missing_devices(NAME, expected_gpus, len(gpus), ts, "GpuMissing")
+    results = missing_devices(NVIDIA_SMI_CHECK, expected_gpus, len(gpus), ts, "GpuMissing")
     for gpu in gpus:
         results.extend(gpu_results(gpu, ts))
     return results

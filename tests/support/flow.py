@@ -14,6 +14,7 @@ from typing import Any, cast
 import boto3
 from kubernetes import client
 
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.kube import TAINT_KEY
 from nodemedic.contracts.logs import deep_check_stream, kmsg_stream
 from nodemedic.origin.signing import sign
@@ -144,7 +145,7 @@ def ship_verdict(world: World, instance_id: str, status: str, reason: str, *, si
     with the node's registered key, or written unsigned by anyone holding the agents'
     credential."""
     line = json.dumps(
-        {"check": "deep-check", "device": "node", "status": status, "reason": reason}
+        {"check": DEEP_CHECK_VERDICT, "device": "node", "status": status, "reason": reason}
         | {"figures": {"passed": 3}, "ts": "2026-11-22T18:30:00Z"}
     )
     now_ms = int(time.time() * 1000)

@@ -28,6 +28,7 @@ from agent.kmsg import DevKmsgReader
 from agent.main import Agent, logs_client
 from agent.outbox import dropped_message
 from agent.pstore import read_dumps
+from nodemedic.contracts.health import EFA_CHECK, NEURON_SYSFS_CHECK, NVIDIA_SMI_CHECK
 from nodemedic.contracts.logs import health_stream, kmsg_stream, shipped_message
 from nodemedic.contracts.logs import node_log_group as log_group
 from nodemedic.detect.classifier import classify
@@ -102,8 +103,8 @@ def test_lines_and_health_results_arrive_in_order(
     assert shipped[-50:] == plain(numbered(0, 50))
     health = [json.loads(m) for m in messages(logs, health_stream(instance_id))]
     assert [(h["check"], h["reason"]) for h in health] == [
-        ("nvidia-smi", "EccUncorrectable"),
-        ("nvidia-smi", "RetiredPagesPending"),
+        (NVIDIA_SMI_CHECK, "EccUncorrectable"),
+        (NVIDIA_SMI_CHECK, "RetiredPagesPending"),
     ]
     running.close()
 
@@ -191,9 +192,9 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
     assert seen[shipped_health] == 4
     status = {k: v for k, v in seen.items() if k.startswith("nodemedic_agent_check_status") and v}
     assert status == {
-        'nodemedic_agent_check_status{check="efa",status="skipped"}': 1,
-        'nodemedic_agent_check_status{check="neuron-sysfs",status="skipped"}': 1,
-        'nodemedic_agent_check_status{check="nvidia-smi",status="fail"}': 1,
+        f'nodemedic_agent_check_status{{check="{EFA_CHECK}",status="skipped"}}': 1,
+        f'nodemedic_agent_check_status{{check="{NEURON_SYSFS_CHECK}",status="skipped"}}': 1,
+        f'nodemedic_agent_check_status{{check="{NVIDIA_SMI_CHECK}",status="fail"}}': 1,
     }
 
     outage.start()

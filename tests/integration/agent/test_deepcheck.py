@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT, NCCL_ALL_REDUCE_CHECK
 from nodemedic.contracts.logs import deep_check_stream
 from tests.support.agent import AWS_ENV, CLUSTER, REGION, config, messages, wait_for
 from tests.support.paths import EVENTS, ROOT
@@ -85,12 +86,12 @@ def test_deep_check_once_ships_every_result_and_exits_with_the_verdict(
     assert shipped == printed
     verdict = shipped[-1]
     assert (verdict["check"], verdict["status"], verdict["reason"]) == (
-        "deep-check",
+        DEEP_CHECK_VERDICT,
         "fail",
         "Failed",
     )
-    assert verdict["figures"]["failed_checks"] == "nccl-all-reduce"
-    nccl = next(r for r in shipped if r["check"] == "nccl-all-reduce")
+    assert verdict["figures"]["failed_checks"] == NCCL_ALL_REDUCE_CHECK
+    nccl = next(r for r in shipped if r["check"] == NCCL_ALL_REDUCE_CHECK)
     assert nccl["figures"] == {"busbw_gbps": 5.19883, "expected_gbps": 350.0}
     skipped = [r for r in shipped if r["status"] == "skipped"]
     assert skipped and all(r["reason"] and r["figures"]["detail"] for r in skipped)
@@ -115,7 +116,7 @@ def test_an_agent_started_with_deep_check_at_start_ships_a_pass(
 
     def verdict() -> dict[str, Any] | None:
         found = [json.loads(m) for m in messages(logs, stream)]
-        return found[-1] if found and found[-1]["check"] == "deep-check" else None
+        return found[-1] if found and found[-1]["check"] == DEEP_CHECK_VERDICT else None
 
     wait_for(lambda: verdict() is not None, 30, "the deep check's verdict")
     assert (verdict() or {})["reason"] == "Passed"

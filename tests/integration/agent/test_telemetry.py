@@ -10,6 +10,7 @@ from typing import Any
 
 from agent.config import Config
 from nodemedic.catalog import load_catalog
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.contracts.logs import health_stream, telemetry_stream
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.integration.agent.test_agent import scrape
@@ -54,7 +55,7 @@ def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
     assert len(by_name["hardware_ecc_events_total"]) == 4
     assert by_name["system_memory_total_bytes"] == [8033386496]
     # The agent's own metrics are still there, and the checks' status with them.
-    assert seen['nodemedic_agent_check_status{check="nvidia-smi",status="ok"}'] == 1
+    assert seen[f'nodemedic_agent_check_status{{check="{NVIDIA_SMI_CHECK}",status="ok"}}'] == 1
     assert "nodemedic_agent_lines_read_total" in seen
     # The agent wrote neuron-monitor's config where the command could read it.
     assert (cfg.state_dir / "neuron-monitor.json").is_file()

@@ -14,6 +14,7 @@ import pytest
 from moto import mock_aws
 
 from console.cli import main
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.contracts.logs import health_stream, identity_stream, kmsg_stream, node_log_group
 from tests.support.backtest import benign_lines, fault_line, node
 
@@ -64,7 +65,7 @@ def test_a_log_group_is_replayed_node_by_node(
     ship(logs, kmsg_stream(node(1)), [*chatter, (60_000, fault_line("nvidia-xid-79"))])
     ship(logs, kmsg_stream(node(2)), [*chatter, (90_000, fault_line("nvidia-xid-48"))])
     ship(logs, kmsg_stream(node(3)), chatter)
-    health = {"check": "nvidia-smi", "device": "node", "status": "ok", "reason": "Healthy"}
+    health = {"check": NVIDIA_SMI_CHECK, "device": "node", "status": "ok", "reason": "Healthy"}
     ship(logs, health_stream(node(3)), [(5_000, json.dumps(health | {"figures": {}}))])
     ship(logs, identity_stream(node(1)), [(1_000, "registration, never classified")])
     # Outside --start/--end: read by nobody.

@@ -4,6 +4,7 @@ answers eks:DescribeCluster."""
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -112,4 +113,4 @@ def test_eks_client_talks_to_the_described_cluster(aws: None) -> None:
 
 def test_without_kubeconfig_or_cluster_the_client_says_what_to_set(aws: None) -> None:
     with pytest.raises(kube_client.ClientConfigError, match="KUBECONFIG"):
-        kube_client.api_client()
+        kube_client.api_client(kube_client.ClusterAccess.from_environ(os.environ))

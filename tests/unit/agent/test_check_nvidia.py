@@ -11,6 +11,7 @@ import pytest
 
 from agent.checks.base import Result, Runner
 from agent.checks.nvidia import NvidiaSmi
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.detect.classifier import classify
 from nodemedic.health.nvidia_smi import evaluate
 from tests.support.paths import EVENTS
@@ -119,7 +120,7 @@ def test_each_fault_on_the_current_driver_layout(
 def test_fewer_gpus_than_the_instance_type_has() -> None:
     results = evaluate(L4X2, expected_gpus=8, ts=TS)
     assert results[0] == Result(
-        "nvidia-smi", "node", "fail", "GpuMissing", {"expected": 8, "found": 2}, TS
+        NVIDIA_SMI_CHECK, "node", "fail", "GpuMissing", {"expected": 8, "found": 2}, TS
     )
 
 

@@ -1,35 +1,41 @@
-"""Health checks register themselves: a new check is one module, and the command line,
-``--checks`` and ``build_checks`` take its name, options and builder from the registry."""
+"""Health checks are one explicit list: a new check is one module and one entry in
+``agent.checks.all.CHECKS``, and the command line, ``--checks`` and ``build_checks`` take
+its name, options and builder from there."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import importlib.util
-import json
-import os
 import pkgutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import agent.checks
-from agent.checks import names, registry
+from agent.checks import all as every_check
+from agent.checks import names
 from agent.checks.base import Result
+from agent.checks.registry import Registration
 from agent.cli import agent_config, configure_agent, run_agent
 from agent.config import Config
 from agent.deepcheck.tools import OPTIONS as DEEP_CHECK_OPTIONS
 from agent.main import build_checks
-from tests.support.paths import ROOT
+from nodemedic.contracts.health import (
+    EFA_CHECK,
+    HEALTH_CHECKS,
+    NEURON_MONITOR_CHECK,
+    NEURON_SYSFS_CHECK,
+    NVIDIA_SMI_CHECK,
+)
 
 WIDGETS = '''
 """A check of widgets, in a module of its own and nowhere else."""
 
 from agent.argtypes import count
 from agent.checks.base import Check, Result
-from agent.checks.registry import Option, register
+from agent.checks.registry import Option, Registration
 
 EXPECT_WIDGETS = Option("--expect-widgets", 0, "widgets expected (0: unchecked)", count)
 
@@ -48,14 +54,14 @@ def build(config):
     return Widgets(EXPECT_WIDGETS.value(config.check_options))
 
 
-register("widgets", build, EXPECT_WIDGETS)
+REGISTRATION = Registration("widgets", "widgets", build, (EXPECT_WIDGETS,))
 '''
+BUILT_IN = every_check.CHECKS
 
 
-@pytest.fixture
-def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checks registered by a test are gone after it."""
-    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+def listed(monkeypatch: pytest.MonkeyPatch, *more: Registration) -> None:
+    """The agent's checks for this test: the built-in ones, then ``more``."""
+    monkeypatch.setattr(every_check, "CHECKS", (*BUILT_IN, *more))
 
 
 def agent_parser() -> argparse.ArgumentParser:
@@ -64,38 +70,46 @@ def agent_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def test_every_check_module_registers_itself_in_order() -> None:
-    """In a fresh interpreter, importing the package registers each module under it (a
-    module it forgot to import would register nothing), in the order of ``--checks``."""
-    modules = {
-        f"agent.checks.{m.name}"
+def test_every_check_module_is_listed_in_order() -> None:
+    """A check module missing from ``CHECKS`` would never run: each one under the package
+    has its ``REGISTRATION`` in the list, which holds nothing else, in ``--checks``' order."""
+    modules = [
+        importlib.import_module(f"agent.checks.{m.name}")
         for m in pkgutil.iter_modules(agent.checks.__path__)
-        if m.name not in ("base", "registry")
-    }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import json, agent.checks as c; "
-            "print(json.dumps([[r.name, r.build.__module__] for r in c.registered()]))",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = json.loads(done.stdout)
-    assert {module for _, module in found} == modules
-    assert [name for name, _ in found] == ["nvidia", "neuron", "efa", "neuron-monitor"]
+        if m.name not in ("all", "base", "registry")
+    ]
+    assert sorted(m.REGISTRATION.name for m in modules) == sorted(c.name for c in BUILT_IN)
+    assert all(m.REGISTRATION in BUILT_IN for m in modules)
+    assert [check.name for check in BUILT_IN] == ["nvidia", "neuron", "efa", "neuron-monitor"]
 
 
-def test_a_new_check_is_one_module(tmp_path: Path, scratch_registry: None) -> None:
+def test_each_check_names_the_lines_it_writes(tmp_path: Path) -> None:
+    """Both names side by side: what ``--checks`` takes, and the contract's line name that
+    the check it builds writes."""
+    assert [(c.name, c.line) for c in BUILT_IN] == [
+        ("nvidia", NVIDIA_SMI_CHECK),
+        ("neuron", NEURON_SYSFS_CHECK),
+        ("efa", EFA_CHECK),
+        ("neuron-monitor", NEURON_MONITOR_CHECK),
+    ]
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    given = ["--cluster", "c", "--kmsg", str(kmsg), "--state-dir", str(tmp_path)]
+    config = agent_config(agent_parser().parse_args(given), "i-1", "r", "b")
+    assert [check.name for check in build_checks(config)] == [c.line for c in BUILT_IN]
+
+
+def test_a_new_check_is_one_module_and_one_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = tmp_path / "widgets.py"
     source.write_text(WIDGETS)
     spec = importlib.util.spec_from_file_location("widgets", source)
     assert spec is not None and spec.loader is not None
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    widgets_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(widgets_module)
+    assert "--expect-widgets" not in agent_parser().format_help(), "importing it added it"
+    listed(monkeypatch, widgets_module.REGISTRATION)
     parser = agent_parser()
     assert "--expect-widgets EXPECT_WIDGETS\n" in parser.format_help()
     assert "widgets expected (0: unchecked)" in parser.format_help()
@@ -109,14 +123,14 @@ def test_a_new_check_is_one_module(tmp_path: Path, scratch_registry: None) -> No
         [Result("widgets", "node", "ok", "Healthy", {"expected": 0}, "ts")]
     ]
     *built_in, widgets = build_checks(agent_config(args, "i-1", "r", "b"))
-    assert [c.name for c in built_in] == ["nvidia-smi", "neuron-sysfs", "efa", "neuron-monitor"]
+    assert tuple(c.name for c in built_in) == HEALTH_CHECKS
     assert widgets.run("ts") == [Result("widgets", "node", "ok", "Healthy", {"expected": 3}, "ts")]
 
 
-def test_unknown_checks_are_refused_with_the_registered_ones_named(
-    tmp_path: Path, scratch_registry: None, capsys: pytest.CaptureFixture[str]
+def test_unknown_checks_are_refused_with_the_listed_ones_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    registry.register("widgets", lambda config: pytest.fail("not built"))
+    listed(monkeypatch, Registration("widgets", "widgets", lambda config: pytest.fail("built")))
     kmsg = tmp_path / "kmsg"
     kmsg.touch()
     args = agent_parser().parse_args(
@@ -129,9 +143,9 @@ def test_unknown_checks_are_refused_with_the_registered_ones_named(
     )
 
 
-def test_a_name_registers_once(scratch_registry: None) -> None:
-    with pytest.raises(ValueError, match="'efa' is already registered"):
-        registry.register("efa", lambda config: pytest.fail("not built"))
+def test_each_name_is_listed_once() -> None:
+    for found in ([c.name for c in BUILT_IN], [c.line for c in BUILT_IN]):
+        assert len(set(found)) == len(found), found
 
 
 def test_the_config_is_every_flag_of_a_field_and_every_check_option(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from agent.checks.base import CounterBaseline, Result, ToolMissing
 from agent.checks.efa import Efa
 from agent.checks.neuron import NeuronSysfs
+from nodemedic.contracts.health import EFA_CHECK, NEURON_SYSFS_CHECK
 from nodemedic.detect.classifier import classify
 from tests.support.paths import EVENTS
 
@@ -104,7 +105,7 @@ def test_missing_neuron_devices_and_missing_driver(tmp_path: Path) -> None:
     neuron_tree(tmp_path / "sys", 15)
     results = neuron_check(tmp_path, expected=16).run(TS)
     assert results[0] == Result(
-        "neuron-sysfs", "node", "fail", "DeviceMissing", {"expected": 16, "found": 15}, TS
+        NEURON_SYSFS_CHECK, "node", "fail", "DeviceMissing", {"expected": 16, "found": 15}, TS
     )
     assert classify(results[0].to_json(), "health").rule.id == "neuron-sysfs-device-missing"  # type: ignore[union-attr]
     with pytest.raises(ToolMissing):
@@ -173,7 +174,7 @@ def test_efa_error_counters_that_grow(tmp_path: Path) -> None:
     (port / "rx_drops").write_text("12\n")
     (port / "tx_bytes").write_text("99999999999999\n")  # traffic is not an error
     (results,) = check.run(TS)
-    assert results == Result("efa", "rdmap16s27", "warn", "ErrorCounters", {"rx_drops": 12}, TS)
+    assert results == Result(EFA_CHECK, "rdmap16s27", "warn", "ErrorCounters", {"rx_drops": 12}, TS)
     assert classify(results.to_json(), "health").rule.id == "efa-error-counters"  # type: ignore[union-attr]
 
 
@@ -182,6 +183,6 @@ def test_missing_efa_devices(tmp_path: Path) -> None:
         efa_device(tmp_path / "sys", f"rdmap{n}s27", {"rx_drops": "0"})
     results = efa_check(tmp_path, expected=32).run(TS)
     assert results[0] == Result(
-        "efa", "node", "fail", "DeviceMissing", {"expected": 32, "found": 31}, TS
+        EFA_CHECK, "node", "fail", "DeviceMissing", {"expected": 32, "found": 31}, TS
     )
     assert classify(results[0].to_json(), "health").rule.id == "efa-device-missing"  # type: ignore[union-attr]

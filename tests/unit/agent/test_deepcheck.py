@@ -10,6 +10,19 @@ from agent.deepcheck import Node, run
 from agent.deepcheck.efa import deep_check as efa_check
 from agent.deepcheck.neuron import deep_check as neuron_check
 from agent.deepcheck.nvidia import deep_check as nvidia_check
+from nodemedic.contracts.health import (
+    DCGMI_DIAG_CHECK,
+    DEEP_CHECK_VERDICT,
+    EFA_CHECK,
+    EFA_COUNT_CHECK,
+    FI_PINGPONG_CHECK,
+    GPU_COUNT_CHECK,
+    NCCL_ALL_REDUCE_CHECK,
+    NCCOM_TEST_CHECK,
+    NEURON_COUNT_CHECK,
+    NEURON_SYSFS_CHECK,
+    NVIDIA_SMI_CHECK,
+)
 from nodemedic.health.result import Result
 from tests.support.paths import EVENTS
 from tests.unit.agent.test_check_sysfs import neuron_tree
@@ -74,14 +87,17 @@ def test_a_healthy_gpu_node_passes_with_its_figures(tmp_path: Path) -> None:
         )
     )
     checks = by_check(results)
-    assert checks["gpu-count"] == [("ok", "Healthy")]
-    assert checks["nvidia-smi"] == [("ok", "Healthy"), ("ok", "Healthy")]
-    assert checks["dcgmi-diag"] == [("ok", "Healthy")]
-    assert checks["nccl-all-reduce"] == [("ok", "Healthy")]
-    assert figures(results, "nccl-all-reduce") == {"busbw_gbps": 448.212, "expected_gbps": 350.0}
-    assert figures(results, "gpu-count") == {"expected": 2, "found": 2}
+    assert checks[GPU_COUNT_CHECK] == [("ok", "Healthy")]
+    assert checks[NVIDIA_SMI_CHECK] == [("ok", "Healthy"), ("ok", "Healthy")]
+    assert checks[DCGMI_DIAG_CHECK] == [("ok", "Healthy")]
+    assert checks[NCCL_ALL_REDUCE_CHECK] == [("ok", "Healthy")]
+    assert figures(results, NCCL_ALL_REDUCE_CHECK) == {
+        "busbw_gbps": 448.212,
+        "expected_gbps": 350.0,
+    }
+    assert figures(results, GPU_COUNT_CHECK) == {"expected": 2, "found": 2}
     assert (results[-1].check, results[-1].status, results[-1].reason) == (
-        "deep-check",
+        DEEP_CHECK_VERDICT,
         "ok",
         "Passed",
     )
@@ -97,10 +113,13 @@ def test_bandwidth_below_the_instance_types_threshold_fails_the_node(tmp_path: P
             all_reduce_perf=cat(P2P_OFF),
         )
     )
-    assert by_check(results)["nccl-all-reduce"] == [("fail", "BandwidthLow")]
-    assert figures(results, "nccl-all-reduce") == {"busbw_gbps": 5.19883, "expected_gbps": 350.0}
+    assert by_check(results)[NCCL_ALL_REDUCE_CHECK] == [("fail", "BandwidthLow")]
+    assert figures(results, NCCL_ALL_REDUCE_CHECK) == {
+        "busbw_gbps": 5.19883,
+        "expected_gbps": 350.0,
+    }
     assert (results[-1].status, results[-1].reason) == ("fail", "Failed")
-    assert results[-1].figures["failed_checks"] == "nccl-all-reduce"
+    assert results[-1].figures["failed_checks"] == NCCL_ALL_REDUCE_CHECK
 
 
 def test_bandwidth_without_a_threshold_is_measured_and_skipped_not_passed(tmp_path: Path) -> None:
@@ -113,13 +132,13 @@ def test_bandwidth_without_a_threshold_is_measured_and_skipped_not_passed(tmp_pa
             all_reduce_perf=cat(P2P_OFF),
         )
     )
-    assert by_check(results)["nccl-all-reduce"] == [("skipped", "NoThreshold")]
-    assert figures(results, "nccl-all-reduce") == {"busbw_gbps": 5.19883}
+    assert by_check(results)[NCCL_ALL_REDUCE_CHECK] == [("skipped", "NoThreshold")]
+    assert figures(results, NCCL_ALL_REDUCE_CHECK) == {"busbw_gbps": 5.19883}
 
 
 def test_missing_gpus_and_ecc_errors_fail(tmp_path: Path) -> None:
     missing = nvidia_check(node(tmp_path, gpus=8, nvidia_smi=cat(L4_X2)))
-    assert by_check(missing)["gpu-count"] == [("fail", "GpuMissing")]
+    assert by_check(missing)[GPU_COUNT_CHECK] == [("fail", "GpuMissing")]
     ecc = nvidia_check(
         node(
             tmp_path,
@@ -127,7 +146,7 @@ def test_missing_gpus_and_ecc_errors_fail(tmp_path: Path) -> None:
             nvidia_smi=cat(EVENTS / "nvidia-smi" / "tesla-v100-dbe-retirement-pending.xml"),
         )
     )
-    assert ("fail", "EccUncorrectable") in by_check(ecc)["nvidia-smi"]
+    assert ("fail", "EccUncorrectable") in by_check(ecc)[NVIDIA_SMI_CHECK]
 
 
 def test_a_failed_dcgm_diagnostic_fails_its_gpu(tmp_path: Path) -> None:
@@ -139,31 +158,31 @@ def test_a_failed_dcgm_diagnostic_fails_its_gpu(tmp_path: Path) -> None:
             dcgmi=cat(EVENTS / "dcgmi" / "r2-gpu-memory-fail-excerpt.txt"),
         )
     )
-    diag = [r for r in results if r.check == "dcgmi-diag"]
+    diag = [r for r in results if r.check == DCGMI_DIAG_CHECK]
     assert [(r.device, r.status, r.reason) for r in diag][:1] == [("gpu0", "fail", "DiagFail")]
 
 
 def test_a_tool_that_fails_or_prints_nothing_readable_is_a_failure(tmp_path: Path) -> None:
     results = nvidia_check(node(tmp_path, gpus=2, nvidia_smi=cat(L4_X2), all_reduce_perf="false"))
-    assert by_check(results)["nccl-all-reduce"] == [("fail", "NoBandwidth")]
+    assert by_check(results)[NCCL_ALL_REDUCE_CHECK] == [("fail", "NoBandwidth")]
     broken = nvidia_check(node(tmp_path, gpus=2, nvidia_smi="false"))
-    assert by_check(broken)["gpu-count"] == [("fail", "ToolFailed")]
+    assert by_check(broken)[GPU_COUNT_CHECK] == [("fail", "ToolFailed")]
 
 
 def test_skipped_sub_checks_say_why(tmp_path: Path) -> None:
     cpu_only = run(node(tmp_path))
     assert {r.status for r in cpu_only[:-1]} == {"skipped"}
     assert all(r.reason and r.figures["detail"] for r in cpu_only[:-1])
-    assert by_check(cpu_only)["gpu-count"] == [("skipped", "NoNvidiaGpu")]
+    assert by_check(cpu_only)[GPU_COUNT_CHECK] == [("skipped", "NoNvidiaGpu")]
     assert (cpu_only[-1].status, cpu_only[-1].reason) == ("warn", "NothingChecked")
     no_dcgm = nvidia_check(node(tmp_path, gpus=2, nvidia_smi=cat(L4_X2)))
-    assert by_check(no_dcgm)["dcgmi-diag"] == [("skipped", "ToolMissing")]
-    assert f"{MISSING} not found" in str(figures(no_dcgm, "dcgmi-diag")["detail"])
+    assert by_check(no_dcgm)[DCGMI_DIAG_CHECK] == [("skipped", "ToolMissing")]
+    assert f"{MISSING} not found" in str(figures(no_dcgm, DCGMI_DIAG_CHECK)["detail"])
 
 
 def test_a_gpu_type_without_nvidia_smi_fails_rather_than_skips(tmp_path: Path) -> None:
     results = nvidia_check(node(tmp_path, gpus=8))
-    assert by_check(results)["gpu-count"] == [("fail", "ToolMissing")]
+    assert by_check(results)[GPU_COUNT_CHECK] == [("fail", "ToolMissing")]
 
 
 def test_neuron_count_counters_neuron_ls_and_nccom_test(tmp_path: Path) -> None:
@@ -178,11 +197,11 @@ def test_neuron_count_counters_neuron_ls_and_nccom_test(tmp_path: Path) -> None:
         )
     )
     checks = by_check(results)
-    assert checks["neuron-count"] == [("fail", "DeviceMissing")]
-    assert ("fail", "HbmUncorrectable") in checks["neuron-sysfs"]
-    assert ("fail", "DeviceMissing") in checks["neuron-sysfs"]  # neuron-ls lists 2 of 16
-    assert checks["nccom-test"] == [("skipped", "NoThreshold")]
-    assert figures(results, "nccom-test") == {"busbw_gbps": 40.6901}
+    assert checks[NEURON_COUNT_CHECK] == [("fail", "DeviceMissing")]
+    assert ("fail", "HbmUncorrectable") in checks[NEURON_SYSFS_CHECK]
+    assert ("fail", "DeviceMissing") in checks[NEURON_SYSFS_CHECK]  # neuron-ls lists 2 of 16
+    assert checks[NCCOM_TEST_CHECK] == [("skipped", "NoThreshold")]
+    assert figures(results, NCCOM_TEST_CHECK) == {"busbw_gbps": 40.6901}
 
 
 def efa_tree(sys_root: Path, devices: int) -> None:
@@ -216,10 +235,10 @@ def test_efa_count_fi_info_and_loopback_pingpong(tmp_path: Path) -> None:
         )
     )
     checks = by_check(results)
-    assert checks["efa-count"] == [("ok", "Healthy")]
-    assert checks["efa"] == [("ok", "Healthy")] * 4
-    assert checks["fi_pingpong"] == [("ok", "Healthy")]
-    assert figures(results, "fi_pingpong") == {"size": "1m", "mb_per_s": 2614.25}
+    assert checks[EFA_COUNT_CHECK] == [("ok", "Healthy")]
+    assert checks[EFA_CHECK] == [("ok", "Healthy")] * 4
+    assert checks[FI_PINGPONG_CHECK] == [("ok", "Healthy")]
+    assert figures(results, FI_PINGPONG_CHECK) == {"size": "1m", "mb_per_s": 2614.25}
 
 
 def test_efa_that_libfabric_cannot_open_fails(tmp_path: Path) -> None:
@@ -229,6 +248,6 @@ def test_efa_that_libfabric_cannot_open_fails(tmp_path: Path) -> None:
         node(tmp_path, efa=2, fi_info=cat(no_device), fi_pingpong=pingpong(tmp_path, no_device, 1))
     )
     checks = by_check(results)
-    assert checks["efa-count"] == [("fail", "DeviceMissing")]
-    assert checks["efa"] == [("fail", "DeviceMissing")]
-    assert checks["fi_pingpong"] == [("fail", "PingpongFailed")]
+    assert checks[EFA_COUNT_CHECK] == [("fail", "DeviceMissing")]
+    assert checks[EFA_CHECK] == [("fail", "DeviceMissing")]
+    assert checks[FI_PINGPONG_CHECK] == [("fail", "PingpongFailed")]

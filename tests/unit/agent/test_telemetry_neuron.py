@@ -14,6 +14,7 @@ from agent.checks.base import Runner
 from agent.checks.neuron_monitor import NeuronMonitor, command_line, monitor_config
 from agent.telemetry import exposition
 from agent.telemetry.neuron_report import FAMILIES, NeuronTelemetry
+from nodemedic.contracts.health import NEURON_MONITOR_CHECK
 from nodemedic.detect.classifier import classify
 from tests.support.paths import EVENTS
 
@@ -170,5 +171,5 @@ def test_no_neuron_monitor_is_skipped_once() -> None:
     runner = Runner([NeuronMonitor(["/nonexistent/neuron-monitor"])])
     results, _ = runner.run(datetime.now(UTC))
     assert [(r.check, r.status, r.reason) for r in results] == [
-        ("neuron-monitor", "skipped", "ToolMissing")
+        (NEURON_MONITOR_CHECK, "skipped", "ToolMissing")
     ]

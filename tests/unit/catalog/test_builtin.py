@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from nodemedic.catalog import load_catalog
+from nodemedic.catalog import Rule, load_catalog
+from nodemedic.contracts.health import LINE_CHECKS
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import (
     MAX_FILTERS,
@@ -94,3 +97,14 @@ def test_filter_patterns_keep_most_benign_lines_away_from_the_lambda() -> None:
     patterns = subscription_filter_patterns(CATALOG)
     passed = [line for line in benign_lines() if selected(patterns, line)]
     assert len(passed) <= len(benign_lines()) // 4, passed
+
+
+@pytest.mark.parametrize(
+    "rule", [r for r in CATALOG.rules if r.source != "kmsg"], ids=lambda rule: rule.id
+)
+def test_a_health_rule_names_a_check_the_agent_writes(rule: Rule) -> None:
+    """A rule for a check no line carries never fires: its pattern and its example name one
+    of the contract's check names (``nodemedic.contracts.health``)."""
+    check = json.loads(rule.example)["check"]
+    assert check in LINE_CHECKS
+    assert rule.pattern.startswith(f"^{check} ")

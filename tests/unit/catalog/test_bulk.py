@@ -13,6 +13,7 @@ import random
 import re
 
 from nodemedic.catalog import Catalog, load_catalog, parse_rules
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.detect.classifier import Classifier
 from tests.support.paths import EVENTS as EVENTS_ROOT
 
@@ -103,7 +104,7 @@ def test_a_rule_with_no_needle_is_tried_on_every_line_in_catalog_order() -> None
 
 def test_health_lines_that_are_not_health_results_are_skipped_not_misnumbered() -> None:
     failing = json.dumps(
-        {"check": "nvidia-smi", "status": "fail", "reason": "EccUncorrectable", "device": "0"}
+        {"check": NVIDIA_SMI_CHECK, "status": "fail", "reason": "EccUncorrectable", "device": "0"}
     )
     lines = ["not json", '["a", "list"]', failing, "{}", failing]
     found = [i for i, _ in CLASSIFIER.classify_lines(lines, "health")]

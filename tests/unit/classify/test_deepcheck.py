@@ -8,6 +8,7 @@ import pytest
 
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.env import ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap
@@ -16,7 +17,7 @@ FAILED = "deep-check-failed.json"
 
 
 def _verdict(status: str, reason: str) -> str:
-    line = {"check": "deep-check", "device": "node", "status": status, "reason": reason}
+    line = {"check": DEEP_CHECK_VERDICT, "device": "node", "status": status, "reason": reason}
     return json.dumps(line | {"figures": {}, "ts": "2025-11-22T18:31:00Z"})
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lambdas.environment import EnvError
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
 from tests.support.classify import CONTEXT, World, executions
@@ -146,3 +147,15 @@ def test_an_injected_line_acts_only_where_the_cluster_accepts_injected_faults(
     [decision] = executions(aws)
     assert (decision["fault_id"], decision["action"]) == ("nvidia-xid-79", action)
     assert result["capped"] == ([] if action == "replace" else result["started"])
+
+
+def test_a_bad_setting_fails_the_first_invocation(
+    aws: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even a control message, which reads nothing else: the error comes at cold start, not
+    from whichever later invocation first needs the variable."""
+    monkeypatch.setenv(ENV_ACCEPT_INJECTED, "yes")
+    with pytest.raises(EnvError, match=ENV_ACCEPT_INJECTED):
+        aws["handler"](wrap(decoded("control-message.json")), CONTEXT)
+    monkeypatch.setenv(ENV_ACCEPT_INJECTED, "true")
+    assert aws["handler"](wrap(decoded("control-message.json")), CONTEXT) == {"lines": 0}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
+from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.detect.logformat import messages
 from tests.support.paths import EVENTS as EVENTS_ROOT
 from tests.support.triage import fault_records, verdicts
@@ -73,7 +74,7 @@ def test_health_results_and_kernel_lines_are_reported_in_file_order(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     health = json.dumps(
-        {"check": "nvidia-smi", "status": "fail", "reason": "EccUncorrectable", "device": "3"}
+        {"check": NVIDIA_SMI_CHECK, "status": "fail", "reason": "EccUncorrectable", "device": "3"}
     )
     log = tmp_path / "agent.log"
     log.write_text(

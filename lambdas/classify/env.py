@@ -1,0 +1,48 @@
+"""The classify function's environment (``lambdas.environment``): the state machine it
+starts, its tables, and the cluster settings that cap what a line may do."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lambdas.environment import cached, one_of, required
+from nodemedic.contracts.env import (
+    ENV_ACCEPT_INJECTED,
+    ENV_IDEMPOTENCY_TABLE,
+    ENV_IDENTITY_CERTIFICATES,
+    ENV_LEDGER_TABLE,
+    ENV_PROOF_OF_ORIGIN,
+    ENV_STATE_MACHINE_ARN,
+)
+
+
+@dataclass(frozen=True)
+class ClassifyEnv:
+    state_machine_arn: str
+    idempotency_table: str
+    accept_injected: bool
+    """``accept_injected_faults``: unset is off, as the setting's default is."""
+    enforce_origin: bool
+    """``proof_of_origin``: unset enforces, so a missing setting never lets a forged line act."""
+    identity_certificates: str
+    """PEM; empty: AWS's vendored certificates."""
+    ledger_table: str | None
+    """Where the agents' heartbeats are recorded; None: nowhere (the stack always sets it,
+    the tests of the classifier alone need not)."""
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ClassifyEnv:
+        return cls(
+            state_machine_arn=required(environ, ENV_STATE_MACHINE_ARN),
+            idempotency_table=required(environ, ENV_IDEMPOTENCY_TABLE),
+            accept_injected=one_of(environ, ENV_ACCEPT_INJECTED, ("true", "false"), "false")
+            == "true",
+            enforce_origin=one_of(environ, ENV_PROOF_OF_ORIGIN, ("enforce", "audit"), "enforce")
+            == "enforce",
+            identity_certificates=environ.get(ENV_IDENTITY_CERTIFICATES, ""),
+            ledger_table=environ.get(ENV_LEDGER_TABLE) or None,
+        )
+
+
+env = cached(ClassifyEnv.from_environ)
