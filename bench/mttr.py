@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from world.kit import DMA_ERROR
 from world.observe import Observer, follow
-from world.scenarios import DMA_ERROR
 from world.terminal import chatter_to, copy_of
 from world.timeline import FaultRun, inject
 from world.world import Machine, World, local_world

@@ -51,7 +51,7 @@ from nodemedic.contracts.logs import (
 )
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
-from world.scenarios import DMA_ERROR
+from world.kit import DMA_ERROR
 from world.terminal import chatter_to, copy_of
 from world.world import World, demo_settings, local_world
 

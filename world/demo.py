@@ -22,6 +22,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from world.terminal import chatter_to, copy_of
 
+# The scenarios, the world and the dashboard page load inside the functions that use them,
+# not here: they bring moto, kubernetes and the CDK (seconds), and importing this module,
+# which the CLI does by name (``console/cli``), stays as cheap as the terminal helpers.
+# They are no way around a cycle: nothing in world/ imports this module.
 if TYPE_CHECKING:
     from world.world import World
 

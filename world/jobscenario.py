@@ -31,16 +31,9 @@ from nodemedic.contracts.jobs import (
     RUN_POLICY_ANNOTATION,
 )
 from world.aws import scheduled_event
+from world.kit import DMA_ERROR, FAULT_TIMEOUT, Result
 from world.observe import Observer, follow
 from world.passes import Passes
-from world.scenarios import (
-    DMA_ERROR,
-    FAULT_TIMEOUT,
-    Result,
-    Say,
-    verdict_line,
-    verify,
-)
 from world.timeline import format_step, inject
 from world.training import (
     NAMESPACE,
@@ -50,8 +43,9 @@ from world.training import (
     progress,
     steady,
 )
+from world.verdict import verdict_line, verify
 from world.workload import JOB_LABEL
-from world.world import World
+from world.world import Say, World
 
 SCHEDULE_SECONDS = 2.0
 FREQUENCY = 5

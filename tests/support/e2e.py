@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from world.scenarios import SCENARIOS, Result
+from world.kit import Result
+from world.scenarios import SCENARIOS
 from world.world import NODE_GROUP, World
 
 
