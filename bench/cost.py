@@ -44,9 +44,10 @@ from nodemedic.origin.signing import SIGNATURE_BYTES
 from stacks import synth
 from world.kit import DMA_ERROR
 from world.observe import Observer, follow
+from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import inject
-from world.world import World, local_world
+from world.world import World
 
 BENIGN = Path(__file__).parents[1] / "tests" / "events" / "kmsg" / "benign.txt"
 CHECK_SECONDS = 60

@@ -1,6 +1,6 @@
 """``nodemedic demo``: the whole pipeline end to end on this machine, with no AWS account.
 
-Starts the local world (``world.world``), injects faults with ``nodemedic
+Starts the local world (``world.start``), injects faults with ``nodemedic
 inject``, shows each one's timeline as it happens, then the final state of the cluster
 and of AWS. The exit code is 0 only if every fault had its expected outcome. Every
 process it started is stopped on the way out, also on Ctrl-C and SIGTERM.
@@ -131,7 +131,8 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
     from world.scenarios import SCENARIOS, SETTINGS, WORLDS
     from world.snapshot import render, snapshot
-    from world.world import demo_settings, local_world
+    from world.start import local_world
+    from world.world import demo_settings
 
     log = workdir / "world.log"
     say(f"nodemedic demo ({args.scenario}): starting the local world in {workdir} (log: {log})")
