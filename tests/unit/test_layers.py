@@ -11,7 +11,7 @@ console does not stand on the world.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Container
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -36,10 +36,9 @@ def sources() -> dict[str, Path]:
     return {module_name(path): path for path in files}
 
 
-def imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
+def imports(name: str, path: Path, known: Container[str]) -> set[str]:
     """The modules ``name`` imports, wherever the statement is; ``from p import m`` names
-    the module ``p.m`` where there is one."""
-    known = set(known)
+    the module ``p.m`` where ``known`` has one."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -48,7 +47,8 @@ def imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                parts = package.split(".")
+                anchor = parts[: len(parts) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
@@ -74,10 +74,13 @@ def floor_graph(modules: Graph) -> Graph:
 
 
 def cycle(graph: Graph) -> list[str] | None:
+    """A circle of imports, each module importing the next, or None."""
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
-        return list(exc.args[1])
+        # graphlib lists each node before the one that depends on it: reversed, it reads
+        # in the direction of the imports.
+        return list(reversed(exc.args[1]))
     return None
 
 
@@ -112,4 +115,18 @@ def test_the_console_names_the_demo_and_does_not_import_it() -> None:
 def test_an_import_in_a_function_counts() -> None:
     path = ROOT / "world" / "demo.py"
     assert "world.scenarios" in imports("world.demo", path, sources())
-    assert cycle({"a": {"b"}, "b": {"a"}}) is not None
+
+
+def test_a_relative_import_names_its_module(tmp_path: Path) -> None:
+    path = tmp_path / "b.py"
+    path.write_text("from . import c\nfrom ..d import e\nimport f.g\n")
+    assert imports("p.q.b", path, {"p.q.c"}) == {"p.q.c", "p.d", "f.g"}
+
+
+def test_a_circle_reads_in_the_direction_of_the_imports() -> None:
+    assert cycle({"a": set()}) is None
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) in (
+        ["a", "b", "c", "a"],
+        ["b", "c", "a", "b"],
+        ["c", "a", "b", "c"],
+    )
