@@ -10,7 +10,7 @@ requests are next to watchtower's (the usual Python CloudWatch Logs handler), sa
 - shipping at the service's limits: PutLogEvents requests per 1,000 lines, events and bytes
   per request against the 10,000-event and 1,048,576-byte limits, for nodemedic (the agent
   in-process, from a file) and for watchtower (a logging handler, same lines), both with
-  their defaults.
+  their defaults (``bench/fill.py``).
 
     python -m bench.agent [--lines N] [--burst N] [--idle-seconds 30] [--ship-lines N]
 """
@@ -26,25 +26,18 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from agent.batch import (
-    EVENT_OVERHEAD,
-    MAX_BATCH_BYTES,
-    MAX_BATCH_EVENTS,
-    Batcher,
-)
-from agent.config import Config
+from agent.batch import Batcher
 from agent.kmsg import FileKmsgReader
-from agent.main import Agent, batch_lines, logs_client
+from agent.main import batch_lines
 from agent.telemetry.neuron_report import NeuronTelemetry
+from bench.fill import fill_report, nodemedic_fill, watchtower_fill
 from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
-from nodemedic.contracts.logs import kmsg_stream, origin_key_alias
+from nodemedic.contracts.logs import origin_key_alias
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "tests" / "events" / "kmsg"
@@ -246,86 +239,6 @@ def client_rss(build: str) -> float:
     return next(int(row.split()[1]) for row in out.splitlines() if row.startswith("VmRSS:")) / 1024
 
 
-Fill = list[tuple[int, int]]
-"""(events, bytes as the service counts them) of each PutLogEvents call."""
-
-
-def count_puts(client: Any) -> Fill:
-    """Every PutLogEvents call ``client`` makes, as the service counts it: UTF-8 bytes of
-    each message plus 26 per event (the 1,048,576-byte limit's arithmetic)."""
-    calls: Fill = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        events = list(params["logEvents"])
-        params["logEvents"] = events
-        size = sum(len(e["message"].encode()) + EVENT_OVERHEAD for e in events)
-        calls.append((len(events), size))
-
-    client.meta.events.register("provide-client-params.logs.PutLogEvents", record)
-    return calls
-
-
-def nodemedic_fill(directory: Path, endpoint: str, lines: list[str]) -> Fill:
-    """The agent in-process following a file that holds ``lines``, with its defaults."""
-    kmsg = directory / "kmsg"
-    kmsg.write_text("".join(f"{line}\n" for line in lines))
-    config = Config(
-        cluster="bench", instance_id="i-0nodemedic", region=REGION, boot_id="bench",
-        state_dir=directory / "state", kmsg=str(kmsg), endpoint_url=endpoint,
-        create_log_group=True, checks=(), sign=False,
-    )  # fmt: skip
-    client = logs_client(REGION, endpoint)
-    calls = count_puts(client)
-    agent = Agent(config, client=client)
-    stop = threading.Event()
-    runner = threading.Thread(target=agent.run, args=(stop,))
-    runner.start()
-    stream = kmsg_stream(config.instance_id)
-    while agent.metrics.events_shipped[stream] < len(lines):
-        time.sleep(0.01)
-    stop.set()
-    runner.join()
-    return calls
-
-
-def watchtower_fill(endpoint: str, lines: list[str]) -> Fill:
-    """watchtower (the usual Python CloudWatch Logs handler) with its defaults, the same
-    lines logged at once."""
-    import boto3
-    import watchtower
-
-    client = boto3.client("logs", endpoint_url=endpoint, region_name=REGION)
-    calls = count_puts(client)
-    handler: Any = watchtower.CloudWatchLogHandler(
-        log_group_name="/nodemedic/bench/watchtower",
-        log_stream_name="i-0watchtower/kmsg",
-        boto3_client=client,
-        create_log_group=True,
-    )
-    logger = logging.getLogger("bench.watchtower")
-    logger.propagate = False
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for line in lines:
-        logger.info(line)
-    handler.flush()
-    handler.close()
-    return calls
-
-
-def fill_report(label: str, calls: Fill, lines: int) -> str:
-    events = sum(n for n, _ in calls)
-    size = sum(b for _, b in calls)
-    return (
-        f"  {label:<10} {events:,} events for {lines:,} lines in {len(calls):4d} requests, "
-        f"{len(calls) / lines * 1000:5.2f} per 1,000 "
-        f"lines; {events / len(calls):7,.0f} events ({events / len(calls) / MAX_BATCH_EVENTS:4.0%} "
-        f"of {MAX_BATCH_EVENTS:,}) and {size / len(calls):9,.0f} bytes "
-        f"({size / len(calls) / MAX_BATCH_BYTES:4.0%} of {MAX_BATCH_BYTES:,}) per request; "
-        f"fullest {max(n for n, _ in calls):,} events, {max(b for _, b in calls):,} bytes"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, default=200_000, help="records for the parse rate")
@@ -401,8 +314,9 @@ def main() -> None:
             f"PutLogEvents at the service's limits, {len(lines):,} kernel lines "
             f"({size:.0f} bytes each on average) written at once, each shipper's defaults:"
         )
-        print(fill_report("nodemedic", nodemedic_fill(work / "ship", endpoint, lines), len(lines)))
-        print(fill_report("watchtower", watchtower_fill(endpoint, lines), len(lines)))
+        filled = nodemedic_fill(work / "ship", endpoint, REGION, lines)
+        print(fill_report("nodemedic", filled, len(lines)))
+        print(fill_report("watchtower", watchtower_fill(endpoint, REGION, lines), len(lines)))
     metadata.close()
     server.stop()
 

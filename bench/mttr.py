@@ -25,11 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from world.kit import DMA_ERROR
 from world.observe import Observer, follow
-from world.scenarios import DMA_ERROR
+from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import FaultRun, inject
-from world.world import Machine, World, local_world
+from world.world import Machine, World
 
 FAULT = DMA_ERROR
 TARGET_P50, TARGET_P99 = 2.0, 5.0

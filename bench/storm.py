@@ -52,9 +52,10 @@ from nodemedic.contracts.logs import (
 )
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
-from world.scenarios import DMA_ERROR
+from world.kit import DMA_ERROR
+from world.start import local_world
 from world.terminal import chatter_to, copy_of
-from world.world import World, demo_settings, local_world
+from world.world import World, demo_settings
 
 WRITERS = 8
 """Threads writing the nodes' streams (each request is one node's batch)."""

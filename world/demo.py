@@ -1,6 +1,6 @@
 """``nodemedic demo``: the whole pipeline end to end on this machine, with no AWS account.
 
-Starts the local world (``world.world``), injects faults with ``nodemedic
+Starts the local world (``world.start``), injects faults with ``nodemedic
 inject``, shows each one's timeline as it happens, then the final state of the cluster
 and of AWS. The exit code is 0 only if every fault had its expected outcome. Every
 process it started is stopped on the way out, also on Ctrl-C and SIGTERM.
@@ -22,6 +22,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from world.terminal import chatter_to, copy_of
 
+# The scenarios, the world and the dashboard page load inside the functions that use them,
+# not here: they bring moto, kubernetes and the CDK (seconds), and importing this module,
+# which the CLI does by name (``console/cli``), stays as cheap as the terminal helpers.
+# They are no way around a cycle: nothing in world/ imports this module.
 if TYPE_CHECKING:
     from world.world import World
 
@@ -127,7 +131,8 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
     from world.scenarios import SCENARIOS, SETTINGS, WORLDS
     from world.snapshot import render, snapshot
-    from world.world import demo_settings, local_world
+    from world.start import local_world
+    from world.world import demo_settings
 
     log = workdir / "world.log"
     say(f"nodemedic demo ({args.scenario}): starting the local world in {workdir} (log: {log})")

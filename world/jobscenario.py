@@ -1,5 +1,6 @@
-"""The ``jobs`` scenario: simulated training (``training.py``) watched by the job monitor
-with HyperPod's rules, and a node replaced under an opted-in job.
+"""The ``jobs`` scenario: simulated training (``training.py``) of the jobs in
+``jobplans.py``, watched by the job monitor with HyperPod's rules, and a node replaced under
+an opted-in job.
 
 Six outcomes, each from what a user sees (the jobs' annotations and Events, their pods,
 their logs): a stalled log restarts its job after the recurring frequency; five losses over
@@ -27,165 +28,30 @@ from nodemedic.contracts.jobs import (
     JOB_FAILED_ANNOTATION,
     JOB_RESTARTS_ANNOTATION,
     JOB_RESUMED_BY_ANNOTATION,
-    LOG_MONITORING_ANNOTATION,
-    RUN_POLICY_ANNOTATION,
 )
 from world.aws import scheduled_event
+from world.jobplans import (
+    CUT_OFF,
+    FREQUENCY,
+    LEFT_ALONE,
+    MONITORED,
+    RESTARTED,
+    RESUMED,
+    UNTOUCHED,
+)
+from world.kit import DMA_ERROR, FAULT_TIMEOUT, Result
 from world.observe import Observer, follow
 from world.passes import Passes
-from world.scenarios import (
-    DMA_ERROR,
-    FAULT_TIMEOUT,
-    Result,
-    Say,
-    verdict_line,
-    verify,
-)
 from world.timeline import format_step, inject
-from world.training import (
-    NAMESPACE,
-    Plan,
-    Training,
-    healthy_loss,
-    progress,
-    steady,
-)
+from world.training import NAMESPACE, Training
+from world.verdict import verdict_line, verify
 from world.workload import JOB_LABEL
-from world.world import World
+from world.world import Say, World
 
 SCHEDULE_SECONDS = 2.0
-FREQUENCY = 5
-"""expectedRecurringFrequencyInSeconds of the progress rules."""
-CUT_OFF = 6
 MONITOR_TIMEOUT = 90.0
 QUIET = 20.0
 """How long the jobs that must not be restarted are watched past their trigger."""
-SPIKE = 3.5
-PROGRESS = ".*training_loss_step.*"
-LOSS = r".*training_loss_step (\S+).*"
-
-
-def _rules(*rules: dict[str, Any]) -> str:
-    return json.dumps(list(rules))
-
-
-def _policy(**fields: Any) -> dict[str, str]:
-    return {RUN_POLICY_ANNOTATION: json.dumps(fields)}
-
-
-def _spike(points: int) -> Callable[[int, int], str | None]:
-    """``points`` losses of SPIKE from step 10 in the first run, healthy otherwise."""
-
-    def line(run: int, step: int) -> str | None:
-        spiking = run == 1 and 10 <= step < 10 + points
-        return progress(step, SPIKE if spiking else healthy_loss(step))
-
-    return line
-
-
-def _stall(run: int, step: int) -> str | None:
-    """A data loader that deadlocks at step 12 of the first run."""
-    return None if run == 1 and step > 12 else steady(run, step)
-
-
-def _never_starts(run: int, step: int) -> str | None:
-    return None if run == 1 else steady(run, step)
-
-
-def _evaluates(run: int, step: int) -> str | None:
-    """Trains to step 10, then evaluates silently for the rest of the run."""
-    if step == 11:
-        return "evaluation started"
-    return steady(run, step) if step <= 10 else None
-
-
-def _diverges(run: int, step: int) -> str | None:
-    return progress(step, float("nan") if step >= 3 else healthy_loss(step))
-
-
-RETRIES = _policy(jobMaxRetryCount=3)
-LOSS_RULE = {"name": "LossSpike", "logPattern": LOSS, "metricThreshold": 2.0, "operator": "gt"}
-MONITORED = (
-    Plan(
-        "stall",
-        _stall,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "Progress",
-                    "logPattern": PROGRESS,
-                    "expectedRecurringFrequencyInSeconds": FREQUENCY,
-                }
-            ),
-        },
-    ),
-    *(
-        Plan(
-            f"spike{points}",
-            _spike(points),
-            annotations={
-                **RETRIES,
-                LOG_MONITORING_ANNOTATION: _rules({**LOSS_RULE, "metricEvaluationDataPoints": 5}),
-            },
-        )
-        for points in (5, 4)
-    ),
-    Plan(
-        "nostart",
-        _never_starts,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "FirstStep",
-                    "logPattern": PROGRESS,
-                    "expectedStartCutOffInSeconds": CUT_OFF,
-                }
-            ),
-        },
-    ),
-    Plan(
-        "evaluate",
-        _evaluates,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "Progress",
-                    "logPattern": PROGRESS,
-                    "expectedRecurringFrequencyInSeconds": FREQUENCY,
-                    "stopPattern": ".*evaluation started.*",
-                }
-            ),
-        },
-    ),
-    Plan(
-        "diverge",
-        _diverges,
-        annotations=_policy(
-            jobMaxRetryCount=3,
-            restartPolicy={
-                "numRestartBeforeFullJobRestart": 1,
-                "evalPeriodSeconds": 600,
-                "maxFullJobRestarts": 1,
-            },
-            logMonitoringConfiguration=[LOSS_RULE],
-        ),
-    ),
-)
-RESTARTED = ("stall", "spike5", "nostart")
-UNTOUCHED = ("spike4", "evaluate")
-# A HyperPod manifest's annotations, unchanged.
-RESUMED = Plan(
-    "resume",
-    workers=2,
-    annotations={
-        "sagemaker.amazonaws.com/enable-job-auto-resume": "true",
-        "sagemaker.amazonaws.com/job-max-retry-count": "3",
-    },
-)
-LEFT_ALONE = Plan("plain", workers=2)
 
 
 @dataclass

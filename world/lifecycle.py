@@ -40,24 +40,22 @@ from nodemedic.contracts.kube import (
 )
 from nodemedic.contracts.logs import DEEP_CHECK_FAILED_FAULT
 from world.deepcheck import CHECK_SECONDS
+from world.kit import DMA_ERROR, Result, targets
 from world.lifewatch import Lifecycle, health_checking
 from world.motoserver import CREDENTIALS, REGION
-from world.scenarios import (
-    DMA_ERROR,
-    LAUNCH_SECONDS,
-    Result,
-    Say,
-    targets,
-    verify,
-)
 from world.timeline import Fault, FaultRun
+from world.verdict import verify
 from world.watch import NodeSeen
-from world.world import Machine, World
+from world.world import Machine, Say, World
 
 REBOOT = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
 LABEL_MANAGER = "kubectl-label"
 PHASES = 4
 """Nodes the scenario acts on, one per phase."""
+LAUNCH_SECONDS = 6.0
+"""The simulated EC2 launch plus EKS join, from ``Unhealthy`` to the replacement's Node
+joining (the world's ``launch_seconds``): a stand-in for the minutes they take on AWS
+(docs/deploy.md, "Spares"), so that what a spare saves shows."""
 
 
 def run_lifecycle(world: World, say: Say) -> Result:

@@ -15,11 +15,11 @@ from kubernetes import client
 
 from nodemedic.contracts.kube import DEEP_CHECK_LABEL, DEEP_CHECK_TAINT_KEY
 from world.aws import scheduled_event
+from world.kit import FAULT_TIMEOUT
 from world.observe import Observer, follow
-from world.scenarios import FAULT_TIMEOUT, Say
 from world.timeline import Fault, FaultRun, format_step, inject
 from world.watch import NodeSeen
-from world.world import Machine, World
+from world.world import Machine, Say, World
 
 WAIT = 90.0
 

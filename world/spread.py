@@ -22,10 +22,11 @@ from console.cli.breaker import status
 from nodemedic.remediate.breaker import windows
 from nodemedic.settings import ClusterSettings
 from world.inbox import Notification
+from world.kit import DMA_ERROR, Result, targets
 from world.observe import Observer, follow
-from world.scenarios import DMA_ERROR, Result, Say, targets, verdict_line, verify
 from world.timeline import Fault, FaultRun, format_step, inject
-from world.world import Machine, World
+from world.verdict import verdict_line, verify
+from world.world import Machine, Say, World
 
 REPLACED = tuple(
     Fault("neuron", error, "replace", title)

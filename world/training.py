@@ -1,5 +1,5 @@
 """Simulated training for the demo's jobs scenario, on ``batch/v1`` Jobs that the real
-kube-controller-manager runs (it makes and remakes their pods; ``world.local_world`` starts
+kube-controller-manager runs (it makes and remakes their pods; ``start.local_world`` starts
 its Job controller when the cluster monitors jobs).
 
 One pass loop plays what the cluster would: it binds the jobs' pending pods as

@@ -1,45 +1,22 @@
-"""The local world: the whole nodemedic pipeline on one machine, with no AWS account.
-
-- AWS is a moto server on loopback (``motoserver.py``), in this process so that the Lambda
-  handlers run in it (``inprocess.py``), with Step Functions executing the state machine
-  (its definition parsed once, ``stepfunctions.py``); ``motopatch.py`` names every change
-  the world makes to moto. Into it goes the template ``cdk synth`` produces for the
-  cluster (``stacks.synth``), deployed by ``world.aws``; beside it an Auto
-  Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
-  the stack does not) and a queue subscribed to the notifications topic, the inbox a
-  person would read (``inbox.py``).
-- Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
-  instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
-  spread over the nodes with its PodDisruptionBudget (``workload.py``), and a watch that
-  records every change to the Nodes (``watch.py``).
-- Each instance runs a real ``nodemedic agent`` process (``agents.py``) following its
-  kernel log file and shipping to the moto Logs endpoint. What moto's EC2 and Auto
-  Scaling calls do to the machines is played by ``hypervisor.py``: a reboot brings the
-  Node back with a new boot id and a new agent, an ``Unhealthy`` instance is terminated
-  and its replacement joins the cluster as a new Node.
-
-Everything started is stopped on the way out, whatever ends the block.
+"""The local world as the scenarios see it: the demo cluster's settings, its machines and
+what happened to them, the clients that reach its AWS and its Kubernetes, and what the
+world does when the hypervisor reboots, powers off or launches a machine. ``start.py``
+starts it (``local_world``) and says what runs where.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import boto3
 from kubernetes import client
 
-from nodemedic.contracts.jobs import application_log_group
 from nodemedic.contracts.kube import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
@@ -48,27 +25,20 @@ from nodemedic.contracts.kube import (
 )
 from nodemedic.settings import ClusterSettings
 from world import deepcheck
-from world.agents import AgentFleet, AgentSettings
-from world.aws import deploy, node_group
+from world.agents import AgentFleet
 from world.cloudformation import Deployment
-from world.hypervisor import Hypervisor, machines
-from world.identity import MetadataService, local_authority
 from world.inbox import Inbox
-from world.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, local_cluster
+from world.kubeapi import LocalCluster
 from world.kubelet import SimulatedKubelet
-from world.motoserver import CREDENTIALS, REGION, moto_server
-from world.spares import chosen, stand_by
+from world.motoserver import REGION
 from world.watch import NodeWatch
 from world.workload import TrainingJob
 
-ZONE = "us-east-1a"
 NODE_GROUP = "accelerated"
 INSTANCE_TYPE = "p5.48xlarge"
 DEVICES = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
 REBOOT_SECONDS = 1.0
 """How long a rebooting machine's Node stays NotReady."""
-TERMINATE_SECONDS = 1.0
-"""From ``Unhealthy`` to the group terminating the instance and launching its replacement."""
 REGISTERED_UNCHECKED = {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}
 """How a node joins where a deep check gates it (docs/deploy.md: the kubelet's
 ``--node-labels``), with the taint ``nodemedic.io/health-check:NoSchedule``."""
@@ -241,7 +211,7 @@ class World:
         self.agents.stop(instance_id)
 
     def launched(self, instance_id: str) -> None:
-        machine = _machine(self.aws("ec2"), instance_id)
+        machine = ec2_machine(self.aws("ec2"), instance_id)
         with self._lock:
             self.machines[instance_id] = machine
             if self.launch_checks:
@@ -251,187 +221,7 @@ class World:
         self._event("launched", instance_id, machine.node)
 
 
-@contextlib.contextmanager
-def local_world(
-    workdir: Path,
-    *,
-    settings: ClusterSettings | None = None,
-    nodes: int = 8,
-    workers: int = 6,
-    say: Say = print,
-    agent_processes: bool = True,
-    deep_checks: bool = False,
-    launch_seconds: float = TERMINATE_SECONDS,
-) -> Iterator[World]:
-    """Start the world under ``workdir`` (logs of every process land there) and stop all of
-    it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
-    settings ask of the group in Standby besides; ``agent_processes`` False starts no agent:
-    the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
-    ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
-    replacement's Node joining."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    # The machines' identity documents are signed by an authority made for this world,
-    # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
-    authority = local_authority()
-    trusted = authority.write_certificate(workdir / "identity-authority.pem")
-    settings = dataclasses.replace(
-        settings or demo_settings(), identity_certificates=(str(trusted),)
-    )
-    began = time.monotonic()
-    timings: dict[str, float] = {}
-    spares = dict(settings.spares).get(NODE_GROUP, 0)
-    with contextlib.ExitStack() as stack:
-        metadata = MetadataService(authority, REGION)
-        stack.callback(metadata.close)
-        endpoint = stack.enter_context(moto_server())
-        say(f"AWS: moto server on {endpoint}")
-
-        # The AWS side (synth takes a while) is built while the control plane starts here:
-        # the control plane's processes die with the thread that started them.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-side") as pool:
-            aws_side: Future[tuple[Deployment, list[Machine]]] = pool.submit(
-                _build_aws, settings, workdir, endpoint, nodes + spares, timings
-            )
-            cluster = stack.enter_context(
-                _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
-            )
-            deployment, first_machines = aws_side.result()
-        say(
-            f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
-            f"deployed in {timings['deploy']:.1f}s ({len(deployment.resources)} resources); "
-            f"node group {NODE_GROUP}: {len(first_machines)} x {INSTANCE_TYPE}"
-        )
-        stack.enter_context(
-            mock.patch.dict(os.environ, {"KUBECONFIG": str(cluster.remediator_kubeconfig)})
-        )
-        api = stack.enter_context(cluster.api_client())
-        kubelet = stack.enter_context(SimulatedKubelet(api))
-        watch = NodeWatch(cluster.api_client).start()
-        stack.callback(watch.stop)
-        # The instances ``stand_by`` will make spares run no training worker.
-        standing = chosen((m.instance_id for m in first_machines), spares)
-        job = TrainingJob(api, workers=min(workers, nodes))
-        agents = AgentFleet(
-            AgentSettings(
-                cluster=settings.name,
-                region=REGION,
-                endpoint_url=endpoint,
-                workdir=workdir / "nodes",
-                environment={**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint},
-                metadata=metadata.endpoint,
-            )
-        )
-        stack.callback(agents.close)
-        inbox = Inbox(
-            boto3.client("sns", region_name=REGION, endpoint_url=endpoint),
-            boto3.client("sqs", region_name=REGION, endpoint_url=endpoint),
-            deployment.find("AWS::SNS::Topic").ref,
-        )
-        world = World(
-            settings=settings,
-            workdir=workdir,
-            endpoint=endpoint,
-            deployment=deployment,
-            cluster=cluster,
-            api=api,
-            kubelet=kubelet,
-            watch=watch,
-            job=job,
-            agents=agents,
-            inbox=inbox,
-            machines={m.instance_id: m for m in first_machines},
-            timings=timings,
-            deep_checks=deep_checks,
-        )
-        boots = {m.instance_id: world.register(m).status.node_info.boot_id for m in first_machines}
-        job.create([m.node for m in first_machines if m.instance_id not in standing])
-        job.start()
-        stack.callback(job.stop)
-        hypervisor = Hypervisor(
-            on_reboot=world.rebooted,
-            on_power_off=world.powered_off,
-            on_launch=world.launched,
-            terminate_after=launch_seconds,
-        )
-        stack.enter_context(machines(hypervisor))
-        started = time.monotonic()
-        if agent_processes:
-            for instance_id, boot_id in boots.items():
-                world.start_agent(instance_id, boot_id)
-            _wait_agents_shipping(world, list(boots), timeout=90)
-        timings["agents"] = time.monotonic() - started
-        if spares:
-            core = client.CoreV1Api(api)
-            world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
-            say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
-        say(
-            f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "
-            f"(up in {timings['agents']:.1f}s); training job {job.name}: "
-            f"{job.workers} workers, PodDisruptionBudget minAvailable {job.workers - 1}"
-        )
-        timings["world"] = time.monotonic() - began
-        yield world
-
-
-@contextlib.contextmanager
-def _control_plane(
-    workdir: Path, say: Say, timings: dict[str, float], *, jobs: bool
-) -> Iterator[LocalCluster]:
-    """``jobs``: the real Job controller runs too, for the simulated training's Jobs."""
-    binaries = binary_dir()
-    if not all(
-        (binaries / name).exists() for name in ("kube-apiserver", "kube-controller-manager")
-    ):
-        say(
-            f"Kubernetes: building kube-apiserver {KUBE_VERSION} from source into {binaries} "
-            "(first use only; this takes several minutes)..."
-        )
-        from world.kubeapi import ensure_binaries
-
-        began = time.monotonic()
-        ensure_binaries()
-        timings["kube_build"] = time.monotonic() - began
-        say(f"Kubernetes: built in {timings['kube_build']:.0f}s")
-    with local_cluster(workdir / "kube", controllers=("job",) if jobs else ()) as cluster:
-        timings["kube"] = cluster.started_in
-        say(f"Kubernetes: kube-apiserver {KUBE_VERSION} ready in {cluster.started_in:.1f}s")
-        yield cluster
-
-
-def _build_aws(
-    settings: ClusterSettings,
-    workdir: Path,
-    endpoint: str,
-    size: int,
-    timings: dict[str, float],
-) -> tuple[Deployment, list[Machine]]:
-    from stacks.pipeline import stack_name
-    from stacks.synth import synth_template
-
-    began = time.monotonic()
-    template = synth_template(settings)
-    timings["synth"] = time.monotonic() - began
-    began = time.monotonic()
-    if settings.job_monitoring:
-        # Fluent Bit (Container Insights) creates it on a real cluster; the stack imports it.
-        boto3.client("logs", region_name=REGION, endpoint_url=endpoint).create_log_group(
-            logGroupName=application_log_group(settings.name)
-        )
-    deployment = deploy(template, stack_name=stack_name(settings), endpoint_url=endpoint)
-    timings["deploy"] = time.monotonic() - began
-    instance_ids = node_group(
-        NODE_GROUP,
-        size,
-        region=REGION,
-        endpoint_url=endpoint,
-        instance_type=INSTANCE_TYPE,
-        availability_zone=ZONE,
-    )
-    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
-    return deployment, [_machine(ec2, i) for i in instance_ids]
-
-
-def _machine(ec2: Any, instance_id: str) -> Machine:
+def ec2_machine(ec2: Any, instance_id: str) -> Machine:
     """The Node an EKS instance registers as: named by its private DNS name."""
     reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
     instance = reservations[0]["Instances"][0]
@@ -440,22 +230,3 @@ def _machine(ec2: Any, instance_id: str) -> Machine:
         node=instance["PrivateDnsName"],
         zone=instance["Placement"]["AvailabilityZone"],
     )
-
-
-def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:
-    """Every agent is up once the classifier has seen its first health results."""
-    logs = world.aws("logs")
-    deadline = time.monotonic() + timeout
-    missing = set(instance_ids)
-    while missing:
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"agents of {', '.join(sorted(missing))} shipped nothing in {timeout:.0f}s; "
-                f"see {world.workdir}/nodes/<instance-id>/agent.log"
-            )
-        time.sleep(0.25)
-        with contextlib.suppress(logs.exceptions.ResourceNotFoundException):
-            for page in logs.get_paginator("filter_log_events").paginate(
-                logGroupName=world.classifier_log_group
-            ):
-                missing -= {i for i in missing for e in page["events"] if i in e["message"]}

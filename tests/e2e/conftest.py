@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from world.world import World, local_world
+from world.start import local_world
+from world.world import World
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,8 @@ from nodemedic.contracts.jobs import (
 )
 from tests.support.e2e import run_scenario
 from world.jobscenario import JobsView
-from world.scenarios import SETTINGS, Result
+from world.kit import Result
+from world.scenarios import SETTINGS
 from world.training import NAMESPACE
 from world.world import World, demo_settings
 

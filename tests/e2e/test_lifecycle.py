@@ -15,7 +15,9 @@ from nodemedic.contracts.kube import (
     SPARE_LABEL,
 )
 from tests.support.e2e import group_instances, run_scenario
-from world.scenarios import LAUNCH_SECONDS, SETTINGS, WORLDS, Result
+from world.kit import Result
+from world.lifecycle import LAUNCH_SECONDS
+from world.scenarios import SETTINGS, WORLDS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -13,7 +13,7 @@ from console.cli.breaker import status
 from nodemedic.contracts.kube import FLEET_LABEL
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
-from world.scenarios import Result
+from world.kit import Result
 from world.watch import NodeSeen
 from world.world import World
 

@@ -1,5 +1,5 @@
 """The whole local world: moto server with the synthesized stack, the real kube-apiserver,
-simulated kubelets, one agent process per node (``world.world``).
+simulated kubelets, one agent process per node (``world.start``).
 
 Each test module runs its scenario in a world of its own (``tests/e2e/conftest.py``): the
 breaker's rate limits count per clock hour, so one scenario's replacements would hold the
@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from world.scenarios import SCENARIOS, Result
+from world.kit import Result
+from world.scenarios import SCENARIOS
 from world.world import NODE_GROUP, World
 
 
@@ -39,7 +40,7 @@ def group_after_replacements(
     """``group_instances`` once the node group has finished replacing ``replaced``.
 
     A remediation ends when its instance starts terminating; the Auto Scaling group then
-    terminates it and launches its successor a moment later (``TERMINATE_SECONDS``
+    terminates it and launches its successor a moment later (``start.TERMINATE_SECONDS``
     locally, minutes on AWS). Asserting on the group right after the last remediation
     raced that: wait until every replaced instance has left the group and is terminated
     and every member is InService. ``timeout`` only bounds a broken run."""

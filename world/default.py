@@ -1,0 +1,37 @@
+"""The demo's default scenario: four lines, one after the other, each on its own node: a
+Neuron DMA error (replace), an Xid 48 (reboot with a new boot id), a benign driver line
+(nothing) and an Xid 13 (notify only)."""
+
+from __future__ import annotations
+
+from world.kit import DMA_ERROR, FAULT_TIMEOUT, Result, targets
+from world.observe import Observer, follow
+from world.timeline import Fault, format_step, inject
+from world.verdict import verdict_line, verify
+from world.world import Say, World
+
+DEFAULT = (
+    DMA_ERROR,
+    Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)"),
+    Fault("xid", "162", "nothing", "benign driver line: power smoothing re-engaged (Xid 162)"),
+    Fault("xid", "13", "notify", "application fault: graphics exception (Xid 13)"),
+)
+
+
+def run_default(world: World, say: Say) -> Result:
+    observer = Observer(world)
+    runs = []
+    for fault, machine in zip(DEFAULT, targets(world, len(DEFAULT)), strict=True):
+        say("")
+        say(f"{fault.title} on {machine.node} ({machine.instance_id}); expect: {fault.expect}")
+        run = inject(world, machine, fault)
+        runs.append(run)
+        follow(
+            observer,
+            [run],
+            lambda r, step: say("  " + format_step(r, step)),
+            timeout=FAULT_TIMEOUT,
+        )
+        verify(world, run)
+        say(f"  => {verdict_line(run)}")
+    return Result("default", runs)

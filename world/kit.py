@@ -1,0 +1,93 @@
+"""What the demo's scenarios share: the result a scenario hands back, the healthy machines
+it picks to fail, the fault most of them inject and how long one fault may take. The
+scenarios stand on this module (and on ``verdict``), the registry (``scenarios``) on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from world.timeline import Fault, FaultRun
+from world.world import Machine, World
+
+DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
+FAULT_TIMEOUT = 60.0
+
+
+@dataclass
+class BreakerView:
+    """The breaker as the ledger shows it, sampled while the storm runs."""
+
+    limit: int
+    samples: list[tuple[float, tuple[str, ...]]] = field(default_factory=list)
+
+    @property
+    def most(self) -> int:
+        return max((len(h) for _, h in self.samples), default=0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"limit": self.limit, "most_in_remediation": self.most}
+
+
+@dataclass
+class Result:
+    scenario: str
+    runs: list[FaultRun]
+    problems: list[str] = field(default_factory=list)
+    breaker: BreakerView | None = None
+    most_out_at_once: int | None = None
+    """Storm: the most nodes cordoned and not yet replaced at one time (Node watch)."""
+    held: list[str] = field(default_factory=list)
+    """Storm: instances whose decision the breaker held."""
+    pacing: dict[str, Any] | None = None
+    """Spread: the settings shown, the breaker's states as they changed, its pages."""
+    fleet_mail: list[list[str]] = field(default_factory=list)
+    """Storm: the nodes each fleet event mail listed (one mail is right)."""
+    jobs: Any = None
+    """Jobs: what came of each training job (``jobscenario.JobsView``)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(r.ok for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "scenario": self.scenario,
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "faults": [r.to_json() for r in self.runs],
+        }
+        if self.breaker is not None:
+            found["breaker"] = {
+                **self.breaker.to_json(),
+                "most_out_at_once": self.most_out_at_once,
+                "held": list(self.held),
+            }
+            found["fleet_mail"] = [list(nodes) for nodes in self.fleet_mail]
+        if self.pacing is not None:
+            found["pacing"] = self.pacing
+        if self.jobs is not None:
+            found["jobs"] = self.jobs.to_json()
+        return found
+
+
+def targets(world: World, count: int) -> list[Machine]:
+    """``count`` healthy machines, those running training workers first, in node order."""
+    workers = world.job.nodes_running_workers()
+    healthy = [m for m in world.live_machines() if _healthy(world, m)]
+    healthy.sort(key=lambda m: (m.node not in workers, m.node))
+    if len(healthy) < count:
+        raise RuntimeError(f"{count} healthy nodes needed, {len(healthy)} available")
+    return healthy[:count]
+
+
+def _healthy(world: World, machine: Machine) -> bool:
+    seen = world.watch.latest(machine.instance_id)
+    return (
+        seen is not None
+        and seen.event != "DELETED"
+        and seen.ready
+        and not seen.unschedulable
+        and not seen.tainted
+    )
