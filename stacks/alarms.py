@@ -25,8 +25,11 @@ from nodemedic.contracts.metrics import (
     BREAKER_TRIPPED_METRIC,
     CLUSTER_DIMENSION,
     METRICS_NAMESPACE,
+    REASON_DIMENSION,
     SILENT_METRIC,
     STRANDED_METRIC,
+    UNPROVEN_METRIC,
+    UNVERIFIABLE_REASON,
 )
 from nodemedic.settings import ClusterSettings
 from stacks.insights import insights_query, is_insights_query
@@ -193,6 +196,32 @@ class Alarms(Construct):
                 "Ready nodes whose nodemedic agent shipped no heartbeat for 3 intervals: its "
                 "credentials refused or expired, its pod not running, or the node hung while "
                 "still Ready. Faults on them go unseen; the topic got their names once.",
+            ),
+            self._alarm(
+                "UnprovenEvidence",
+                "unproven-evidence",
+                cw.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=UNPROVEN_METRIC,
+                    dimensions_map={
+                        CLUSTER_DIMENSION: settings.name,
+                        REASON_DIMENSION: UNVERIFIABLE_REASON,
+                    },
+                    statistic="Sum",
+                    period=PERIOD,
+                ),
+                "Reboot or replace lines whose origin could not be checked at all: unsigned "
+                "(an agent that cannot register: no IMDS, KMS refused), or no registration "
+                "of the node holds or can be read (KMS or Logs refused, the log group's "
+                "retention outlived it), or no identity certificate for the Region. With "
+                f"proof_of_origin {settings.proof_of_origin}, "
+                + (
+                    "those faults are only notified. "
+                    if settings.proof_of_origin == "enforce"
+                    else "those faults act anyway. "
+                )
+                + "The classifier's log names each line's reason (docs/security.md). Lines "
+                "signed with a key that does not hold (a forgery) count apart and do not page.",
             ),
         ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -25,7 +25,7 @@ from nodemedic.contracts.env import (
     ENV_STATE_MACHINE_ARN,
 )
 from nodemedic.detect.filterpattern import subscription_filter_patterns
-from nodemedic.origin.identity import load_certificates
+from nodemedic.origin.identity import load_certificates, vendored_regions
 from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.loggroups import log_group
@@ -35,11 +35,28 @@ IDEMPOTENCY_TTL = "expiration"
 """Powertools' idempotency attribute names (and the classifier's hit counter's)."""
 
 
-def identity_certificates(settings: ClusterSettings) -> str:
-    """The PEM text of the cluster's own certificates, checked at synth; empty for AWS's."""
+def identity_certificates(settings: ClusterSettings, region: str) -> str:
+    """The PEM text of the cluster's own certificates, checked at synth; empty for AWS's,
+    which the classifier takes for the Region it runs in.
+
+    A stack of a known ``region`` that enforces proof of origin with AWS's certificates is
+    refused where none is vendored for it: every fault there would only be notified. The
+    app's stacks are region-agnostic (they go where the deploying credentials say), so
+    their Region is known only at run time: there a Region without a certificate makes
+    every reboot or replace line unverifiable, and the ``unproven-evidence`` alarm pages."""
     text = "".join(Path(p).read_text(encoding="ascii") for p in settings.identity_certificates)
     if text:
         load_certificates(text)
+    elif (
+        settings.proof_of_origin == "enforce"
+        and not Token.is_unresolved(region)
+        and region not in vendored_regions()
+    ):
+        raise ValueError(
+            f"proof_of_origin is enforce, and no AWS identity certificate of {region} is "
+            f"vendored: list its RSA certificate in identity_certificates, or set "
+            "proof_of_origin to audit (docs/deploy.md)"
+        )
     return text
 
 
@@ -98,7 +115,7 @@ class Ingest(Construct):
                 ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
                 ENV_ACCEPT_INJECTED: "true" if settings.accept_injected_faults else "false",
                 ENV_PROOF_OF_ORIGIN: settings.proof_of_origin,
-                ENV_IDENTITY_CERTIFICATES: identity_certificates(settings),
+                ENV_IDENTITY_CERTIFICATES: identity_certificates(settings, Stack.of(self).region),
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letters,

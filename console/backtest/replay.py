@@ -176,7 +176,7 @@ def _deliver(
 
     process_batch(
         Identity(settings.name, instance_of(node), source),
-        [LogEvent(e.event_id, int(e.at * 1000), e.message) for e in batch],
+        [LogEvent(e.event_id, int(e.at * 1000), e.message, e.event_id) for e in batch],
         classifier=classifier,
         counter=hits,
         start=start,

@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from botocore.exceptions import ClientError
 
+from lambdas.classify.errors import error_code, is_transient, retryable
 from nodemedic.contracts.ledger import HEARTBEAT_PK
 from nodemedic.detect.batch import Starter
 from nodemedic.remediate.decision import Decision, recent
@@ -25,11 +26,15 @@ _CONFLICT_RETRIES = 5
 
 
 class DynamoHitCounter:
-    """Hits per (node, rule) in the idempotency table, under ``hits#`` keys: a map of
-    CloudWatch Logs event id to time, so a redelivered batch adds nothing.
+    """Hits per (node, rule) in the idempotency table, under ``hits#`` keys: a map of line
+    id (``LogEvent.line_id``) to time, so a redelivered batch, or a line stored twice, adds
+    nothing.
 
     Optimistic concurrency: two batches of one node can be classified at once, and a lost
-    update would hide a hit and delay a threshold.
+    update would hide a hit and delay a threshold. Throttling or a server error raises
+    ``Retryable``; a permanent error (access denied, a table gone: the deployment is broken,
+    not a line) is raised as it is, and the batch goes to the dead-letter queue after
+    Lambda's retries.
     """
 
     def __init__(self, table_name: str, client: Any | None = None) -> None:
@@ -57,7 +62,9 @@ class DynamoHitCounter:
                     ExpressionAttributeValues={":v": {"N": str(version)}},
                 )
             except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                if is_transient(exc):
+                    raise retryable(exc, f"recording hits of {key}") from exc
+                if error_code(exc) != "ConditionalCheckFailedException":
                     raise
                 continue
             return list(kept.values())
@@ -86,7 +93,9 @@ class DynamoHeartbeats:
                 },
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if is_transient(exc):
+                raise retryable(exc, f"recording the heartbeat of {instance_id}") from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
 
 

@@ -2,7 +2,11 @@
 
 Thin: decode, name the node, hand the lines to ``service.process_batch``. A payload that
 cannot be decoded raises ``MalformedPayload``: the asynchronous invocation fails and the
-event lands in the dead-letter queue whole, instead of being dropped or retried forever.
+event lands in the dead-letter queue whole, instead of being dropped or retried forever. A
+line that cannot be read costs only itself (``UnparsableLines``). AWS throttling or failing
+raises ``errors.Retryable``, which Lambda retries; of the other AWS errors, those about a
+line's evidence are reasons (``origin``), those of a broken deployment (the tables refused
+or gone) are raised as they are.
 """
 
 from __future__ import annotations
@@ -25,19 +29,23 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.env import env
 from lambdas.classify.origin import LogsRegistrations
-from lambdas.observability import logger, metrics, tracer
+from lambdas.observability import logger, metrics, publish_count, tracer
 from nodemedic.contracts.logs import IDENTITY_STREAM_RE
 from nodemedic.contracts.metrics import (
     CLUSTER_DIMENSION,
     DECISIONS_STARTED_METRIC,
     FAULTS_FOUND_METRIC,
+    FORGED_REASON,
     LINES_CLASSIFIED_METRIC,
     MALFORMED_METRIC,
+    REASON_DIMENSION,
+    UNPARSABLE_METRIC,
     UNPROVEN_METRIC,
+    UNVERIFIABLE_REASON,
 )
-from nodemedic.detect.batch import LogEvent, Origin, Starter, process_batch
+from nodemedic.detect.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.detect.classifier import default_classifier
-from nodemedic.origin.identity import load_certificates, vendored_certificates
+from nodemedic.origin.identity import load_certificates
 from nodemedic.origin.signing import unproven
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
 from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
@@ -56,10 +64,10 @@ def _dependencies(
 
 @cache
 def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
-    certificates = (
-        load_certificates(certificates_pem) if certificates_pem else vendored_certificates()
+    """The cluster's own certificates, or AWS's for the Region the classifier runs in."""
+    return LogsRegistrations(
+        cluster, load_certificates(certificates_pem) if certificates_pem else None
     )
-    return LogsRegistrations(cluster, certificates)
 
 
 def _origin(identity: Identity, certificates_pem: str) -> Origin:
@@ -103,6 +111,9 @@ def decode_payload(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]
         binascii.Error,
         zlib.error,
         EOFError,
+        # JSON nested past the parser's recursion limit: no payload CloudWatch Logs makes
+        # (its own JSON nests three deep), and the parser unwinds cleanly.
+        RecursionError,
     ) as exc:
         raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
 
@@ -126,6 +137,31 @@ def _record_heartbeat(
         return
     _heartbeats(table).record(instance_id, now, state)
     _RECENT.written(instance_id, now)
+
+
+UNPARSABLE_TOLD = 10
+"""Unparsable lines of one batch logged with their evidence; the metric counts them all."""
+
+
+def _report(cluster: str, result: BatchResult) -> None:
+    """The unproven lines by class of reason (the unverifiable ones page), and the
+    unparsable lines with their evidence."""
+    unverifiable = len(result.unverifiable)
+    for reason, count in (
+        (UNVERIFIABLE_REASON, unverifiable),
+        (FORGED_REASON, len(result.unproven) - unverifiable),
+    ):
+        if count:
+            dimensions = {CLUSTER_DIMENSION: cluster, REASON_DIMENSION: reason}
+            publish_count(UNPROVEN_METRIC, count, dimensions)
+    if result.unparsable:
+        logger.warning(
+            "unparsable lines",
+            extra={
+                "count": len(result.unparsable),
+                "lines": [vars(line) for line in result.unparsable[:UNPARSABLE_TOLD]],
+            },
+        )
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -168,6 +204,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         name=DECISIONS_STARTED_METRIC, unit=MetricUnit.Count, value=len(result.started)
     )
     metrics.add_metric(name=UNPROVEN_METRIC, unit=MetricUnit.Count, value=len(result.unproven))
+    metrics.add_metric(name=UNPARSABLE_METRIC, unit=MetricUnit.Count, value=len(result.unparsable))
+    _report(identity.cluster, result)
     summary = {
         "instance_id": identity.instance_id,
         "lines": result.lines,
@@ -180,6 +218,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "capped": result.capped,
         # Reboot or replace lines whose origin was not proven (capped where enforced).
         "unproven": result.unproven,
+        # Lines that are not what their stream carries: reported, not classified.
+        "unparsable": [line.event_id for line in result.unparsable],
     }
     logger.info("batch classified", extra=summary)
     return summary

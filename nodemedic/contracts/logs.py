@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final
+from typing import Any, Final
 
 # CloudWatch Logs: where the agents write ------------------------------------------------
 
@@ -173,16 +173,78 @@ def heartbeat_message(state: dict[str, int]) -> str:
 def parse_heartbeat(text: str) -> dict[str, int] | None:
     """The state a heartbeat line carries; None for any other line (a kernel line, one
     marked injected or previous-boot: only the agent writes a bare heartbeat)."""
-    if not text.startswith(HEARTBEAT_MARK) or len(text) > MAX_HEARTBEAT_CHARS:
+    if not text.startswith(HEARTBEAT_MARK):
         return None
     try:
-        state = json.loads(text[len(HEARTBEAT_MARK) :])
-    except ValueError:
+        return read_heartbeat(text)
+    except UnparsableLine:
         return None
+
+
+def read_heartbeat(text: str) -> dict[str, int]:
+    """The state of ``text``, a line that starts with ``HEARTBEAT_MARK``: its integer
+    counters of at most 64 bits (a larger one is no count an agent keeps, and would not fit
+    a float or a DynamoDB number); UnparsableLine when it holds no JSON object."""
+    if len(text) > MAX_HEARTBEAT_CHARS:
+        raise UnparsableLine(f"a heartbeat of more than {MAX_HEARTBEAT_CHARS} characters")
+    state = json_line(text[len(HEARTBEAT_MARK) :], MAX_HEARTBEAT_CHARS)
     if not isinstance(state, dict):
-        return None
-    return {k: v for k, v in state.items() if isinstance(k, str) and type(v) is int}
+        raise UnparsableLine("a heartbeat that is not a JSON object")
+    return {
+        k: v for k, v in state.items() if isinstance(k, str) and type(v) is int and abs(v) < 2**63
+    }
 
 
 MAX_HEARTBEAT_CHARS: Final = 1024
 """A longer line is no heartbeat: what is stored of one stays small."""
+
+# JSON lines: health results, deep-check verdicts, heartbeats ------------------------------
+
+
+class UnparsableLine(ValueError):
+    """A line of a node stream that is not what its stream carries; the message says why."""
+
+
+MAX_JSON_DEPTH: Final = 32
+"""Nesting a JSON line may have. A health result nests two deep; Python's parser recurses
+once per level and raises RecursionError near a thousand, which a line of 1 KiB of ``[``
+reaches: such a line must be refused before it is parsed, not fail the batch it is in."""
+_JSON_SYNTAX: Final = re.compile(r'[\[\]{}"\\]')
+
+
+def json_line(text: str, max_chars: int) -> Any:
+    """The JSON value of one line of at most ``max_chars`` characters nested at most
+    ``MAX_JSON_DEPTH`` deep; UnparsableLine otherwise. The nesting is measured only where
+    the line holds more brackets than that (a health result holds a handful)."""
+    if len(text) > max_chars:
+        raise UnparsableLine(f"{len(text)} characters, more than {max_chars}")
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise UnparsableLine(f"JSON nested more than {MAX_JSON_DEPTH} deep")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UnparsableLine(f"not JSON: {exc}") from exc
+
+
+def _depth(text: str) -> int:
+    """How deep the brackets of ``text`` nest outside its JSON strings (one pass over the
+    brackets, quotes and backslashes only)."""
+    depth = deepest = 0
+    in_string = False
+    escaped_at = -1
+    for found in _JSON_SYNTAX.finditer(text):
+        at, char = found.start(), found.group()
+        if at == escaped_at:
+            continue
+        if in_string:
+            if char == "\\":
+                escaped_at = at + 1
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest

@@ -40,9 +40,23 @@ CLASSIFIER_METRICS: Final = (LINES_CLASSIFIED_METRIC, FAULTS_FOUND_METRIC, DECIS
 """Published by the classifier with the dimensions ``Cluster`` and ``service``."""
 UNPROVEN_METRIC: Final = "UnprovenEvidence"
 """Published by the classifier for each reboot or replace line whose origin it could not
-prove (capped where ``proof_of_origin`` is ``enforce``, counted either way)."""
+prove (capped where ``proof_of_origin`` is ``enforce``, counted either way): with the
+dimensions ``Cluster`` and ``service``, all of them; and again with ``Cluster`` and
+``REASON_DIMENSION``, by the class of the reason, which its alarm tells apart."""
+REASON_DIMENSION: Final = "Reason"
+FORGED_REASON: Final = "forged"
+"""A signature that does not hold: a MAC that does not match, a key the instance did not
+register while its other keys are known. Someone writes with the shared credential."""
+UNVERIFIABLE_REASON: Final = "unverifiable"
+"""A line whose origin could not be checked at all: unsigned, no registration of its
+instance holds or can be read, no certificate for the Region. Every fault of that node is
+capped to notify until someone fixes it: this class pages."""
 MALFORMED_METRIC: Final = "MalformedPayloads"
 """Published by the classifier for each payload it sends to the dead-letter queue."""
+UNPARSABLE_METRIC: Final = "UnparsableLines"
+"""Published by the classifier for each line that is not what its stream carries (a health
+line that is no health result, a heartbeat without its state); the rest of its batch is
+classified."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""

@@ -6,6 +6,8 @@ Lambda (DynamoDB, Step Functions) and in tests with in-memory stand-ins.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,30 +15,49 @@ from typing import Protocol, get_args
 
 from nodemedic.catalog import Action, Rule
 from nodemedic.contracts.logs import DEEP_CHECK_PASSED_FAULT, split_signature
-from nodemedic.detect.classifier import Classifier, Fault
-from nodemedic.remediate.decision import Decision, Identity, decide, distrusted
+from nodemedic.detect.classifier import Classifier, Fault, unparsable_lines
+from nodemedic.origin.signing import Unproven
+from nodemedic.remediate.decision import Decision, Identity, decide, distrusted, evidence
 
 
 @dataclass(frozen=True)
 class LogEvent:
     event_id: str
-    """CloudWatch Logs' id of the event: the same line delivered twice has the same id."""
+    """CloudWatch Logs' id of the event: the same event delivered twice has the same id,
+    but the same line stored twice has two (``line_id``)."""
     timestamp_ms: int
     message: str
+    line: str = ""
+    """The line's own name where the reader knows it: a backtest reads each line of a file
+    as one line, however many share a second and a text (syslog stamps whole seconds)."""
+
+    @property
+    def line_id(self) -> str:
+        """The line's own name: its timestamp and its text behind the signature (which the
+        signature's MAC covers, so two copies of one signed line have one name). An agent
+        that retries a PutLogEvents whose answer was lost, or drains its spool, makes
+        CloudWatch store the line again under a new event id; a threshold counts lines."""
+        if self.line:
+            return self.line
+        text = split_signature(self.message)[1]
+        digest = hashlib.sha256(
+            f"{self.timestamp_ms}\n{text}".encode("utf-8", "surrogatepass")
+        ).digest()
+        return base64.b64encode(digest[:12]).decode("ascii")
 
 
 class HitCounter(Protocol):
     """Remembers a rule's recent hits on one node across batches and invocations."""
 
     def add(self, key: str, hits: Mapping[str, float], window: int) -> list[float]:
-        """Store ``hits`` (event id -> time) and return the times of every distinct hit of
-        ``key`` within ``window`` s of the last, oldest first."""
+        """Store ``hits`` (``LogEvent.line_id`` -> time) and return the times of every
+        distinct hit of ``key`` within ``window`` s of the last, oldest first."""
         ...
 
 
 Starter = Callable[[Decision], bool]
 """Starts the remediation of a decision; False when it was already started."""
-Origin = Callable[[LogEvent], str | None]
+Origin = Callable[[LogEvent], Unproven | None]
 """Why an event is not proven to come from the instance whose stream holds it, or None
 (``nodemedic.origin.signing.unproven``)."""
 ACTING: frozenset[str] = frozenset({"reboot", "replace"})
@@ -44,6 +65,14 @@ ADMITTING: frozenset[str] = frozenset({DEEP_CHECK_PASSED_FAULT})
 """Rules whose decision puts a node into service (its notify admits the node): their lines
 need a proven origin as much as a replace does, and unproven where it is enforced, they are
 dropped (the node stays tainted), since capping a notify to notify would change nothing."""
+
+
+@dataclass(frozen=True)
+class Unparsable:
+    event_id: str
+    reason: str
+    evidence: str
+    """The line as a decision's evidence would quote it: cut and escaped."""
 
 
 @dataclass
@@ -61,13 +90,18 @@ class BatchResult:
     unproven: list[str] = field(default_factory=list)
     """Event ids of reboot or replace lines whose origin was not proven (capped to notify
     where the origin is enforced, counted either way)."""
+    unverifiable: list[str] = field(default_factory=list)
+    """Those of ``unproven`` whose origin could not be checked at all (``Unproven.forged``
+    false): unsigned, or their instance's keys unknowable."""
+    unparsable: list[Unparsable] = field(default_factory=list)
+    """Lines that are not what their stream carries, left out of the classification."""
 
 
 @dataclass
 class _Hits:
     fault: Fault
     times: dict[str, float]
-    """Event id -> time."""
+    """``LogEvent.line_id`` -> time."""
 
 
 _STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
@@ -107,10 +141,17 @@ def process_batch(
     ``origin`` (None: not checked) proves each reboot or replace line that nothing else
     caps, and each line of an ``ADMITTING`` rule; where ``enforce_origin``, an unproven one
     is at most notified, with the reason, and counted apart (an admitting one is dropped).
+    A threshold counts distinct lines (``LogEvent.line_id``), not deliveries or copies. A
+    line that is not what its stream carries (``unparsable_lines``) is reported and has no
+    fault; the others are classified as if it were not there.
     """
     result = BatchResult(lines=len(events))
     by_rule: dict[tuple[str, bool, bool, str | None], _Hits] = {}
     messages = [split_signature(event.message)[1] for event in events]
+    result.unparsable = [
+        Unparsable(events[index].event_id, why, evidence(messages[index]))
+        for index, why in unparsable_lines(messages, identity.source)
+    ]
     for index, fault in classifier.classify_lines(messages, identity.source):
         result.faults += 1
         event = events[index]
@@ -119,15 +160,17 @@ def process_batch(
         admitting = fault.rule.id in ADMITTING
         acting = fault.rule.action in ACTING or admitting
         if origin is not None and acting and not (untrusted or fault.previous_boot):
-            why = origin(event)
-        if why is not None:
-            result.unproven.append(event.event_id)
-        why = why if enforce_origin else None
+            unproven = origin(event)
+            if unproven is not None:
+                result.unproven.append(event.event_id)
+                if not unproven.forged:
+                    result.unverifiable.append(event.event_id)
+                why = unproven.reason if enforce_origin else None
         if why is not None and admitting:
             continue
         key = (fault.rule.id, untrusted, fault.previous_boot, why)
         hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
-        hits.times[event.event_id] = event.timestamp_ms / 1000
+        hits.times[event.line_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
     for (rule_id, untrusted, _, why), hits in by_rule.items():
         rule = hits.fault.rule

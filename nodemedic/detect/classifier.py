@@ -10,7 +10,6 @@ kernel lines, which hold no needle, are passed over at C speed without one Pytho
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,15 @@ from operator import add
 from typing import Any, NamedTuple, get_args
 
 from nodemedic.catalog import Catalog, Rule, Source, load_catalog
-from nodemedic.contracts.logs import split_injected, split_previous_boot, split_signature
+from nodemedic.contracts.logs import (
+    HEARTBEAT_MARK,
+    UnparsableLine,
+    json_line,
+    read_heartbeat,
+    split_injected,
+    split_previous_boot,
+    split_signature,
+)
 
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")
@@ -168,22 +175,50 @@ def _group(rules: list[tuple[int, Rule]]) -> _Group:
     )
 
 
+HEALTH_FIELDS = ("check", "status", "reason", "device")
+"""What a health result line must hold for the rules (docs/contracts.md)."""
+
+
+def health_result(line: str) -> dict[str, Any]:
+    """The fields of a health result line (or a deep check's); UnparsableLine when it is
+    none: not JSON, longer or nested deeper than a result can be, not an object, or one of
+    ``HEALTH_FIELDS`` missing."""
+    result = json_line(line, MAX_LINE)
+    if not isinstance(result, dict):
+        raise UnparsableLine("not a JSON object")
+    missing = [name for name in HEALTH_FIELDS if name not in result]
+    if missing:
+        raise UnparsableLine(f"no {', '.join(missing)}")
+    return result
+
+
 def health_text(line: str) -> str | None:
-    """The text health rules match: ``"<check> <status> <reason> <device>"``.
+    """The text health rules match: ``"<check> <status> <reason> <device>"``; None for a
+    line that is no health result.
 
     Health results are JSON; matching a canonical text keeps rules independent of key
     order and spacing in the JSON the agent writes.
     """
     try:
-        result = json.loads(line)
-    except ValueError:
+        result = health_result(line)
+    except UnparsableLine:
         return None
-    if not isinstance(result, dict):
-        return None
-    try:
-        return f"{result['check']} {result['status']} {result['reason']} {result['device']}"
-    except KeyError:
-        return None
+    return " ".join(str(result[name]) for name in HEALTH_FIELDS)
+
+
+def unparsable_lines(lines: Sequence[str], source: Source) -> Iterator[tuple[int, str]]:
+    """(index, why) of each of ``lines`` (behind their signatures) that is not what a
+    ``source`` stream carries: a health or deep-check line that is no health result, a
+    kmsg line that has the heartbeat's mark and no heartbeat's state. Any other kmsg line
+    is a kernel line, whatever its text."""
+    for index, line in enumerate(lines):
+        try:
+            if source != "kmsg":
+                health_result(line)
+            elif line.startswith(HEARTBEAT_MARK):
+                read_heartbeat(line)
+        except UnparsableLine as exc:
+            yield index, str(exc)
 
 
 def _text(line: str, source: Source) -> str:

@@ -26,6 +26,7 @@ from nodemedic.origin.der import DerError, RsaCertificate, pem_certificates, rea
 VENDORED = Path(__file__).with_name("certificates")
 """AWS's RSA certificates by Region, ``<region>.pem``, with their source in SOURCE.md."""
 _SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+_ASCII_WHITESPACE = {ord(c): None for c in " \t\n\r\f\v"}
 
 
 class OriginError(ValueError):
@@ -43,9 +44,19 @@ def load_certificates(pem_text: str) -> tuple[RsaCertificate, ...]:
     return found
 
 
+def vendored_regions() -> frozenset[str]:
+    """The Regions whose certificate is vendored."""
+    return frozenset(path.stem for path in VENDORED.glob("*.pem"))
+
+
 @cache
-def vendored_certificates() -> tuple[RsaCertificate, ...]:
-    return load_certificates("".join(p.read_text("ascii") for p in sorted(VENDORED.glob("*.pem"))))
+def vendored_certificates(region: str) -> tuple[RsaCertificate, ...]:
+    """AWS's certificate for ``region``; none where it is not vendored. Only the Region's
+    own: each certificate was copied from its own source (SOURCE.md), and one that came
+    wrong must not let its key holder sign documents for every other Region too."""
+    if region not in vendored_regions():
+        return ()
+    return load_certificates((VENDORED / f"{region}.pem").read_text("ascii"))
 
 
 def rsa_sha256_valid(certificate: RsaCertificate, message: bytes, signature: bytes) -> bool:
@@ -69,9 +80,11 @@ def verified_document(
     document: str, signature: str, certificates: Sequence[RsaCertificate], at: datetime
 ) -> dict[str, Any]:
     """The fields of ``document`` once AWS's ``signature`` over it checks out against one of
-    ``certificates`` valid at ``at``; OriginError otherwise."""
+    ``certificates`` valid at ``at``; OriginError otherwise. IMDS serves the signature
+    wrapped at 76 columns: ASCII whitespace is dropped, any other character not base64
+    refuses it."""
     try:
-        raw = base64.b64decode(signature.strip(), validate=True)
+        raw = base64.b64decode(signature.translate(_ASCII_WHITESPACE), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise OriginError("the document's signature is not base64") from exc
     current = [c for c in certificates if c.not_before <= at <= c.not_after]

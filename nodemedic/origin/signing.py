@@ -111,24 +111,42 @@ def check_registration(
 
 class Registrations(Protocol):
     def find(self, instance_id: str, key_id: str) -> Registration | None:
-        """The checked registration of ``key_id`` by ``instance_id``, if there is one."""
+        """The checked registration of ``key_id`` by ``instance_id``, if there is one;
+        OriginError when the instance's keys cannot be known (no registration of it holds,
+        they cannot be read, or no certificate can check them)."""
         ...
+
+
+@dataclass(frozen=True)
+class Unproven:
+    """Why a line is not proven to come from its instance."""
+
+    reason: str
+    forged: bool
+    """A signature is there and does not hold: a key its instance did not register while
+    others of that instance are known, or a MAC that does not match. False: the origin could
+    not be checked at all (the line is unsigned, or the instance's keys are unknowable):
+    the agent cannot sign, or the pipeline cannot check, and every fault of the node is
+    capped until someone looks."""
 
 
 def unproven(
     registrations: Registrations, instance_id: str, timestamp_ms: int, message: str
-) -> str | None:
+) -> Unproven | None:
     """Why ``message`` (an event of ``instance_id``'s stream) is not proven to come from
     that instance, or None when its signature checks out against the instance's key."""
     signature, text = split_signature(message)
     if signature is None:
-        return "unsigned"
+        return Unproven("unsigned", forged=False)
     found_id, found_mac = signature
-    registration = registrations.find(instance_id, found_id)
+    try:
+        registration = registrations.find(instance_id, found_id)
+    except OriginError as exc:
+        return Unproven(f"key {found_id} cannot be checked: {exc}", forged=False)
     if registration is None:
-        return f"key {found_id} is not registered by {instance_id}"
+        return Unproven(f"key {found_id} is not registered by {instance_id}", forged=True)
     if not hmac.compare_digest(found_mac, mac(registration.key, instance_id, timestamp_ms, text)):
-        return f"signature does not match key {found_id}"
+        return Unproven(f"signature does not match key {found_id}", forged=True)
     return None
 
 

@@ -230,9 +230,10 @@ def decide(
 
 
 def recent(hits: Mapping[str, float], window: int) -> dict[str, float]:
-    """The hits (event id -> epoch seconds) within ``window`` seconds of the newest, oldest
-    first: what a rule's threshold counts. Keyed by the CloudWatch Logs event id, so a
-    batch delivered twice (subscription delivery is at least once) counts its lines once."""
+    """The hits (line id -> epoch seconds) within ``window`` seconds of the newest, oldest
+    first: what a rule's threshold counts. Keyed by the line (``LogEvent.line_id``), so a
+    batch delivered twice (subscription delivery is at least once), and a line CloudWatch
+    stored twice, count once."""
     if not hits:
         return {}
     newest = max(hits.values())

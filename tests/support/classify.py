@@ -10,6 +10,7 @@ from tests.support.lambda_context import lambda_context
 
 REGION = "us-east-1"
 TABLE = "nodemedic-idempotency"
+LEDGER = "nodemedic-ledger"
 CONTEXT = lambda_context("classify", memory_mb=256, timeout_seconds=30)
 
 World = dict[str, Any]

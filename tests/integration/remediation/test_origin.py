@@ -25,6 +25,7 @@ def _capped(reason: str, action: str, line: str) -> str:
 def test_only_a_line_the_victims_own_agent_signed_gets_it_replaced(world: World) -> None:
     victim, attacker, _ = world.group("p5-forged", 3, **GPU)
     pipeline = world.pipelines["demo"]
+    world.key("demo", victim)  # its agent registered at start, as every agent does
     # What anyone holding the agents' shared credential can write into the victim's
     # stream: an unsigned line, and one signed with the attacker node's registered key.
     stolen = world.key("demo", attacker)

@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.contracts.env import ENV_PROOF_OF_ORIGIN
-from tests.support.classify import REGION, TABLE
+from nodemedic.contracts.env import ENV_LEDGER_TABLE, ENV_PROOF_OF_ORIGIN
+from tests.support.classify import LEDGER, REGION, TABLE
 
 
 @pytest.fixture
@@ -44,3 +44,22 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         module._registrations.cache_clear()
         yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
         module._dependencies.cache_clear()
+
+
+@pytest.fixture
+def ledger(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The ledger table, where the classifier records the agents' heartbeats."""
+    boto3.client("dynamodb").create_table(
+        TableName=LEDGER,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    monkeypatch.setenv(ENV_LEDGER_TABLE, LEDGER)
+    return LEDGER

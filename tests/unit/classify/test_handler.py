@@ -159,3 +159,23 @@ def test_a_bad_setting_fails_the_first_invocation(
         aws["handler"](wrap(decoded("control-message.json")), CONTEXT)
     monkeypatch.setenv(ENV_ACCEPT_INJECTED, "true")
     assert aws["handler"](wrap(decoded("control-message.json")), CONTEXT) == {"lines": 0}
+
+
+def test_a_threshold_counts_two_copies_of_one_line_once_and_two_lines_twice(aws: World) -> None:
+    """An agent that retries a PutLogEvents whose answer was lost, or drains its spool,
+    has CloudWatch store the line again under a new event id: one GpuMissing result
+    (threshold 2) stored twice, in one batch or in two, is one hit and reboots nothing."""
+    rule = next(r for r in load_catalog().rules if r.id == "nvidia-smi-gpu-missing")
+    assert rule.threshold is not None and rule.threshold.count == 2
+    data = decoded("health-mixed.json")
+    at = 1763836200000
+    line = {"id": "36937", "timestamp": at, "message": rule.example}
+    data["logEvents"] = [line, {**line, "id": "36938"}]
+    assert aws["handler"](wrap(data), CONTEXT)["below_threshold"] == [rule.id]
+    data["logEvents"] = [{**line, "id": "36990"}]
+    assert aws["handler"](wrap(data), CONTEXT)["below_threshold"] == [rule.id]
+    assert executions(aws) == []
+    data["logEvents"] = [{**line, "id": "36991", "timestamp": at + 60_000}]
+    assert aws["handler"](wrap(data), CONTEXT)["started"]
+    [decision] = executions(aws)
+    assert decision["count"] == 2

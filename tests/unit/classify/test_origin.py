@@ -3,6 +3,8 @@ with the key the instance registered; anything else is notified, with the reason
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from typing import Any
 
@@ -12,6 +14,12 @@ import pytest
 from agent.origin import sealed_registration, signer
 from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES, ENV_PROOF_OF_ORIGIN
 from nodemedic.contracts.logs import identity_stream, node_log_group, origin_key_alias
+from nodemedic.contracts.metrics import (
+    FORGED_REASON,
+    REASON_DIMENSION,
+    UNPROVEN_METRIC,
+    UNVERIFIABLE_REASON,
+)
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.classify import CONTEXT, World, executions
@@ -20,6 +28,10 @@ from tests.support.payloads import wrap
 from world.identity import identity_document, local_authority
 
 CLUSTER, VICTIM, ATTACKER = "trn-prod", "i-0a1b2c3d4e5f60718", "i-0ffffffffffffff01"
+STRANGER = "i-0eeeeeeeeeeeeee02"
+JUNK = base64.b64encode(b"\x01" * 200).decode("ascii")
+"""An identity stream event that no KMS key sealed: anyone with the agents' credential can
+write one."""
 XID79 = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 AUTHORITY = local_authority()
 KEYS = {VICTIM: b"v" * KEY_BYTES, ATTACKER: b"a" * KEY_BYTES}
@@ -43,8 +55,9 @@ def enforced(aws: World, monkeypatch: pytest.MonkeyPatch) -> World:
     return aws
 
 
-def put(logs: Any, stream: str, message: str) -> None:
-    logs.create_log_stream(logGroupName=node_log_group(CLUSTER), logStreamName=stream)
+def put(logs: Any, stream: str, message: str, create: bool = True) -> None:
+    if create:
+        logs.create_log_stream(logGroupName=node_log_group(CLUSTER), logStreamName=stream)
     logs.put_log_events(
         logGroupName=node_log_group(CLUSTER),
         logStreamName=stream,
@@ -120,3 +133,40 @@ def test_registrations_are_never_classified(enforced: World) -> None:
         "logEvents": [{"id": "1", "timestamp": AT, "message": XID79}],
     }
     assert enforced["handler"](wrap(payload), CONTEXT) == {"lines": 0}
+
+
+def unproven_published(printed: str) -> dict[str, list[float]]:
+    """The UnprovenEvidence counts the handler published, by class of reason."""
+    found = [json.loads(line) for line in printed.splitlines()]
+    return {p[REASON_DIMENSION]: p[UNPROVEN_METRIC] for p in found if REASON_DIMENSION in p}
+
+
+def test_a_registration_kms_refuses_costs_the_instances_other_registrations_nothing(
+    enforced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KMS refuses a blob it did not seal (moto as AccessDenied, AWS as InvalidCiphertext,
+    or AccessDenied for a key of another account): that registration is refused, the
+    genuine one still proves the victim's line, and nothing is published as unproven."""
+    put(boto3.client("logs"), identity_stream(VICTIM), JUNK, create=False)
+    result = deliver(enforced, signer(KEYS[VICTIM], VICTIM)(AT, XID79))
+    [decision] = executions(enforced)
+    assert decision["action"] == "replace" and result["unproven"] == []
+    assert unproven_published(capsys.readouterr().out) == {}
+
+
+def test_a_node_none_of_whose_registrations_holds_is_notified_with_the_reason_and_pages(
+    enforced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(boto3.client("logs"), identity_stream(STRANGER), JUNK)
+    result = deliver(enforced, signer(b"s" * KEY_BYTES, STRANGER)(AT, XID79), stream_of=STRANGER)
+    [decision] = executions(enforced)
+    assert decision["action"] == "notify" and result["unproven"] == ["1"]
+    assert f"does not decrypt as {STRANGER}'s: AccessDeniedException" in decision["evidence_line"]
+    assert unproven_published(capsys.readouterr().out) == {UNVERIFIABLE_REASON: [1.0]}
+
+
+def test_a_line_signed_with_a_key_its_node_did_not_register_is_counted_as_forged(
+    enforced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deliver(enforced, signer(KEYS[ATTACKER], VICTIM)(AT, XID79))
+    assert unproven_published(capsys.readouterr().out) == {FORGED_REASON: [1.0]}

@@ -20,6 +20,7 @@ from nodemedic.origin.signing import (
     KEY_BYTES,
     SIGNATURE_BYTES,
     Registration,
+    Unproven,
     check_registration,
     first_per_boot,
     sign,
@@ -65,7 +66,7 @@ def test_a_line_signed_with_the_instances_registered_key_is_proven() -> None:
 
 
 def test_an_unsigned_line_is_not_proven() -> None:
-    assert unproven(KNOWN, VICTIM, 1_700_000_000_000, XID) == "unsigned"
+    assert unproven(KNOWN, VICTIM, 1_700_000_000_000, XID) == Unproven("unsigned", forged=False)
 
 
 def test_a_tampered_line_restamped_line_or_stripped_mark_is_not_proven() -> None:
@@ -74,7 +75,8 @@ def test_a_tampered_line_restamped_line_or_stripped_mark_is_not_proven() -> None
     stripped = head + XID
     tampered = line.replace(": 79,", ": 48,")
     for text, ts in ((tampered, 1_700_000_000_000), (stripped, 1_700_000_000_000), (line, 1)):
-        assert unproven(KNOWN, VICTIM, ts, text) == f"signature does not match key {line[8:16]}"
+        why = unproven(KNOWN, VICTIM, ts, text)
+        assert why == Unproven(f"signature does not match key {line[8:16]}", forged=True)
 
 
 def test_a_line_moved_to_another_instances_stream_is_not_proven() -> None:
@@ -82,8 +84,8 @@ def test_a_line_moved_to_another_instances_stream_is_not_proven() -> None:
     stream: the key is not the victim's."""
     line = sign(ATTACKER_KEY, ATTACKER, 1_700_000_000_000, XID)
     assert unproven(KNOWN, ATTACKER, 1_700_000_000_000, line) is None
-    reason = unproven(KNOWN, VICTIM, 1_700_000_000_000, line)
-    assert reason is not None and "is not registered by " + VICTIM in reason
+    why = unproven(KNOWN, VICTIM, 1_700_000_000_000, line)
+    assert why is not None and why.forged and "is not registered by " + VICTIM in why.reason
     assert unproven(KNOWN, VICTIM, 1_700_000_000_000, sign(ATTACKER_KEY, VICTIM, 1, XID))
 
 
@@ -112,7 +114,8 @@ def test_a_document_signed_by_another_authority_is_refused() -> None:
     with pytest.raises(OriginError, match="does not match any certificate"):
         check_registration(forged, VICTIM, CERTIFICATES, NOW)
     with pytest.raises(OriginError, match="does not match any certificate"):
-        check_registration(registration(VICTIM, VICTIM_KEY), VICTIM, vendored_certificates(), NOW)
+        aws = vendored_certificates("us-east-1")
+        check_registration(registration(VICTIM, VICTIM_KEY), VICTIM, aws, NOW)
 
 
 def test_an_expired_certificate_a_garbage_document_or_signature_is_refused() -> None:
@@ -146,6 +149,6 @@ def test_garbage_registrations_and_certificates_are_refused_with_a_reason() -> N
 
 
 def test_the_vendored_aws_certificate_is_the_published_rsa_one() -> None:
-    (us_east_1,) = vendored_certificates()
+    (us_east_1,) = vendored_certificates("us-east-1")
     assert us_east_1.modulus.bit_length() == 1024 and us_east_1.exponent == 65537
     assert us_east_1.not_after == datetime(2029, 4, 28, 17, 34, 1, tzinfo=UTC)

@@ -1,0 +1,1 @@
+DVm1OtrMzph5Ts/diebX4f+iTMICLzhmht8ACup1gHM/XhPiT/Gt3O7QARmoV9lGyaktCilucc5Dke8UMSHQY1ijPmGrTfzPxUwVw/6OFzQ/AlfjTnhygDgDh6KZU6/x52BvWkUqxemFT4CmqrKzvbZhGaR5gDPKDGRTwaN7A4w=
