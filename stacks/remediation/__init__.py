@@ -1,8 +1,9 @@
 """The remediation state machine: one decision record in, a healed or recorded node out.
 
-One module per phase, each a function of the ``Flow`` (``flow.py``) and the states it goes
-on to; ``state.py`` names every path of the execution state, ``render.py`` turns the
-ledger's rules (``nodemedic.remediate.ledger``) into task parameters. JSONPath query
+One module per phase in ``phases/`` (fleet correlation's in ``phases/fleet/``), each a
+function of the ``Flow`` (``kit/flow.py``) and the states it goes on to; ``kit/state.py``
+names every path of the execution state, ``kit/render.py`` turns the ledger's rules
+(``nodemedic.remediate.ledger``) into task parameters. JSONPath query
 language, native integrations everywhere except the Kubernetes API (the kube Lambda) and
 the date arithmetic States Language cannot do (the policy Lambda):
 
@@ -24,7 +25,7 @@ the date arithmetic States Language cannot do (the policy Lambda):
    SNS says so, and the execution ends in "Remediation failed". A node taken out of
    service stays locked and counted by the breaker (``nodemedic.remediate.parking``);
    otherwise the lock is released.
-6. ``aftercare``: three more state machines. ``cleanup`` runs the failure phase for an
+6. ``machines/aftercare``: three more state machines. ``cleanup`` runs the failure phase for an
    execution that timed out or was stopped (an EventBridge rule on its status change);
    ``reconcile`` (scheduled) finds the nodes nodemedic took out with no live remediation,
    keeps the failed ones counted and publishes ``StrandedNodes``; ``requests`` (every
@@ -51,19 +52,24 @@ from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.settings import ClusterSettings
 from stacks.bundling import bundled_files
 from stacks.functions import PythonFunction
-from stacks.remediation import fleet
-from stacks.remediation.aftercare import Aftercare
-from stacks.remediation.breaker import admit
-from stacks.remediation.drain import drain, reboot_or_replace
-from stacks.remediation.failure import failure
-from stacks.remediation.flow import Flow
-from stacks.remediation.intake import intake
-from stacks.remediation.lock import lock
-from stacks.remediation.machine import state_machine
-from stacks.remediation.mark import mark
-from stacks.remediation.reboot import reboot
-from stacks.remediation.replace import replace
-from stacks.remediation.report import report
+from stacks.remediation.kit.flow import Flow
+from stacks.remediation.kit.machine import state_machine
+from stacks.remediation.machines.aftercare import Aftercare
+from stacks.remediation.phases.breaker import admit
+from stacks.remediation.phases.drain import drain, reboot_or_replace
+from stacks.remediation.phases.failure import failure
+from stacks.remediation.phases.fleet.declare import declaring
+from stacks.remediation.phases.fleet.gate import gate
+from stacks.remediation.phases.fleet.hold import hold
+from stacks.remediation.phases.fleet.judge import judge
+from stacks.remediation.phases.fleet.recheck import recheck
+from stacks.remediation.phases.fleet.sight import sight
+from stacks.remediation.phases.intake import intake
+from stacks.remediation.phases.lock import lock
+from stacks.remediation.phases.mark import mark
+from stacks.remediation.phases.reboot import reboot
+from stacks.remediation.phases.replace import replace
+from stacks.remediation.phases.report import report
 
 _ROOT = Path(__file__).resolve().parents[2]
 POLICY_PACKAGES = ("lambdas/__init__.py", "lambdas/policy", "nodemedic")
@@ -86,21 +92,21 @@ def _states(flow: Flow) -> sfn.IChainable:
     reported = report(flow)
     replaced = replace(flow, report=reported, failure=failed)
     rebooted = reboot(flow, report=reported, replace=replaced)
-    held = fleet.hold(flow, report=reported)
-    declare = fleet.declaring(flow, hold=held)
-    acting = fleet.judge(
+    held = hold(flow, report=reported)
+    declare = declaring(flow, hold=held)
+    acting = judge(
         flow, declare=declare, then=reboot_or_replace(flow, reboot=rebooted, replace=replaced)
     )
     drained = drain(flow, failure=failed, act=acting)
-    marked = fleet.recheck(flow, hold=held, then=mark(flow, drained))
+    marked = recheck(flow, hold=held, then=mark(flow, drained))
     admitted = admit(flow, report=reported, admitted=marked)
     locked = lock(
         flow,
         report=reported,
         failure=failed,
-        act=fleet.gate(flow, hold=held, declare=declare, then=admitted),
+        act=gate(flow, hold=held, declare=declare, then=admitted),
     )
-    start = intake(flow, report=reported, act=fleet.sight(flow, then=locked))
+    start = intake(flow, report=reported, act=sight(flow, then=locked))
     flow.catch_all(failed)
     return start
 

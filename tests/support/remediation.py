@@ -211,17 +211,17 @@ class Pipeline:
 
     @property
     def cleanup(self) -> str:
-        """The cleanup state machine's ARN (``stacks.remediation.cleanup``)."""
+        """The cleanup state machine's ARN (``stacks.remediation.machines.cleanup``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareCleanup").ref
 
     @property
     def reconcile(self) -> str:
-        """The reconcile state machine's ARN (``stacks.remediation.reconcile``)."""
+        """The reconcile state machine's ARN (``stacks.remediation.machines.reconcile``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareReconcile").ref
 
     @property
     def requests(self) -> str:
-        """The label requests' state machine's ARN (``stacks.remediation.requests``)."""
+        """The label requests' state machine's ARN (``stacks.remediation.machines.requests``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareRequests").ref
 
     def run_as_rule(self, machine: str, event: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ NATIVE = {
     "arn:${AWS::Partition}:states:::sns:publish",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:describeAutoScalingInstances",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:setInstanceHealth",
-    # The acting cluster keeps a spare in one group (``stacks/remediation/spares.py``).
+    # The acting cluster keeps a spare in one group (``stacks/remediation/phases/spares.py``).
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:exitStandby",
     "arn:${AWS::Partition}:states:::aws-sdk:autoscaling:enterStandby",
     "arn:${AWS::Partition}:states:::aws-sdk:ec2:rebootInstances",
@@ -60,10 +60,12 @@ AUTO_RESUME = {
     "Record resumed jobs",
     "Notify jobs",
 }
-"""Auto-resume's tasks (``stacks/remediation/resume.py``): each error goes on with the flow."""
+"""Auto-resume's tasks (``stacks/remediation/phases/resume.py``): each error goes on with the
+flow."""
 
 REFILL = {"Hold newcomer as spare", "Enter standby", "Give newcomer back"}
-"""The spare pool's refill (``stacks/remediation/spares.py``), after the broken Node is gone."""
+"""The spare pool's refill (``stacks/remediation/phases/spares.py``), after the broken Node is
+gone."""
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
