@@ -12,19 +12,8 @@ from stacks.remediation.kit.render import NOW, dynamo_json, text_at
 from stacks.remediation.phases.resume import find_jobs
 
 
-def reboot_or_replace(
-    flow: Flow, *, reboot: sfn.IChainable, replace: sfn.IChainable
-) -> sfn.IChainable:
-    return (
-        sfn.Choice(flow.scope, "Reboot or replace?")
-        .when(sfn.Condition.string_equals(state.ACTION, "reboot"), reboot)
-        .otherwise(replace)
-    )
-
-
 def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
-    """Enter ``draining``; once drained, on to ``act`` (fleet correlation, then
-    ``reboot_or_replace``)."""
+    """Enter ``draining``; once drained, on to ``act``."""
     s = flow.scope
     st = flow.settings
     drain_round = flow.kube(

@@ -1,7 +1,6 @@
 """Giving back what this execution holds: its breaker slots, the group's and the cluster's
-(then the ``InRemediation`` gauge,
-as the release left it) and its node lock. The report releases them and fails on an error;
-the failure phase releases them best effort."""
+(then the ``InRemediation`` gauge, as the release left it) and its node lock. As the phase
+after the report it fails on an error; the failure phase releases them best effort."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report, where every remediation that did not fail ends: the jobs it drained resumed
-(``resume``), how long it took, the
-``Remediations`` and ``RemediationSeconds`` metrics, the mail, the closed ledger record,
-then the breaker slot and the node lock given back."""
+(``resume``), how long it took, the ``Remediations`` and ``RemediationSeconds`` metrics,
+the mail, the closed ledger record; then the breaker slot and the node lock are given back
+(``release``)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,12 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics, notify, remediations
-from stacks.remediation.phases.release import release
 from stacks.remediation.phases.resume import resume_jobs
 
 
-def report(flow: Flow) -> sfn.IChainable:
+def report(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+    """The jobs resumed, the outcome published, mailed and recorded; then ``then``, the
+    release."""
     elapsed = flow.elapsed("Elapsed", text_at(state.STARTED_AT), NOW, state.ELAPSED)
     outcome = sfn.JsonPath.string_at(state.OUTCOME_NAME)
     published = metrics(
@@ -79,12 +80,11 @@ def report(flow: Flow) -> sfn.IChainable:
             },
         )
     )
-    done = sfn.Succeed(flow.scope, "Done")
     # A node held for a fleet event is in the event's one mail (``fleet``), not its own.
     elapsed.next(published).next(
         sfn.Choice(flow.scope, "Mail outcome?")
         .when(sfn.Condition.string_equals(state.OUTCOME_NAME, fleet.OUTCOME), close)
         .otherwise(mailed)
     )
-    mailed.next(close).next(release(flow, "Finally ", done, best_effort=False))
+    mailed.next(close).next(then)
     return resume_jobs(flow, elapsed)
