@@ -153,6 +153,12 @@ def state_machine_definition(
     return definition
 
 
+def lambda_target(state: dict[str, Any], template: dict[str, Any]) -> str:
+    """The construct path of the function a Lambda task invokes."""
+    logical_id = state["Resource"].removeprefix("${").removesuffix(".Arn}")
+    return str(template["Resources"][logical_id]["Properties"]["Handler"])
+
+
 def _placeholder(reference: dict[str, Any]) -> str:
     name = reference["Ref"] if "Ref" in reference else ".".join(reference["Fn::GetAtt"])
     return "${" + name + "}"
