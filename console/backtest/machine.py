@@ -1,25 +1,25 @@
 """The remediation state machine's rules, run on an in-memory ledger in simulated time.
 
 Each remediation is a generator that yields the simulated time (epoch seconds) it waits
-for and is resumed then by ``replay``'s clock: no sleep, no wall clock. The order of its
-steps is ``stacks/remediation``'s (intake's plan, fleet sighting, node lock, fleet gate,
-breaker admission with its holds and trips, recheck, the wait for the fleet window to
-settle, the fleet judgement, reboot or replace, escalation and upgrade flags, release);
-every rule is the one the state machine sends: the ``plan``, ``breaker.judge`` and
-``fleet.judge`` functions of the policy Lambda and the ledger's condition and update
-expressions, evaluated on ``Store``. What the state machine waits on outside the ledger
-(the drain, the reboot itself) takes ``action_seconds``: docs/backtest.md says so.
+for and is resumed then by ``replay``'s clock: no sleep, no wall clock. It steps through the
+state machine's phases in their one order (``nodemedic.remediate.phases.PHASES``), one
+method each (``STEPS``), and every rule is the one the state machine sends: the ``plan``,
+``breaker.judge`` and ``fleet.judge`` functions of the policy Lambda and the ledger's
+condition and update expressions, evaluated on ``Store``. What the state machine waits on
+outside the ledger (the drain, the reboot itself) takes ``action_seconds``:
+docs/backtest.md says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Final
 
 from console.backtest.ledger import Key, Store, Write
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import breaker, fleet, ledger
+from nodemedic.remediate import breaker, fleet, ledger, phases
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.policy import Group, Plan, plan
 from nodemedic.settings import ClusterSettings
@@ -28,6 +28,14 @@ HOUR = 3600
 """The breaker's shorter rate window (``breaker.windows``: a clock hour)."""
 Steps = Generator[int, int, None]
 """A remediation: yields the time it waits for, is sent the time it resumes at."""
+Waits = Generator[int, int, "str | None"]
+"""A phase that waits, as a remediation does; it returns where it goes on to, as ``Step``."""
+Step = Callable[["Machine", "Run"], "Waits | str | None"]
+"""One phase: the phase it goes on to (a later one: a held or monitored node goes on to the
+report), ``STOP``, or None for the next one."""
+STOP: Final = "stop"
+"""Where a duplicate goes: the remediation ends at once, with no report, as the state
+machine's "Duplicate" does."""
 
 
 @dataclass
@@ -50,6 +58,27 @@ class Outcome:
 
 def _iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Run:
+    """One remediation in flight: what its phases leave for the later ones, as the state
+    machine's execution state does."""
+
+    decision: Decision
+    now: int
+    out: Outcome
+    planned: Plan = field(init=False)
+    """Set by the intake."""
+    locked: bool = False
+    admitted: bool = False
+    held: bool = False
+    """The breaker refused it at least once."""
+
+
+def _held_for_fleet(run: Run, reason: str) -> str:
+    run.out.action, run.out.acted_at, run.out.reason = "held-fleet", run.now, reason
+    return phases.REPORT
 
 
 @dataclass
@@ -80,46 +109,65 @@ class Machine:
         )
 
     def run(self, decision: Decision, now: int, out: Outcome) -> Steps:
-        """The remediation of ``decision`` started at ``now``; ``out`` says what it did."""
-        instance, fault_id = decision.instance_id, decision.fault_id
-        reboot_key = (instance, ledger.REBOOT_SK.format(fault_id))
-        last = self.store.item(reboot_key).get("at")
-        at = datetime.fromtimestamp(now, UTC)
-        planned = plan(
+        """The remediation of ``decision`` started at ``now``, phase by phase; ``out`` says
+        what it did."""
+        run = Run(decision, now, out)
+        at = 0
+        while at < len(phases.PHASES):
+            step = STEPS[phases.PHASES[at]](self, run)
+            goes_to = (yield from step) if isinstance(step, Generator) else step
+            if goes_to == STOP:
+                return
+            at = at + 1 if goes_to is None else phases.PHASES.index(goes_to)
+
+    def _intake(self, run: Run) -> str | None:
+        """Plan; a notify-only plan goes on to the report."""
+        decision, out = run.decision, run.out
+        last = self.store.item((decision.instance_id, ledger.REBOOT_SK.format(decision.fault_id)))
+        at = last.get("at")
+        run.planned = plan(
             decision.to_record(),
             self.group,
-            None if last is None else datetime.fromtimestamp(last, UTC),
-            at,
+            None if at is None else datetime.fromtimestamp(at, UTC),
+            datetime.fromtimestamp(run.now, UTC),
             self.settings.policy,
         )
-        out.would, out.reason, out.escalated = planned.action, planned.reason, planned.escalated
-        if planned.mode == "notify":
+        out.would, out.reason = run.planned.action, run.planned.reason
+        out.escalated = run.planned.escalated
+        if run.planned.mode == "notify":
             out.action = "notify"
-            return
-        if planned.mode == "act":
-            self._sight(fault_id, instance, now)
-        if not self._lock(decision, planned, now, out):
-            return
-        try:
-            if planned.mode == "monitor":
-                out.action = "monitor"
-                return
-            yield from self._act(decision, planned, now, out)
-        finally:
-            self.store.delete(
-                (instance, LOCK_SK), ledger.LOCK_HELD_BY, {":me": decision.decision_id}
-            )
+            return phases.REPORT
+        return None
 
-    def _lock(self, decision: Decision, planned: Plan, now: int, out: Outcome) -> bool:
-        """Take the node lock; a decision that finds it taken flags a recurrence or an
-        upgrade on it, or is a duplicate."""
+    def _sight(self, run: Run) -> None:
+        if run.planned.mode != "act":
+            return
+        instance, now = run.decision.instance_id, run.now
+        values = {
+            ":me": frozenset({instance}),
+            ":at": now,
+            ":since": now - self.settings.fleet_rules.window,
+            ":open": fleet.OPEN,
+        }
+        key = self._fleet_key(run.decision.fault_id)
+        if not self.store.update(key, fleet.JOIN, fleet.IN_WINDOW, values):
+            self.store.update(key, fleet.REOPEN, fleet.EXPIRED, values)
+
+    def _lock(self, run: Run) -> str | None:
+        """Take the node lock; a monitor-only plan goes on to the report. A decision that
+        finds the lock taken flags a recurrence or an upgrade on it, or is a duplicate."""
+        decision, planned, now, out = run.decision, run.planned, run.now, run.out
         instance, me = decision.instance_id, decision.decision_id
         lock = (instance, LOCK_SK)
         item = ledger.lock_item(
             me, decision.fault_id, planned.action, _iso(now), planned.lock_expires_epoch
         )
         if self.store.put(lock, item, ledger.LOCK_FREE, {":now": now}):
-            return True
+            run.locked = True
+            if planned.mode == "monitor":
+                out.action = "monitor"
+                return phases.REPORT
+            return None
         flags = {":now": _iso(now), ":me": me, ":fault": decision.fault_id}
         out.acted_at = now
         if self.store.update(lock, ledger.FLAG_RECURRENCE, ledger.RECURRENCE, flags):
@@ -134,18 +182,7 @@ class Machine:
             out.action, out.reason = "upgraded", "the reboot in flight becomes a replacement"
         else:
             out.action, out.reason = "duplicate", "the node is in remediation already"
-        return False
-
-    def _sight(self, fault_id: str, instance: str, now: int) -> None:
-        values = {
-            ":me": frozenset({instance}),
-            ":at": now,
-            ":since": now - self.settings.fleet_rules.window,
-            ":open": fleet.OPEN,
-        }
-        key = self._fleet_key(fault_id)
-        if not self.store.update(key, fleet.JOIN, fleet.IN_WINDOW, values):
-            self.store.update(key, fleet.REOPEN, fleet.EXPIRED, values)
+        return STOP
 
     def _fleet(self, fault_id: str, instance: str, now: int) -> bool:
         """Whether the node's fault is a fleet event now (declared by this call if it
@@ -166,6 +203,11 @@ class Machine:
             values |= {":now": now, ":me": instance}
             self.store.update(self._fleet_key(fault_id), fleet.DECLARE, fleet.DECLARABLE, values)
         return verdict.fleet
+
+    def _gate(self, run: Run) -> str | None:
+        if self._fleet(run.decision.fault_id, run.decision.instance_id, run.now):
+            return _held_for_fleet(run, "fleet event")
+        return None
 
     def settles_at(self, fault_id: str, now: int) -> int:
         first = int(self.store.item(self._fleet_key(fault_id)).get(fleet.FIRST_AT, now))
@@ -237,65 +279,103 @@ class Machine:
             changes = min(changes, int(cooled) + 1)
         return changes
 
-    def _act(self, decision: Decision, planned: Plan, now: int, out: Outcome) -> Steps:
-        instance, fault_id = decision.instance_id, decision.fault_id
-        if self._fleet(fault_id, instance, now):
-            out.action, out.acted_at, out.reason = "held-fleet", now, "fleet event"
-            return
-        started, held, reason = now, False, ""
+    def _breaker(self, run: Run) -> Waits:
+        """Admission, polled while refused, up to ``breaker_hold``; held that long, the
+        decision goes on to the report."""
+        decision, planned, out = run.decision, run.planned, run.out
+        started, reason = run.now, ""
         refused: tuple[int, int] | None = None
         """The releases at the last refusal, and when time next moves a condition."""
         while True:
             # A poll with no slot given back since, before such a time, would be refused as
             # the last one was: a storm holds many decisions for an hour, so skip the
             # transaction (the reason reported is the last one judged).
-            if refused is None or refused[0] != self.releases or now >= refused[1]:
-                if self._admit(decision, planned.action, now, planned.limit):
-                    break
-                reason = self._refused(decision, planned.action, now)
-                refused = (self.releases, self._changes_at(now))
+            if refused is None or refused[0] != self.releases or run.now >= refused[1]:
+                if self._admit(decision, planned.action, run.now, planned.limit):
+                    run.admitted = True
+                    return None
+                reason = self._refused(decision, planned.action, run.now)
+                refused = (self.releases, self._changes_at(run.now))
                 if not out.trips or out.trips[-1] != reason:
                     out.trips.append(reason)
-            held = True
-            if now - started >= self.settings.breaker_hold:
-                out.action, out.acted_at, out.reason = "held-breaker", now, reason
-                return
-            now = yield now + self.settings.poll_seconds
-        try:
-            yield from self._admitted(decision, planned, now, out, held=held)
-        finally:
-            released = {":me": frozenset({instance}), ":now": _iso(now)}
-            for key in (self._breaker_key(), self._cluster_key()):
-                self.store.update(key, ledger.RELEASE, None, released)
-            self.releases += 1
+            run.held = True
+            if run.now - started >= self.settings.breaker_hold:
+                out.action, out.acted_at, out.reason = "held-breaker", run.now, reason
+                return phases.REPORT
+            run.now = yield run.now + self.settings.poll_seconds
 
-    def _admitted(
-        self, decision: Decision, planned: Plan, now: int, out: Outcome, *, held: bool
-    ) -> Steps:
+    def _recheck(self, run: Run) -> str | None:
+        window = self.store.item(self._fleet_key(run.decision.fault_id))
+        if run.held and window.get(fleet.VERDICT) == fleet.FLEET:
+            return _held_for_fleet(run, "fleet event")
+        return None
+
+    def _mark(self, run: Run) -> None:
+        run.out.cordoned_at = run.now
+
+    def _drain(self, run: Run) -> None:
+        """Not simulated: its time is in ``action_seconds``, with the action's."""
+
+    def _judgement(self, run: Run) -> Waits:
+        settled = self.settles_at(run.decision.fault_id, run.now)
+        if settled > run.now:
+            run.now = yield settled
+        if self._fleet(run.decision.fault_id, run.decision.instance_id, run.now):
+            return _held_for_fleet(run, "fleet event; given back")
+        return None
+
+    def _reboot_or_replace(self, run: Run) -> Waits:
+        """The plan's action, a replacement where a stronger decision upgraded it; a reboot
+        escalates to one where the lock was flagged meanwhile."""
+        decision, out = run.decision, run.out
         instance, fault_id = decision.instance_id, decision.fault_id
-        window = self.store.item(self._fleet_key(fault_id))
-        if held and window.get(fleet.VERDICT) == fleet.FLEET:
-            out.action, out.acted_at, out.reason = "held-fleet", now, "fleet event"
-            return
-        out.cordoned_at = now
-        settled = self.settles_at(fault_id, now)
-        if settled > now:
-            now = yield settled
-        if self._fleet(fault_id, instance, now):
-            out.action, out.acted_at, out.reason = "held-fleet", now, "fleet event; given back"
-            return
         lock = (instance, LOCK_SK)
-        action = planned.action
+        action = run.planned.action
         if ledger.UPGRADED_AT in self.store.item(lock):
             action, out.escalated = "replace", True
         if action == "reboot":
-            self.store.update(lock, ledger.NOTE_REBOOT, ledger.UNFLAGGED, {":now": _iso(now)})
+            self.store.update(lock, ledger.NOTE_REBOOT, ledger.UNFLAGGED, {":now": _iso(run.now)})
             reboot_key = (instance, ledger.REBOOT_SK.format(fault_id))
-            self.store.put(reboot_key, ledger.reboot_item(now, decision.decision_id), None, {})
-            out.action, out.acted_at = "reboot", now
-            now = yield now + self.action_seconds
-            if self.store.update(lock, ledger.GIVE_BACK, ledger.UNFLAGGED, {":now": _iso(now)}):
-                return
+            self.store.put(reboot_key, ledger.reboot_item(run.now, decision.decision_id), None, {})
+            out.action, out.acted_at = "reboot", run.now
+            run.now = yield run.now + self.action_seconds
+            if self.store.update(lock, ledger.GIVE_BACK, ledger.UNFLAGGED, {":now": _iso(run.now)}):
+                return None
             action, out.escalated = "replace", True
-        out.action, out.acted_at = action, now
-        yield now + self.action_seconds
+        out.action, out.acted_at = action, run.now
+        run.now = yield run.now + self.action_seconds
+        return None
+
+    def _report(self, run: Run) -> None:
+        """Nothing to publish or mail: ``Outcome`` is the report, filled in by the phases."""
+
+    def _release(self, run: Run) -> None:
+        """The slots where admitted, then the lock where taken, as the state machine gives
+        them back."""
+        instance = run.decision.instance_id
+        if run.admitted:
+            released = {":me": frozenset({instance}), ":now": _iso(run.now)}
+            for key in (self._breaker_key(), self._cluster_key()):
+                self.store.update(key, ledger.RELEASE, None, released)
+            self.releases += 1
+        if run.locked:
+            self.store.delete(
+                (instance, LOCK_SK), ledger.LOCK_HELD_BY, {":me": run.decision.decision_id}
+            )
+
+
+STEPS: Final[Mapping[str, Step]] = {
+    phases.INTAKE: Machine._intake,
+    phases.FLEET_SIGHTING: Machine._sight,
+    phases.LOCK: Machine._lock,
+    phases.FLEET_GATE: Machine._gate,
+    phases.BREAKER_ADMISSION: Machine._breaker,
+    phases.FLEET_RECHECK: Machine._recheck,
+    phases.MARK: Machine._mark,
+    phases.DRAIN: Machine._drain,
+    phases.FLEET_JUDGEMENT: Machine._judgement,
+    phases.REBOOT_OR_REPLACE: Machine._reboot_or_replace,
+    phases.REPORT: Machine._report,
+    phases.RELEASE: Machine._release,
+}
+"""Each phase of ``PHASES`` and its step here, and no other."""

@@ -1,40 +1,16 @@
-"""The remediation state machine: one decision record in, a healed or recorded node out.
+"""The remediation of one cluster: the ledger, the policy function, the remediation state
+machine and the state machines beside it.
 
-One module per phase, each a function of the ``Flow`` (``flow.py``) and the states it goes
-on to; ``state.py`` names every path of the execution state, ``render.py`` turns the
-ledger's rules (``nodemedic.remediate.ledger``) into task parameters. JSONPath query
-language, native integrations everywhere except the Kubernetes API (the kube Lambda) and
-the date arithmetic States Language cannot do (the policy Lambda):
+- ``phases/``: the flow, one module per phase (fleet correlation's in ``phases/fleet/``),
+  wired in the one order ``nodemedic.remediate.phases.PHASES`` gives (``phases/__init__.py``
+  tells the flow phase by phase).
+- ``kit/``: what every state machine here builds with: the ``Flow``, the execution state's
+  paths, the ledger's rules as tasks and transactions, metrics and mail, the state machine
+  with its logs.
+- ``machines/``: the cleanup of executions that ended without their failure phase, the
+  reconcile of the nodes nodemedic took out, the requests of the node health label.
 
-1. ``intake``: "Valid decision?" and "Ours?", "Record decision", the node group, the last
-   reboot for this fault, "Plan" (mode notify | monitor | act, escalation, breaker limit),
-   the fault's metric. notify (an application fault): report only, no lock.
-2. ``lock``: "Take node lock", one remediation per node; a second decision for a node in
-   flight ends as "Duplicate" (and flags a recurrence if the node was already rebooted for
-   the same fault), or, stronger, as "Upgraded" (``upgrade``: the reboot in flight becomes
-   a replacement). monitor (recovery_mode None, dry_run, a group outside ``node_groups``):
-   label and condition only.
-3. ``breaker`` (and ``sweep``): act only once admitted into the group's slots; held
-   decisions wait, sweeping stale holders once a minute.
-4. ``mark``, ``drain``, then ``reboot`` (watch for a new boot id, escalate to replace when
-   none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
-   (SetInstanceHealth Unhealthy, wait for termination, delete the Node).
-5. ``report``: metrics, SNS, close the ledger, ``release`` the slot and the lock. Any
-   failure on the way goes to ``failure``: the ledger and the Node say where it stopped,
-   SNS says so, and the execution ends in "Remediation failed". A node taken out of
-   service stays locked and counted by the breaker (``nodemedic.remediate.parking``);
-   otherwise the lock is released.
-6. ``aftercare``: three more state machines. ``cleanup`` runs the failure phase for an
-   execution that timed out or was stopped (an EventBridge rule on its status change);
-   ``reconcile`` (scheduled) finds the nodes nodemedic took out with no live remediation,
-   keeps the failed ones counted and publishes ``StrandedNodes``; ``requests`` (every
-   minute) starts the manual decisions the node health label asks for.
-
-Metrics (namespace NodeMedic, dimensions Cluster and NodeGroup): ``Remediations`` (plus
-``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision, ``BreakerHeld`` per
-hold, ``InRemediation`` (the group's breaker holders, a gauge published at every admission
-and release) and ``FaultToActionSeconds`` (the fault's ``first_seen`` to the cordon); the
-fault's own catalog metric in its namespace. The ledger's items: ``nodemedic.remediate.ledger``.
+The ledger's items: ``nodemedic.remediate.ledger``.
 """
 
 from __future__ import annotations
@@ -44,26 +20,16 @@ from pathlib import Path
 from aws_cdk import RemovalPolicy, aws_lambda
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.settings import ClusterSettings
 from stacks.bundling import bundled_files
 from stacks.functions import PythonFunction
-from stacks.remediation import fleet
-from stacks.remediation.aftercare import Aftercare
-from stacks.remediation.breaker import admit
-from stacks.remediation.drain import drain, reboot_or_replace
-from stacks.remediation.failure import failure
-from stacks.remediation.flow import Flow
-from stacks.remediation.intake import intake
-from stacks.remediation.lock import lock
-from stacks.remediation.machine import state_machine
-from stacks.remediation.mark import mark
-from stacks.remediation.reboot import reboot
-from stacks.remediation.replace import replace
-from stacks.remediation.report import report
+from stacks.remediation.kit.flow import Flow
+from stacks.remediation.kit.machine import state_machine
+from stacks.remediation.machines.aftercare import Aftercare
+from stacks.remediation.phases import states
 
 _ROOT = Path(__file__).resolve().parents[2]
 POLICY_PACKAGES = ("lambdas/__init__.py", "lambdas/policy", "nodemedic")
@@ -78,31 +44,6 @@ def _policy_code() -> aws_lambda.Code:
     return aws_lambda.Code.from_asset(
         str(_ROOT), exclude=["*", ".*", *(f"!{name}" for name in kept)]
     )
-
-
-def _states(flow: Flow) -> sfn.IChainable:
-    """The phases, wired: each is built with the states it goes on to."""
-    failed = failure(flow)
-    reported = report(flow)
-    replaced = replace(flow, report=reported, failure=failed)
-    rebooted = reboot(flow, report=reported, replace=replaced)
-    held = fleet.hold(flow, report=reported)
-    declare = fleet.declaring(flow, hold=held)
-    acting = fleet.judge(
-        flow, declare=declare, then=reboot_or_replace(flow, reboot=rebooted, replace=replaced)
-    )
-    drained = drain(flow, failure=failed, act=acting)
-    marked = fleet.recheck(flow, hold=held, then=mark(flow, drained))
-    admitted = admit(flow, report=reported, admitted=marked)
-    locked = lock(
-        flow,
-        report=reported,
-        failure=failed,
-        act=fleet.gate(flow, hold=held, declare=declare, then=admitted),
-    )
-    start = intake(flow, report=reported, act=fleet.sight(flow, then=locked))
-    flow.catch_all(failed)
-    return start
 
 
 class Remediation(Construct):
@@ -161,7 +102,7 @@ class Remediation(Construct):
         self.state_machine = state_machine(
             self,
             settings=settings,
-            states=_states(flow(self)),
+            states=states(flow(self)),
             comment=f"nodemedic: remediate one decision on cluster {settings.name}",
             timeout_seconds=timeout,
         )

@@ -153,6 +153,12 @@ def state_machine_definition(
     return definition
 
 
+def lambda_target(state: dict[str, Any], template: dict[str, Any]) -> str:
+    """The construct path of the function a Lambda task invokes."""
+    logical_id = state["Resource"].removeprefix("${").removesuffix(".Arn}")
+    return str(template["Resources"][logical_id]["Properties"]["Handler"])
+
+
 def _placeholder(reference: dict[str, Any]) -> str:
     name = reference["Ref"] if "Ref" in reference else ".".join(reference["Fn::GetAtt"])
     return "${" + name + "}"
@@ -211,17 +217,17 @@ class Pipeline:
 
     @property
     def cleanup(self) -> str:
-        """The cleanup state machine's ARN (``stacks.remediation.cleanup``)."""
+        """The cleanup state machine's ARN (``stacks.remediation.machines.cleanup``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareCleanup").ref
 
     @property
     def reconcile(self) -> str:
-        """The reconcile state machine's ARN (``stacks.remediation.reconcile``)."""
+        """The reconcile state machine's ARN (``stacks.remediation.machines.reconcile``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareReconcile").ref
 
     @property
     def requests(self) -> str:
-        """The label requests' state machine's ARN (``stacks.remediation.requests``)."""
+        """The label requests' state machine's ARN (``stacks.remediation.machines.requests``)."""
         return self.deployment.find(MACHINE, "RemediationAftercareRequests").ref
 
     def run_as_rule(self, machine: str, event: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ Template = dict[str, Any]
 MACHINE = "AWS::StepFunctions::StateMachine"
 REMEDIATION = "RemediationStateMachine"
 """The logical id prefix of the remediation state machine; the aftercare's (cleanup and
-reconcile, ``stacks.remediation.aftercare``) begin ``RemediationAftercare``."""
+reconcile, ``stacks.remediation.machines.aftercare``) begin ``RemediationAftercare``."""
 
 
 def resources(template: Template, type_: str) -> dict[str, dict[str, Any]]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nodemedic.remediate import parking
-from stacks.remediation.requests import REQUESTS_SECONDS
+from stacks.remediation.machines.requests import REQUESTS_SECONDS
 from tests.support.templates import (
     MACHINE,
     REMEDIATION,

@@ -8,7 +8,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda, aws_sns
 from aws_cdk import aws_stepfunctions as sfn
 
-from stacks.remediation.flow import Flow
+from stacks.remediation.kit.flow import Flow
 from stacks.unscoped import UNSCOPED_ACTIONS, is_unscoped, reason, unscoped
 from tests.support.templates import SETTINGS, Template, actions, resources
 

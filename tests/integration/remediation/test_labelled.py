@@ -1,7 +1,7 @@
 """A node whose health label a person set to ``UnschedulablePendingReplacement`` is replaced
-at the request reconcile's next tick (``stacks.remediation.requests``), through the breaker,
-the lock and the ledger like any manual request; a second tick starts nothing more, and a
-node another remediation holds waits for its lock.
+at the request reconcile's next tick (``stacks.remediation.machines.requests``), through the
+breaker, the lock and the ledger like any manual request; a second tick starts nothing more,
+and a node another remediation holds waits for its lock.
 
 The world is ``tests.support.flow``'s; the schedule's state machine is started as its rule
 would start it (moto fires no schedule).
@@ -16,7 +16,7 @@ import pytest
 from console.cli.history import records
 from console.cli.remediations import entry
 from nodemedic.contracts.kube import HEALTH_LABEL
-from stacks.remediation.requests import REQUESTS_SECONDS
+from stacks.remediation.machines.requests import REQUESTS_SECONDS
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.remediation import TICK, Pipeline
 

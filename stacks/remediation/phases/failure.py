@@ -1,0 +1,154 @@
+"""The failure phase, where every unexpected error and every failure a Choice finds ends
+(and a cleanup after an execution that was stopped, ``cleanup``): the ledger says where it
+stopped, the Node says so too (labels and a condition, ``FAULT_REASON_LABEL``...), SNS and
+the ``Remediations`` metric say so, and the execution fails as ``"Remediation failed"``.
+
+A remediation that was admitted may have taken its node out of service: it *parks* its lock
+and keeps its breaker slot (``nodemedic.remediate.parking``), so the node stays counted by
+the breaker and no new remediation starts on it until a person takes nodemedic's taint off.
+One that was not gives its lock back, as the report would.
+
+Every step here is best effort: one that fails leaves its error beside the state and the
+next one still runs.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
+from nodemedic.remediate import ledger, parking
+from stacks.remediation.kit import state
+from stacks.remediation.kit.flow import Flow
+from stacks.remediation.kit.render import (
+    NOW,
+    dynamo_json,
+    dynamo_now,
+    dynamo_text,
+    formatted,
+    text_at,
+)
+from stacks.remediation.kit.signals import metrics, notify, remediations
+from stacks.remediation.kit.transact import (
+    Item,
+    both_breakers,
+    lock_of,
+    number,
+    text,
+    transaction,
+)
+from stacks.remediation.phases.release import release
+
+
+def failure(flow: Flow, *, end: sfn.IChainable | None = None) -> sfn.IChainable:
+    """The phase's first state; it ends in ``end``, ``"Remediation failed"`` by default."""
+    record = flow.record(
+        "Record failure",
+        record_state="failed",
+        values={
+            "failed_step": dynamo_text(state.STEP_NAME),
+            "error": dynamo_json(state.ERROR),
+            "ended_at": dynamo_now(),
+        },
+    )
+    mailed = notify(
+        flow,
+        "Notify failure",
+        formatted("nodemedic failed: {}", state.INSTANCE_ID),
+        {
+            "outcome": "failed",
+            "summary": formatted(
+                "remediation of {} ({}) stopped at {}: {}",
+                state.INSTANCE_ID,
+                state.FAULT_ID,
+                state.STEP_NAME,
+                state.ERROR_NAME,
+            ),
+            "stopped_at": sfn.JsonPath.string_at(state.STEP_NAME),
+            "error": sfn.JsonPath.object_at(state.ERROR),
+        },
+        guard=False,
+    )
+    metric = metrics(
+        flow, "Publish failure metric", METRICS_NAMESPACE, [remediations("failed")], guard=False
+    )
+    fail = end or sfn.Fail(
+        flow.scope,
+        "Remediation failed",
+        error="RemediationFailed",
+        cause="a remediation step failed; the ledger item and the SNS message say which",
+    )
+    taken_out = (
+        sfn.Choice(flow.scope, "Node taken out?")
+        .when(sfn.Condition.is_present(state.SLOT), _park(flow, then=mailed))
+        .otherwise(release(flow, "Failed: ", mailed, best_effort=True))
+    )
+    marked = _mark_failed(flow, then=taken_out)
+    record.add_catch(marked, result_path=state.RECORD_ERROR)
+    mailed.add_catch(metric, result_path=state.NOTIFY_ERROR)
+    metric.add_catch(fail, result_path=state.METRIC_ERROR)
+    record.next(marked)
+    mailed.next(metric).next(fail)
+    return record
+
+
+def _mark_failed(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+    """The kube ``fail`` op on the Node, once one was found."""
+    mark = flow.kube(
+        "Mark failure",
+        "fail",
+        {
+            "node": text_at(state.NODE_NAME),
+            "fault_id": text_at(state.FAULT_ID),
+            "step": text_at(state.STEP_NAME),
+            "error": text_at(state.ERROR_NAME),
+            "message": formatted(
+                "nodemedic: remediation {} of {} stopped at {}: {}",
+                state.decision("decision_id"),
+                state.FAULT_ID,
+                state.STEP_NAME,
+                state.ERROR_NAME,
+            ),
+        },
+        result_path=state.time_of("failed"),
+        timed=True,
+        guard=False,
+    )
+    mark.add_catch(then, result_path=state.MARK_ERROR)
+    mark.next(then)
+    # "" until "Locate node" ran, null when it found no Node.
+    found = sfn.Condition.and_(
+        sfn.Condition.is_string(state.NODE_NAME),
+        sfn.Condition.not_(sfn.Condition.string_equals(state.NODE_NAME, "")),
+    )
+    return sfn.Choice(flow.scope, "Node found before?").when(found, mark).otherwise(then)
+
+
+def _park(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+    """Park this remediation's lock and count its node on the breaker, in one transaction
+    (``parking.PARK`` under ``ledger.LOCK_HELD_BY``, ``parking.COUNT``)."""
+    clock = flow.clock("Failed: clock", guard=False)
+    park = transaction(
+        flow,
+        "Park node",
+        [
+            Item(
+                lock_of(state.INSTANCE_ID),
+                {
+                    ":me": text(text_at(state.decision("decision_id"))),
+                    ":now": text(NOW),
+                    ":step": text(text_at(state.STEP_NAME)),
+                    ":group": text(text_at(state.GROUP_NAME)),
+                    ":until": number(state.LEASE_UNTIL),
+                },
+                condition=ledger.LOCK_HELD_BY,
+                change=parking.PARK,
+            ),
+            *both_breakers(state.GROUP_NAME, state.INSTANCE_ID, flow.settings.name, parking.COUNT),
+        ],
+        guard=False,
+    )
+    for task in (clock, park):
+        task.add_catch(then, result_path=state.PARK_ERROR)
+    clock.next(park).next(then)
+    return clock

@@ -1,0 +1,62 @@
+"""Marking the Node: condition and health label always, taint and cordon when acting; then
+``FaultToActionSeconds``, how long the faulty node kept taking work."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+
+from nodemedic.contracts.metrics import FAULT_TO_ACTION_METRIC
+from stacks.remediation.kit import state
+from stacks.remediation.kit.flow import Flow
+from stacks.remediation.kit.render import text_at
+from stacks.remediation.kit.signals import one_metric
+
+
+def marking(health_status: str | None = None) -> dict[str, str]:
+    """What a kube ``mark`` (or ``hold``) puts on the Node: the decision's condition and
+    evidence, and the plan's health label unless ``health_status`` says otherwise."""
+    return {
+        "node": text_at(state.NODE_NAME),
+        "fault_id": text_at(state.FAULT_ID),
+        "condition": text_at(state.decision("condition")),
+        "condition_status": text_at(state.decision("condition_status")),
+        "reason": text_at(state.decision("metric")),
+        "message": text_at(state.decision("evidence_line")),
+        "health_status": health_status or text_at(state.HEALTH_STATUS),
+    }
+
+
+def mark_node(
+    flow: Flow, id: str, *, cordon: bool, health_status: str | None = None, when: str = "marked"
+) -> tasks.LambdaInvoke:
+    """The kube ``mark`` op; ``$.times.<when>`` says when it ran."""
+    return flow.kube(
+        id,
+        "mark",
+        {**marking(health_status), "cordon": cordon, "taint": cordon},
+        result_path=state.time_of(when),
+        timed=True,
+    )
+
+
+def mark(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """Enter ``marking``, cordon and taint the Node, publish the fault-to-action time."""
+    start = flow.step("Start marking", "marking")
+    # From the fault line's time to the cordon (acting only: a monitored node is never
+    # cordoned).
+    elapsed = flow.elapsed(
+        "Fault to action",
+        text_at(state.decision("first_seen")),
+        text_at(state.MARKED_AT),
+        state.FAULT_TO_ACTION,
+    )
+    metric = one_metric(
+        flow,
+        "Publish fault-to-action time",
+        FAULT_TO_ACTION_METRIC,
+        state.FAULT_TO_ACTION_SECONDS,
+        "Seconds",
+    )
+    start.next(mark_node(flow, "Mark", cordon=True)).next(elapsed).next(metric).next(then)
+    return start

@@ -1,0 +1,24 @@
+"""Reboot or replace, as the plan says: the drained node's repair, whose two ways both end
+in the report. A reboot that does not heal the node escalates to the replacement
+(``reboot``); a replacement takes a spare first where its group keeps them (``replace``)."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from stacks.remediation.kit import state
+from stacks.remediation.kit.flow import Flow
+from stacks.remediation.phases.reboot import reboot
+from stacks.remediation.phases.replace import replace
+
+
+def reboot_or_replace(
+    flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable
+) -> sfn.IChainable:
+    replaced = replace(flow, report=report, failure=failure)
+    rebooted = reboot(flow, report=report, replace=replaced)
+    return (
+        sfn.Choice(flow.scope, "Reboot or replace?")
+        .when(sfn.Condition.string_equals(state.ACTION, "reboot"), rebooted)
+        .otherwise(replaced)
+    )
