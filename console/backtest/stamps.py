@@ -45,7 +45,7 @@ def stamp(line: str, year: int) -> tuple[float, bool] | None:
     found = _STAMP.match(line)
     if found is None:
         return None
-    iso, ctime, short, mono, us = found.groups()
+    iso, ctime, short, _, _ = found.groups()
     if iso:
         return parse_time(iso), False
     if ctime:
@@ -54,12 +54,19 @@ def stamp(line: str, year: int) -> tuple[float, bool] | None:
     if short:
         at = datetime.strptime(f"{year} {short}", "%Y %b %d %H:%M:%S")
         return at.replace(tzinfo=UTC).timestamp(), False
-    return (float(mono) if mono else int(us) / 1e6), True
+    return _seconds(found), True
+
+
+def _seconds(found: re.Match[str]) -> float:
+    return float(found["mono"]) if found["mono"] else int(found["us"]) / 1e6
 
 
 def _uptime(line: str) -> float | None:
-    found = stamp(line, 1970)
-    return found[0] if found is not None and found[1] else None
+    """The seconds since boot a line gives itself, if it gives those."""
+    found = _STAMP.match(line)
+    if found is None or not (found["mono"] or found["us"]):
+        return None
+    return _seconds(found)
 
 
 @dataclass
