@@ -7,7 +7,8 @@ Three shapes of input (docs/backtest.md has examples of each):
   ``.gz`` and a log suffix). Times come from each line's
   prefix: ISO 8601 (``journalctl -o short-iso``, ``dmesg --time-format=iso``), ``dmesg -T``,
   the journal's short form (no year: ``year``), or seconds since boot (``dmesg``, raw
-  records: counted from ``boot``); a line without one takes the time of the line before.
+  records: placed by the node's own boot time, ``stamps.Uptime``); a line without one
+  takes the time of the line before, or of the file's first time.
 - Lines tagged with their node's log stream, as ``aws logs tail`` prints a log group:
   ``<ISO time> <instance-id>/<kmsg|health> <message>``.
 - JSON: one object a line (or one ``aws logs filter-log-events`` document) with the
@@ -27,12 +28,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from console.backtest.stamps import Uptime, parse_time, stamp
 from console.inputs import InputError, read_text
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
@@ -62,43 +64,9 @@ class History:
         self.lines += 1
 
 
-_STAMP = re.compile(
-    r"^(?:<\d+>)?(?:[a-z]+\d? *:[a-z]+ *: )?(?:"
-    r"(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
-    r"|\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]"
-    r"|(?P<short>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)"
-    r"|\[\s*(?P<mono>\d+\.\d+)\]"
-    r"|\d+,\d+,(?P<us>\d+),)"
-)
-"""The time at the head of a line in each format ``logformat.message_of`` reads."""
 _TAGGED = re.compile(r"^(?P<at>\d{4}-\d\d-\d\dT\S+) (?P<stream>i-[0-9a-f]{8,17}/\S+) (?P<msg>.*)$")
 _NODE_FIELDS = ("instance_id", "instanceId", "node", "_HOSTNAME")
 _SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".kmsg", ".dmesg"}
-
-
-def parse_time(text: str) -> float:
-    """Epoch seconds of an ISO 8601 time; one without a zone is UTC."""
-    try:
-        at = datetime.fromisoformat(text.replace(",", "."))
-    except ValueError as exc:
-        raise InputError(f"not an ISO 8601 time: {text!r}") from exc
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-
-
-def _stamp(line: str, boot: float, year: int) -> float | None:
-    """The time a node's log line gives itself, or None."""
-    found = _STAMP.match(line)
-    if found is None:
-        return None
-    iso, ctime, short, mono, us = found.groups()
-    if iso:
-        return parse_time(iso)
-    if ctime:
-        return datetime.strptime(ctime, "%a %b %d %H:%M:%S %Y").replace(tzinfo=UTC).timestamp()
-    if short:
-        at = datetime.strptime(f"{year} {short}", "%Y %b %d %H:%M:%S")
-        return at.replace(tzinfo=UTC).timestamp()
-    return boot + (float(mono) if mono else int(us) / 1e6)
 
 
 def node_of(path: Path) -> str:
@@ -108,24 +76,54 @@ def node_of(path: Path) -> str:
     return name.stem if name.suffix in _SUFFIXES else name.name
 
 
-def _json_time(record: Mapping[str, Any], fallback: float) -> float:
-    stamp = record.get("timestamp", record.get("ts", record.get("time")))
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        return stamp / 1000
-    if isinstance(stamp, str):
-        return parse_time(stamp)
+def _json_time(record: Mapping[str, Any]) -> float | None:
+    value = record.get("timestamp", record.get("ts", record.get("time")))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value / 1000
+    if isinstance(value, str):
+        return parse_time(value)
     realtime = record.get("__REALTIME_TIMESTAMP")
-    return int(realtime) / 1e6 if isinstance(realtime, str | int) else fallback
+    return int(realtime) / 1e6 if isinstance(realtime, str | int) else None
 
 
-def _add_json(history: History, record: Any, node: str, at: float, event_id: str) -> float:
-    """One JSON event; the time it had (``at``: the line before's when it has none)."""
+@dataclass
+class _File:
+    """One file's events on their way into the history. An event without a time of its own
+    takes the time of the line before; those before the file's first time wait for it,
+    and a file that never gives one is refused (1970 is no time of a fleet's)."""
+
+    history: History
+    origin: str
+    at: float | None = None
+    waiting: list[tuple[str, Source, str, str]] = field(default_factory=list)
+
+    def time(self, at: float) -> None:
+        self.at = at
+        if self.waiting:
+            for node, source, message, event_id in self.waiting:
+                self.history.add(node, source, Event(at, message, event_id))
+            self.waiting.clear()
+
+    def add(self, node: str, source: Source, message: str, event_id: str) -> None:
+        if self.at is not None:
+            self.history.add(node, source, Event(self.at, message, event_id))
+        else:
+            self.waiting.append((node, source, message, event_id))
+
+    def close(self) -> None:
+        if self.waiting:
+            raise InputError(f"{self.origin}: no line gives a time")
+
+
+def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
     if not isinstance(record, dict):
         raise InputError(f"{event_id}: a JSON line must be an object")
-    at = _json_time(record, at)
+    at = _json_time(record)
+    if at is not None:
+        file.time(at)
     if "check" in record:
-        history.add(node, "health", Event(at, json.dumps(record), event_id))
-        return at
+        file.add(node, "health", json.dumps(record), event_id)
+        return
     journal = journal_message(record)
     message = (
         record.get("message") if journal is None else _as_shipped(journal.text, journal.facility)
@@ -134,12 +132,10 @@ def _add_json(history: History, record: Any, node: str, at: float, event_id: str
         raise InputError(f"{event_id}: a JSON event needs a message")
     stream = STREAM_RE.match(str(record.get("logStreamName", "")))
     if stream is not None:
-        history.add(stream["instance"], _source(stream["source"]), Event(at, message, event_id))
-        return at
+        file.add(stream["instance"], _source(stream["source"]), message, event_id)
+        return
     named = next((str(record[f]) for f in _NODE_FIELDS if record.get(f)), node)
-    source: Source = "health" if _is_health(message) else "kmsg"
-    history.add(named, source, Event(at, message, event_id))
-    return at
+    file.add(named, "health" if _is_health(message) else "kmsg", message, event_id)
 
 
 def _source(name: str) -> Source:
@@ -158,7 +154,7 @@ def _as_shipped(message: str, facility: int | None) -> str:
     return shipped_message(message, facility)
 
 
-def _kernel_events(line: str, at: float, event_id: str) -> Iterator[tuple[Source, Event]]:
+def _kernel_events(line: str, event_id: str) -> Iterator[tuple[Source, str, str]]:
     """A node's own log line as its agent ships it: the bare message, as many times as the
     line stands for (the first under the line's own id)."""
     parsed = message_of(line)
@@ -168,32 +164,47 @@ def _kernel_events(line: str, at: float, event_id: str) -> Iterator[tuple[Source
     source: Source = "health" if _is_health(message) else "kmsg"
     text = message if source == "health" else _as_shipped(message, facility)
     for copy in range(repeats):
-        yield source, Event(at, text, event_id if copy == 0 else f"{event_id}+{copy}")
+        yield source, text, event_id if copy == 0 else f"{event_id}+{copy}"
 
 
 def read_lines(
-    history: History, lines: Iterable[str], node: str, *, boot: float, year: int
-) -> None:
-    """Add one file's lines (``node`` the file's node) to ``history``."""
-    at = boot
-    for number, line in enumerate(lines, start=1):
-        event_id = f"{node}:{number}"
+    history: History,
+    lines: Iterable[str],
+    node: str,
+    *,
+    boot: float | None = None,
+    year: int,
+    origin: str | None = None,
+) -> bool:
+    """Add one file's lines (``node`` the file's node, ``origin`` the file as messages name
+    it) to ``history``; ``boot`` is the node's boot time, if known. Whether ``boot``
+    placed a line."""
+    lines = lines if isinstance(lines, Sequence) else list(lines)
+    file = _File(history, origin or node)
+    uptime = Uptime(lines, file.origin, node, boot)
+    for index, line in enumerate(lines):
+        event_id = f"{node}:{index + 1}"
         if line[:1] == "{":
             try:
                 record = json.loads(line)
             except ValueError as exc:
                 raise InputError(f"{event_id}: not a JSON object: {exc}") from None
-            at = _add_json(history, record, node, at, event_id)
+            _add_json(file, record, node, event_id)
             continue
         tagged = _TAGGED.match(line)
         if tagged is not None and STREAM_RE.match(tagged["stream"]):
             instance, source = tagged["stream"].split("/", 1)
-            at = parse_time(tagged["at"])
-            history.add(instance, _source(source), Event(at, tagged["msg"], event_id))
+            file.time(parse_time(tagged["at"]))
+            file.add(instance, _source(source), tagged["msg"], event_id)
             continue
-        at = _stamp(line, boot, year) or at
-        for source, event in _kernel_events(line, at, event_id):
-            history.add(node, source, event)
+        found = stamp(line, year)
+        if found is not None:
+            at, since_boot = found
+            file.time(uptime.place(index, at) if since_boot else at)
+        for source, message, each_id in _kernel_events(line, event_id):
+            file.add(node, source, message, each_id)
+    file.close()
+    return uptime.used_given
 
 
 def _files(source: str) -> Iterator[Path]:
@@ -209,10 +220,21 @@ def _files(source: str) -> Iterator[Path]:
         raise InputError(f"{source}: no such file or directory")
 
 
-def read_sources(sources: Iterable[str], *, boot: float = 0.0, year: int | None = None) -> History:
-    """Every file of ``sources`` (files or directories) in one history."""
+def read_sources(
+    sources: Iterable[str],
+    *,
+    boots: Mapping[str, float] | None = None,
+    boot: float | None = None,
+    year: int | None = None,
+) -> History:
+    """Every file of ``sources`` (files or directories) in one history. ``boots``: boot
+    times by node; ``boot``: the boot time of the one node that has none there (given to
+    several nodes, it would line their uptimes up as one fleet event: refused)."""
     history = History()
+    boots = boots or {}
     year = year or datetime.now(UTC).year
+    files: set[str] = set()
+    shared: list[str] = []
     for source in sources:
         for path in _files(source):
             text = read_text(str(path))
@@ -220,7 +242,25 @@ def read_sources(sources: Iterable[str], *, boot: float = 0.0, year: int | None 
             if document is not None:
                 read_events(history, document)
                 continue
-            read_lines(history, text.splitlines(), node_of(path), boot=boot, year=year)
+            node = node_of(path)
+            files.add(node)
+            given = boots.get(node, boot)
+            if (
+                read_lines(
+                    history, text.splitlines(), node, boot=given, year=year, origin=str(path)
+                )
+                and node not in boots
+            ):
+                shared.append(str(path))
+    if len(shared) > 1:
+        raise InputError(
+            f"{', '.join(shared)}: lines timed since boot, and one --boot-time for all of "
+            "them would line their nodes' uptimes up as one fleet event: give "
+            "--boot-time NODE=TIME for each"
+        )
+    unknown = sorted(boots.keys() - files)
+    if unknown:
+        raise InputError(f"--boot-time {unknown[0]}=...: no file of that node in the input")
     if not history.lines:
         raise InputError("no log lines in the input")
     return history

@@ -18,9 +18,10 @@ import yaml
 
 from console.backtest.compare import changes, print_changes
 from console.backtest.html import page
-from console.backtest.read import History, log_group_events, parse_time, read_events, read_sources
+from console.backtest.read import History, log_group_events, read_events, read_sources
 from console.backtest.replay import ACTION_SECONDS, replay
 from console.backtest.report import document, table
+from console.backtest.stamps import parse_time
 from console.inputs import InputError
 from nodemedic.catalog import CatalogError, load_catalog
 from nodemedic.detect.classifier import Classifier
@@ -54,7 +55,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"how long a reboot or replacement takes (default {ACTION_SECONDS})",
     )
     parser.add_argument(
-        "--boot-time", help="ISO 8601 boot time for lines timed since boot (dmesg, kmsg)"
+        "--boot-time",
+        action="append",
+        default=[],
+        metavar="[NODE=]TIME",
+        help="ISO 8601 boot time of NODE (a file's name less its suffixes), for its lines "
+        "timed since boot (dmesg, kmsg); repeat for each node; TIME alone: the one node",
     )
     parser.add_argument("--year", type=int, help="year of journal lines that give none")
     parser.add_argument(
@@ -86,12 +92,25 @@ def _settings(args: argparse.Namespace) -> tuple[ClusterSettings, str]:
         raise InputError(f"settings: {exc}") from None
 
 
+def _boot_times(given: list[str]) -> tuple[dict[str, float], float | None]:
+    """``--boot-time`` values: boot times by node, and the one without a node."""
+    boots: dict[str, float] = {}
+    bare = [parse_time(value) for value in given if "=" not in value]
+    for value in given:
+        node, _, time = value.partition("=")
+        if time and boots.setdefault(node, parse_time(time)) != parse_time(time):
+            raise InputError(f"--boot-time {node}: two boot times")
+    if len(bare) > 1:
+        raise InputError("--boot-time without NODE= holds for one node: give NODE=TIME")
+    return boots, bare[0] if bare else None
+
+
 def _history(args: argparse.Namespace) -> History:
     if args.log_group is None:
         if not args.sources:
             raise InputError("give log files or directories, or --log-group")
-        boot = parse_time(args.boot_time) if args.boot_time else 0.0
-        return read_sources(args.sources, boot=boot, year=args.year)
+        boots, boot = _boot_times(args.boot_time)
+        return read_sources(args.sources, boots=boots, boot=boot, year=args.year)
     if args.sources or not (args.start and args.end):
         raise InputError("--log-group needs --start and --end, and no SOURCE")
     import boto3

@@ -6,9 +6,12 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from console.backtest.read import History, node_of, read_lines, read_sources
 from console.backtest.replay import replay
 from console.backtest.report import rows
+from console.inputs import InputError
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.settings import ClusterSettings
 from tests.support.backtest import fault_line
@@ -53,12 +56,22 @@ def test_a_gzipped_log_is_read_and_named_without_its_suffixes(tmp_path: Path) ->
 
 def test_a_journal_record_of_another_transport_than_the_kernel_is_marked_injected() -> None:
     xid = fault_line("nvidia-xid-79")
+    at = {"__REALTIME_TIMESTAMP": "1795370400000000"}
     records = [
-        {"_TRANSPORT": "kernel", "SYSLOG_FACILITY": "0", "MESSAGE": xid, "_HOSTNAME": "a"},
-        {"_TRANSPORT": "stdout", "MESSAGE": xid, "_HOSTNAME": "b"},
+        {"_TRANSPORT": "kernel", "SYSLOG_FACILITY": "0", "MESSAGE": xid, "_HOSTNAME": "a"} | at,
+        {"_TRANSPORT": "stdout", "MESSAGE": xid, "_HOSTNAME": "b"} | at,
     ]
     found = History()
     read_lines(found, map(json.dumps, records), "unused", boot=0.0, year=2026)
     assert found.streams["a", "kmsg"][0].message == xid
     assert found.streams["b", "kmsg"][0].message.endswith(xid)
     assert found.streams["b", "kmsg"][0].message.startswith("[injected ")
+
+
+def test_lines_before_the_first_time_take_it_and_a_file_with_none_is_refused() -> None:
+    xid = fault_line("nvidia-xid-79")
+    found = History()
+    read_lines(found, [xid, syslog("00:01", MLX5)], "node-1", year=2026)
+    assert {e.at for e in found.streams["node-1", "kmsg"]} == {1795370401.0}  # 18:00:01
+    with pytest.raises(InputError, match="node-2: no line gives a time"):
+        read_lines(History(), [xid], "node-2", year=2026)

@@ -11,6 +11,8 @@ from console.cli import main
 from tests.support.backtest import benign_lines, fault_line, node, tail_line
 
 XID79 = fault_line("nvidia-xid-79")
+CLOCK = "rtc_cmos 00:00: setting system clock to 2026-11-22T17:58:03 UTC (1795370283)"
+"""The RTC driver's line at boot (0.5 s of uptime): the node booted at 17:58:02.5."""
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -21,7 +23,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def logs(tmp_path: Path) -> Path:
-    """A node's own dmesg (ISO times), a node's journal and a healthy node's dmesg."""
+    """A node's own dmesg (ISO times), a node's journal and a healthy node's dmesg (times
+    since boot, with the kernel's clock line)."""
     folder = tmp_path / "logs"
     folder.mkdir()
     (folder / "gpu-node-1.log").write_text(
@@ -32,7 +35,8 @@ def logs(tmp_path: Path) -> Path:
         f"2026-11-22T18:02:30+0000 ip-10-0-1-2 kernel: {fault_line('nvidia-xid-48')}\n"
     )
     (folder / "healthy.log").write_text(
-        "".join(f"[{i + 1:5}.000000] {line}\n" for i, line in enumerate(benign_lines()))
+        f"[    0.500000] {CLOCK}\n"
+        + "".join(f"[{i + 1:5}.000000] {line}\n" for i, line in enumerate(benign_lines()))
     )
     return folder
 
@@ -160,3 +164,67 @@ def test_a_candidate_catalog_shows_what_it_changes(
     assert found["totals"]["before"]["rebooted"] == 1
     assert found["totals"]["after"]["rebooted"] == 0
     assert found["totals"]["after"]["replaced"] == 2
+
+
+@pytest.fixture
+def uptimes(tmp_path: Path) -> Path:
+    """Four nodes' dmesg, each with one Xid 79 and only seconds since boot: 100, 200, 300
+    and 400 s after each node's own boot."""
+    folder = tmp_path / "uptimes"
+    folder.mkdir()
+    for number, uptime in enumerate((100, 200, 300, 400), start=1):
+        (folder / f"node-{number}.dmesg").write_text(f"[{uptime:5}.000000] {XID79}\n")
+    return folder
+
+
+def test_uptimes_of_different_nodes_never_make_a_fleet_event(
+    capsys: pytest.CaptureFixture[str], uptimes: Path
+) -> None:
+    code, out, err = run(capsys, str(uptimes), "--enforce")
+    assert "held-fleet" not in out
+    assert code == 2
+    assert "node-1.dmesg:1: lines timed since boot" in err
+    assert "--boot-time node-1=TIME" in err
+
+
+def test_one_boot_time_for_several_nodes_is_refused(
+    capsys: pytest.CaptureFixture[str], uptimes: Path
+) -> None:
+    code, out, err = run(capsys, str(uptimes), "--enforce", "--boot-time", "2026-11-22T10:00Z")
+    assert (code, out) == (2, "")
+    assert "node-1.dmesg" in err and "node-4.dmesg" in err
+    assert "--boot-time NODE=TIME for each" in err
+
+
+def test_each_node_s_boot_time_places_its_own_lines(
+    capsys: pytest.CaptureFixture[str], uptimes: Path
+) -> None:
+    boots = [f"--boot-time=node-{n}=2026-11-2{n}T10:00:00Z" for n in range(1, 5)]
+    code, out, err = run(capsys, str(uptimes), "--enforce", "--format", "json", *boots)
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["node"], r["first_line"], r["action"]) for r in rows] == [
+        ("node-1", "2026-11-21T10:01:40Z", "replace"),
+        ("node-2", "2026-11-22T10:03:20Z", "replace"),
+        ("node-3", "2026-11-23T10:05:00Z", "replace"),
+        ("node-4", "2026-11-24T10:06:40Z", "replace"),
+    ]
+
+
+def test_a_file_s_own_clock_line_places_its_boot_and_a_later_boot_needs_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    dmesg = tmp_path / "gpu-node-7.dmesg"
+    dmesg.write_text(
+        f"[    0.000000] Linux version 6.1\n[    0.500000] {CLOCK}\n[  100.5] {XID79}\n"
+    )
+    code, out, err = run(capsys, str(dmesg), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert row["first_line"] == "2026-11-22T17:59:43Z"  # 17:58:02.5 + 100.5 s
+    with dmesg.open("a") as rebooted:
+        rebooted.write(f"[    3.000000] {XID79}\n")
+    code, out, err = run(capsys, str(dmesg))
+    assert (code, out) == (2, "")
+    assert "gpu-node-7.dmesg:4: lines timed since boot" in err
+    assert "a later boot" in err
