@@ -4,15 +4,18 @@ its variants one element away (tests/events/nvidia-smi/SOURCES.md)."""
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
 import pytest
 
+from agent.deepcheck import run
 from console.cli import main
 from nodemedic.detect.classifier import classify
 from nodemedic.dumps import nvidia_text
 from nodemedic.health.nvidia_smi import evaluate
 from tests.support.paths import EVENTS
 from tests.support.triage import fault_records, verdicts
+from tests.unit.agent.test_deepcheck import cat, node
 
 SMI = EVENTS / "nvidia-smi"
 H200 = (SMI / "h200-healthy.xml").read_text()
@@ -130,3 +133,22 @@ def test_the_text_report_reads_the_same_fields() -> None:
         assert H200_TEXT.count(old) == 1
         results = nvidia_text.evaluate(H200_TEXT.replace(old, new), None, TS)
         assert [r.reason for r in results] == [reason]
+
+
+@pytest.mark.parametrize(
+    ("sample", "verdict"),
+    [
+        ("h200-healthy.xml", "Passed"),
+        ("h200-channel-repair-pending.xml", "Passed"),  # a warning: the repair is reset-bound
+        ("h200-recovery-reset.xml", "Failed"),  # still asked for after the node's reboot
+        ("h200-sram-threshold-exceeded.xml", "Failed"),
+    ],
+)
+def test_the_deep_check_judges_the_same_fields(tmp_path: Path, sample: str, verdict: str) -> None:
+    """A node's deep check after its boot reads the report as the health check does: a GPU
+    that still asks for recovery after the reboot is not let back in."""
+    results = run(node(tmp_path, gpus=1, nvidia_smi=cat(SMI / sample)))
+    assert (results[-1].status, results[-1].reason) == (
+        "ok" if verdict == "Passed" else "fail",
+        verdict,
+    )
