@@ -145,6 +145,13 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         "ship unsigned meanwhile (default: %(default)s)",
     )
     state.add_argument(
+        "--register-interval",
+        type=seconds,
+        default=defaults["register_interval"],
+        help="seconds between two registrations of the same signing key, well inside the "
+        "log group's retention (default: %(default)s)",
+    )
+    state.add_argument(
         "--shutdown-grace",
         type=seconds,
         default=defaults["shutdown_grace"],

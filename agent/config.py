@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
 from agent.checks import names as check_names
+from agent.origin import REGISTER_INTERVAL
 from nodemedic.contracts.logs import HEARTBEAT_SECONDS
 
 
@@ -46,6 +47,9 @@ class Config:
     register_retry: float = 60.0
     """Seconds between tries to register the key after one failed (no identity document,
     KMS or the network away); events ship unsigned until one succeeds."""
+    register_interval: float = REGISTER_INTERVAL
+    """Seconds between two registrations of the same key while the agent runs, so that one
+    is always younger than the log group's retention (``agent.origin.REGISTER_INTERVAL``)."""
     sys_root: Path = Path("/sys")
     deep_check_at_start: bool = False
     """Run the deep check (``agent.deepcheck``) once per boot when the agent starts; the

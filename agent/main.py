@@ -31,7 +31,15 @@ from agent.config import Config
 from agent.kmsg import DevKmsgReader, FileKmsgReader, Line, Reader, is_device
 from agent.liveness import Liveness
 from agent.metrics import Metrics, metrics_server, serve
-from agent.origin import SealError, Signer, boot_key, kms_encrypt, sealed_registration, signer
+from agent.origin import (
+    SealError,
+    Signer,
+    boot_key,
+    keep_registered,
+    kms_encrypt,
+    sealed_registration,
+    signer,
+)
 from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import SHIPPER_LOOP, Shipper
@@ -202,10 +210,16 @@ class Agent:
         if self.server is not None:
             serve(self.server)
         shipper.start()
-        # Registered before anything is read, so the boot's first lines ship signed.
-        if config.sign and not self._register():
+        # Registered before anything is read, so the boot's first lines ship signed; then
+        # again on a timer, so the log group's retention never leaves it without one.
+        if config.sign:
+            registered = self._register()
             threading.Thread(
-                target=self._retry_registration, args=(stop,), name="registration", daemon=True
+                target=keep_registered,
+                args=(self._register, stop.wait, registered),
+                kwargs={"interval": config.register_interval, "retry": config.register_retry},
+                name="registration",
+                daemon=True,
             ).start()
         checks.start()
         if config.deep_check_at_start and not bootcheck.checked_this_boot(config):
@@ -298,7 +312,10 @@ class Agent:
         except (IdentityError, OSError, SealError, BotoCoreError) as exc:
             self.metrics.registration_failures += 1
             log.warning(
-                "shipping unsigned, no proof of origin (registration tried again in %.0f s): %s",
+                "%s (registration tried again in %.0f s): %s",
+                "shipping unsigned, no proof of origin"
+                if self.sign is None
+                else "still signing, but the key's registration was not renewed",
                 config.register_retry,
                 exc,
             )
@@ -310,10 +327,6 @@ class Agent:
         self.metrics.signing = 1
         log.info("signing every event with key %s", registration.key_id)
         return True
-
-    def _retry_registration(self, stop: threading.Event) -> None:
-        while not stop.wait(self.config.register_retry) and not self._register():
-            pass
 
     def _heartbeat(self) -> str:
         metrics = self.metrics

@@ -1,11 +1,13 @@
-"""The agent's half of proof of origin: a signing key per boot, registered once per start
-with the instance identity document, and the mark on every event (``nodemedic.origin``).
+"""The agent's half of proof of origin: a signing key per boot, registered at start with
+the instance identity document and again every ``REGISTER_INTERVAL`` while the agent runs,
+and the mark on every event (``nodemedic.origin``).
 
 The key stays in the state directory (mode 0600) for the boot it was made for, so an agent
 restart keeps signing with the key its boot registered first (a boot has one key: the
-classifier refuses a second). The registration is encrypted under the cluster's origin key
-with the instance as encryption context: log readers never see the key or the identity
-document, and a registration decrypts only as its own instance's.
+classifier refuses a second, and takes the same key again). The registration is encrypted
+under the cluster's origin key with the instance as encryption context: log readers never
+see the key or the identity document, and a registration decrypts only as its own
+instance's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from nodemedic.contracts.logs import (
     origin_key_alias,
 )
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
+
+REGISTER_INTERVAL = 6 * 3600.0
+"""Seconds between two registrations of the same key. The log group deletes a registration
+once it is older than the retention (``log_retention_days``, 1 day at the least CloudWatch
+allows), and with the last one goes the proof of every line the key signs. Every 6 hours
+keeps four within the shortest retention, so a try that fails (KMS or IMDS away for a
+while) still leaves a registration behind it; each costs one KMS Encrypt and one event."""
 
 Signer = Callable[[int, str], str]
 """(event timestamp ms, text) -> the text as shipped, behind the signature mark."""
@@ -50,6 +59,19 @@ def boot_key(state_dir: Path, boot_id: str) -> bytes:
         file.write(text)
     temporary.replace(path)
     return key
+
+
+def keep_registered(
+    register: Callable[[], bool],
+    wait: Callable[[float], bool],
+    registered: bool,
+    interval: float = REGISTER_INTERVAL,
+    retry: float = 60.0,
+) -> None:
+    """Register again ``interval`` seconds after a registration, ``retry`` seconds after a
+    try that failed, until ``wait`` (a stop event's) says the agent stops."""
+    while not wait(interval if registered else retry):
+        registered = register()
 
 
 def signer(key: bytes, instance_id: str) -> Signer:

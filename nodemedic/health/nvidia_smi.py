@@ -1,9 +1,11 @@
 """``nvidia-smi -q -x`` → health results: the GPU rules the agent and triage share.
 
 Per GPU (device = PCI bus id): volatile uncorrectable ECC errors, a retired page or a
-remapped row waiting for a GPU reset, a failed row remapping, and the hardware slowdown /
-power brake clock event reasons; for the node, fewer GPUs than expected. Element names
-differ between driver generations (see tests/events/nvidia-smi/SOURCES.md); both are read.
+remapped row waiting for a GPU reset, a failed row remapping, the hardware slowdown /
+power brake clock event reasons, and what drivers >= 570 say about repairs (the SRAM
+threshold, unrepairable memory, a channel or TPC repair waiting for a reset, and the
+driver's own recovery action); for the node, fewer GPUs than expected. Element names
+differ between driver generations (see tests/events/nvidia-smi/SOURCES.md); all are read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,30 @@ UNCORRECTABLE = (
 """ECC counters of uncorrectable errors, under ``ecc_errors/{volatile,aggregate}``: the older
 drivers' ``double_bit`` total, or the newer drivers' DRAM and SRAM counts."""
 CORRECTABLE = ("single_bit/total", "dram_correctable", "sram_correctable")
+SRAM_SOURCES = ("sram_l2", "sram_sm", "sram_microcontroller", "sram_pcie", "sram_other")
+"""``ecc_errors/aggregate_uncorrectable_sram_sources``: the unit of each lifetime SRAM
+uncorrectable error. A histogram with no action of its own (a healthy H200 carries an L2
+parity error): only the figures of the threshold it feeds."""
+REPAIR_FLAGS: dict[str, tuple[Status, str]] = {
+    "unrepairable_memory": ("fail", "UnrepairableMemory"),
+    "channel_repair_pending": ("warn", "ChannelRepairPending"),
+    "tpc_repair_pending": ("warn", "TpcRepairPending"),
+}
+"""``ecc_errors/<flag>`` Yes: memory the GPU can no longer repair, or a repair that a GPU
+reset applies (the manual: "If one of the repair flags is pending, check the GPU Recovery
+action")."""
+RECOVERY_ACTIONS: dict[str, tuple[Status, str]] = {
+    "Reset": ("fail", "RecoveryActionReset"),
+    "GPU Reset Required": ("fail", "RecoveryActionReset"),
+    "Drain and Reset": ("fail", "RecoveryActionDrainAndReset"),
+    "Reboot": ("fail", "RecoveryActionReboot"),
+    "Node Reboot Required": ("fail", "RecoveryActionReboot"),
+    "Drain P2P": ("warn", "RecoveryActionDrainP2P"),
+}
+"""``gpu_recovery_action``, the driver's answer to "what clears the fault": the nvidia-smi
+manual names the values None, Reset, Reboot, Drain P2P, Drain and Reset; Xid 154 prints the
+same actions as "GPU Reset Required" and "Node Reboot Required", which are read too. None
+and no value need nothing; any other value is ``RecoveryActionUnknown``, told as it is."""
 # NVML clock event reason bits (nvmlClocksEventReason*), for the figures.
 _REASON_BITS = {
     "gpu_idle": 0x1,
@@ -115,6 +141,34 @@ def _remapped_rows(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]
     return found
 
 
+def _repairs(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]]:
+    """The SRAM threshold and the repair flags of ``ecc_errors`` (drivers >= 570)."""
+    found: list[tuple[Status, str, dict[str, Figure]]] = []
+    if _yes(gpu.find("ecc_errors/aggregate/sram_threshold_exceeded")):
+        figures: dict[str, Figure] = {"sram_threshold_exceeded": 1}
+        counts = [f"aggregate/{name}" for name in UNCORRECTABLE if name.startswith("sram_")]
+        counts += [f"aggregate_uncorrectable_sram_sources/{name}" for name in SRAM_SOURCES]
+        for path in counts:
+            value = _number(gpu.find(f"ecc_errors/{path}"))
+            if value is not None:
+                figures[path.rsplit("/", 1)[1]] = value
+        found.append(("fail", "SramThresholdExceeded", figures))
+    for flag, (status, reason) in REPAIR_FLAGS.items():
+        if _yes(gpu.find(f"ecc_errors/{flag}")):
+            found.append((status, reason, {flag: 1}))
+    return found
+
+
+def _recovery_action(gpu: ET.Element) -> tuple[Status, str, dict[str, Figure]] | None:
+    action = (gpu.findtext("gpu_recovery_action") or "").strip()
+    # "[Not Supported]", "[N/A]" and "Requested functionality has been deprecated" are how
+    # nvidia-smi says a board or driver has no value: no action asked.
+    if action in ("", "None", "N/A") or action.startswith("[") or "deprecated" in action:
+        return None
+    status, reason = RECOVERY_ACTIONS.get(action, ("warn", "RecoveryActionUnknown"))
+    return status, reason, {"gpu_recovery_action": action}
+
+
 def _clock_events(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]]:
     mask = clock_event_mask(gpu)
     found: list[tuple[Status, str, dict[str, Figure]]] = []
@@ -128,8 +182,8 @@ def _clock_events(gpu: ET.Element) -> list[tuple[Status, str, dict[str, Figure]]
 def gpu_results(gpu: ET.Element, ts: str) -> list[Result]:
     """One result per problem found on this GPU, or one ``ok`` result."""
     device = gpu.get("id") or gpu.findtext("pci/pci_bus_id") or "unknown"
-    problems = [p for p in (_ecc(gpu), _retired_pages(gpu)) if p is not None]
-    problems += _remapped_rows(gpu) + _clock_events(gpu)
+    problems = [p for p in (_ecc(gpu), _retired_pages(gpu), _recovery_action(gpu)) if p]
+    problems += _remapped_rows(gpu) + _repairs(gpu) + _clock_events(gpu)
     if not problems:
         healthy: dict[str, Figure] = {"ecc_uncorrected_volatile": volatile_uncorrectable(gpu) or 0}
         problems = [("ok", "Healthy", healthy)]

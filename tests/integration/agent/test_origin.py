@@ -172,3 +172,20 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     (registration,) = registrations(logs, kms, cfg)
     (_, _), (ts, after) = events(logs, stream, cluster)
     assert unproven(Known([registration]), instance_id, ts, after) is None
+
+
+@pytest.mark.usefixtures("origin_key", "imds")
+def test_a_running_agent_registers_its_key_again_after_the_interval(
+    tmp_path: Path, moto_url: str, logs: Any, kms: Any, instance_id: str
+) -> None:
+    """So that the log group's retention never deletes the last registration of a key that
+    still signs (``agent.origin.REGISTER_INTERVAL``)."""
+    cfg = config(tmp_path, moto_url, instance_id, sign=True, register_interval=0.3)
+    running = run(cfg, ["line"], logs, 1)
+    stream = identity_stream(instance_id)
+    wait_for(lambda: len(events(logs, stream)) >= 3, 10, "two registrations more")
+    running.close()
+
+    first, *again = registrations(logs, kms, cfg)
+    assert {(r.boot_id, r.key) for r in again} == {(cfg.boot_id, first.key)}
+    assert running.agent.metrics.registration_failures == 0

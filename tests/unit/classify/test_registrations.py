@@ -15,7 +15,14 @@ from lambdas.classify.errors import Retryable
 from lambdas.classify.origin import READ_INTERVAL, READ_SECONDS, LogsRegistrations
 from nodemedic.contracts.logs import identity_stream
 from nodemedic.origin.identity import OriginError, load_certificates
-from nodemedic.origin.signing import KEY_BYTES, Registration, sign, unproven
+from nodemedic.origin.signing import (
+    KEY_BYTES,
+    Registration,
+    first_per_boot,
+    key_id,
+    sign,
+    unproven,
+)
 from world.identity import identity_document, local_authority
 
 CLUSTER, VICTIM = "trn-prod", "i-0a1b2c3d4e5f60718"
@@ -106,8 +113,9 @@ class World:
         self.kms = Kms(self.clock, seconds_per_decrypt)
         self.registry = LogsRegistrations(CLUSTER, CERTIFICATES, self.logs, self.kms, self.clock)
 
-    def register(self, boot: str = "boot-1") -> bytes:
-        key = secrets.token_bytes(KEY_BYTES)
+    def register(self, boot: str = "boot-1", key: bytes | None = None) -> bytes:
+        """Write a registration of ``key`` (a new one if None) for ``boot``."""
+        key = key or secrets.token_bytes(KEY_BYTES)
         document = identity_document(VICTIM, "us-east-1")
         registration = Registration(VICTIM, boot, key, document, AUTHORITY.sign(document))
         self.logs.put(self.kms.seal(registration.to_json().encode()))
@@ -231,3 +239,21 @@ def test_a_second_key_of_a_boot_is_refused_once_the_first_is_read() -> None:
     assert world.proves(first)
     assert not world.proves(second)
     assert world.kms.decrypts == 2
+
+
+def test_a_key_registered_again_holds_and_the_newest_registration_alone_proves() -> None:
+    """The agent registers its boot's key again on a timer (``agent.origin``), since the log
+    group deletes events older than its retention: the same key again is no second key of
+    the boot, and once the first registration expired, a new container finds the key in
+    the newest one alone."""
+    world = World()
+    key = world.register()
+    world.register(key=key)
+    assert world.proves(key)
+    again = Registration(VICTIM, "boot-1", key, identity_document(VICTIM, "us-east-1"), "")
+    assert first_per_boot([again, again]) == ({key_id(key): again}, []), "nothing refused"
+    del world.logs.events[0]  # the retention deleted the first registration
+    cold = LogsRegistrations(CLUSTER, CERTIFICATES, world.logs, world.kms, world.clock)
+    line = sign(key, VICTIM, 1, XID79)
+    assert unproven(cold, VICTIM, 1, line) is None
+    assert len(world.logs.events) == 1
