@@ -30,6 +30,7 @@ from tests.support.kube import Node, bind_pod, exists, running, wait_for
 from tests.support.lambda_context import lambda_context
 from tests.support.paths import EVENTS
 from tests.support.payloads import wrap
+from tests.support.tables import create_ledger_table
 from world.kubeapi import LocalCluster
 
 pytestmark = pytest.mark.kube
@@ -56,18 +57,7 @@ def aws(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
     monkeypatch.setenv(ENV_LEDGER_TABLE, TABLE)
     monkeypatch.setenv(ENV_CLUSTER, "demo")
     with mock_aws():
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_ledger_table(TABLE)
         topic = boto3.client("sns").create_topic(Name="nodemedic-demo")["TopicArn"]
         queue = boto3.client("sqs").create_queue(QueueName="mail")["QueueUrl"]
         arn = boto3.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[

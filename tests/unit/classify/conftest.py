@@ -13,6 +13,7 @@ from moto import mock_aws
 
 from nodemedic.contracts.env import ENV_LEDGER_TABLE, ENV_PROOF_OF_ORIGIN
 from tests.support.classify import LEDGER, REGION, TABLE
+from tests.support.tables import create_ledger_table
 
 
 @pytest.fixture
@@ -49,17 +50,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 @pytest.fixture
 def ledger(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:
     """The ledger table, where the classifier records the agents' heartbeats."""
-    boto3.client("dynamodb").create_table(
-        TableName=LEDGER,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_ledger_table(LEDGER)
     monkeypatch.setenv(ENV_LEDGER_TABLE, LEDGER)
     return LEDGER
