@@ -44,7 +44,7 @@ from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
-from agent.telemetry import exposition, telemetry
+from agent.telemetry import telemetry
 from agent.telemetry.emf import emf_lines
 from nodemedic.contracts.logs import (
     deep_check_stream,
@@ -182,8 +182,8 @@ class Agent:
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
-        self.metrics.telemetry = exposition(self.runner.checks)
         self.telemetry = telemetry(self.runner.checks)
+        self.metrics.telemetry = self.telemetry
         self.server = (
             metrics_server(
                 self.metrics,

@@ -1,4 +1,5 @@
-"""The agent's own numbers, in the Prometheus text format on a loopback HTTP endpoint.
+"""The agent's own numbers, in the Prometheus text format on a loopback HTTP endpoint
+(``agent.telemetry.exposition`` writes it).
 
 Counters are plain attributes bumped by one thread each (the collector, the shipper, the
 checks); CPython makes each ``+=`` of an int safe enough for monitoring, and a scrape
@@ -14,8 +15,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import get_args
 
 from agent.checks.base import Status
+from agent.telemetry.exposition import CONTENT_TYPE, Family, Kind, Labels, render
 
 STATUSES = get_args(Status)
+Sample = tuple[Labels, float]
 
 
 class Metrics:
@@ -35,96 +38,99 @@ class Metrics:
         self.signing = 0
         self.registration_failures = 0
         self.check_status: dict[str, str] = {}
-        self.telemetry: Callable[[], str] = str
-        """The accelerators' telemetry, in the same format (``agent.telemetry``)."""
+        self.telemetry: Callable[[], list[Family]] = list
+        """The accelerators' telemetry (``agent.telemetry``)."""
+
+    def families(self) -> list[Family]:
+        """The agent's own families, read now."""
+
+        def own(name: str, kind: Kind, help_text: str, samples: list[Sample]) -> Family:
+            return Family(f"nodemedic_agent_{name}", kind, help_text, samples)
+
+        return [
+            own("lines_read_total", "counter", "Kernel log lines read.", [({}, self.lines_read)]),
+            own(
+                "events_shipped_total",
+                "counter",
+                "Events acknowledged by CloudWatch Logs, by stream.",
+                [({"stream": s}, n) for s, n in sorted(self.events_shipped.items())],
+            ),
+            own(
+                "events_spooled_total",
+                "counter",
+                "Events written to the on-disk spool.",
+                [({}, self.events_spooled)],
+            ),
+            own(
+                "events_dropped_total",
+                "counter",
+                "Events dropped because the spool was full (each drop is also shipped as a line).",
+                [({}, self.events_dropped)],
+            ),
+            own(
+                "events_rejected_total",
+                "counter",
+                "Events CloudWatch Logs refused (too old or too new).",
+                [({}, self.events_rejected)],
+            ),
+            own(
+                "kmsg_records_lost_total",
+                "counter",
+                "Kernel records overwritten in the ring buffer before the agent read them.",
+                [({}, self.records_lost)],
+            ),
+            own(
+                "put_failures_total",
+                "counter",
+                "PutLogEvents calls that failed and were retried.",
+                [({}, self.put_failures)],
+            ),
+            own(
+                "credential_failures_total",
+                "counter",
+                "Calls refused for the credentials (access denied, expired or missing token).",
+                [({}, self.credential_failures)],
+            ),
+            own(
+                "credentials_refused",
+                "gauge",
+                "1 while the last call was refused for the credentials.",
+                [({}, self.credentials_refused)],
+            ),
+            own(
+                "loop_age_seconds",
+                "gauge",
+                "Seconds since each loop (collector, checks, shipper) last turned.",
+                [({"loop": loop}, int(age)) for loop, age in self.loop_ages().items()],
+            ),
+            own("spool_bytes", "gauge", "Bytes waiting in the spool.", [({}, self.spool_bytes)]),
+            own(
+                "signing",
+                "gauge",
+                "1 once this boot's key is registered and events ship signed (proof of origin).",
+                [({}, self.signing)],
+            ),
+            own(
+                "registration_failures_total",
+                "counter",
+                "Tries to register the signing key that failed (events ship unsigned meanwhile).",
+                [({}, self.registration_failures)],
+            ),
+            own(
+                "check_status",
+                "gauge",
+                "1 for the status of each health check's last run (its worst result).",
+                [
+                    ({"check": check, "status": status}, int(status == current))
+                    for check, current in sorted(self.check_status.items())
+                    for status in STATUSES
+                ],
+            ),
+        ]
 
     def render(self) -> str:
-        out: list[str] = []
-
-        def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, int]]) -> None:
-            out.append(f"# HELP nodemedic_agent_{name} {help_text}")
-            out.append(f"# TYPE nodemedic_agent_{name} {kind}")
-            out.extend(f"nodemedic_agent_{name}{labels} {value}" for labels, value in samples)
-
-        metric("lines_read_total", "counter", "Kernel log lines read.", [("", self.lines_read)])
-        metric(
-            "events_shipped_total",
-            "counter",
-            "Events acknowledged by CloudWatch Logs, by stream.",
-            [(f'{{stream="{s}"}}', n) for s, n in sorted(self.events_shipped.items())],
-        )
-        metric(
-            "events_spooled_total",
-            "counter",
-            "Events written to the on-disk spool.",
-            [("", self.events_spooled)],
-        )
-        metric(
-            "events_dropped_total",
-            "counter",
-            "Events dropped because the spool was full (each drop is also shipped as a line).",
-            [("", self.events_dropped)],
-        )
-        metric(
-            "events_rejected_total",
-            "counter",
-            "Events CloudWatch Logs refused (too old or too new).",
-            [("", self.events_rejected)],
-        )
-        metric(
-            "kmsg_records_lost_total",
-            "counter",
-            "Kernel records overwritten in the ring buffer before the agent read them.",
-            [("", self.records_lost)],
-        )
-        metric(
-            "put_failures_total",
-            "counter",
-            "PutLogEvents calls that failed and were retried.",
-            [("", self.put_failures)],
-        )
-        metric(
-            "credential_failures_total",
-            "counter",
-            "Calls refused for the credentials (access denied, expired or missing token).",
-            [("", self.credential_failures)],
-        )
-        metric(
-            "credentials_refused",
-            "gauge",
-            "1 while the last call was refused for the credentials.",
-            [("", self.credentials_refused)],
-        )
-        metric(
-            "loop_age_seconds",
-            "gauge",
-            "Seconds since each loop (collector, checks, shipper) last turned.",
-            [(f'{{loop="{loop}"}}', int(age)) for loop, age in self.loop_ages().items()],
-        )
-        metric("spool_bytes", "gauge", "Bytes waiting in the spool.", [("", self.spool_bytes)])
-        metric(
-            "signing",
-            "gauge",
-            "1 once this boot's key is registered and events ship signed (proof of origin).",
-            [("", self.signing)],
-        )
-        metric(
-            "registration_failures_total",
-            "counter",
-            "Tries to register the signing key that failed (events ship unsigned meanwhile).",
-            [("", self.registration_failures)],
-        )
-        metric(
-            "check_status",
-            "gauge",
-            "1 for the status of each health check's last run (its worst result).",
-            [
-                (f'{{check="{check}",status="{status}"}}', int(status == current))
-                for check, current in sorted(self.check_status.items())
-                for status in STATUSES
-            ],
-        )
-        return "\n".join(out) + "\n" + self.telemetry()
+        """The agent's families, then the accelerators' telemetry, in one exposition."""
+        return render([*self.families(), *self.telemetry()])
 
 
 LIVENESS_PATH = "/livez"
@@ -151,7 +157,7 @@ def metrics_server(
                 self.send_error(404)
                 return
             self.send_response(status)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -101,7 +101,9 @@ def free_port() -> int:
 
 def scrape(port: int, name: str) -> int:
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return sum(int(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name))
+    return sum(
+        int(float(line.rsplit(" ", 1)[1])) for line in body.splitlines() if line.startswith(name)
+    )
 
 
 def agent_process(

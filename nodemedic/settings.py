@@ -7,11 +7,12 @@ pipeline would only reject at deploy or run time is refused here, at synth.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from nodemedic import settings_values
 from nodemedic.contracts.logs import node_log_group
 from nodemedic.jobs.breaker import JobLimits
 from nodemedic.remediate.breaker import Limits
@@ -20,19 +21,8 @@ from nodemedic.remediate.policy import Policy, execution_timeout
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
-_EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-_EMAIL = re.compile(r"^[^@\s\"'<>,;]+@[^@\s\"'<>,;]+\.[A-Za-z]{2,}$")
-_IAM_WILDCARDS = ("*", "?")
-MAX_GROUP_NAME = 255
-MAX_SPARES = 100
-"""More idle accelerators than this per group is a capacity plan, not a spare pool."""
-# fmt: off
-LOG_RETENTION_DAYS = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
-    1096, 1827, 2192, 2557, 2922, 3288, 3653,
-)
-# fmt: on
+ProofOfOrigin = Literal["enforce", "audit"]
+LOG_RETENTION_DAYS = settings_values.LOG_RETENTION_DAYS
 """The values CloudWatch Logs accepts for a log group's RetentionInDays."""
 
 
@@ -57,7 +47,7 @@ class ClusterSettings:
     nodes like kernel lines. Off, their faults are at most notified: anyone who can write
     to a node's kernel log could otherwise have it rebooted or replaced. For drills and
     the local demo only."""
-    proof_of_origin: str = "enforce"
+    proof_of_origin: ProofOfOrigin = "enforce"
     """``enforce``: a reboot or replace acts only on lines signed with the key their
     instance registered with its EC2 identity document; any other is at most notified,
     with the reason. ``audit``: such lines act and are counted (``UnprovenEvidence``), for
@@ -168,7 +158,9 @@ class ClusterSettings:
     waits for a launch, as without."""
 
     def __post_init__(self) -> None:
-        _check_values(self)
+        errors = settings_values.value_errors(self, choices())
+        if errors:
+            raise ValueError("; ".join(errors))
 
     @property
     def fleet_rules(self) -> FleetRules:
@@ -245,146 +237,96 @@ class ClusterSettings:
         return self.eks_cluster_name or self.name
 
 
-def _check_types(values: Mapping[str, Any]) -> None:
-    """JSON from cdk.json or ``-c``: ``"node_groups": "trn1"`` would otherwise become the
-    groups ``t``, ``r``, ``n``, ``1``, and ``"dry_run": "false"`` a true value."""
+@cache
+def choices() -> dict[str, tuple[str, ...]]:
+    """Setting → the values it may take, for the settings typed with a ``Literal``."""
+    hints = get_type_hints(ClusterSettings)
+    return {
+        setting.name: get_args(hints[setting.name])
+        for setting in fields(ClusterSettings)
+        if get_origin(hints[setting.name]) is Literal
+    }
+
+
+def _type_errors(values: Mapping[str, Any]) -> dict[str, str]:
+    """Setting → why its value has the wrong type. JSON from cdk.json or ``-c``:
+    ``"node_groups": "trn1"`` would otherwise become the groups ``t``, ``r``, ``n``, ``1``,
+    and ``"dry_run": "false"`` a true value."""
+    errors = {}
     for setting in fields(ClusterSettings):
         if setting.name not in values:
             continue
         value = values[setting.name]
         kind = str if setting.default is MISSING else type(setting.default)
         if setting.name == "spares":
-            _check_spares_type(value)
+            if not _spares_type(value):
+                errors["spares"] = (
+                    f"spares must map node group names to whole numbers, not {value!r}"
+                )
         elif kind is tuple:
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"{setting.name} must be a list of strings, not {value!r}")
+                errors[setting.name] = f"{setting.name} must be a list of strings, not {value!r}"
         elif kind is int:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{setting.name} must be a whole number, not {value!r}")
+                errors[setting.name] = f"{setting.name} must be a whole number, not {value!r}"
         elif not isinstance(value, kind):
-            raise ValueError(f"{setting.name} must be a {kind.__name__}, not {value!r}")
+            errors[setting.name] = f"{setting.name} must be a {kind.__name__}, not {value!r}"
+    return errors
 
 
-def _check_spares_type(value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(
+def _spares_type(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
         for k, v in value.items()
-    ):
-        raise ValueError(f"spares must map node group names to whole numbers, not {value!r}")
-
-
-def _check_spares(settings: ClusterSettings) -> None:
-    """A spare of a group nodemedic does not act on would never be used, only paid for."""
-    groups = [group for group, _ in settings.spares]
-    if len(set(groups)) != len(groups):
-        raise ValueError("spares names a group twice")
-    for group, count in settings.spares:
-        if group not in settings.node_groups:
-            raise ValueError(f"spares: {group!r} is not in node_groups")
-        if not 0 <= count <= MAX_SPARES:
-            raise ValueError(f"spares: {group!r} must keep 0 to {MAX_SPARES}, not {count}")
-
-
-def _check_node_groups(groups: Sequence[str]) -> None:
-    """The names go into IAM ARNs, where ``*`` and ``?`` would widen what may be replaced."""
-    for group in groups:
-        if not 1 <= len(group) <= MAX_GROUP_NAME:
-            raise ValueError(
-                f"node group name {group!r} must have 1 to {MAX_GROUP_NAME} characters"
-            )
-        if any(wildcard in group for wildcard in _IAM_WILDCARDS):
-            raise ValueError(f"node group name {group!r}: wildcards are not allowed")
-    if len(set(groups)) != len(groups):
-        raise ValueError("node_groups lists a group twice")
+    )
 
 
 def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
-    """Validate one context entry; a typo in a safety knob must fail the synth, not be ignored."""
+    """Validate one context entry; a typo in a safety knob must fail the synth, not be
+    ignored. The ValueError names every mistake of the entry, separated by "; ": a value
+    of the wrong type is left out of the checks of values, which report the rest."""
     known = {f.name for f in fields(ClusterSettings)}
+    errors = []
     unknown = set(raw) - known
     if unknown:
-        raise ValueError(f"unknown cluster setting(s): {', '.join(sorted(unknown))}")
+        errors.append(f"unknown cluster setting(s): {', '.join(sorted(unknown))}")
     if "name" not in raw:
-        raise ValueError("every cluster needs a name")
-    _check_types(raw)
-    values: dict[str, Any] = dict(raw)
+        errors.append("every cluster needs a name")
+    wrong_type = _type_errors(raw)
+    errors += wrong_type.values()
+    values: dict[str, Any] = {k: v for k, v in raw.items() if k in known - set(wrong_type)}
     for key in ("node_groups", "notification_emails"):
         if key in values:
             values[key] = tuple(values[key])
     if "spares" in values:
         values["spares"] = tuple(sorted(values["spares"].items()))
-    return ClusterSettings(**values)
-
-
-def _check_values(settings: ClusterSettings) -> None:
-    if not _NAME.match(settings.name):
-        raise ValueError(f"cluster name {settings.name!r} must match {_NAME.pattern}")
-    if settings.eks_cluster_name and not _EKS_NAME.match(settings.eks_cluster_name):
-        raise ValueError(
-            f"eks_cluster_name {settings.eks_cluster_name!r} is not an EKS cluster name "
-            f"({_EKS_NAME.pattern})"
-        )
-    for key, allowed in (
-        ("recovery_mode", ("Automatic", "None")),
-        ("proof_of_origin", ("enforce", "audit")),
-    ):
-        if getattr(settings, key) not in allowed:
-            raise ValueError(
-                f"{key} must be {' or '.join(allowed)}, not {getattr(settings, key)!r}"
-            )
-    _check_numbers(settings)
-    _check_node_groups(settings.node_groups)
-    _check_spares(settings)
-    for address in settings.notification_emails:
-        if not _EMAIL.match(address):
-            raise ValueError(f"notification_emails: {address!r} is not an e-mail address")
-
-
-def _check_numbers(settings: ClusterSettings) -> None:
-    if not 0 <= settings.max_unhealthy_percent <= 100:
-        raise ValueError("max_unhealthy_percent must be within 0..100")
-    for key in (
-        "max_parallel",
-        "drain_timeout",
-        "reboot_timeout",
-        "escalation_window",
-        "breaker_hold",
-        "poll_seconds",
-        "max_in_flight",
-        "reboots_per_hour",
-        "reboots_per_day",
-        "replacements_per_hour",
-        "replacements_per_day",
-        "breaker_cooldown",
-        "history_days",
-        "deep_check_timeout",
-        "job_restarts_per_window",
-        "job_restart_window",
-        "job_breaker_cooldown",
-        "job_log_silence",
-    ):
-        if getattr(settings, key) < 1:
-            raise ValueError(f"{key} must be at least 1")
-    for action in ("reboots", "replacements"):
-        if getattr(settings, f"{action}_per_day") < getattr(settings, f"{action}_per_hour"):
-            raise ValueError(f"{action}_per_day must be at least {action}_per_hour")
-    settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
-    if settings.classifier_reserved_concurrency < 0:
-        raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
-    if settings.log_retention_days not in LOG_RETENTION_DAYS:
-        raise ValueError(
-            f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "
-            f"Logs accepts; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
-        )
+    settings = None
+    if "name" in values:
+        try:
+            settings = ClusterSettings(**values)
+        except ValueError as exc:
+            errors.append(str(exc))
+    if errors or settings is None:
+        raise ValueError("; ".join(errors))
+    return settings
 
 
 def parse_clusters(raw: Sequence[Mapping[str, Any]] | None) -> list[ClusterSettings]:
+    """Every cluster of the context; the ValueError names every mistake of every cluster,
+    one line each (``cluster <n>: ...``, counted from 1)."""
     if raw is not None and not isinstance(raw, list | tuple):
         raise ValueError(f"must be a list of clusters, not {type(raw).__name__}")
-    clusters = [parse_cluster(_entry(entry)) for entry in raw or ()]
+    clusters, errors = [], []
+    for number, entry in enumerate(raw or (), start=1):
+        try:
+            clusters.append(parse_cluster(_entry(entry)))
+        except ValueError as exc:
+            errors.append(f"cluster {number}: {exc}")
     names = [c.name for c in clusters]
     if len(set(names)) != len(names):
-        raise ValueError("cluster names must be unique")
+        errors.append("cluster names must be unique")
+    if errors:
+        raise ValueError("\n".join(errors))
     return clusters
 
 

@@ -24,9 +24,12 @@ class Exporter(Protocol):
 
 def telemetry(checks: Sequence[object]) -> Callable[[], list[Family]]:
     """The families of every check among ``checks`` that is an exporter, read when called
-    (``/metrics`` and the EMF lines of ``agent.telemetry.emf`` share the one reading)."""
+    (``/metrics`` and the EMF lines of ``agent.telemetry.emf`` share the one reading). A
+    family with no sample is left out: a device the node does not have is not announced."""
     exporters = [check for check in checks if isinstance(check, Exporter)]
-    return lambda: [family for exporter in exporters for family in exporter.families()]
+    return lambda: [
+        family for exporter in exporters for family in exporter.families() if family.samples
+    ]
 
 
 def exposition(checks: Sequence[object]) -> Callable[[], str]:

@@ -1,8 +1,11 @@
-"""The Prometheus text exposition format (version 0.0.4), for metric families whose
-names and labels other exporters chose.
+"""The Prometheus text exposition format (version 0.0.4) of every family on ``/metrics``:
+the agent's own and the accelerators', whose names and labels other exporters chose.
 
-Only what the format needs: ``# HELP`` and ``# TYPE`` once per family, label values
-escaped (backslash, double quote, newline), integral values printed as integers.
+``prometheus_client`` writes it (``# HELP`` and ``# TYPE`` once per family, label values
+and help texts escaped); the agent only hands it the families of one scrape. Its counters
+follow OpenMetrics, where a counter's samples end in ``_total``: a counter named otherwise
+(dcgm-exporter's ``DCGM_FI_DEV_RETIRED_SBE``) is exposed untyped, which keeps its name
+and which PromQL reads as it reads a counter.
 """
 
 from __future__ import annotations
@@ -11,8 +14,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
 Kind = Literal["gauge", "counter"]
 Labels = Mapping[str, str]
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+_TOTAL = "_total"
 
 
 @dataclass
@@ -26,34 +35,30 @@ class Family:
         self.samples.append((labels, value))
 
 
-def _escape(value: str, quote: bool = True) -> str:
-    """Label values escape the double quote too; help texts only backslash and newline."""
-    escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
-    return escaped.replace('"', '\\"') if quote else escaped
+def _metric(family: Family) -> Metric:
+    """``family`` as the library's metric; its samples keep ``family.name`` as it is."""
+    if family.kind == "gauge":
+        metric = Metric(family.name, family.help, "gauge")
+    elif family.name.endswith(_TOTAL):
+        metric = Metric(family.name.removesuffix(_TOTAL), family.help, "counter")
+    else:
+        metric = Metric(family.name, family.help, "unknown")
+    for labels, value in family.samples:
+        metric.add_sample(family.name, {k: str(v) for k, v in labels.items()}, value)
+    return metric
 
 
-def _value(value: float) -> str:
-    number = float(value)
-    if number.is_integer() and abs(number) < 2**53:
-        return str(int(number))
-    return repr(number)
+class _Scrape(Collector):
+    """The families of one scrape, read once."""
 
+    def __init__(self, families: Iterable[Family]) -> None:
+        self.metrics = [_metric(family) for family in families]
 
-def _labels(labels: Labels) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{k}="{_escape(str(v))}"' for k, v in labels.items()) + "}"
+    def collect(self) -> Iterable[Metric]:
+        return self.metrics
 
 
 def render(families: Iterable[Family]) -> str:
-    """Families with at least one sample, in the order given; "" when none has one."""
-    out: list[str] = []
-    for family in families:
-        if not family.samples:
-            continue
-        out.append(f"# HELP {family.name} {_escape(family.help, quote=False)}")
-        out.append(f"# TYPE {family.name} {family.kind}")
-        out.extend(
-            f"{family.name}{_labels(labels)} {_value(value)}" for labels, value in family.samples
-        )
-    return "".join(line + "\n" for line in out)
+    """``families`` in the order given, each with its ``# HELP`` and ``# TYPE`` even when it
+    has no sample."""
+    return generate_latest(_Scrape(families)).decode("utf-8")

@@ -35,8 +35,7 @@ from nodemedic.contracts.logs import (
     identity_stream,
     node_log_group,
 )
-from nodemedic.origin.der import RsaCertificate
-from nodemedic.origin.identity import OriginError, vendored_certificates
+from nodemedic.origin.identity import OriginError, RsaCertificate, vendored_certificates
 from nodemedic.origin.signing import Registration, check_registration, first_per_boot
 
 READ_INTERVAL = 30.0

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, cast, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -32,8 +32,8 @@ Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"
 Severity = Literal["info", "warning", "critical", "fatal"]
 Action = Literal["ignore", "notify", "reboot", "replace"]
 """From the weakest to the strongest: a batch that calls for several starts the last one."""
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-_METRIC = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+METRIC_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _DEFAULT_CONDITION: dict[str, str] = {
     "neuron": CONDITION_NEURON,
     "gpu": CONDITION_ACCELERATED,
@@ -66,7 +66,7 @@ accelerators before the generic memory, CPU, kernel and storage lines a failing 
 also causes, and agent health results (another text, ``source: health``) and the deep
 check's verdicts (``source: deep-check``, its own stream) last.
 """
-_FIELDS = {
+FIELDS = {
     "id",
     "source",
     "pattern",
@@ -145,10 +145,13 @@ class Catalog:
         return list(seen)
 
 
-def _choice(value: object, allowed: tuple[str, ...], what: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
-    return str(value)
+REQUIRED = ("id", "source", "pattern", "component", "severity", "action", "metric")
+CHOICES: dict[str, tuple[str, ...]] = {
+    name: get_args(hint)
+    for name, hint in get_type_hints(Rule).items()
+    if get_origin(hint) is Literal
+}
+"""Field → the values it may take, for the fields typed with a ``Literal``."""
 
 
 def _threshold(raw: object) -> Threshold | None:
@@ -177,37 +180,58 @@ def _match(raw: object, compiled: re.Pattern[str]) -> tuple[tuple[str, frozenset
     return tuple(sorted(pairs))
 
 
-def parse_rule(raw: Mapping[str, Any]) -> Rule:
-    """Validate one rule, so a typo fails at load time instead of silently never matching."""
-    unknown = set(raw) - _FIELDS
+def rule_errors(raw: Mapping[str, Any]) -> list[str]:
+    """Every mistake in one rule, so a file is mended in one go, not one error a run."""
+    errors = []
+    unknown = set(raw) - FIELDS
     if unknown:
-        raise ValueError(f"unknown field(s): {', '.join(sorted(unknown))}")
-    for key in ("id", "source", "pattern", "component", "severity", "action", "metric"):
-        if not raw.get(key):
-            raise ValueError(f"missing field {key!r}")
-    rule_id = str(raw["id"])
-    if not _ID.match(rule_id):
-        raise ValueError(f"id {rule_id!r} must be lower-case kebab-case")
-    pattern = str(raw["pattern"])
+        errors.append(f"unknown field(s): {', '.join(sorted(unknown))}")
+    missing = {key for key in REQUIRED if not raw.get(key)}
+    errors += [f"missing field {key!r}" for key in REQUIRED if key in missing]
+    if "id" not in missing and not ID_PATTERN.match(str(raw["id"])):
+        errors.append(f"id {str(raw['id'])!r} must be lower-case kebab-case")
+    compiled = None
+    if "pattern" not in missing:
+        try:
+            compiled = re.compile(str(raw["pattern"]))
+        except re.error as exc:
+            errors.append(f"pattern does not compile: {exc}")
+    for key, allowed in CHOICES.items():
+        if key not in missing and raw[key] not in allowed:
+            errors.append(f"{key} must be one of {', '.join(allowed)}, not {raw[key]!r}")
+    if "metric" not in missing and not METRIC_PATTERN.match(str(raw["metric"])):
+        errors.append(f"metric {str(raw['metric'])!r} is not a valid CloudWatch metric name")
     try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"pattern does not compile: {exc}") from exc
-    component = _choice(raw["component"], get_args(Component), "component")
-    metric = str(raw["metric"])
-    if not _METRIC.match(metric):
-        raise ValueError(f"metric {metric!r} is not a valid CloudWatch metric name")
+        _threshold(raw.get("threshold"))
+    except ValueError as exc:
+        errors.append(str(exc))
+    if compiled is not None:
+        try:
+            _match(raw.get("match"), compiled)
+        except ValueError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def parse_rule(raw: Mapping[str, Any]) -> Rule:
+    """Validate one rule, so a typo fails at load time instead of silently never matching;
+    the ValueError names every mistake, separated by "; "."""
+    errors = rule_errors(raw)
+    if errors:
+        raise ValueError("; ".join(errors))
+    pattern = str(raw["pattern"])
+    component = cast(Component, raw["component"])
     return Rule(
-        id=rule_id,
-        source=cast(Source, _choice(raw["source"], get_args(Source), "source")),
+        id=str(raw["id"]),
+        source=cast(Source, raw["source"]),
         pattern=pattern,
-        match=_match(raw.get("match"), compiled),
-        component=cast(Component, component),
-        severity=cast(Severity, _choice(raw["severity"], get_args(Severity), "severity")),
-        action=cast(Action, _choice(raw["action"], get_args(Action), "action")),
+        match=_match(raw.get("match"), re.compile(pattern)),
+        component=component,
+        severity=cast(Severity, raw["severity"]),
+        action=cast(Action, raw["action"]),
         threshold=_threshold(raw.get("threshold")),
         condition=str(raw.get("condition") or _DEFAULT_CONDITION[component]),
-        metric=metric,
+        metric=str(raw["metric"]),
         namespace=str(raw.get("namespace") or METRICS_NAMESPACE),
         summary=str(raw.get("summary") or ""),
         example=str(raw.get("example") or ""),
@@ -215,6 +239,8 @@ def parse_rule(raw: Mapping[str, Any]) -> Rule:
 
 
 def parse_rules(text: str, origin: str) -> list[Rule]:
+    """The rules of one file; CatalogError naming every mistake of every rule, one line
+    each (``<origin>: rule <id>: <mistake>``)."""
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -223,15 +249,18 @@ def parse_rules(text: str, origin: str) -> list[Rule]:
         raise CatalogError(f"{origin}: expected a mapping with a 'rules' list")
     if document.get("schema", 1) != 1:
         raise CatalogError(f"{origin}: unsupported schema {document.get('schema')!r}")
-    rules = []
+    rules, errors = [], []
     for index, raw in enumerate(document["rules"]):
         label = raw.get("id", f"#{index}") if isinstance(raw, Mapping) else f"#{index}"
         if not isinstance(raw, Mapping):
-            raise CatalogError(f"{origin}: rule {label}: expected a mapping")
-        try:
+            errors.append(f"{origin}: rule {label}: expected a mapping")
+            continue
+        mistakes = rule_errors(raw)
+        errors += [f"{origin}: rule {label}: {mistake}" for mistake in mistakes]
+        if not mistakes:
             rules.append(parse_rule(raw))
-        except ValueError as exc:
-            raise CatalogError(f"{origin}: rule {label}: {exc}") from exc
+    if errors:
+        raise CatalogError("\n".join(errors))
     return rules
 
 

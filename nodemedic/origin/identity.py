@@ -6,42 +6,77 @@ over SHA-256 of the document, by AWS's key for the Region (its certificate is pu
 "AWS public certificates for instance identity document signatures", the RSA one). Only
 the instance can read its own document from IMDS, which is what lets a registration carry
 it as the instance's word.
+
+The certificate is a trust anchor the operator configures, so its own signature is not
+checked: only its RSA key and its dates are used. ``cryptography`` reads the certificate
+and checks the signature, imported where a certificate is first read: the agent (which
+only signs, ``signing``) does not have it, and the classify Lambda's cold start does not
+pay for it (about 45 ms) before its first registration.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodemedic.origin.der import DerError, RsaCertificate, pem_certificates, read_certificate
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 VENDORED = Path(__file__).with_name("certificates")
 """AWS's RSA certificates by Region, ``<region>.pem``, with their source in SOURCE.md."""
-_SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
 _ASCII_WHITESPACE = {ord(c): None for c in " \t\n\r\f\v"}
+_PEM_BEGIN = "-----BEGIN CERTIFICATE-----"
 
 
 class OriginError(ValueError):
     """Evidence of origin that does not hold; the message says why."""
 
 
+@dataclass(frozen=True)
+class RsaCertificate:
+    """What a trust anchor contributes: its RSA key and when it is valid."""
+
+    key: rsa.RSAPublicKey
+    not_before: datetime
+    not_after: datetime
+
+    @property
+    def modulus(self) -> int:
+        return self.key.public_numbers().n
+
+    @property
+    def exponent(self) -> int:
+        return self.key.public_numbers().e
+
+
+def _rsa_certificate(certificate: x509.Certificate) -> RsaCertificate:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = certificate.public_key()
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise OriginError("unreadable certificate: not an RSA key")
+    return RsaCertificate(key, certificate.not_valid_before_utc, certificate.not_valid_after_utc)
+
+
 def load_certificates(pem_text: str) -> tuple[RsaCertificate, ...]:
     """The RSA certificates in ``pem_text``; OriginError when there is none or one is bad."""
-    try:
-        found = tuple(read_certificate(der) for der in pem_certificates(pem_text))
-    except DerError as exc:
-        raise OriginError(f"unreadable certificate: {exc}") from exc
-    if not found:
+    if _PEM_BEGIN not in pem_text:
         raise OriginError("no PEM certificate found")
-    return found
+    from cryptography import x509
+
+    try:
+        found = x509.load_pem_x509_certificates(pem_text.encode("ascii"))
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise OriginError(f"unreadable certificate: {exc}") from exc
+    return tuple(_rsa_certificate(certificate) for certificate in found)
 
 
 def vendored_regions() -> frozenset[str]:
@@ -60,20 +95,16 @@ def vendored_certificates(region: str) -> tuple[RsaCertificate, ...]:
 
 
 def rsa_sha256_valid(certificate: RsaCertificate, message: bytes, signature: bytes) -> bool:
-    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 8.2.2): the encoded block is rebuilt and
-    compared whole, so no parsing of attacker-chosen padding is involved."""
-    size = (certificate.modulus.bit_length() + 7) // 8
-    if len(signature) != size:
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 8.2.2)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    try:
+        certificate.key.verify(signature, message, padding.PKCS1v15(), hashes.SHA256())
+    except InvalidSignature:
         return False
-    number = int.from_bytes(signature, "big")
-    if number >= certificate.modulus:
-        return False
-    block = pow(number, certificate.exponent, certificate.modulus).to_bytes(size, "big")
-    digest = _SHA256_DIGEST_INFO + hashlib.sha256(message).digest()
-    if size < len(digest) + 11:
-        return False
-    expected = b"\x00\x01" + b"\xff" * (size - len(digest) - 3) + b"\x00" + digest
-    return hmac.compare_digest(block, expected)
+    return True
 
 
 def verified_document(

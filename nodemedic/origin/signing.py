@@ -20,8 +20,7 @@ from datetime import datetime
 from typing import Protocol
 
 from nodemedic.contracts.logs import SIGNATURE_MARK, split_signature
-from nodemedic.origin.der import RsaCertificate
-from nodemedic.origin.identity import OriginError, verified_document
+from nodemedic.origin.identity import OriginError, RsaCertificate, verified_document
 
 KEY_BYTES = 32
 MAC_BYTES = 16

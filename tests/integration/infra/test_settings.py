@@ -84,6 +84,22 @@ def test_a_bad_value_names_the_setting(entry: dict[str, Any], message: str) -> N
         parse_cluster(entry)
 
 
+def test_every_mistake_of_a_cluster_is_reported_at_once() -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_clusters(
+            [
+                {"name": "demo", "max_parallel": "2", "log_retention_days": 10},
+                {"name": "other", "reboots_per_day": 1, "poll_seconds": 0},
+            ]
+        )
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 2
+    assert "max_parallel must be a whole number" in lines[0]
+    assert "log_retention_days 10 is not a retention" in lines[0]
+    assert "poll_seconds must be at least 1" in lines[1]
+    assert "reboots_per_day must be at least reboots_per_hour" in lines[1]
+
+
 def test_settings_made_in_code_are_checked_too() -> None:
     with pytest.raises(ValueError, match="log_retention_days"):
         ClusterSettings(name="demo", log_retention_days=31)

@@ -10,18 +10,14 @@ import pytest
 from agent.checks.nvidia import NvidiaSmi
 from agent.telemetry import exposition
 from tests.support.paths import EVENTS
+from tests.support.prometheus import Samples, read_exposition
 
 SMI = EVENTS / "nvidia-smi"
 TS = "2026-11-22T18:30:00Z"
 
 
-def scraped(check: NvidiaSmi) -> dict[str, float]:
-    text = exposition([check])()
-    return {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+def scraped(check: NvidiaSmi) -> Samples:
+    return read_exposition(exposition([check])())
 
 
 def test_two_l4s_under_dcgm_exporter_names_and_labels(monkeypatch: pytest.MonkeyPatch) -> None:

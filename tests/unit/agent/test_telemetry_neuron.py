@@ -17,6 +17,7 @@ from agent.telemetry.neuron_report import FAMILIES, NeuronTelemetry
 from nodemedic.contracts.health import NEURON_MONITOR_CHECK
 from nodemedic.detect.classifier import classify
 from tests.support.paths import EVENTS
+from tests.support.prometheus import Samples, read_exposition
 
 RECORDED = EVENTS / "neuron-monitor" / "inf1-xlarge-one-runtime.jsonl"
 TS = "2026-11-22T18:30:00Z"
@@ -43,13 +44,8 @@ def with_ecc(**counters: int) -> dict[str, Any]:
     return changed
 
 
-def samples(telemetry: NeuronTelemetry) -> dict[str, float]:
-    text = exposition([telemetry_check(telemetry)])()
-    return {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+def samples(telemetry: NeuronTelemetry) -> Samples:
+    return read_exposition(exposition([telemetry_check(telemetry)])())
 
 
 def telemetry_check(telemetry: NeuronTelemetry) -> NeuronMonitor:

@@ -132,3 +132,19 @@ def test_condition_polarity_follows_the_condition_name() -> None:
     gpu = next(r for r in catalog.rules if r.component == "gpu" and r.action == "replace")
     assert (neuron.condition, neuron.condition_status) == ("NeuronHasError", "True")
     assert (gpu.condition, gpu.condition_status) == ("AcceleratedHardwareReady", "False")
+
+
+def test_every_mistake_of_a_file_is_reported_at_once() -> None:
+    text = rules_yaml(
+        rule("Bad_Id", "abc"),
+        rule("fine", "abc", "explode", "    colour: red\n"),
+    )
+    with pytest.raises(CatalogError) as caught:
+        parse_rules(text, "mine.yaml")
+    lines = str(caught.value).splitlines()
+    assert lines == [
+        "mine.yaml: rule Bad_Id: id 'Bad_Id' must be lower-case kebab-case",
+        "mine.yaml: rule fine: unknown field(s): colour",
+        "mine.yaml: rule fine: action must be one of ignore, notify, reboot, replace, not "
+        "'explode'",
+    ]
