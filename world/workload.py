@@ -86,8 +86,7 @@ class TrainingJob:
             "uid": job.metadata.uid,
             "controller": True,
         }
-        # policy/v1beta1: the only version kube-apiserver 1.20 serves.
-        dynamic.resources.get(api_version="policy/v1beta1", kind="PodDisruptionBudget").create(
+        dynamic.resources.get(api_version="policy/v1", kind="PodDisruptionBudget").create(
             namespace=self.namespace,
             body={
                 "metadata": {"name": self.name},
