@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from tests.support.kube import Node, running, wait_for
 from world.kubeapi import KUBE_VERSION, LocalCluster, local_cluster
+from world.kubelet import HOSTNAME_LABEL
 
 pytestmark = pytest.mark.kube
 
@@ -37,6 +39,30 @@ def test_the_apiserver_is_the_version_eks_runs_and_serves_policy_v1(
         assert client.VersionApi(api).get_code().git_version == f"v{KUBE_VERSION}"
         versions = [v.version for v in client.PolicyApi(api).get_api_group().versions]
     assert versions == ["v1"]
+
+
+def test_kube_scheduler_binds_a_pod_to_a_node_that_takes_it(
+    core: client.CoreV1Api, new_node: Callable[..., Node], namespace: str
+) -> None:
+    cordoned, free = new_node(), new_node()
+    core.patch_node(cordoned.name, {"spec": {"unschedulable": True}})
+    ours = {"key": HOSTNAME_LABEL, "operator": "In", "values": [cordoned.name, free.name]}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [ours]}]}
+    spec = {
+        "containers": [{"name": "main", "image": "trainer:1"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+    }
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "placed"}, "spec": spec})
+
+    wait_for(lambda: running(core, namespace, "placed"), what="the pod to run")
+    pod = core.read_namespaced_pod("placed", namespace)
+    assert pod.spec.node_name == free.name
+    scheduled = next(c for c in pod.status.conditions if c.type == "PodScheduled")
+    assert scheduled.status == "True"
+    events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=placed")
+    assert [(e.reason, e.reporting_component) for e in events.items] == [
+        ("Scheduled", "default-scheduler")
+    ]
 
 
 @pytest.mark.slow
