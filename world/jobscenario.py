@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,19 +180,19 @@ def _resumed(scene: _Scene, result: Result) -> None:
         f"{LEFT_ALONE.name} did not; {RESUMED.workers} ranks each, a checkpoint every "
         f"{RESUMED.checkpoint_every} steps"
     )
+    # Both on the same nodes, which run no other job: the fault then hits a rank of each.
+    monitored = (*RESTARTED, *UNTOUCHED, "diverge")
+    busy = _nodes(world, monitored)
+    prefer = [m.node for m in world.live_machines() if m.node not in busy][: RESUMED.workers]
     for plan in (RESUMED, LEFT_ALONE):
-        training.create(plan)
+        training.create(plan, prefer)
     _watch(
         scene,
         lambda: min(training.step(RESUMED.name), training.step(LEFT_ALONE.name)) >= 25,
         timeout=MONITOR_TIMEOUT,
     )
-    shared = set.intersection(
-        *({p.spec.node_name for p in _pods(world, j)} for j in ("resume", "plain"))
-    )
-    others = {
-        p.spec.node_name for j in (*RESTARTED, *UNTOUCHED, "diverge") for p in _pods(world, j)
-    }
+    shared = _nodes(world, [RESUMED.name]) & _nodes(world, [LEFT_ALONE.name])
+    others = _nodes(world, monitored)
     machine = next(m for m in world.live_machines() if m.node in shared - others)
     kept = {
         p.metadata.uid for p in _pods(world, LEFT_ALONE.name) if p.spec.node_name != machine.node
@@ -283,6 +283,11 @@ def _pods(world: World, job: str) -> list[client.V1Pod]:
         .items
     )
     return [p for p in pods if p.metadata.deletion_timestamp is None and p.spec.node_name]
+
+
+def _nodes(world: World, jobs: Iterable[str]) -> set[str]:
+    """The nodes the live pods of ``jobs`` run on."""
+    return {p.spec.node_name for job in jobs for p in _pods(world, job)}
 
 
 def _annotations(world: World, job: str) -> dict[str, str]:

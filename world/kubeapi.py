@@ -1,52 +1,63 @@
-"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and the two controllers
-whose behaviour nodemedic relies on (``disruption`` keeps PodDisruptionBudget status real,
-``namespace`` finishes namespace deletion).
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-scheduler and the
+controllers of kube-controller-manager whose behaviour nodemedic relies on (``disruption``
+keeps PodDisruptionBudget status real, ``namespace`` finishes namespace deletion,
+``serviceaccount`` makes what ``ServiceAccount`` admission asks for, below).
 
-The binaries are v1.20.2, built from Debian's source package by ``build-kube.sh`` (beside
-this module, ``make kube``) and cached. No scheduler or kubelet runs: ``kubelet.py``
-simulates the kubelets and callers bind pods by setting ``spec.nodeName``. Facts of this
-version the callers see: Eviction and PodDisruptionBudget are served as ``policy/v1beta1``
-only; evicting a Pending pod ignores its PDB; taints are changed on the Node itself, not on
-``/status``; custom resources are served (the build swaps in a reflect2 that Go 1.19 does
-not crash).
+The binaries are the Kubernetes EKS runs (``KUBE_VERSION``, read from ``build-kube.sh``
+beside this module, which builds them from the Go module proxy and caches them; ``make
+kube``), with etcd and helm. No kubelet runs: ``kubelet.py`` simulates the kubelets, whose
+Nodes the scheduler sees as any others. A pod without ``spec.nodeName`` is bound by the
+real kube-scheduler; a pod created with one skips it, as on any cluster. Facts of this
+version the callers see: Eviction and PodDisruptionBudget are served as ``policy/v1`` only
+(the beta went in 1.25); evicting a Pending pod ignores its PDB; taints are changed on the
+Node itself, not on ``/status``; the scheduler ignores a Node's Ready condition and keeps
+off only cordoned Nodes and taints a pod does not tolerate.
 
-Admission runs the default plugins except two that need controllers this plane leaves out:
-``ServiceAccount`` (every pod would wait for a token secret) and ``TaintNodesByCondition``
-(the not-ready taint it puts on new Nodes is removed by the node lifecycle controller).
+The API server allows privileged containers (``--allow-privileged``, as EKS does: the
+chart's agent DaemonSet is one) and advertises no endpoints for the ``kubernetes``
+Service (``--endpoint-reconciler-type=none``: the default reconciler refuses a loopback
+address). Admission runs the default plugins but ``TaintNodesByCondition``, whose not-ready
+taint on every new Node only the node lifecycle controller, left out here, takes off.
+``ServiceAccount`` admission runs, with the ``serviceaccount`` controller that gives each
+namespace its ``default`` ServiceAccount: a pod created at once in a new namespace is
+admitted when that appears (admission looks again for a moment before it refuses; 0.1 to
+0.2 s here), with the projected token volume pods carry on EKS.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import datetime
 import http.client
-import ipaddress
 import os
-import secrets
+import re
 import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
 from kubernetes import client, config, utils
 
-from nodemedic.contracts.kube import REMEDIATOR_GROUP
+from world.kubeauth import (
+    Identity,
+    Tls,
+    identities,
+    serving_cert,
+    write_kubeconfig,
+    write_token_file,
+)
 
-KUBE_VERSION = "1.20.2"
-ETCD = Path("/usr/bin/etcd")
 BUILD_SCRIPT = Path(__file__).with_name("build-kube.sh")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm")
+"""What ``build-kube.sh`` puts in ``binary_dir()``; helm is for the chart's tests."""
+ALWAYS = ("disruption", "namespace", "serviceaccount")
+"""The controllers of kube-controller-manager that always run."""
 RBAC_MANIFEST = resources.files("lambdas.kube").joinpath("rbac.yaml")
 """What the kube Lambda may do on the cluster (shipped with the Lambda's package)."""
 _PR_SET_PDEATHSIG = 1
@@ -55,6 +66,17 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 class ClusterError(RuntimeError):
     """The control plane could not be built or started; the message carries its log."""
+
+
+def _kube_version() -> str:
+    """The build script's ``KUBE_VERSION=`` line: the version is written there only."""
+    found = re.search(r"^KUBE_VERSION=(\S+)$", BUILD_SCRIPT.read_text(), re.MULTILINE)
+    if found is None:
+        raise ClusterError(f"{BUILD_SCRIPT} sets no KUBE_VERSION")
+    return found.group(1)
+
+
+KUBE_VERSION = _kube_version()
 
 
 def binary_dir() -> Path:
@@ -69,14 +91,20 @@ def binary_dir() -> Path:
     return Path(done.stdout.strip())
 
 
+def built(found: Path) -> bool:
+    return all(os.access(found / name, os.X_OK) for name in BINARIES)
+
+
 def ensure_binaries() -> Path:
-    """The cached binaries, built first when missing (minutes, once per machine)."""
+    """The cached binaries, built first when missing (minutes, once per machine). Where the
+    machine has no Go new enough, the script installs one into the virtual environment this
+    runs in (``make``'s ``.venv``), unless ``NODEMEDIC_GO_VENV`` names another."""
     found = binary_dir()
-    wanted = [found / "kube-apiserver", found / "kube-controller-manager", ETCD]
-    if all(os.access(path, os.X_OK) for path in wanted):
+    if built(found):
         return found
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], check=False)
-    if done.returncode != 0:
+    venv = {"NODEMEDIC_GO_VENV": sys.prefix} if sys.prefix != sys.base_prefix else {}
+    done = subprocess.run(["bash", str(BUILD_SCRIPT)], env={**venv, **os.environ}, check=False)
+    if done.returncode != 0 or not built(found):
         raise ClusterError(f"{BUILD_SCRIPT} failed with exit code {done.returncode}")
     return found
 
@@ -102,20 +130,20 @@ class LocalCluster:
 def local_cluster(
     workdir: Path, *, timeout: float = 60.0, controllers: Sequence[str] = ()
 ) -> Iterator[LocalCluster]:
-    """Start etcd, kube-apiserver and kube-controller-manager under ``workdir`` and stop
-    every one of them on the way out, whatever ends the block (error, Ctrl-C).
-    ``controllers`` run besides ``disruption`` and ``namespace`` (e.g. ``job``: the demo's
-    simulated training runs as a real ``batch/v1`` Job, which tests of nodemedic's own
-    pod handling must not have)."""
+    """Start etcd, kube-apiserver, kube-controller-manager and kube-scheduler under
+    ``workdir`` and stop every one of them on the way out, whatever ends the block (error,
+    Ctrl-C). ``controllers`` run besides those of ``ALWAYS`` (e.g. ``job``: the
+    demo's simulated training runs as a real ``batch/v1`` Job, which tests of nodemedic's
+    own pod handling must not have). The block begins once the scheduler is ready."""
     bins = ensure_binaries()
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        etcd_port, peer_port, api_port = _free_ports(3)
-        processes.append(_etcd(workdir, etcd_port, peer_port))
-        tls = _serving_cert(workdir)
-        tokens = _tokens()
+        etcd_port, peer_port, api_port, scheduler_port = _free_ports(4)
+        processes.append(_etcd(bins, workdir, etcd_port, peer_port))
+        tls = serving_cert(workdir)
+        who = identities()
         server = f"https://127.0.0.1:{api_port}"
         processes.append(
             _apiserver(
@@ -124,24 +152,20 @@ def local_cluster(
                 port=api_port,
                 etcd_url=f"http://127.0.0.1:{etcd_port}",
                 tls=tls,
-                tokens=tokens,
+                tokens=write_token_file(workdir / "tokens.csv", who),
             )
         )
         configs = {
-            user: _write_kubeconfig(workdir / f"{user}.kubeconfig", server, tls.cert, token)
-            for user, (token, _) in tokens.items()
+            name: write_kubeconfig(workdir / f"{name}.kubeconfig", server, tls.cert, w.token)
+            for name, w in who.items()
         }
-        _wait_ready(
-            processes,
-            workdir,
-            port=api_port,
-            ca=tls.cert,
-            token=tokens["admin"][0],
-            timeout=timeout,
-        )
+        deadline = began + timeout
+        trusted = ssl.create_default_context(cafile=str(tls.cert))
+        _wait_ready(processes, workdir, api_port, trusted, deadline, who=who["admin"])
         processes.append(
             _controller_manager(bins, workdir, configs["controller-manager"], controllers)
         )
+        processes.append(_scheduler(bins, workdir, configs["scheduler"], scheduler_port))
         cluster = LocalCluster(
             workdir=workdir,
             server=server,
@@ -151,20 +175,16 @@ def local_cluster(
             processes=processes,
         )
         with cluster.api_client() as api:
-            _wait_default_namespace(api, began + timeout)
+            _wait_default_namespace(api, deadline)
             with resources.as_file(RBAC_MANIFEST) as manifest:
                 utils.create_from_yaml(api, yaml_file=str(manifest))
+        # Its serving certificate is its own, made in memory: nothing to verify it with.
+        unverified = ssl._create_unverified_context()  # noqa: S323
+        _wait_ready(processes, workdir, scheduler_port, unverified, deadline)
         cluster.started_in = time.monotonic() - began
         yield cluster
     finally:
         _stop(processes)
-
-
-@dataclass(frozen=True)
-class _Tls:
-    cert: Path
-    key: Path
-    service_account_key: Path
 
 
 def _free_ports(count: int) -> list[int]:
@@ -195,13 +215,13 @@ def _spawn(name: str, args: Sequence[str], workdir: Path) -> subprocess.Popen[by
         )
 
 
-def _etcd(workdir: Path, port: int, peer_port: int) -> subprocess.Popen[bytes]:
+def _etcd(bins: Path, workdir: Path, port: int, peer_port: int) -> subprocess.Popen[bytes]:
     client_url = f"http://127.0.0.1:{port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
     return _spawn(
         "etcd",
         [
-            str(ETCD),
+            str(bins / "etcd"),
             "--name=local",
             f"--data-dir={workdir / 'etcd'}",
             f"--listen-client-urls={client_url}",
@@ -216,18 +236,8 @@ def _etcd(workdir: Path, port: int, peer_port: int) -> subprocess.Popen[bytes]:
 
 
 def _apiserver(
-    bins: Path,
-    workdir: Path,
-    *,
-    port: int,
-    etcd_url: str,
-    tls: _Tls,
-    tokens: dict[str, tuple[str, str]],
+    bins: Path, workdir: Path, *, port: int, etcd_url: str, tls: Tls, tokens: Path
 ) -> subprocess.Popen[bytes]:
-    token_file = workdir / "tokens.csv"
-    token_file.write_text(
-        "".join(f'{token},{user},{user},"{groups}"\n' for user, (token, groups) in tokens.items())
-    )
     return _spawn(
         "kube-apiserver",
         [
@@ -235,18 +245,19 @@ def _apiserver(
             f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
             f"--secure-port={port}",
-            "--insecure-port=0",
             f"--cert-dir={workdir / 'certs'}",
             f"--tls-cert-file={tls.cert}",
             f"--tls-private-key-file={tls.key}",
-            f"--token-auth-file={token_file}",
+            f"--token-auth-file={tokens}",
             "--authorization-mode=RBAC",
+            "--allow-privileged=true",
             f"--service-account-key-file={tls.service_account_key}",
             f"--service-account-signing-key-file={tls.service_account_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.96.0.0/16",
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--disable-admission-plugins=TaintNodesByCondition",
             "--profiling=false",
             "--v=1",
         ],
@@ -262,94 +273,44 @@ def _controller_manager(
         [
             str(bins / "kube-controller-manager"),
             f"--kubeconfig={kubeconfig}",
-            "--controllers=" + ",".join(("disruption", "namespace", *controllers)),
+            "--controllers=" + ",".join((*ALWAYS, *controllers)),
             "--leader-elect=false",
-            "--secure-port=0",
-            "--port=0",
+            "--secure-port=0",  # serves nothing: no health or metrics endpoint to bind
             "--v=1",
         ],
         workdir,
     )
 
 
-def _tokens() -> dict[str, tuple[str, str]]:
-    """Static bearer tokens by user name, with the user's groups."""
-    return {
-        "admin": (secrets.token_hex(16), "system:masters"),
-        "controller-manager": (secrets.token_hex(16), "system:masters"),
-        "remediator": (secrets.token_hex(16), REMEDIATOR_GROUP),
-    }
-
-
-def _serving_cert(workdir: Path) -> _Tls:
-    """A self-signed certificate for 127.0.0.1 that is also the kubeconfig's CA."""
-    certs = workdir / "certs"
-    certs.mkdir(exist_ok=True)
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodemedic-local")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    tls = _Tls(certs / "serving.crt", certs / "serving.key", certs / "service-account.key")
-    tls.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    tls.key.write_bytes(_private_pem(key))
-    tls.service_account_key.write_bytes(
-        _private_pem(rsa.generate_private_key(public_exponent=65537, key_size=2048))
-    )
-    return tls
-
-
-def _private_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-
-
-def _write_kubeconfig(path: Path, server: str, ca: Path, token: str) -> Path:
-    kubeconfig: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "local", "cluster": {"server": server, "certificate-authority": str(ca)}}
+def _scheduler(bins: Path, workdir: Path, kubeconfig: Path, port: int) -> subprocess.Popen[bytes]:
+    """Serves its health on ``port`` (loopback only): ``/readyz`` says when it has synced."""
+    return _spawn(
+        "kube-scheduler",
+        [
+            str(bins / "kube-scheduler"),
+            f"--kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--profiling=false",
+            "--v=1",
         ],
-        "users": [{"name": path.stem, "user": {"token": token}}],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": path.stem}}],
-        "current-context": "local",
-    }
-    path.write_text(yaml.safe_dump(kubeconfig))
-    path.chmod(0o600)
-    return path
+        workdir,
+    )
 
 
 def _wait_ready(
     processes: Sequence[subprocess.Popen[bytes]],
     workdir: Path,
-    *,
     port: int,
-    ca: Path,
-    token: str,
-    timeout: float,
+    context: ssl.SSLContext,
+    deadline: float,
+    *,
+    who: Identity | None = None,
 ) -> None:
-    context = ssl.create_default_context(cafile=str(ca))
-    headers = {"Authorization": f"Bearer {token}"}
-    deadline = time.monotonic() + timeout
+    """Until ``/readyz`` on ``port`` answers 200 (asked as ``who``), while every process
+    started so far runs."""
+    headers = {"Authorization": f"Bearer {who.token}"} if who else {}
     while time.monotonic() < deadline:
         for process in processes:
             if process.poll() is not None:
@@ -364,7 +325,8 @@ def _wait_ready(
         finally:
             connection.close()
         time.sleep(0.1)
-    raise ClusterError(f"kube-apiserver not ready after {timeout:.0f}s; see {workdir}/*.log")
+    name = _name(processes[-1])
+    raise ClusterError(f"{name} not ready on port {port} in time; see {workdir}/*.log")
 
 
 def _wait_default_namespace(api: client.ApiClient, deadline: float) -> None:
@@ -381,10 +343,14 @@ def _wait_default_namespace(api: client.ApiClient, deadline: float) -> None:
 
 
 def _exit_report(process: subprocess.Popen[bytes], workdir: Path) -> str:
-    name = Path(str(process.args[0])).name  # type: ignore[index]
+    name = _name(process)
     log = workdir / f"{name}.log"
     tail = log.read_text(errors="replace").splitlines()[-20:] if log.exists() else []
     return f"{name} exited with {process.returncode}:\n" + "\n".join(tail)
+
+
+def _name(process: subprocess.Popen[bytes]) -> str:
+    return Path(str(process.args[0])).name  # type: ignore[index]
 
 
 def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:

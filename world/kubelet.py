@@ -2,7 +2,10 @@
 what an EKS accelerator node reports, pods bound to them turn Running and Ready, deletions
 finish, and a reboot shows as NotReady followed by Ready with a new boot id.
 
-Nothing runs: no containers, no scheduler (callers bind pods with ``spec.nodeName``).
+No container runs. The real kube-scheduler binds pods to these Nodes (their allocatable
+cpu, memory, pods and devices are what it fits pods into), or a caller names the Node in
+``spec.nodeName``; a kubelet here runs only the pods bound to its own Nodes, and leaves a
+pod no scheduler has bound Pending, as a real one never sees it.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts.kube import NODEGROUP_LABEL
+from world.kubeapi import KUBE_VERSION
 from world.passes import Passes
 
 STRATEGIC = "application/strategic-merge-patch+json"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 @dataclass
@@ -73,7 +78,7 @@ class SimulatedKubelet:
             "metadata": {
                 "name": name,
                 "labels": {
-                    "kubernetes.io/hostname": name,
+                    HOSTNAME_LABEL: name,
                     "kubernetes.io/os": "linux",
                     "topology.kubernetes.io/zone": az,
                     "node.kubernetes.io/instance-type": instance_type,
@@ -219,11 +224,11 @@ def _node_info() -> dict[str, str]:
         "bootID": str(uuid.uuid4()),
         "machineID": uuid.uuid4().hex,
         "systemUUID": str(uuid.uuid4()),
-        "kernelVersion": "5.10.227-219.884.amzn2.x86_64",
-        "osImage": "Amazon Linux 2",
-        "containerRuntimeVersion": "containerd://1.7.22",
-        "kubeletVersion": "v1.20.2",
-        "kubeProxyVersion": "v1.20.2",
+        # EKS publishes no Amazon Linux 2 AMI past Kubernetes 1.32: AL2023's kernel and runtime.
+        "kernelVersion": "6.12.46-66.121.amzn2023.x86_64",
+        "osImage": "Amazon Linux 2023.9.20251117",
+        "containerRuntimeVersion": "containerd://2.1.4",
+        "kubeletVersion": f"v{KUBE_VERSION}",
         "operatingSystem": "linux",
         "architecture": "amd64",
     }

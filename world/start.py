@@ -8,10 +8,11 @@
   Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
   the stack does not) and a queue subscribed to the notifications topic, the inbox a
   person would read (``inbox.py``).
-- Kubernetes is the real kube-apiserver (``kubeapi.local_cluster``) with one Node per
-  instance (``providerID aws:///<az>/<instance-id>``), simulated kubelets, a training job
-  spread over the nodes with its PodDisruptionBudget (``workload.py``), and a watch that
-  records every change to the Nodes (``watch.py``).
+- Kubernetes is a real control plane (``kubeapi.local_cluster``: kube-apiserver,
+  kube-scheduler, kube-controller-manager) with one Node per instance (``providerID
+  aws:///<az>/<instance-id>``), simulated kubelets, a training job spread over the nodes
+  with its PodDisruptionBudget (``workload.py``), and a watch that records every change to
+  the Nodes (``watch.py``).
 - Each instance runs a real ``nodemedic agent`` process (``agents.py``) following its
   kernel log file and shipping to the moto Logs endpoint. What moto's EC2 and Auto
   Scaling calls do to the machines is played by ``hypervisor.py``: a reboot brings the
@@ -43,7 +44,15 @@ from world.cloudformation import Deployment
 from world.hypervisor import Hypervisor, machines
 from world.identity import MetadataService, local_authority
 from world.inbox import Inbox
-from world.kubeapi import KUBE_VERSION, LocalCluster, binary_dir, ensure_binaries, local_cluster
+from world.kubeapi import (
+    BINARIES,
+    KUBE_VERSION,
+    LocalCluster,
+    binary_dir,
+    built,
+    ensure_binaries,
+    local_cluster,
+)
 from world.kubelet import SimulatedKubelet
 from world.motoserver import CREDENTIALS, REGION, moto_server
 from world.spares import chosen, stand_by
@@ -192,12 +201,10 @@ def _control_plane(
 ) -> Iterator[LocalCluster]:
     """``jobs``: the real Job controller runs too, for the simulated training's Jobs."""
     binaries = binary_dir()
-    if not all(
-        (binaries / name).exists() for name in ("kube-apiserver", "kube-controller-manager")
-    ):
+    if not built(binaries):
         say(
-            f"Kubernetes: building kube-apiserver {KUBE_VERSION} from source into {binaries} "
-            "(first use only; this takes several minutes)..."
+            f"Kubernetes: building {KUBE_VERSION} ({', '.join(BINARIES)}) from source into "
+            f"{binaries} (first use only; 15 to 25 minutes on 2 cores)..."
         )
         began = time.monotonic()
         ensure_binaries()
@@ -205,7 +212,7 @@ def _control_plane(
         say(f"Kubernetes: built in {timings['kube_build']:.0f}s")
     with local_cluster(workdir / "kube", controllers=("job",) if jobs else ()) as cluster:
         timings["kube"] = cluster.started_in
-        say(f"Kubernetes: kube-apiserver {KUBE_VERSION} ready in {cluster.started_in:.1f}s")
+        say(f"Kubernetes: control plane {KUBE_VERSION} ready in {cluster.started_in:.1f}s")
         yield cluster
 
 

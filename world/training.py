@@ -2,11 +2,11 @@
 kube-controller-manager runs (it makes and remakes their pods; ``start.local_world`` starts
 its Job controller when the cluster monitors jobs).
 
-One pass loop plays what the cluster would: it binds the jobs' pending pods as
-kube-scheduler does (a rank per node, the first schedulable nodes), and each pass every job
-whose ranks all run takes one step: each rank prints an epoch/step line with loss and
-throughput, and every ``checkpoint_every`` steps the job writes its step to a file under the
-world's workdir (standing for shared storage). When every rank is new (the job restarted
+The real kube-scheduler places the pods, a rank per node (``workload.one_per_node``), on
+the nodes a job prefers where it names some. One pass loop plays the training: each pass,
+every job whose ranks all run takes one step: each rank prints an epoch/step line with loss
+and throughput, and every ``checkpoint_every`` steps the job writes its step to a file under
+the world's workdir (standing for shared storage). When every rank is new (the job restarted
 whole) it resumes from that checkpoint. When only some are new (a rank replaced under a
 running job) it hangs, as a collective with a lost peer does, until something restarts it
 whole. One thread does all of it, so a job's lines, checkpoints and resumes never race.
@@ -24,7 +24,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,9 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts.jobs import application_log_group
+from world.kubelet import HOSTNAME_LABEL
 from world.passes import Passes
-from world.workload import JOB_LABEL, bind, schedulable_nodes
+from world.workload import JOB_LABEL, one_per_node
 
 SIMULATED_LABEL = "training.nodemedic.io/simulated"
 CONTAINER = "trainer"
@@ -116,8 +117,9 @@ class Training:
     def group(self) -> str:
         return application_log_group(self.cluster)
 
-    def create(self, plan: Plan) -> None:
-        """The Job, as a user would create it: the Job controller makes its pods."""
+    def create(self, plan: Plan, prefer: Sequence[str] = ()) -> None:
+        """The Job, as a user would create it: the Job controller makes its pods, the
+        scheduler puts them on the nodes named in ``prefer`` while they can take them."""
         core, batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)
         if not any(n.metadata.name == self.namespace for n in core.list_namespace().items):
             core.create_namespace({"metadata": {"name": self.namespace}})
@@ -135,6 +137,7 @@ class Training:
                         "spec": {
                             "restartPolicy": "Never",
                             "containers": [{"name": CONTAINER, "image": "trainer:1"}],
+                            "affinity": _affinity(plan.name, prefer),
                         },
                     },
                 },
@@ -164,13 +167,12 @@ class Training:
             return [s for s in self.starts if s.job == job]
 
     def sync(self) -> None:
-        """One pass: bind what waits, then a step of every job whose ranks all run."""
+        """One pass: a step of every job whose ranks all run."""
         core = client.CoreV1Api(self.api)
         pods = core.list_namespaced_pod(
             self.namespace, label_selector=f"{SIMULATED_LABEL}=true"
         ).items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        self._schedule(core, live)
         with self._lock:
             jobs = list(self._jobs.values())
         records: dict[str, list[dict[str, Any]]] = {}
@@ -181,18 +183,6 @@ class Training:
                 records.setdefault(_stream(pod), []).append(_record(pod, text))
         for stream, batch in records.items():
             self._ship(stream, batch)
-
-    def _schedule(self, core: client.CoreV1Api, pods: list[client.V1Pod]) -> None:
-        pending = [p for p in pods if not p.spec.node_name]
-        if not pending:
-            return
-        nodes = schedulable_nodes(core)
-        for pod in pending:
-            job = pod.metadata.labels.get(JOB_LABEL)
-            taken = {p.spec.node_name for p in pods if p.metadata.labels.get(JOB_LABEL) == job}
-            free = [n for n in nodes if n not in taken]
-            if free and bind(core, pod, free[0]):
-                pod.spec.node_name = free[0]
 
     def _advance(self, job: _Job, running: dict[str, client.V1Pod]) -> list[tuple[Any, str]]:
         """What the job's ranks print this pass; its step and checkpoint move on."""
@@ -244,6 +234,19 @@ class Training:
             logStreamName=stream,
             logEvents=[{"timestamp": now, "message": json.dumps(r)} for r in records],
         )
+
+
+def _affinity(job: str, prefer: Sequence[str]) -> dict[str, Any]:
+    """A rank per node; ``prefer``: nodes that outweigh every other score of the scheduler."""
+    affinity = one_per_node(job)
+    if prefer:
+        term = {
+            "matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": list(prefer)}]
+        }
+        affinity["nodeAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": term}]
+        }
+    return affinity
 
 
 def _running(pod: client.V1Pod) -> bool:

@@ -1,12 +1,12 @@
 """A training job on the local cluster: one worker pod per node, a PodDisruptionBudget, and
-the two controllers the local control plane leaves out, reduced to what the job needs.
+the Job controller the local control plane leaves out, reduced to what the job needs: a
+worker pod that is gone (evicted, deleted) is created again.
 
-- the Job controller: a worker pod that is gone (evicted, deleted) is created again;
-- the scheduler: a pending worker is bound (``pods/binding``, as kube-scheduler does) to a
-  Ready node that is not cordoned, has no ``NoSchedule`` taint and runs no other worker.
-
-So a drained node's workers come back on healthy nodes, or wait Pending until a
-replacement joins, which is what a person watching the job sees on EKS.
+The workers start on the nodes ``create`` is given (``spec.nodeName``); the ones created
+again are placed by the real kube-scheduler, which their anti-affinity keeps to one worker
+per node, off cordoned nodes and nodes with a taint they do not tolerate. So a drained
+node's workers come back on healthy nodes, or wait Pending until a replacement joins, which
+is what a person watching the job sees on EKS.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
+from world.kubelet import HOSTNAME_LABEL
 from world.passes import Passes
 
 WORKER_LABEL = "training.nodemedic.io/worker"
@@ -26,7 +27,8 @@ JOB_LABEL = "job-name"
 
 @dataclass(frozen=True)
 class Placement:
-    """A worker bound to a node at ``at`` (epoch seconds)."""
+    """A worker bound to a node, seen at ``at`` (epoch seconds): when it was created there,
+    or the pass after the scheduler bound it."""
 
     worker: int
     pod: str
@@ -86,8 +88,7 @@ class TrainingJob:
             "uid": job.metadata.uid,
             "controller": True,
         }
-        # policy/v1beta1: the only version kube-apiserver 1.20 serves.
-        dynamic.resources.get(api_version="policy/v1beta1", kind="PodDisruptionBudget").create(
+        dynamic.resources.get(api_version="policy/v1", kind="PodDisruptionBudget").create(
             namespace=self.namespace,
             body={
                 "metadata": {"name": self.name},
@@ -122,26 +123,24 @@ class TrainingJob:
         }
 
     def sync(self) -> None:
-        """One pass of both controllers."""
+        """One pass of the controller; the workers the scheduler bound since are placed."""
         pods = [p for p in self.pods() if p.metadata.deletion_timestamp is None]
         present = {int(p.metadata.labels[WORKER_LABEL]) for p in pods}
         for worker in sorted(set(range(self.workers)) - present):
             self._create_worker(worker, None)
-        pending = [p for p in pods if not p.spec.node_name]
-        if not pending:
-            # Freshly created pods of this pass are bound on the next one.
-            return
-        busy = {p.spec.node_name for p in pods if p.spec.node_name}
-        free = [n for n in schedulable_nodes(self.core) if n not in busy]
-        for pod, node in zip(pending, free, strict=False):
-            if bind(self.core, pod, node):
+        placed = {p.pod for p in self.placements}
+        for pod in pods:
+            if pod.spec.node_name and pod.metadata.name not in placed:
                 worker = int(pod.metadata.labels[WORKER_LABEL])
-                self.placements.append(Placement(worker, pod.metadata.name, node, time.time()))
+                self.placements.append(
+                    Placement(worker, pod.metadata.name, pod.spec.node_name, time.time())
+                )
 
     def _create_worker(self, worker: int, node: str | None) -> None:
         spec: dict[str, Any] = {
             "restartPolicy": "Never",
             "containers": [{"name": "trainer", "image": "trainer:1"}],
+            "affinity": one_per_node(self.name),
         }
         if node is not None:
             spec["nodeName"] = node
@@ -160,32 +159,16 @@ class TrainingJob:
             self.placements.append(Placement(worker, pod.metadata.name, node, time.time()))
 
 
-def bind(core: client.CoreV1Api, pod: client.V1Pod, node: str) -> bool:
-    """Bind ``pod`` to ``node`` as kube-scheduler does; False when it is gone or bound."""
-    body = client.V1Binding(
-        metadata=client.V1ObjectMeta(name=pod.metadata.name),
-        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
-    )
-    try:
-        # The response is a Status the client cannot read back into a V1Binding.
-        core.create_namespaced_pod_binding(
-            pod.metadata.name, pod.metadata.namespace, body, _preload_content=False
-        )
-    except client.ApiException as exc:
-        if exc.status in (404, 409):  # gone, or bound meanwhile
-            return False
-        raise
-    return True
-
-
-def schedulable_nodes(core: client.CoreV1Api) -> list[str]:
-    found = []
-    for node in core.list_node().items:
-        if node.spec.unschedulable:
-            continue
-        if any(t.effect in ("NoSchedule", "NoExecute") for t in node.spec.taints or []):
-            continue
-        conditions = node.status.conditions or []
-        if any(c.type == "Ready" and c.status == "True" for c in conditions):
-            found.append(node.metadata.name)
-    return sorted(found)
+def one_per_node(job: str) -> dict[str, Any]:
+    """A pod's affinity that keeps the scheduler from putting two pods of ``job`` on a node,
+    as distributed training asks (a rank per node)."""
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {JOB_LABEL: job}},
+                    "topologyKey": HOSTNAME_LABEL,
+                }
+            ]
+        }
+    }

@@ -126,11 +126,13 @@ def _stays(pod: Any) -> bool:
 def _evict(core: client.CoreV1Api, pod: Any) -> str:
     """``evicted``, ``blocked`` (HTTP 429: a PDB allows no disruption now) or ``gone``.
 
-    The body leaves ``apiVersion`` unset: the server then reads it as the Eviction version
-    it serves (policy/v1beta1 up to 1.21, policy/v1 later), so one call fits every cluster.
+    An Eviction of ``policy/v1``: Kubernetes serves it since 1.22 and serves no other since
+    1.25 (its beta was removed), and every version EKS supports today is a 1.3x.
     """
     body = client.V1Eviction(
-        metadata=client.V1ObjectMeta(name=pod.metadata.name, namespace=pod.metadata.namespace)
+        api_version="policy/v1",
+        kind="Eviction",
+        metadata=client.V1ObjectMeta(name=pod.metadata.name, namespace=pod.metadata.namespace),
     )
     try:
         core.create_namespaced_pod_eviction(pod.metadata.name, pod.metadata.namespace, body)

@@ -1,9 +1,10 @@
 """The chart (deploy/chart/nodemedic) as helm renders it, for the tests: where helm is, the
 rendered documents, and the agent's command line the DaemonSet gives it.
 
-helm is found in one place (``helm_binary``): ``$NODEMEDIC_HELM``, else the newest build in
-the cache the local world's binaries live in (``$NODEMEDIC_CACHE``, by default
-``~/.cache/nodemedic``: ``<cache>/<build>/helm``).
+helm is found in one place (``helm_binary``): ``$NODEMEDIC_HELM``, else the helm
+world/build-kube.sh builds beside the local world's Kubernetes binaries (``make kube``, or
+the first test that needs them). It is never missing: a chart test that skipped would hide a
+broken chart.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 import yaml
 
 from tests.support.paths import ROOT
+from world.kubeapi import ensure_binaries
 
 CHART = ROOT / "deploy" / "chart" / "nodemedic"
 ENV_HELM = "NODEMEDIC_HELM"
-ENV_CACHE = "NODEMEDIC_CACHE"
 NAMESPACE = "nodemedic"
 """Where docs/deploy.md installs the chart, and the namespace of the stack's Pod Identity
 association (stacks/agent_access.py)."""
@@ -32,15 +33,13 @@ SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address"
 """The values of a cluster whose Prometheus operator scrapes the agents."""
 
 
-def helm_binary() -> Path | None:
+def helm_binary() -> Path:
     """helm: ``$NODEMEDIC_HELM`` when set (even if it is not there: a wrong setting fails
-    loudly), else the newest ``<cache>/*/helm``; None when there is none."""
+    loudly), else the one the Kubernetes build caches, built first when missing."""
     given = os.environ.get(ENV_HELM)
     if given:
         return Path(given)
-    cache = Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "nodemedic")
-    found = [p for p in cache.glob("*/helm") if p.is_file() and os.access(p, os.X_OK)]
-    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+    return ensure_binaries() / "helm"
 
 
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:

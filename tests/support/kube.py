@@ -22,8 +22,8 @@ class Node:
 
 
 def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "condition") -> T:
-    """``check()`` once it is truthy; the simulated kubelet and the controllers act within
-    a second, so the timeout only bounds a broken run."""
+    """``check()`` once it is truthy; the simulated kubelet, the scheduler and the
+    controllers act within a second, so the timeout only bounds a broken run."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -81,7 +81,8 @@ def bind_pod(
     owner: Mapping[str, Any] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> client.V1Pod:
-    """A pod placed on ``node`` as the scheduler would place it."""
+    """A pod created bound to ``node`` (``spec.nodeName``): the scheduler never sees it,
+    so a test decides where each of its pods runs."""
     metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
     if owner:
         metadata["ownerReferences"] = [dict(owner)]
@@ -109,10 +110,8 @@ def exists(core: client.CoreV1Api, namespace: str, name: str) -> bool:
 def pdb(
     api: client.ApiClient, namespace: str, name: str, labels: Mapping[str, str], **spec: Any
 ) -> Any:
-    """A PodDisruptionBudget (policy/v1beta1, the only version 1.20 serves)."""
-    budgets = DynamicClient(api).resources.get(
-        api_version="policy/v1beta1", kind="PodDisruptionBudget"
-    )
+    """A PodDisruptionBudget; returns a function that reads its status."""
+    budgets = DynamicClient(api).resources.get(api_version="policy/v1", kind="PodDisruptionBudget")
     body = {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": dict(labels)}, **spec}}
     budgets.create(namespace=namespace, body=body)
     return lambda: budgets.get(namespace=namespace, name=name).status

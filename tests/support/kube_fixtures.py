@@ -1,5 +1,6 @@
-"""The local Kubernetes the kube and remediation tests share: one real kube-apiserver
-(v1.20.2, built and cached by world/build-kube.sh on first use) per session,
+"""The local Kubernetes the kube and remediation tests share: one real control plane per
+session (kube-apiserver, kube-scheduler and kube-controller-manager of the version EKS runs,
+``world.kubeapi.KUBE_VERSION``, built and cached by world/build-kube.sh on first use),
 simulated kubelets, and a fresh namespace per test. A conftest imports these fixtures to
 offer them."""
 
@@ -20,7 +21,7 @@ from world.kubelet import SimulatedKubelet
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     workdir: Path = tmp_path_factory.mktemp("kube")
     with local_cluster(workdir) as running:
-        print(f"local kube-apiserver ready in {running.started_in:.1f}s")
+        print(f"local control plane ready in {running.started_in:.1f}s")
         yield running
 
 

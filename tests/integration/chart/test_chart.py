@@ -22,7 +22,6 @@ from nodemedic.health.instance_types import TABLE
 from tests.support.helm import (
     ANY_ADDRESS,
     CHART,
-    ENV_HELM,
     NAMESPACE,
     REQUIRED,
     SCRAPED,
@@ -42,13 +41,7 @@ IRSA_ROLE = "arn:aws:iam::123456789012:role/nodemedic-agent-prod-trn"
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    found = helm_binary()
-    if found is None:
-        pytest.skip(
-            f"no helm: set {ENV_HELM} to a helm v3 binary, or build the local world's "
-            "binaries (~/.cache/nodemedic/<build>/helm)"
-        )
-    return found
+    return helm_binary()
 
 
 @pytest.fixture(scope="module")
