@@ -9,6 +9,17 @@ from typing import Any
 
 _PERCENTILE = re.compile(r"(?:p|tm|wm|tc|ts|pr)\d", re.IGNORECASE)
 """CloudWatch's percentile and trimmed statistics (p99, tm90, …)."""
+PROP = re.compile(r"\$\{PROP\('(?:Dim\.)?(\w+)'\)\}")
+"""A label's ``${PROP('Dim.X')}``, which each series fills with its own value."""
+
+
+def entry_name(entry: Sequence[Any]) -> str:
+    """What a note calls the entry: its label without the ``${PROP(…)}`` it fills per
+    series, else its metric, else the start of its expression."""
+    options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
+    plain = " ".join(str(p) for p in entry if not isinstance(p, dict))
+    label = PROP.sub("", str(options.get("label", ""))).strip()
+    return label or plain or str(options.get("expression", ""))[:60]
 
 
 def silence(name: str, names: Sequence[str], *, found: bool | None) -> str:

@@ -28,12 +28,11 @@ from console.dashboard.expressions import (
     statistics,
 )
 from console.dashboard.links import log_sources, logs_insights_url
-from console.dashboard.notes import answer, silence
+from console.dashboard.notes import PROP, answer, entry_name, silence
 
 DEFAULT_PERIOD = 300
 DEFAULT_STATISTIC = "Average"
 _DURATION = re.compile(r"-?P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
-_PROP = re.compile(r"\$\{PROP\('(?:Dim\.)?(\w+)'\)\}")
 _MAX_QUERIES = 500
 """GetMetricData's limit on queries in one call."""
 
@@ -147,7 +146,7 @@ class Reader:
             for page in self.cloudwatch.get_paginator("get_metric_data").paginate(
                 MetricDataQueries=queries,
                 StartTime=self.start,
-                EndTime=self.end,
+                EndTime=_whole_second_after(self.end),
                 ScanBy="TimestampAscending",
             ):
                 for result in page["MetricDataResults"]:
@@ -231,6 +230,14 @@ class Reader:
         return filled
 
 
+def _whole_second_after(end: datetime) -> datetime:
+    """``end`` rounded up to the second: moto cuts EndTime's fraction off and then leaves
+    out a datapoint of that very second (the demo's last outcome, drawn at once)."""
+    if not end.microsecond:
+        return end
+    return end.replace(microsecond=0) + timedelta(seconds=1)
+
+
 def _period_of(node: Node) -> int:
     if isinstance(node, Search):
         return node.period
@@ -242,16 +249,7 @@ def _period_of(node: Node) -> int:
 def _label(template: str, names: Mapping[str, str], fallback: str) -> str:
     if not template:
         return fallback
-    return _PROP.sub(lambda m: names.get(m.group(1), ""), template).strip() or fallback
-
-
-def _name(entry: Sequence[Any]) -> str:
-    """What a note calls the entry: its label without the ``${PROP(…)}`` it fills per
-    series, else its metric, else the start of its expression."""
-    options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
-    plain = " ".join(str(p) for p in entry if not isinstance(p, dict))
-    label = _PROP.sub("", str(options.get("label", ""))).strip()
-    return label or plain or str(options.get("expression", ""))[:60]
+    return PROP.sub(lambda m: names.get(m.group(1), ""), template).strip() or fallback
 
 
 def metric_series(
@@ -267,7 +265,7 @@ def metric_series(
         try:
             node = parse(expression, period)
         except Unsupported as exc:
-            return [], [f"{_name(entry)}: not drawn, {exc}"], ""
+            return [], [f"{entry_name(entry)}: not drawn, {exc}"], ""
         label = str(options.get("label", ""))
         try:
             series = [
@@ -278,9 +276,9 @@ def metric_series(
                 for names, values in reader.evaluate(node)
             ]
         except ClientError as exc:
-            return [], [f"{_name(entry)}: not drawn, {answer(exc, statistics(node))}"], ""
+            return [], [f"{entry_name(entry)}: not drawn, {answer(exc, statistics(node))}"], ""
         names = metric_names(node)
-        name = _name(entry) if _PROP.sub("", label).strip() else ", ".join(names)
+        name = entry_name(entry) if PROP.sub("", label).strip() else ", ".join(names)
         return series, [], silence(name, names, found=bool(series))
     plain = [part for part in entry if not isinstance(part, dict)]
     if len(plain) < 2 or "..." in plain or "." in plain:
@@ -296,7 +294,7 @@ def metric_series(
     try:
         reader.fetch([metric])
     except ClientError as exc:
-        return [], [f"{_name(entry)}: not drawn, {answer(exc, {metric.statistic})}"], ""
+        return [], [f"{entry_name(entry)}: not drawn, {answer(exc, {metric.statistic})}"], ""
     series = [Series(str(options.get("label", name)), tuple(metric.points))]
     return series, [], silence(str(options.get("label", name)), [name], found=None)
 
