@@ -192,3 +192,21 @@ def parse(expression: str, period: int) -> Node:
     if parser.at != len(parser.tokens):
         raise Unsupported(f"metric math after the expression: {parser.peek()}")
     return node
+
+
+def metric_names(node: Node) -> tuple[str, ...]:
+    """The metric names an expression looks for."""
+    if isinstance(node, Search):
+        return node.names
+    if isinstance(node, Sum):
+        return tuple(n for argument in node.arguments for n in metric_names(argument))
+    return metric_names(node.argument)
+
+
+def statistics(node: Node) -> set[str]:
+    """The statistics an expression asks CloudWatch for."""
+    if isinstance(node, Search):
+        return {node.statistic}
+    if isinstance(node, Sum):
+        return {s for argument in node.arguments for s in statistics(argument)}
+    return statistics(node.argument)

@@ -17,8 +17,9 @@ COLUMN = 50
 ROW = 50
 HEADER = 56
 """Height of the page's heading, above the grid."""
-TITLE = 24
-"""Height of a widget's title, above its chart."""
+TITLE = 36
+"""Height of a widget's title, above its chart: two lines, so that a narrow widget's long
+title wraps instead of being cut."""
 WIDTH = 24 * COLUMN
 STATES = {"OK": "#2ca02c", "ALARM": "#d62728", "INSUFFICIENT_DATA": "#7f7f7f"}
 
@@ -54,6 +55,11 @@ def _body(widget: Widget, board: Board) -> str:
             f"{escape(name)}: {escape(state)}</span>"
             for name, state in widget.alarms
         )
+    if widget.link:
+        return (
+            f'<p class="link">{escape(widget.text)}: '
+            f'<a href="{escape(widget.link)}">run the query in the CloudWatch console</a></p>'
+        )
     return f"<pre>{escape(widget.text)}</pre>"
 
 
@@ -67,7 +73,8 @@ def _widget(widget: Widget, board: Board) -> str:
     return (
         f'<section class="widget {widget.kind}" style="left:{left}px;top:{top - TITLE}px;'
         f'width:{width}px;height:{height + TITLE}px">'
-        f"<h2>{escape(widget.title)}</h2>{_body(widget, board)}{notes}</section>"
+        f'<h2 title="{escape(widget.title)}">{escape(widget.title)}</h2>'
+        f"{_body(widget, board)}{notes}</section>"
     )
 
 
@@ -79,14 +86,14 @@ _STYLE = (
     ".widget h2{font-size:13px;margin:0;height:"
     + str(TITLE)
     + "px;line-height:"
-    + str(TITLE)
-    + "px;padding:0 6px;white-space:nowrap;overflow:hidden}"
+    + str(TITLE // 2)
+    + "px;padding:0 6px;box-sizing:border-box;overflow:hidden}"
     ".chart{display:block}.axis,.legend{font-size:10px;fill:#555}.nodata{font-size:13px;fill:#555}"
     ".notes{position:absolute;left:0;right:0;bottom:0;background:#fff8e6}"
     ".note{color:#8a4b00;margin:2px 6px;font-size:11px}"
     ".alarm{display:inline-block;color:#fff;margin:4px;padding:2px 6px;border-radius:3px}"
     ".value{font-size:14px;margin:6px}.value b{font-size:24px}"
-    "pre{margin:4px 6px;font-size:10px;white-space:pre-wrap}"
+    "pre{margin:4px 6px;font-size:10px;white-space:pre-wrap}.link{margin:6px;font-size:13px}"
 )
 
 

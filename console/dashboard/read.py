@@ -15,12 +15,24 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.dashboard.expressions import Fill, Node, Search, Sum, Unsupported, parse
+from botocore.exceptions import ClientError
+
+from console.dashboard.expressions import (
+    Fill,
+    Node,
+    Search,
+    Sum,
+    Unsupported,
+    metric_names,
+    parse,
+    statistics,
+)
+from console.dashboard.links import log_sources, logs_insights_url
+from console.dashboard.notes import PROP, answer, entry_name, silence
 
 DEFAULT_PERIOD = 300
 DEFAULT_STATISTIC = "Average"
 _DURATION = re.compile(r"-?P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
-_PROP = re.compile(r"\$\{PROP\('(?:Dim\.)?(\w+)'\)\}")
 _MAX_QUERIES = 500
 """GetMetricData's limit on queries in one call."""
 
@@ -60,6 +72,8 @@ class Widget:
     text: str = ""
     notes: tuple[str, ...] = ()
     """What of the widget is not drawn, and why."""
+    link: str = ""
+    """Where the console shows what the page does not (a log widget's query)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +130,11 @@ class Reader:
                         "Metric": {
                             "Namespace": m.namespace,
                             "MetricName": m.name,
+                            # In the order ListMetrics gave them, the publisher's: moto
+                            # matches the list in order (CloudWatch as a set), and a sorted
+                            # Action, Cluster, NodeGroup, Outcome found no datapoint there.
                             "Dimensions": [
-                                {"Name": k, "Value": v} for k, v in sorted(m.dimensions.items())
+                                {"Name": k, "Value": v} for k, v in m.dimensions.items()
                             ],
                         },
                         "Period": self._period(m.period),
@@ -129,7 +146,7 @@ class Reader:
             for page in self.cloudwatch.get_paginator("get_metric_data").paginate(
                 MetricDataQueries=queries,
                 StartTime=self.start,
-                EndTime=self.end,
+                EndTime=_whole_second_after(self.end),
                 ScanBy="TimestampAscending",
             ):
                 for result in page["MetricDataResults"]:
@@ -213,6 +230,14 @@ class Reader:
         return filled
 
 
+def _whole_second_after(end: datetime) -> datetime:
+    """``end`` rounded up to the second: moto cuts EndTime's fraction off and then leaves
+    out a datapoint of that very second (the demo's last outcome, drawn at once)."""
+    if not end.microsecond:
+        return end
+    return end.replace(microsecond=0) + timedelta(seconds=1)
+
+
 def _period_of(node: Node) -> int:
     if isinstance(node, Search):
         return node.period
@@ -224,19 +249,15 @@ def _period_of(node: Node) -> int:
 def _label(template: str, names: Mapping[str, str], fallback: str) -> str:
     if not template:
         return fallback
-    return _PROP.sub(lambda m: names.get(m.group(1), ""), template).strip() or fallback
-
-
-def _name(entry: Sequence[Any]) -> str:
-    options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
-    plain = " ".join(str(p) for p in entry if not isinstance(p, dict))
-    return str(options.get("label") or plain or options.get("expression", "")[:60])
+    return PROP.sub(lambda m: names.get(m.group(1), ""), template).strip() or fallback
 
 
 def metric_series(
     reader: Reader, entry: Sequence[Any], widget: Mapping[str, Any]
-) -> tuple[list[Series], list[str]]:
-    """One entry of a metric widget's ``metrics``: its series, and a note if not drawn."""
+) -> tuple[list[Series], list[str], str]:
+    """One entry of a metric widget's ``metrics``: its series, a note if not drawn, and
+    why it is empty should the whole widget be (a widget with data needs no excuse for a
+    quiet line)."""
     options: dict[str, Any] = dict(entry[-1]) if entry and isinstance(entry[-1], dict) else {}
     period = int(options.get("period", widget.get("period", DEFAULT_PERIOD)))
     if "expression" in options:
@@ -244,18 +265,24 @@ def metric_series(
         try:
             node = parse(expression, period)
         except Unsupported as exc:
-            return [], [f"{_name(entry)}: not drawn, {exc}"]
+            return [], [f"{entry_name(entry)}: not drawn, {exc}"], ""
         label = str(options.get("label", ""))
-        return [
-            Series(
-                _label(label, names, " ".join(names.values()) or expression[:40]),
-                tuple(sorted(values.items())),
-            )
-            for names, values in reader.evaluate(node)
-        ], []
+        try:
+            series = [
+                Series(
+                    _label(label, names, " ".join(names.values()) or expression[:40]),
+                    tuple(sorted(values.items())),
+                )
+                for names, values in reader.evaluate(node)
+            ]
+        except ClientError as exc:
+            return [], [f"{entry_name(entry)}: not drawn, {answer(exc, statistics(node))}"], ""
+        names = metric_names(node)
+        name = entry_name(entry) if PROP.sub("", label).strip() else ", ".join(names)
+        return series, [], silence(name, names, found=bool(series))
     plain = [part for part in entry if not isinstance(part, dict)]
     if len(plain) < 2 or "..." in plain or "." in plain:
-        return [], [f"{plain}: not drawn, a metric written in shorthand"]
+        return [], [f"{plain}: not drawn, a metric written in shorthand"], ""
     namespace, name, *pairs = (str(p) for p in plain)
     metric = _Metric(
         namespace,
@@ -264,8 +291,12 @@ def metric_series(
         str(options.get("stat", widget.get("stat", DEFAULT_STATISTIC))),
         period,
     )
-    reader.fetch([metric])
-    return [Series(str(options.get("label", name)), tuple(metric.points))], []
+    try:
+        reader.fetch([metric])
+    except ClientError as exc:
+        return [], [f"{entry_name(entry)}: not drawn, {answer(exc, {metric.statistic})}"], ""
+    series = [Series(str(options.get("label", name)), tuple(metric.points))]
+    return series, [], silence(str(options.get("label", name)), [name], found=None)
 
 
 def _alarm_states(cloudwatch: Any, arns: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -298,26 +329,32 @@ def widget(reader: Reader, raw: Mapping[str, Any]) -> Widget:
     if kind == "alarm":
         alarms = _alarm_states(reader.cloudwatch, [str(a) for a in props.get("alarms", [])])
         return replace(place, kind="alarms", alarms=alarms)
+    if kind == "log":
+        groups, query = log_sources(str(props.get("query", "")))
+        region = str(props.get("region") or reader.cloudwatch.meta.region_name)
+        return replace(
+            place,
+            kind="log",
+            text=f"Logs Insights on {', '.join(groups) or 'the log groups'}, in {region}",
+            link=logs_insights_url(region, query, groups),
+            notes=("log lines are not drawn here: the link runs the query in the console",),
+        )
     if kind != "metric":
         return replace(
             place,
             kind=str(kind),
-            text=str(props.get("query", "")),
             notes=(f"a {kind} widget is not drawn here: open the dashboard in the console",),
         )
-    from botocore.exceptions import ClientError
-
     series: list[Series] = []
     notes: list[str] = []
+    quiet: list[str] = []
     for entry in props.get("metrics", []):
-        try:
-            drawn, missed = metric_series(reader, entry, props)
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            answer = f"{error.get('Code', '')} {error.get('Message', '')}".split("\n")[0][:120]
-            drawn, missed = [], [f"{_name(entry)}: not drawn, CloudWatch answered {answer}"]
+        drawn, missed, empty = metric_series(reader, entry, props)
         series += drawn
         notes += missed
+        quiet += [empty] if empty else []
+    if not any(s.points for s in series):
+        notes += quiet
     left = props.get("yAxis", {}).get("left", {})
     return replace(
         place,

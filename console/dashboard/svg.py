@@ -35,6 +35,9 @@ AXIS = 22
 """Height of the time axis' labels under the plot."""
 LEGEND_ROW = 16
 NO_DATA = "No data in this time range"
+LABEL_CHARACTER = 6
+"""Width in px of a character of an axis label, at the widest (digits at 10 px)."""
+LABEL_GAP = 12
 
 
 def colour(index: int) -> str:
@@ -82,6 +85,14 @@ def stacked(series: Sequence[Series]) -> list[Series]:
 def _clock(at: float, span: float) -> str:
     stamp = datetime.fromtimestamp(at, UTC)
     return stamp.strftime("%m-%d %H:%M" if span > 86400 else "%H:%M:%S" if span < 600 else "%H:%M")
+
+
+def time_ticks(plot_width: float, characters: int) -> int:
+    """How many time labels fit under a plot ``plot_width`` wide, at most 5, at least the
+    two ends. The first and last hang inwards from the ends, the others are centred on
+    their tick: next to an end a label needs one and a half label widths and a gap."""
+    label = characters * LABEL_CHARACTER
+    return max(2, min(5, int(plot_width // (1.5 * label + LABEL_GAP)) + 1))
 
 
 def _legend(series: Sequence[Series], width: int, top: int) -> list[str]:
@@ -146,12 +157,13 @@ def line_chart(
                 f'stroke="#eeeeee"/><text x="{left - 4}" y="{y(value) + 4:.1f}" '
                 f'text-anchor="end" class="axis">{value:g}</text>'
             )
-        for tick in range(5):
-            at = start + span * tick / 4
-            anchor = ("start", "middle", "middle", "middle", "end")[tick]
+        ticks = time_ticks(right - left, len(_clock(start, span)))
+        for tick in range(ticks):
+            at = start + span * tick / (ticks - 1)
+            anchor = "start" if tick == 0 else "end" if tick == ticks - 1 else "middle"
             parts.append(
                 f'<text x="{x(at):.1f}" y="{bottom + 15}" text-anchor="{anchor}" '
-                f'class="axis">{_clock(at, span)}</text>'
+                f'class="axis time">{_clock(at, span)}</text>'
             )
         for a in annotations:
             parts.append(

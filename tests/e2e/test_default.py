@@ -4,11 +4,20 @@ and of AWS, read back through their APIs."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
 import pytest
 from kubernetes import client
 
+from console.dashboard.expressions import Search, insights_query
+from console.dashboard.page import HEADER, ROW, WIDTH, page
+from console.dashboard.read import board
 from nodemedic.contracts.kube import HEALTH_LABEL, TAINT_KEY
 from nodemedic.contracts.logs import identity_stream, node_log_group
+from nodemedic.contracts.stack import dashboard_name
+from tests.support.dashboard_page import page_problems
 from tests.support.e2e import (
     group_after_replacements,
     group_instances,
@@ -153,6 +162,57 @@ def test_the_mail_and_the_metrics_tell_what_happened(world: World, result: Resul
     assert outcomes == {"replaced", "rebooted", "notified"}
 
 
+def test_the_dashboard_page_draws_the_outcomes_and_says_why_of_the_rest(
+    world: World, result: Result, tmp_path: Path
+) -> None:
+    """The page ``nodemedic demo`` writes at its end, looked at in chromium: every widget
+    has data or says plainly why not, and the remediations are drawn by action and outcome."""
+    drawn = board(
+        world.aws("cloudwatch"),
+        dashboard_name(world.settings.name),
+        start=datetime.now(UTC) - timedelta(minutes=15),
+        period=10,
+    )
+    html = tmp_path / "dashboard.html"
+    html.write_text(page(drawn))
+    height = HEADER + max((w.y + w.height) * ROW for w in drawn.widgets)
+    assert page_problems(html, tmp_path, width=WIDTH, height=height) == []
+    (outcomes,) = [w for w in drawn.widgets if w.title == "Remediations by action and outcome"]
+    assert {s.label for s in outcomes.series if s.points} == {
+        "replace replaced",
+        "reboot rebooted",
+        "notify notified",
+    }, (outcomes.series, outcomes.notes)
+
+
+def test_the_fault_alarms_select_the_metrics_the_state_machine_published(
+    world: World, result: Result
+) -> None:
+    """moto never evaluates an alarm: its Metrics Insights query's selection (namespace,
+    exact dimension set, WHERE, metric) is matched here against what ListMetrics holds
+    after the run. CloudWatch matches a dimension set exactly, so a query over another set
+    than the one published would never fire on AWS either."""
+    cloudwatch = world.aws("cloudwatch")
+    alarms = cloudwatch.describe_alarms(AlarmNamePrefix="nodemedic-")["MetricAlarms"]
+    queries = {
+        a["AlarmName"]: insights_query(q["Expression"], 300)
+        for a in alarms
+        for q in a.get("Metrics", [])
+        if q.get("Expression", "").startswith("SELECT ")
+    }
+    fired = {
+        name
+        for name, query in queries.items()
+        if any(
+            selected(query, m)
+            for m in cloudwatch.list_metrics(Namespace=query.namespace)["Metrics"]
+        )
+    }
+    assert {"nodemedic-demo-NeuronHasError_DMA_ERROR", "nodemedic-demo-NvidiaXid_48"} <= fired, (
+        sorted(queries)
+    )
+
+
 def test_every_training_worker_runs_again(world: World, result: Result) -> None:
     core = client.CoreV1Api(world.api)
     placed = workers_running_again(world, timeout=10)
@@ -176,3 +236,14 @@ def test_the_demo_enforces_proof_of_origin_and_every_agent_registered(
         for s in page["logStreams"]
     }
     assert {identity_stream(m.instance_id) for m in world.live_machines()} <= streams
+
+
+def selected(query: Search, metric: dict[str, Any]) -> bool:
+    """Whether a Metrics Insights query selects a metric ListMetrics lists."""
+    dimensions = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+    return (
+        metric["Namespace"] == query.namespace
+        and metric["MetricName"] in query.names
+        and (query.schema is None or set(dimensions) == set(query.schema))
+        and all(dimensions.get(k) == v for k, v in query.equals)
+    )

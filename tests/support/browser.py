@@ -27,11 +27,16 @@ RGB = tuple[int, int, int]
 
 def screenshot(page: Path, png: Path, *, width: int, height: int) -> Path:
     """``page`` rendered at ``width`` by ``height`` CSS pixels, one image pixel each."""
+    _chromium(page, f"--window-size={width},{height}", f"--screenshot={png}")
+    return png
+
+
+def _chromium(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("chromium")
     if binary is None:
         raise RuntimeError("chromium is not installed: run `make chromium`")
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
+        return subprocess.run(
             [
                 binary,
                 "--headless",
@@ -44,15 +49,20 @@ def screenshot(page: Path, png: Path, *, width: int, height: int) -> Path:
                 "--proxy-server=127.0.0.1:9",
                 "--host-resolver-rules=MAP * ~NOTFOUND",
                 f"--user-data-dir={profile}",
-                f"--window-size={width},{height}",
-                f"--screenshot={png}",
+                *flags,
                 page.resolve().as_uri(),
             ],
             check=True,
             capture_output=True,
+            text=True,
             timeout=TIMEOUT,
         )
-    return png
+
+
+def dump_dom(page: Path, *, width: int, height: int) -> str:
+    """The page's DOM after its scripts ran, laid out at ``width`` by ``height``: a test
+    adds a script that measures what it sees and writes the result into the page."""
+    return _chromium(page, f"--window-size={width},{height}", "--dump-dom").stdout
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,18 @@ from console.cli import main
 from console.dashboard.page import WIDTH, chart_origin, chart_size
 from console.dashboard.read import Widget
 from console.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
+from nodemedic.contracts.metrics import (
+    BREAKER_METRIC,
+    CLUSTER_DIMENSION,
+    FAULT_TO_ACTION_METRIC,
+    METRICS_NAMESPACE,
+    NODE_GROUP_DIMENSION,
+    REMEDIATION_EXTRA_DIMENSIONS,
+    REMEDIATIONS_METRIC,
+)
+from stacks.insights import insights_query
 from tests.support.browser import RGB, Picture, read_png, screenshot
+from tests.support.dashboard_page import page_problems
 from world.motoserver import moto_server
 
 REGION = "us-east-1"
@@ -148,3 +159,116 @@ def test_a_missing_dashboard_is_one_clear_error(
     assert main([*argv, "--endpoint-url", endpoint]) == 2
     assert "nodemedic dashboard:" in capsys.readouterr().err
     assert not html.exists()
+
+
+def _demo_like_body() -> dict[str, Any]:
+    """The widgets the demo's page left empty or garbled, as the stack writes them."""
+    percentiles = [
+        [{"expression": _percentile_search(p), "label": f"{p} ${{PROP('Dim.NodeGroup')}}"}]
+        for p in ("p50", "p99")
+    ]
+    outcomes = insights_query(
+        "SUM",
+        REMEDIATIONS_METRIC,
+        METRICS_NAMESPACE,
+        cluster="pic",
+        dimensions=None,
+        group_by=REMEDIATION_EXTRA_DIMENSIONS,
+    )
+    held = insights_query("SUM", BREAKER_METRIC, METRICS_NAMESPACE, cluster="pic")
+    log = "SOURCE '/nodemedic/pic/nodes' | fields @timestamp, @message\n| limit 50"
+    return {
+        "start": "-PT1H",
+        "widgets": [
+            {
+                "type": "metric",
+                **DEMO_PLACES["outcomes"],
+                "properties": {
+                    "title": "Remediations by action and outcome",
+                    "stacked": True,
+                    "metrics": [[{"expression": outcomes}]],
+                },
+            },
+            {
+                "type": "metric",
+                **DEMO_PLACES["percentiles"],
+                "properties": {
+                    "title": "Fault to first action on the node, p50 and p99 (s)",
+                    "metrics": percentiles,
+                },
+            },
+            {
+                "type": "metric",
+                **DEMO_PLACES["held"],
+                "properties": {
+                    "title": "Breaker: trips of the cluster, decisions held per node group",
+                    "metrics": [[{"expression": held}]],
+                },
+            },
+            {
+                "type": "log",
+                **DEMO_PLACES["log"],
+                "properties": {
+                    "title": "Latest node lines",
+                    "query": log,
+                    "region": REGION,
+                    "view": "table",
+                },
+            },
+        ],
+    }
+
+
+DEMO_PLACES: dict[str, dict[str, int]] = {
+    "outcomes": {"x": 0, "y": 0, "width": 12, "height": 6},
+    "percentiles": {"x": 12, "y": 0, "width": 6, "height": 6},
+    "held": {"x": 18, "y": 0, "width": 6, "height": 6},
+    "log": {"x": 0, "y": 6, "width": 24, "height": 3},
+}
+
+
+def _percentile_search(statistic: str) -> str:
+    return (
+        'SEARCH(\'{"NodeMedic","Cluster","NodeGroup"} Cluster="pic" AND '
+        f"(MetricName=\"{FAULT_TO_ACTION_METRIC}\")', '{statistic}', 300)"
+    )
+
+
+def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_path: Path) -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=endpoint)
+    cloudwatch.put_dashboard(
+        DashboardName="nodemedic-pic", DashboardBody=json.dumps(_demo_like_body())
+    )
+    # In the order the state machine publishes them (stacks/remediation/kit/signals.py).
+    for action, outcome in (
+        ("replace", "replaced"),
+        ("reboot", "rebooted"),
+        ("notify", "notified"),
+    ):
+        values = (action, outcome)
+        dimensions = {CLUSTER_DIMENSION: "pic", NODE_GROUP_DIMENSION: "p5-a"}
+        dimensions |= dict(zip(REMEDIATION_EXTRA_DIMENSIONS, values, strict=True))
+        put(cloudwatch, REMEDIATIONS_METRIC, dimensions, [1])
+    put(cloudwatch, FAULT_TO_ACTION_METRIC, {"Cluster": "pic", "NodeGroup": "p5-a"}, [3, 9])
+
+    html = tmp_path / "demo.html"
+    argv = ["dashboard", "--cluster", "pic", "--html", str(html), "--region", REGION]
+    assert main([*argv, "--endpoint-url", endpoint]) == 0
+
+    assert page_problems(html, tmp_path, width=WIDTH, height=700) == []
+    text = html.read_text()
+    assert "computes no percentiles (p50)" in text
+    assert f"{BREAKER_METRIC}: never published" in text
+    assert "SOURCE" not in text and "logs-insights" in text
+    picture = read_png(screenshot(html, tmp_path / "demo.png", width=WIDTH, height=700))
+    raw = DEMO_PLACES["outcomes"]
+    widget = Widget("chart", "", raw["x"], raw["y"], raw["width"], raw["height"])
+    (x0, y0), (width, height) = chart_origin(widget), chart_size(widget)
+    left, top, right, bottom = plot_box(width, height, 1)
+    seen = {
+        picture.pixel(x, y)
+        for y in range(y0 + top + 1, y0 + bottom)
+        for x in range(x0 + left + 1, x0 + right)
+    }
+    three = {colour(c) for c in PALETTE[:3]}
+    assert seen & three == three, "a series per action and outcome"

@@ -1,0 +1,64 @@
+"""What people must not see on a dashboard page, measured in a real browser: a title cut
+off, time labels on top of each other, an error page's text, or an empty chart that does
+not say why."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+from console.dashboard.svg import NO_DATA
+from tests.support.browser import dump_dom
+
+ERROR_TEXTS = ("500", "doctype", "<html", "Traceback")
+_MEASURE = """<script>
+(() => {
+  const problems = [];
+  for (const h of document.querySelectorAll('.widget h2')) {
+    if (h.scrollWidth > h.clientWidth + 1 || h.scrollHeight > h.clientHeight + 1)
+      problems.push('title cut: ' + h.textContent);
+  }
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const boxes = [...svg.querySelectorAll('text.time')].map(t => [t.textContent, t.getBBox()]);
+    for (let i = 1; i < boxes.length; i++) {
+      const [a, ba] = boxes[i - 1], [b, bb] = boxes[i];
+      if (ba.x + ba.width > bb.x)
+        problems.push('time labels overlap: ' + a + ' ' + b);
+    }
+  }
+  for (const w of document.querySelectorAll('.widget')) {
+    const title = w.querySelector('h2').textContent;
+    const notes = [...w.querySelectorAll('.note')].map(n => n.textContent);
+    if (w.textContent.includes(NO_DATA) && notes.length === 0)
+      problems.push('no data, no reason: ' + title);
+    for (const text of ERROR_TEXTS)
+      if (notes.some(n => n.toLowerCase().includes(text.toLowerCase())))
+        problems.push('error text ' + text + ': ' + title);
+    if (w.classList.contains('log') && !w.querySelector('a[href^="https://"]'))
+      problems.push('log widget without a console link: ' + title);
+  }
+  const out = document.createElement('pre');
+  out.id = 'measured';
+  out.textContent = JSON.stringify(problems);
+  document.body.appendChild(out);
+})();
+</script>"""
+
+
+def page_problems(page: Path, workdir: Path, *, width: int, height: int) -> list[str]:
+    """Everything wrong with ``page`` as chromium lays it out (a copy of it measures)."""
+    measured = workdir / f"measured-{page.name}"
+    shutil.copyfile(page, measured)
+    script = _MEASURE.replace("NO_DATA", json.dumps(NO_DATA)).replace(
+        "ERROR_TEXTS", json.dumps(ERROR_TEXTS)
+    )
+    measured.write_text(measured.read_text().replace("</body>", script + "</body>"))
+    dom = dump_dom(measured, width=width, height=height)
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.DOTALL)
+    if found is None:
+        raise AssertionError(f"the measuring script did not run on {page}")
+    problems: list[str] = json.loads(html.unescape(found.group(1)))
+    return problems
