@@ -14,6 +14,7 @@ from __future__ import annotations
 import binascii
 import time
 import zlib
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -126,12 +127,28 @@ def _heartbeats(table: str) -> DynamoHeartbeats:
     return DynamoHeartbeats(table)
 
 
+def _heard(events: list[LogEvent], proven: Callable[[LogEvent], bool]) -> Mapping[str, int] | None:
+    """The state of the batch's last heartbeat that ``proven`` holds, if any: only a
+    heartbeat line's origin is checked, so a batch without one costs no proof."""
+    for event in reversed(events):
+        state = newest_heartbeat([event.message])
+        if state is not None and proven(event):
+            return state
+    return None
+
+
 def _record_heartbeat(
-    table: str | None, instance_id: str, source: str, messages: list[str]
+    table: str | None,
+    identity: Identity,
+    events: list[LogEvent],
+    proven: Callable[[LogEvent], bool],
 ) -> None:
     """Remember that the node's agent was heard: at most one write per node per half
-    heartbeat interval from this process, and only for an agent's own heartbeat line."""
-    state = newest_heartbeat(messages) if source == "kmsg" and table else None
+    heartbeat interval from this process, and only for an agent's own heartbeat line, one
+    signed by its node's key where the origin is enforced: a heartbeat anyone with the
+    shared credential writes would hide the node's silence."""
+    state = _heard(events, proven) if identity.source == "kmsg" and table else None
+    instance_id = identity.instance_id
     now = time.time()
     if state is None or table is None or not _RECENT.due(instance_id, now, interval_of(state)):
         return
@@ -183,6 +200,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW
     )
     idempotency.register_lambda_context(context)
+    origin = _origin(identity, config.identity_certificates)
     result = process_batch(
         identity,
         events,
@@ -191,11 +209,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         start=start,
         dedup_window=DEFAULT_WINDOW,
         accept_injected=config.accept_injected,
-        origin=_origin(identity, config.identity_certificates),
+        origin=origin,
         enforce_origin=config.enforce_origin,
     )
     _record_heartbeat(
-        config.ledger_table, identity.instance_id, identity.source, [e.message for e in events]
+        config.ledger_table,
+        identity,
+        events,
+        lambda event: not config.enforce_origin or origin(event) is None,
     )
     metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)

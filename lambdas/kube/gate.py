@@ -21,12 +21,14 @@ from kubernetes import client
 
 from lambdas.kube.nodes import (
     clear_condition,
+    cordoned,
     each_node,
     find_node,
     given_back,
     instance_of,
     other_taints,
     taints_without,
+    uncordoned,
     update_node,
 )
 from lambdas.kube.silence import summary
@@ -73,17 +75,18 @@ def deep_check_verdict(
     that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
     one an operator already let in). Its cordon goes only with ``release_hold`` (no other
     remediation holds the node's lock) on a node a reboot held for this check
-    (``DEEP_CHECK_HELD_ANNOTATION``): anyone else's cordon is theirs. Failed labels it
+    (``DEEP_CHECK_HELD_ANNOTATION``), and only where nodemedic put it: anyone else's cordon
+    is theirs. Failed labels it
     ``Failed``; its replacement is the decision's normal path. Every pass stamps ``at`` (its
     line's time) on the node, admitted or not: a reboot's hold reads it. ``changed`` False:
-    labels, taints and cordon are as they were; ``uncordoned``: the hold was released."""
+    labels, taints and cordon are as they were; ``uncordoned``: the hold's cordon was lifted."""
     node = find_node(core, instance_id)
     if node is None:
         return {"node": None, "changed": False, "uncordoned": False}
-    changed = uncordoned = False
+    changed = lifted_cordon = False
 
     def change(now: Any) -> dict[str, Any]:
-        nonlocal changed, uncordoned
+        nonlocal changed, lifted_cordon
         keys = {t.key for t in now.spec.taints or []}
         if not passed:
             changed = True
@@ -93,22 +96,24 @@ def deep_check_verdict(
         if not changed:
             return {"metadata": {"annotations": stamp}}
         held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
-        uncordoned = release_hold and held
+        released_hold = release_hold and held
         kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
-        released: dict[str, Any] = {"unschedulable": None} if uncordoned else {}
+        lifted, released = uncordoned(now) if released_hold else ({}, {})
+        lifted_cordon = bool(released)
         return {
             "metadata": {
                 "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
                 # The wait is over; the hold's mark stays with a cordon it did not lift.
                 "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
                 | stamp
-                | ({DEEP_CHECK_HELD_ANNOTATION: None} if uncordoned else {}),
+                | lifted
+                | ({DEEP_CHECK_HELD_ANNOTATION: None} if released_hold else {}),
             },
             "spec": {"taints": kept or None} | released,
         }
 
     update_node(core, node.metadata.name, change)
-    return {"node": node.metadata.name, "changed": changed, "uncordoned": uncordoned}
+    return {"node": node.metadata.name, "changed": changed, "uncordoned": lifted_cordon}
 
 
 def hold_for_deep_check(
@@ -140,11 +145,12 @@ def hold_for_deep_check(
         if not held:
             passed = {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
             admitted = given_back(core, node, passed, DEEP_CHECK_TAINT_KEY)
-            admitted["metadata"]["annotations"] = annotations
+            admitted["metadata"]["annotations"] |= annotations
             return admitted
         taints = other_taints(core, node)
         if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
             taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
+        ours, cordon = cordoned(node)
         return {
             "metadata": {
                 "labels": {
@@ -153,9 +159,9 @@ def hold_for_deep_check(
                     HEALTH_LABEL: UNSCHEDULABLE,
                     DEEP_CHECK_LABEL: "InProgress",
                 },
-                "annotations": annotations,
+                "annotations": annotations | ours,
             },
-            "spec": {"unschedulable": True, "taints": taints},
+            "spec": cordon | {"taints": taints},
         }
 
     update_node(core, name, change)

@@ -19,6 +19,7 @@ from kubernetes import client
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts.kube import (
     CLEARED_REASON,
+    CORDONED_ANNOTATION,
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
@@ -148,9 +149,7 @@ def mark(
     )
 
     def change(node: Any) -> dict[str, Any]:
-        spec: dict[str, Any] = {}
-        if cordon:
-            spec["unschedulable"] = True
+        annotations, spec = cordoned(node) if cordon else ({}, {})
         labels: dict[str, str] = {HEALTH_LABEL: health_status}
         if taint:
             ours = {"key": TAINT_KEY, "value": fault_id, "effect": TAINT_EFFECT}
@@ -160,9 +159,28 @@ def mark(
                 FAULT_TYPE_LABEL: _label_value(fault_id),
                 FAULT_REASON_LABEL: _label_value(reason),
             }
-        return {"metadata": {"labels": labels}, "spec": spec}
+        return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
 
     update_node(core, name, change)
+
+
+Fragments = tuple[dict[str, str | None], dict[str, Any]]
+"""A patch's annotations and spec fields."""
+
+
+def cordoned(node: Any) -> Fragments:
+    """The cordon, and nodemedic's mark that it put it there where the node was
+    schedulable: a cordon someone else put there before is theirs to lift."""
+    ours: dict[str, str | None] = {} if node.spec.unschedulable else {CORDONED_ANNOTATION: "true"}
+    return ours, {"unschedulable": True}
+
+
+def uncordoned(node: Any) -> Fragments:
+    """nodemedic's own cordon lifted, with its mark; nothing for a node it did not cordon
+    (an operator's maintenance cordon outlives a fault handled meanwhile)."""
+    if CORDONED_ANNOTATION not in (node.metadata.annotations or {}):
+        return {}, {}
+    return {CORDONED_ANNOTATION: None}, {"unschedulable": None}
 
 
 def hold_for_fleet(
@@ -212,12 +230,14 @@ def given_back(
     core: client.CoreV1Api, node: Any, labels: dict[str, str], *taints: str
 ) -> dict[str, Any]:
     """The patch that puts ``labels`` on the node, takes the open fault's labels, our taint
-    (and those with the keys ``taints``) and the cordon off."""
+    (and those with the keys ``taints``) and our cordon off: only the taints and labels of
+    nodemedic's names, and only a cordon nodemedic put there."""
     closed: dict[str, str | None] = {FAULT_TYPE_LABEL: None, FAULT_REASON_LABEL: None}
     kept = taints_without(core, node, TAINT_KEY, *taints)
+    annotations, spec = uncordoned(node)
     return {
-        "metadata": {"labels": closed | labels},
-        "spec": {"unschedulable": None, "taints": kept or None},
+        "metadata": {"labels": closed | labels, "annotations": annotations},
+        "spec": {"taints": kept or None} | spec,
     }
 
 
@@ -234,7 +254,7 @@ def clear_condition(core: client.CoreV1Api, name: str, *, condition: str, messag
 
 
 def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
-    """Back to service: condition healthy, label Schedulable, our taint gone, uncordoned."""
+    """Back to service: condition healthy, label Schedulable, our taint and cordon gone."""
     clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
 
     update_node(core, name, lambda node: given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))

@@ -79,6 +79,10 @@ DEEP_CHECK_PASSED_AT_ANNOTATION: Final = "nodemedic.io/deep-check-passed-at"
 after the boot, often before the reboot's watch has seen the node back: that pass finds the
 node still under remediation and admits nothing, and the hold that follows reads this
 instead of waiting for a verdict already given (``lambdas.kube.gate``)."""
+CORDONED_ANNOTATION: Final = "nodemedic.io/cordoned"
+"""``true`` on a Node nodemedic cordoned itself: it was schedulable when nodemedic took it
+out. Giving the node back lifts only that cordon; one an operator put there before (a node
+cordoned for maintenance) stays (``lambdas.kube.nodes``)."""
 DEEP_CHECK_OVERDUE_ANNOTATION: Final = "nodemedic.io/deep-check-overdue"
 """The wait (its start, as above) people were told had no verdict within
 ``deep_check_timeout``: told once per wait."""

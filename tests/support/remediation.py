@@ -91,6 +91,10 @@ NODE_GROUPS = (
     "p5-gate-overdue",
     "p5-ungated",
     "p5-huge",
+    "p5-gate-outage",
+    "p5-maintenance",
+    "p5-maintenance-gated",
+    "p5-ours",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

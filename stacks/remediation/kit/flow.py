@@ -174,8 +174,11 @@ class Flow:
         result_path: str,
         timed: bool = False,
         guard: bool = True,
+        retries: int = 1,
     ) -> tasks.LambdaInvoke:
-        """One kube Lambda op (docs/contracts.md); ``timed`` keeps only when it ran."""
+        """One kube Lambda op (docs/contracts.md); ``timed`` keeps only when it ran.
+        ``retries``, each twice as long after the last as the one before, for an op whose
+        failure nothing later makes good."""
         task = tasks.LambdaInvoke(
             self.scope,
             id,
@@ -188,8 +191,9 @@ class Flow:
         # Ops are idempotent: one retry rides over an API server hiccup.
         task.add_retry(
             errors=[sfn.Errors.TASKS_FAILED],
-            max_attempts=1,
+            max_attempts=retries,
             interval=Duration.seconds(self.settings.poll_seconds),
+            backoff_rate=2 if retries > 1 else None,
         )
         return self.guard(task) if guard else task
 

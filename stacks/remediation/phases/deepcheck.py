@@ -32,6 +32,8 @@ VERDICT: Final = "$.deep_check"
 HOLD: Final = "$.hold"
 """``{release}``: whether a pass may lift the cordon a reboot left for it."""
 LOCK: Final = "$.checked_lock"
+ADMISSION_RETRIES: Final = 5
+"""Retries of a pass's admission, ``poll_seconds`` apart then twice as long each time."""
 
 
 def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
@@ -64,7 +66,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """Where a decision of the deep check's stream turns off the flow; others go to ``then``."""
     s = flow.scope
 
-    def label(id: str, value: str, **more: Any) -> sfn.TaskStateBase:
+    def label(id: str, value: str, *, retries: int = 1, **more: Any) -> sfn.TaskStateBase:
         # Unguarded: the decision is not recorded yet, so there is nothing for the failure
         # phase to close; each label says below what its error does.
         return flow.kube(
@@ -78,10 +80,17 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             },
             result_path=VERDICT,
             guard=False,
+            retries=retries,
         )
 
+    # A pass comes once: an admission given up leaves a healthy node out until a person
+    # looks, so it rides out an API server's outage of minutes (about 8 at the default
+    # poll_seconds: 15 s, 30 s ... 240 s).
     admit = label(
-        "Admit checked node", "Passed", release_hold=sfn.JsonPath.string_at(f"{HOLD}.release")
+        "Admit checked node",
+        "Passed",
+        retries=ADMISSION_RETRIES,
+        release_hold=sfn.JsonPath.string_at(f"{HOLD}.release"),
     )
     # The node stays behind its taint: the failed execution is what people see.
     admit.add_catch(sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed"))

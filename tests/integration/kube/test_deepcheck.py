@@ -11,6 +11,7 @@ from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
 from nodemedic.contracts.kube import (
+    CORDONED_ANNOTATION,
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
@@ -118,11 +119,15 @@ def test_a_verdict_other_than_passed_or_failed_is_refused(
 
 
 def _rebooting(core: client.CoreV1Api, node: Node) -> None:
-    """As a reboot's remediation leaves the node until it is back: marked and cordoned."""
+    """As a reboot's remediation leaves the node until it is back: marked and cordoned (by
+    nodemedic: it was schedulable)."""
     core.patch_node(
         node.name,
         {
-            "metadata": {"labels": {FAULT_TYPE_LABEL: "nvidia-xid-48"}},
+            "metadata": {
+                "labels": {FAULT_TYPE_LABEL: "nvidia-xid-48"},
+                "annotations": {CORDONED_ANNOTATION: "true"},
+            },
             "spec": {"unschedulable": True, "taints": [REMEDIATING, USER_TAINT]},
         },
     )

@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from moto.sns.models import Topic
 
+from lambdas.kube import gate
 from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
     DEEP_CHECK_LABEL,
@@ -221,3 +222,29 @@ def test_without_the_post_reboot_deep_check_a_rebooted_node_is_given_back_at_onc
     assert DEEP_CHECK_LABEL not in back.metadata.labels
     assert outcome == "rebooted"
     assert [m["outcome"] for m in pipeline.messages(gpu)] == ["rebooted"]
+
+
+def test_a_pass_admits_its_node_through_an_api_server_outage(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass comes once: its admission rides out more than one failed call (backing off)
+    rather than leave a healthy node behind its taint."""
+    gpu, _, _ = world.group("p5-gate-outage", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    _rebooted(world, "demo", gpu)
+    verdict = gate.deep_check_verdict
+    failures = iter(range(3))
+
+    def unreachable_then_up(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        if next(failures, None) is not None:
+            raise ConnectionRefusedError("the API server is down")
+        return verdict(*args, **kwargs)
+
+    monkeypatch.setattr(gate, "deep_check_verdict", unreachable_then_up)
+
+    ship_verdict(world, gpu, "ok", "Passed", signed=True)
+
+    _, admission = wait_for(lambda: pipeline.executions(gpu)[1:] and pipeline.executions(gpu))
+    assert pipeline.finish(admission)["status"] == "SUCCEEDED"
+    given = world.node(gpu)
+    assert given is not None and not given.spec.unschedulable and not _checking(given)

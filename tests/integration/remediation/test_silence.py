@@ -1,19 +1,18 @@
 """Hearing silence on moto and the real apiserver: a Ready node whose agent stops shipping
-heartbeats is published as ``SilentNodes`` and notified once; a node that ships is not."""
+heartbeats is published as ``SilentNodes`` and notified once, even while someone holding the
+agents' credential writes unsigned heartbeats for it; a node that ships is not."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
-import boto3
 import pytest
 
 from nodemedic.contracts.logs import heartbeat_message
 from tests.support.flow import GPU, World
 from tests.support.kube import wait_for
-from tests.support.remediation import REGION, Pipeline, datapoints
+from tests.support.remediation import Pipeline, datapoints
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -22,18 +21,17 @@ INTERVAL = 4
 reconcile run takes after the last heartbeat."""
 
 
-def _beat(instance_id: str) -> None:
-    """What the node's agent ships every interval: a heartbeat line on its kmsg stream."""
-    logs = boto3.client("logs", region_name=REGION)
-    group, stream = "/nodemedic/demo/nodes", f"{instance_id}/kmsg"
-    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-        logs.create_log_stream(logGroupName=group, logStreamName=stream)
-    line = heartbeat_message({"interval": INTERVAL, "credential_failures": 0, "spool_bytes": 0})
-    logs.put_log_events(
-        logGroupName=group,
-        logStreamName=stream,
-        logEvents=[{"timestamp": int(time.time() * 1000), "message": line}],
-    )
+LINE = heartbeat_message({"interval": INTERVAL, "credential_failures": 0, "spool_bytes": 0})
+"""What the node's agent ships every interval on its kmsg stream, signed."""
+
+
+def _beat(world: World, instance_id: str) -> None:
+    world.ship("demo", instance_id, LINE)
+
+
+def _forge(world: World, instance_id: str) -> None:
+    """A heartbeat for the node written unsigned with the agents' shared credential."""
+    world.put("demo", instance_id, LINE, int(time.time() * 1000))
 
 
 def _silent(pipeline: Pipeline) -> dict[str, Any]:
@@ -50,17 +48,19 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
     quiet, talking = world.group("p5-silent", 2, **GPU)
     pipeline = world.pipelines["demo"]
     for instance in (quiet, talking):
-        _beat(instance)
+        _beat(world, instance)
     wait_for(
         lambda: all(pipeline.item("heartbeat", i) for i in (quiet, talking)),
         timeout=10,
         what="both heartbeats recorded",
     )
-    # quiet's agent stops; talking's keeps shipping while three intervals pass.
+    # quiet's agent stops, but its heartbeats are forged; talking's agent keeps shipping
+    # while three intervals pass.
     deadline = time.monotonic() + 3.5 * INTERVAL
     while time.monotonic() < deadline:
         time.sleep(INTERVAL / 2)
-        _beat(talking)
+        _beat(world, talking)
+        _forge(world, quiet)
     wait_for(
         lambda: (
             float((pipeline.item("heartbeat", talking) or {})["heard_at"]) > time.time() - INTERVAL
@@ -84,7 +84,7 @@ def test_a_ready_node_whose_agent_stops_shipping_is_published_and_told_once(
     assert len(_told(pipeline, node_quiet)) == 1
 
     # Its agent is back: no longer silent, and a later silence would be told anew.
-    _beat(quiet)
+    _beat(world, quiet)
     wait_for(
         lambda: "notified_at" not in (pipeline.item("heartbeat", quiet) or {"notified_at": 1}),
         timeout=10,
