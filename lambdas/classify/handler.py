@@ -193,6 +193,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         accept_injected=config.accept_injected,
         origin=_origin(identity, config.identity_certificates),
         enforce_origin=config.enforce_origin,
+        gpu_reset=config.gpu_reset,
     )
     _record_heartbeat(
         config.ledger_table, identity.instance_id, identity.source, [e.message for e in events]
