@@ -135,6 +135,11 @@ class ClusterSettings:
     """After a reboot the node stays cordoned, behind the health-check taint, until its deep
     check passes (the agent's ``--deep-check-at-start``); a failed check replaces it. False:
     the node is given back as soon as it is Ready with a new boot id."""
+    gpu_reset: bool = False
+    """Faults NVIDIA heals with a GPU reset (the Xid catalog's immediate action RESET_GPU:
+    the rules whose action is ``reset``) ask for a reset of the GPU in place instead of a
+    reboot, on instance types that can reset one GPU (``nodemedic.health.instance_types``).
+    Off: those faults reboot the node, as they always did."""
     job_restarts_per_window: int = 3
     """Job breaker: at most this many job restarts (or failures) in ``job_restart_window``
     seconds across the cluster; one more trips it and holds every job restart, with one

@@ -37,7 +37,7 @@ from stacks.insights import insights_query, is_insights_query
 PERIOD = Duration.minutes(5)
 MAX_NAME = 255
 MAX_DESCRIPTION = 1024
-ACTING = ("reboot", "replace")
+ACTING = ("reset", "reboot", "replace")
 
 
 @dataclass(frozen=True)

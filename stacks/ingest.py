@@ -19,6 +19,7 @@ from constructs import Construct
 from nodemedic.catalog import Catalog
 from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
+    ENV_GPU_RESET,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
     ENV_PROOF_OF_ORIGIN,
@@ -115,6 +116,8 @@ class Ingest(Construct):
                 ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
                 ENV_ACCEPT_INJECTED: "true" if settings.accept_injected_faults else "false",
                 ENV_PROOF_OF_ORIGIN: settings.proof_of_origin,
+                # Set only where on: a cluster with the default keeps its template as it was.
+                **({ENV_GPU_RESET: "true"} if settings.gpu_reset else {}),
                 ENV_IDENTITY_CERTIFICATES: identity_certificates(settings, Stack.of(self).region),
                 **(environment or {}),
             },

@@ -182,6 +182,7 @@ def _deliver(
         start=start,
         dedup_window=DEFAULT_WINDOW,
         accept_injected=settings.accept_injected_faults,
+        gpu_reset=settings.gpu_reset,
     )
     return decisions
 

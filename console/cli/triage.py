@@ -247,11 +247,11 @@ def verdict(findings: list[Finding]) -> Verdict:
                 f"{rule.threshold.window if rule.threshold else 0}s: no action yet"
             )
             continue
-        wanted = rule.action
+        asked = wanted = finding.fault.action
         if injected and wanted != INJECTED_ACTION:
             wanted = INJECTED_ACTION
             notes.append(
-                f"{fault_id}: {rule.action} asked by a line the kernel did not log (injected): "
+                f"{fault_id}: {asked} asked by a line the kernel did not log (injected): "
                 f"{wanted} unless the cluster sets accept_injected_faults"
             )
         else:

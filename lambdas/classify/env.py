@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from lambdas.environment import cached, one_of, required
 from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
+    ENV_GPU_RESET,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
     ENV_LEDGER_TABLE,
@@ -25,6 +26,8 @@ class ClassifyEnv:
     """``accept_injected_faults``: unset is off, as the setting's default is."""
     enforce_origin: bool
     """``proof_of_origin``: unset enforces, so a missing setting never lets a forged line act."""
+    gpu_reset: bool
+    """``gpu_reset``: unset is off, as the setting's default is."""
     identity_certificates: str
     """PEM; empty: AWS's vendored certificates."""
     ledger_table: str | None
@@ -40,6 +43,7 @@ class ClassifyEnv:
             == "true",
             enforce_origin=one_of(environ, ENV_PROOF_OF_ORIGIN, ("enforce", "audit"), "enforce")
             == "enforce",
+            gpu_reset=one_of(environ, ENV_GPU_RESET, ("true", "false"), "false") == "true",
             identity_certificates=environ.get(ENV_IDENTITY_CERTIFICATES, ""),
             ledger_table=environ.get(ENV_LEDGER_TABLE) or None,
         )

@@ -211,6 +211,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         accept_injected=config.accept_injected,
         origin=origin,
         enforce_origin=config.enforce_origin,
+        gpu_reset=config.gpu_reset,
     )
     _record_heartbeat(
         config.ledger_table,

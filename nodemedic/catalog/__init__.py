@@ -30,8 +30,18 @@ Source = Literal["kmsg", "health", "deep-check"]
 """``deep-check`` rules match health result text too, but only on the deep check's stream."""
 Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"]
 Severity = Literal["info", "warning", "critical", "fatal"]
-Action = Literal["ignore", "notify", "reboot", "replace"]
-"""From the weakest to the strongest: a batch that calls for several starts the last one."""
+Action = Literal["ignore", "notify", "reset", "reboot", "replace"]
+"""From the weakest to the strongest: a batch that calls for several starts the last one.
+``reset`` (the GPU in place) is a reboot wherever the cluster's ``gpu_reset`` is off
+(``acted``)."""
+
+
+def acted(action: Action, *, gpu_reset: bool) -> Action:
+    """``action`` as a cluster acts on it: a GPU reset is a reboot unless the cluster's
+    ``gpu_reset`` is on, so that with the default every fault acts as it always did."""
+    return "reboot" if action == "reset" and not gpu_reset else action
+
+
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 METRIC_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _DEFAULT_CONDITION: dict[str, str] = {

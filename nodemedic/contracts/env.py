@@ -18,6 +18,9 @@ ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
 ENV_ACCEPT_INJECTED: Final = "NODEMEDIC_ACCEPT_INJECTED_FAULTS"
 """``true`` or ``false``: the cluster setting ``accept_injected_faults``, for the classify
 Lambda (a line marked injected acts only where it is ``true``)."""
+ENV_GPU_RESET: Final = "NODEMEDIC_GPU_RESET"
+"""``true`` or ``false`` (unset: ``false``): the cluster setting ``gpu_reset``, for the
+classify Lambda (a fault whose rule says ``reset`` is a reboot where it is not ``true``)."""
 ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
 """``enforce`` or ``audit``: the cluster setting ``proof_of_origin``, for the classify Lambda
 (enforced, a line whose origin is not proven is at most notified)."""

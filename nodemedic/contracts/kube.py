@@ -16,10 +16,13 @@ HEALTH_STATUSES: Final[tuple[HealthStatus, ...]] = get_args(HealthStatus)
 SCHEDULABLE: Final[HealthStatus] = "Schedulable"
 STATUS_OF_ACTION: Final[dict[str, HealthStatus]] = {
     "notify": SCHEDULABLE,
+    "reset": "Unschedulable",
     "reboot": "UnschedulablePendingReboot",
     "replace": "UnschedulablePendingReplacement",
 }
-"""The health label a decision for each action (every one but ``ignore``) puts on its node."""
+"""The health label a decision for each action (every one but ``ignore``) puts on its node.
+A GPU reset (``gpu_reset``) takes the node out without a reboot to wait for: HyperPod's
+labels have no value of their own for it."""
 HEALTH_LABEL: Final = "nodemedic.io/node-health-status"
 NODEGROUP_LABEL: Final = "eks.amazonaws.com/nodegroup"
 """The EKS managed node group of a Node (EKS sets it); the reconcile counts Nodes by it."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, get_args
 
-from nodemedic.catalog import Action, Rule
+from nodemedic.catalog import Action, Rule, acted
 from nodemedic.contracts.logs import DEEP_CHECK_PASSED_FAULT, split_signature
 from nodemedic.detect.classifier import Classifier, Fault, unparsable_lines
 from nodemedic.origin.signing import Unproven
@@ -60,7 +60,7 @@ Starter = Callable[[Decision], bool]
 Origin = Callable[[LogEvent], Unproven | None]
 """Why an event is not proven to come from the instance whose stream holds it, or None
 (``nodemedic.origin.signing.unproven``)."""
-ACTING: frozenset[str] = frozenset({"reboot", "replace"})
+ACTING: frozenset[str] = frozenset({"reset", "reboot", "replace"})
 ADMITTING: frozenset[str] = frozenset({DEEP_CHECK_PASSED_FAULT})
 """Rules whose decision puts a node into service (its notify admits the node): their lines
 need a proven origin as much as a replace does, and unproven where it is enforced, they are
@@ -127,6 +127,7 @@ def process_batch(
     accept_injected: bool = False,
     origin: Origin | None = None,
     enforce_origin: bool = True,
+    gpu_reset: bool = False,
 ) -> BatchResult:
     """Classify every line and start at most one remediation: the strongest action among
     the rules that fired (the earliest on a tie); the others are reported as superseded.
@@ -144,6 +145,7 @@ def process_batch(
     A threshold counts distinct lines (``LogEvent.line_id``), not deliveries or copies. A
     line that is not what its stream carries (``unparsable_lines``) is reported and has no
     fault; the others are classified as if it were not there.
+    A GPU reset is a reboot unless the cluster's ``gpu_reset`` is on.
     """
     result = BatchResult(lines=len(events))
     by_rule: dict[tuple[str, bool, bool, str | None], _Hits] = {}
@@ -189,10 +191,11 @@ def process_batch(
             window=dedup_window,
             accept_injected=accept_injected,
             unproven=why,
+            gpu_reset=gpu_reset,
         )
         if decision is None:
             continue
-        if decision.action != rule.action:
+        if decision.action != acted(rule.action, gpu_reset=gpu_reset):
             result.capped.append(decision.decision_id)
         decisions.append((decision, times[0]))
     if not decisions:

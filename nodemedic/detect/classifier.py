@@ -20,7 +20,7 @@ from itertools import accumulate, islice
 from operator import add
 from typing import Any, NamedTuple, get_args
 
-from nodemedic.catalog import Catalog, Rule, Source, load_catalog
+from nodemedic.catalog import Catalog, Rule, Source, acted, load_catalog
 from nodemedic.contracts.logs import (
     HEARTBEAT_MARK,
     UnparsableLine,
@@ -70,7 +70,8 @@ class Fault(NamedTuple):
 
     @property
     def action(self) -> str:
-        return self.rule.action
+        """As a cluster with the default settings acts on it (``gpu_reset`` off)."""
+        return acted(self.rule.action, gpu_reset=False)
 
     @property
     def severity(self) -> str:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
-from nodemedic.catalog import Action, Source
+from nodemedic.catalog import Action, Source, acted
 from nodemedic.contracts.kube import STATUS_OF_ACTION
 from nodemedic.contracts.logs import DEEP_CHECK_SOURCE, NODE_LOG_GROUP_RE, STREAM_RE
 from nodemedic.detect.classifier import Fault
@@ -172,6 +172,7 @@ def decide(
     window: int = DEFAULT_WINDOW,
     accept_injected: bool = False,
     unproven: str | None = None,
+    gpu_reset: bool = False,
 ) -> Decision | None:
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
     asks for nothing to be done. A line marked injected is at most notified unless
@@ -180,7 +181,8 @@ def decide(
     A line of the boot that died (pstore) is at most notified, whatever the cluster: acting
     on it would reboot or replace the node again for a crash that is already over. A line
     whose origin is ``unproven`` (the reason; None when proven or not required) is at most
-    notified too: it may have been written by any holder of the agents' credential."""
+    notified too: it may have been written by any holder of the agents' credential. A GPU
+    reset is a reboot unless ``gpu_reset`` (``catalog.acted``)."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
@@ -189,7 +191,7 @@ def decide(
     untrusted = distrusted(fault, accept_injected)
     previous = fault.previous_boot
     capped = (untrusted or previous or unproven is not None) and rule.action != INJECTED_ACTION
-    action = INJECTED_ACTION if capped else rule.action
+    action = INJECTED_ACTION if capped else acted(rule.action, gpu_reset=gpu_reset)
     if previous:
         note = PREVIOUS_BOOT_NOTE.format(action=rule.action)
     elif untrusted:

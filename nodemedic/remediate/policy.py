@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from nodemedic.contracts.kube import MANUAL_SOURCE, STATUS_OF_ACTION
+from nodemedic.health.instance_types import gpu_reset_of
 from nodemedic.remediate import parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates
@@ -220,9 +221,14 @@ def plan(
     last_reboot_at: datetime | None,
     now: datetime,
     policy: Policy,
+    *,
+    instance_type: str | None = None,
 ) -> Plan:
     """What to do about ``decision`` now: its action, escalated to a replacement when the
-    ledger's escalation rule says a reboot would not help."""
+    ledger's escalation rule says a reboot would not help. A GPU reset is a reboot where
+    ``instance_type`` (None: not known) cannot reset one GPU in place
+    (``nodemedic.health.instance_types.gpu_reset_of``); a reboot so reached escalates like
+    any other."""
     action = decision.get("action")
     if action not in ACTIONS:
         raise PolicyError(f"decision action must be one of {', '.join(ACTIONS)}, not {action!r}")
@@ -231,6 +237,9 @@ def plan(
         raise PolicyError("decision has no health_status")
     escalated = False
     reason_prefix = ""
+    if action == "reset" and gpu_reset_of(instance_type or "") != "one":
+        action, health_status = "reboot", STATUS_OF_ACTION["reboot"]
+        reason_prefix = f"instance type {instance_type or 'unknown'} cannot reset one GPU; "
     since = reboot_escalates(last_reboot_at, now, policy.escalation_window)
     if action == "reboot" and since is not None:
         action, health_status, escalated = "replace", REPLACEMENT_STATUS, True

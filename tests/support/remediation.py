@@ -49,6 +49,7 @@ NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",
     "p5-hang",
+    "p5-xid-46",
     "trn1-wide",
     "trn1-twice",
     "p5-notify",

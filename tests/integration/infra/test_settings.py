@@ -144,6 +144,23 @@ def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
             assert rows[field.name] == _as_documented(field.default), field.name
 
 
+def test_gpu_reset_reaches_the_classifier_only_when_on() -> None:
+    """Off (the default), the template is what it was before the setting existed."""
+
+    def variables(settings: ClusterSettings) -> dict[str, str]:
+        (classifier,) = [
+            resource["Properties"]
+            for resource in synth_template(settings)["Resources"].values()
+            if resource["Type"] == "AWS::Lambda::Function"
+            and resource["Properties"]["Handler"] == "lambdas.classify.handler.handler"
+        ]
+        return dict(classifier["Environment"]["Variables"])
+
+    assert "NODEMEDIC_GPU_RESET" not in variables(ClusterSettings(name="demo"))
+    on = variables(ClusterSettings(name="demo", gpu_reset=True))
+    assert on["NODEMEDIC_GPU_RESET"] == "true"
+
+
 def test_reserved_concurrency_caps_the_classifier_only_when_set() -> None:
     def reserved(settings: ClusterSettings) -> dict[str, Any]:
         return {

@@ -179,6 +179,25 @@ def test_a_reboot_brings_the_node_back_and_the_same_fault_again_replaces_it(
     assert (min(waited) < 30, max(waited) >= 20 * 60) == (True, True)
 
 
+def test_a_fault_nvidia_heals_with_a_gpu_reset_reboots_where_gpu_reset_is_off(
+    world: World,
+) -> None:
+    """The default: an Xid whose rule says ``reset`` reboots the node as it always did."""
+    gpu, _ = world.group("p5-xid-46", 2, **GPU)
+    pipeline = world.pipelines["demo"]
+    line = "NVRM: Xid (PCI:0000:2b:00): 46, pid='<unknown>', name=<unknown>, GPU stopped processing"
+
+    world.ship("demo", gpu, line)
+
+    (execution,) = pipeline.executions(gpu)
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+    ledger = pipeline.item(gpu, f"decision#{execution.rsplit(':', 1)[1]}")
+    assert ledger is not None
+    assert (ledger["fault_id"], ledger["action"]) == ("nvidia-xid-46", "reboot")
+    assert ledger["outcome"] == AWAITING_DEEP_CHECK_OUTCOME
+    assert world.hypervisor.reboots.count(gpu) == 1
+
+
 def test_a_reboot_that_never_comes_back_escalates_to_replace(world: World) -> None:
     hung, _ = world.group("p5-hang", 2, **GPU)
     world.hypervisor.hang(hung)

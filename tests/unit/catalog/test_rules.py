@@ -145,6 +145,6 @@ def test_every_mistake_of_a_file_is_reported_at_once() -> None:
     assert lines == [
         "mine.yaml: rule Bad_Id: id 'Bad_Id' must be lower-case kebab-case",
         "mine.yaml: rule fine: unknown field(s): colour",
-        "mine.yaml: rule fine: action must be one of ignore, notify, reboot, replace, not "
+        "mine.yaml: rule fine: action must be one of ignore, notify, reset, reboot, replace, not "
         "'explode'",
     ]

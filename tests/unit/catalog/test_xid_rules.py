@@ -91,7 +91,7 @@ def test_a_code_the_table_does_not_list_meets_the_last_rule_on_the_shared_patter
         ),
         (
             TABLE,
-            POLICY.replace("action: reboot", "action: reset"),
+            POLICY.replace("action: reboot", "action: reimage"),
             EXAMPLES,
             "action must be one of",
         ),

@@ -32,6 +32,7 @@ def test_the_classifier_reads_what_the_stack_sets() -> None:
             **CLASSIFY,
             env.ENV_ACCEPT_INJECTED: "true",
             env.ENV_PROOF_OF_ORIGIN: "audit",
+            env.ENV_GPU_RESET: "true",
             env.ENV_IDENTITY_CERTIFICATES: "PEM",
             env.ENV_LEDGER_TABLE: "ledger",
         }
@@ -41,6 +42,7 @@ def test_the_classifier_reads_what_the_stack_sets() -> None:
         idempotency_table="idempotency",
         accept_injected=True,
         enforce_origin=False,
+        gpu_reset=True,
         identity_certificates="PEM",
         ledger_table="ledger",
     )
@@ -48,7 +50,7 @@ def test_the_classifier_reads_what_the_stack_sets() -> None:
 
 def test_the_classifier_settings_left_unset_are_the_safe_ones() -> None:
     found = ClassifyEnv.from_environ(CLASSIFY)
-    assert (found.accept_injected, found.enforce_origin) == (False, True)
+    assert (found.accept_injected, found.enforce_origin, found.gpu_reset) == (False, True, False)
     assert (found.identity_certificates, found.ledger_table) == ("", None)
 
 
