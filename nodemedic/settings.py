@@ -137,6 +137,9 @@ class ClusterSettings:
     the job monitor to Container Insights' application log group, which must exist (Fluent
     Bit creates it). Off by default: every container's log line then invokes a Lambda, a
     cost to choose, and a cluster without Container Insights has no such group to deploy on."""
+    job_monitor_reserved_concurrency: int = 50
+    """Concurrent executions reserved for (and capping) the job monitor (0: none), which every
+    container line invokes: a chatty workload cannot take the classify Lambda's capacity."""
     deep_check_timeout: int = 900
     """Seconds a node may wait behind the health-check taint without a deep check verdict
     (from its creation, or from when a reboot put it there); then one notification names it,
@@ -369,8 +372,9 @@ def _check_numbers(settings: ClusterSettings) -> None:
         if getattr(settings, f"{action}_per_day") < getattr(settings, f"{action}_per_hour"):
             raise ValueError(f"{action}_per_day must be at least {action}_per_hour")
     settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
-    if settings.classifier_reserved_concurrency < 0:
-        raise ValueError("classifier_reserved_concurrency must be 0 (none) or more")
+    for key in ("classifier_reserved_concurrency", "job_monitor_reserved_concurrency"):
+        if getattr(settings, key) < 0:
+            raise ValueError(f"{key} must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:
         raise ValueError(
             f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "
