@@ -149,14 +149,14 @@ class ClusterSettings:
     check passes (the agent's ``--deep-check-at-start``); a failed check replaces it. False:
     the node is given back as soon as it is Ready with a new boot id."""
     job_restarts_per_window: int = 3
-    """Job breaker: at most this many job restarts (or failures) in ``job_restart_window``
-    seconds across the cluster; one more trips it and holds every job restart, with one
-    notification. Training jobs are few and long: many verdicts at once are a cause outside
-    the jobs (a log pipe outage, a shared file system) that restarts would not mend."""
+    """Job breaker: more job restarts (or failures) in one namespace in ``job_restart_window``
+    trip its breaker (one notification): many at once have a cause restarts do not mend."""
+    job_cluster_restarts_per_window: int = 10
+    """Job breaker: the same across the cluster; one more holds every namespace's restarts."""
     job_restart_window: int = 600
-    """Job breaker: the sliding window of ``job_restarts_per_window``, in seconds."""
+    """Job breaker: the sliding window of both limits, in seconds."""
     job_breaker_cooldown: int = 1800
-    """Seconds a tripped job breaker holds every job restart of the cluster."""
+    """Seconds a tripped job breaker (a namespace's, or the cluster's) holds restarts."""
     job_log_silence: int = 300
     """Job breaker: when the application log group delivered nothing for this many seconds,
     a verdict the schedule finds (a silence) trips the breaker: the pipe is down, not the
@@ -233,6 +233,7 @@ class ClusterSettings:
         verdict, as they make every node decision monitor-only."""
         return JobLimits(
             restarts_per_window=self.job_restarts_per_window,
+            cluster_restarts_per_window=self.job_cluster_restarts_per_window,
             window=self.job_restart_window,
             cooldown=self.job_breaker_cooldown,
             silence=self.job_log_silence,
@@ -362,6 +363,7 @@ def _check_numbers(settings: ClusterSettings) -> None:
         "history_days",
         "deep_check_timeout",
         "job_restarts_per_window",
+        "job_cluster_restarts_per_window",
         "job_restart_window",
         "job_breaker_cooldown",
         "job_log_silence",

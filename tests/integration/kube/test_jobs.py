@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -90,13 +91,24 @@ Job = Callable[..., tuple[str, list[str]]]
 
 
 @pytest.fixture
+def other_namespace(core: client.CoreV1Api) -> Iterator[str]:
+    """A second team's namespace."""
+    name = f"team-{secrets.token_hex(4)}"
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
 def job(admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: Node) -> Job:
     """A Job with the annotations given and two running pods it owns."""
 
-    def make(name: str, annotations: dict[str, str]) -> tuple[str, list[str]]:
+    def make(
+        name: str, annotations: dict[str, str], where: str = namespace
+    ) -> tuple[str, list[str]]:
         template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "t"}]}}
         made = client.BatchV1Api(admin).create_namespaced_job(
-            namespace,
+            where,
             {
                 "metadata": {"name": name, "annotations": annotations},
                 "spec": {"template": template},
@@ -112,9 +124,9 @@ def job(admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: N
         }
         pods = [f"{name}-{i}" for i in range(2)]
         for pod in pods:
-            bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+            bind_pod(core, where, pod, node.name, labels={"job-name": name}, owner=owner)
         for pod in pods:
-            wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+            wait_for(lambda p=pod: running(core, where, p), what=f"{pod} running")  # type: ignore[misc]
         return name, pods
 
     return make
@@ -306,8 +318,12 @@ def test_restart_latency_is_published_once_when_the_new_pods_run(
 
 
 @pytest.mark.usefixtures("aws")
-def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notification(
-    job: Job, core: client.CoreV1Api, namespace: str, monkeypatch: pytest.MonkeyPatch
+def test_many_jobs_of_a_namespace_tripping_at_once_hold_only_that_namespace(
+    job: Job,
+    core: client.CoreV1Api,
+    namespace: str,
+    other_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"restarts_per_window": 2}))
     notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
@@ -317,7 +333,7 @@ def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notificatio
         [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
         actions.append(acted["action"])
     assert actions == ["restart-pods", "restart-pods", "held", "held"]
-    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
+    assert mails() == [f"nodemedic job breaker tripped: namespace {namespace} of cluster demo"]
     for name, pods in made[2:]:
         assert all(exists(core, namespace, p) for p in pods)
         assert events(core, namespace, name) == ["NodeMedicRestartHeld"]
@@ -325,6 +341,29 @@ def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notificatio
     name, pods = made[2]
     again = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
     assert [a["action"] for a in again] == ["held"] and mails() == []
+    # Another team's job is not held by this namespace's breaker.
+    name, pods = job("elsewhere", notes, other_namespace)
+    [acted] = handler(delivery(other_namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert acted["action"] == "restart-pods"
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_clusters_cap_holds_every_namespace(
+    job: Job, namespace: str, other_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits = {"restarts_per_window": 5, "cluster_restarts_per_window": 2}
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps(limits))
+    notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    made = [
+        (where, *job(f"cap-{i}", notes, where))
+        for i, where in enumerate((namespace, other_namespace, namespace, other_namespace))
+    ]
+    actions = []
+    for where, name, pods in made:
+        [acted] = handler(delivery(where, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+        actions.append(acted["action"])
+    assert actions == ["restart-pods", "restart-pods", "held", "held"]
+    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
 
 
 @pytest.mark.usefixtures("aws")
