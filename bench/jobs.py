@@ -1,5 +1,5 @@
 """The job monitor on one core: training-log lines a second through the Lambda's record
-parsing (``nodemedic.jobs.records.job_line``) and the rules' evaluation
+parsing (``nodemedic.jobs.records.pod_line``) and the rules' evaluation
 (``nodemedic.jobs.monitor.judge_lines``), next to a plain ``re.match`` loop over the same
 lines' text measured in the same run; and how late the time-driven rules fire.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.timing import best_rate
 from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
-from nodemedic.jobs.records import lines_by_job
+from nodemedic.jobs.records import lines_by_pod
 from nodemedic.jobs.rules import parse_rules
 from stacks.jobs import SCHEDULE
 from world.training import healthy_loss, progress
@@ -76,10 +76,11 @@ def corpus(lines: int, jobs: int, seed: int = 7) -> list[tuple[float, str]]:
 
 
 def monitored(records: Sequence[tuple[float, str]]) -> int:
-    """What the Lambda does with a delivery's records: job lines grouped by job, each job's
-    rules judged over its lines; returns the verdicts (none is expected)."""
+    """What the Lambda does with a delivery's records but the API reads: lines grouped by
+    pod (one job's here), each group's rules judged over its lines; returns the verdicts
+    (none is expected)."""
     verdicts = 0
-    for lines in lines_by_job(records).values():
+    for lines in lines_by_pod(records).values():
         states = judge_lines(RULES, current(RULES, {}, 0.0), lines)
         verdicts += verdict_of(states) is not None
     return verdicts

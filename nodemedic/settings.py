@@ -127,6 +127,9 @@ class ClusterSettings:
     the job monitor to Container Insights' application log group, which must exist (Fluent
     Bit creates it). Off by default: every container's log line then invokes a Lambda, a
     cost to choose, and a cluster without Container Insights has no such group to deploy on."""
+    job_monitor_reserved_concurrency: int = 50
+    """Concurrent executions reserved for (and capping) the job monitor (0: none), which every
+    container line invokes: a chatty workload cannot take the classify Lambda's capacity."""
     deep_check_timeout: int = 900
     """Seconds a node may wait behind the health-check taint without a deep check verdict
     (from its creation, or from when a reboot put it there); then one notification names it,
@@ -141,14 +144,14 @@ class ClusterSettings:
     reboot, on instance types that can reset one GPU (``nodemedic.health.instance_types``).
     Off: those faults reboot the node, as they always did."""
     job_restarts_per_window: int = 3
-    """Job breaker: at most this many job restarts (or failures) in ``job_restart_window``
-    seconds across the cluster; one more trips it and holds every job restart, with one
-    notification. Training jobs are few and long: many verdicts at once are a cause outside
-    the jobs (a log pipe outage, a shared file system) that restarts would not mend."""
+    """Job breaker: more job restarts (or failures) in one namespace in ``job_restart_window``
+    trip its breaker (one notification): many at once have a cause restarts do not mend."""
+    job_cluster_restarts_per_window: int = 10
+    """Job breaker: the same across the cluster; one more holds every namespace's restarts."""
     job_restart_window: int = 600
-    """Job breaker: the sliding window of ``job_restarts_per_window``, in seconds."""
+    """Job breaker: the sliding window of both limits, in seconds."""
     job_breaker_cooldown: int = 1800
-    """Seconds a tripped job breaker holds every job restart of the cluster."""
+    """Seconds a tripped job breaker (a namespace's, or the cluster's) holds restarts."""
     job_log_silence: int = 300
     """Job breaker: when the application log group delivered nothing for this many seconds,
     a verdict the schedule finds (a silence) trips the breaker: the pipe is down, not the
@@ -227,6 +230,7 @@ class ClusterSettings:
         verdict, as they make every node decision monitor-only."""
         return JobLimits(
             restarts_per_window=self.job_restarts_per_window,
+            cluster_restarts_per_window=self.job_cluster_restarts_per_window,
             window=self.job_restart_window,
             cooldown=self.job_breaker_cooldown,
             silence=self.job_log_silence,

@@ -94,6 +94,7 @@ AT_LEAST_ONE = (
     "history_days",
     "deep_check_timeout",
     "job_restarts_per_window",
+    "job_cluster_restarts_per_window",
     "job_restart_window",
     "job_breaker_cooldown",
     "job_log_silence",
@@ -113,8 +114,9 @@ def _number_errors(settings: ClusterSettings) -> list[str]:
         settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
     except ValueError as exc:
         errors.append(str(exc))
-    if settings.classifier_reserved_concurrency < 0:
-        errors.append("classifier_reserved_concurrency must be 0 (none) or more")
+    for key in ("classifier_reserved_concurrency", "job_monitor_reserved_concurrency"):
+        if getattr(settings, key) < 0:
+            errors.append(f"{key} must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:
         errors.append(
             f"log_retention_days {settings.log_retention_days} is not a retention CloudWatch "

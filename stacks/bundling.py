@@ -34,7 +34,9 @@ from nodemedic.contracts.env import ENV_CATALOG_EXTRA
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.X86_64
-PLATFORM = "manylinux2014_x86_64"
+PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+"""Wheels that run on the Lambda runtime's Amazon Linux 2023 (glibc 2.34): google-re2 ships
+only manylinux_2_28 wheels for Python 3.14."""
 PYTHON_VERSION = RUNTIME.name.removeprefix("python")
 PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})
 """Distributions the Lambda Python runtime ships; a bundled copy would only shadow them."""
@@ -82,8 +84,7 @@ def _pip(*args: str) -> str:
 
 def _cross_platform() -> list[str]:
     return [
-        "--platform",
-        PLATFORM,
+        *(arg for platform in PLATFORMS for arg in ("--platform", platform)),
         "--only-binary=:all:",
         "--python-version",
         PYTHON_VERSION,
@@ -122,7 +123,7 @@ def cache_root() -> Path:
 
 def dependencies(pins: tuple[str, ...]) -> Path:
     """The installed dependency tree for ``pins``, built once and then reused."""
-    key = hashlib.sha256(json.dumps([PLATFORM, PYTHON_VERSION, *pins]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([*PLATFORMS, PYTHON_VERSION, *pins]).encode()).hexdigest()
     target = cache_root() / key[:16]
     if target.is_dir():
         return target
@@ -167,7 +168,7 @@ def bundled_files(packages: Sequence[str] = BUNDLED_PACKAGES) -> list[Path]:
 def bundle_hash(pins: Sequence[str], extra_catalogs: Sequence[Path]) -> str:
     """Everything the bundle is made of: the packages' files, the pins, the target
     platform and the extra catalogs."""
-    digest = hashlib.sha256(json.dumps([PLATFORM, PYTHON_VERSION, *pins]).encode())
+    digest = hashlib.sha256(json.dumps([*PLATFORMS, PYTHON_VERSION, *pins]).encode())
     for path in bundled_files():
         digest.update(path.as_posix().encode() + b"\0")
         digest.update((ROOT / path).read_bytes())

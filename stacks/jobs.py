@@ -72,6 +72,7 @@ class JobMonitor(Construct):
             },
             timeout_seconds=60,
             dead_letter_queue=dead_letters,
+            reserved_concurrency=settings.job_monitor_reserved_concurrency,
         )
         self.function = fn.function
         ledger.grant(fn.role, "dynamodb:Query", "dynamodb:PutItem")

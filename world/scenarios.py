@@ -22,7 +22,11 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
-    "jobs": {"job_monitoring": True, "job_restarts_per_window": 12},
+    "jobs": {
+        "job_monitoring": True,
+        "job_restarts_per_window": 12,
+        "job_cluster_restarts_per_window": 12,
+    },
     "lifecycle": {
         "post_reboot_deep_check": True,
         "spares": ((NODE_GROUP, 1),),

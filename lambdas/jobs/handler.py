@@ -1,8 +1,9 @@
 """The job monitor: Container Insights' application log deliveries (match-driven rules) and
 an EventBridge schedule (time-driven rules: a line that never comes sends no event).
 
-Thin: decode, group the lines by job, hand each job to ``service.monitor``, publish what
-was done. A payload that cannot be decoded, or comes from another log group, raises
+Thin: decode, group the lines by pod, find each pod's job by its controller owner reference
+(the cluster's record, not the line's labels), hand each job to ``service.monitor``, publish
+what was done. A payload that cannot be decoded, or comes from another log group, raises
 ``MalformedPayload`` and lands in the dead-letter queue whole, as the classifier's do.
 """
 
@@ -23,7 +24,8 @@ from lambdas.jobs.env import JobsEnv, env
 from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
-from lambdas.kube.jobs import Job, monitored_jobs, read_job
+from lambdas.kube.jobs import Job, monitored_jobs
+from lambdas.kube.owners import job_of_pod
 from lambdas.observability import logger, metrics, publish, tracer
 from nodemedic.contracts.jobs import (
     APPLICATION_LOG_GROUP_RE,
@@ -35,9 +37,12 @@ from nodemedic.contracts.jobs import (
     RESTART_SECONDS_METRIC,
 )
 from nodemedic.contracts.metrics import MALFORMED_METRIC
-from nodemedic.jobs.records import lines_by_job
+from nodemedic.jobs.records import lines_by_pod
 
 SCHEDULED = "Scheduled Event"
+MAX_PODS = 64
+"""Pods a delivery's lines are read for (one API call each, at most). A delivery is one log
+stream, one container's, so more is a malformed or hostile batch; the rest are dropped."""
 
 
 @cache
@@ -67,7 +72,7 @@ def _cluster(name: str, config: JobsEnv) -> Cluster:
 def _lines(
     event: dict[str, Any], ledger_table: str
 ) -> tuple[str, dict[tuple[str, str], list[tuple[float, str]]]]:
-    """(cluster, lines by (namespace, job)) of a subscription delivery; every delivery, of a
+    """(cluster, lines by (namespace, pod)) of a subscription delivery; every delivery, of a
     job's line or not, is news that the log group is alive (the job breaker's silence)."""
     message_type, group, _stream, events = decode_payload(event)
     found = APPLICATION_LOG_GROUP_RE.match(group)
@@ -76,7 +81,23 @@ def _lines(
     if message_type != "DATA_MESSAGE":
         return found["cluster"], {}
     _store(ledger_table).heard(found["cluster"], time.time())
-    return found["cluster"], lines_by_job((raw.timestamp_ms / 1000, raw.message) for raw in events)
+    return found["cluster"], lines_by_pod((raw.timestamp_ms / 1000, raw.message) for raw in events)
+
+
+def _by_job(
+    core: client.CoreV1Api, by_pod: dict[tuple[str, str], list[tuple[float, str]]]
+) -> list[tuple[Job, list[tuple[float, str]]]]:
+    """Each pod's lines given to the job that controls it, as the API says (one read per pod
+    of the delivery, at most ``MAX_PODS``); lines of a pod no job controls are dropped."""
+    if len(by_pod) > MAX_PODS:
+        logger.warning("pods past the limit dropped", extra={"pods": len(by_pod)})
+    jobs: dict[str, tuple[Job, list[tuple[float, str]]]] = {}
+    for (namespace, pod), lines in list(by_pod.items())[:MAX_PODS]:
+        job = job_of_pod(core, namespace, pod)
+        if job is None:
+            continue
+        jobs.setdefault(job.uid, (job, []))[1].extend(lines)
+    return list(jobs.values())
 
 
 def _publish(cluster_name: str, job: str, figures: list[tuple[str, MetricUnit, float]]) -> None:
@@ -115,16 +136,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         ]
     else:
         try:
-            cluster_name, by_job = _lines(event, config.ledger_table)
+            cluster_name, by_pod = _lines(event, config.ledger_table)
         except MalformedPayload as exc:
             metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
             logger.error("rejected payload", extra={"reason": str(exc)})
             raise
-        if not by_job:
+        if not by_pod:
             return {"jobs": 0, "acted": []}
         kube = _cluster(cluster_name, config)
-        jobs = {key: read_job(kube.batch, *key) for key in by_job}
-        work = [(job, by_job[key]) for key, job in jobs.items() if job is not None]
+        work = _by_job(kube.core, by_pod)
     store = _store(config.ledger_table)
     acted: list[Acted] = []
     restarted: dict[str, float] = {}

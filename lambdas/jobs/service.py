@@ -136,7 +136,7 @@ def _act(
     what = (
         f"rule {rule.name!r}: job {state.verdict} ({state.evidence or 'no matching line in time'})"
     )
-    judged = admission(store, cluster, decision, now, by_schedule=by_schedule)
+    judged = admission(store, cluster, job.namespace, decision, now, by_schedule=by_schedule)
     if judged.verdict != "admit":
         # Nothing done to the job but an Event; its rules start over from ``now`` (its
         # restart counts unchanged), so a job that really hangs is found again after the hold.
@@ -199,14 +199,22 @@ def _acted(
 
 
 def admission(
-    store: JobStore, cluster: Cluster, decision: str, now: float, *, by_schedule: bool
+    store: JobStore,
+    cluster: Cluster,
+    namespace: str,
+    decision: str,
+    now: float,
+    *,
+    by_schedule: bool,
 ) -> Judgement:
-    """The job breaker's judgement of ``decision``, written to the ledger; the verdict that
-    trips a closed breaker sends the one notification of the trip."""
+    """The job breakers' judgement of ``decision`` (a verdict on a job in ``namespace``),
+    written to the ledger; the verdict that trips a closed breaker sends the one
+    notification of the trip."""
     for _ in range(_CONFLICT_RETRIES):
         stored = store.load_breaker(cluster.name)
         judged = judge(
             stored.state,
+            namespace=namespace,
             decision=decision,
             now=now,
             limits=cluster.limits,
@@ -220,9 +228,12 @@ def admission(
         except Conflict:
             continue
         if judged.page:
+            whose = f"{judged.scope} of cluster {cluster.name}"
+            if judged.scope == "cluster":
+                whose = f"cluster {cluster.name}"
             cluster.notify(
-                f"nodemedic job breaker tripped: cluster {cluster.name}",
-                f"{judged.reason}; every job restart of cluster {cluster.name} is held for"
+                f"nodemedic job breaker tripped: {whose}",
+                f"{judged.reason}; every job restart of {whose} is held for"
                 f" {cluster.limits.cooldown} s, then until the limits have room again."
                 " Held jobs get a NodeMedicRestartHeld Event; their rules start over.",
             )

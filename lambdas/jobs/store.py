@@ -26,7 +26,7 @@ from nodemedic.contracts.jobs import (
     job_pk,
 )
 from nodemedic.contracts.ledger import cluster_pk
-from nodemedic.jobs.breaker import BreakerState
+from nodemedic.jobs.breaker import Breakers
 from nodemedic.jobs.evaluate import RuleState
 from nodemedic.jobs.restart import RestartHistory
 
@@ -48,7 +48,7 @@ class Stored:
 
 @dataclass(frozen=True)
 class StoredBreaker:
-    state: BreakerState
+    state: Breakers
     heard_at: float | None
     """When the application log group last delivered; None before the first delivery."""
     version: int
@@ -126,12 +126,12 @@ class JobStore:
         items = {i["sk"]["S"]: i for i in self._query(cluster_pk(cluster), JOB_BREAKER_SK_PREFIX)}
         breaker, heard = items.get(JOB_BREAKER_SK), items.get(JOB_LINES_HEARD_SK)
         return StoredBreaker(
-            state=BreakerState.from_item(json.loads(breaker["body"]["S"]) if breaker else {}),
+            state=Breakers.from_item(json.loads(breaker["body"]["S"]) if breaker else {}),
             heard_at=float(heard["heard_at"]["N"]) if heard else None,
             version=int(breaker["version"]["N"]) if breaker else 0,
         )
 
-    def save_breaker(self, cluster: str, state: BreakerState, stored: StoredBreaker) -> None:
+    def save_breaker(self, cluster: str, state: Breakers, stored: StoredBreaker) -> None:
         """Conflict if another verdict changed the breaker since it was read."""
         self._write(cluster_pk(cluster), JOB_BREAKER_SK, state.as_item(), stored.version)
 

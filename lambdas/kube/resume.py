@@ -68,10 +68,10 @@ def jobs_on_node(core: client.CoreV1Api, node: str) -> list[dict[str, str]]:
                     owner.api_version, owner.kind, pod.metadata.namespace, owner.name, owner.uid
                 )
     refs = sorted(owners.values(), key=lambda r: (r.namespace, r.name))
-    return [asdict(r) for r in refs if (job := _read(core, r)) and opted_in(job.annotations)]
+    return [asdict(r) for r in refs if (job := read_job_ref(core, r)) and opted_in(job.annotations)]
 
 
-def _read(core: client.CoreV1Api, ref: JobRef) -> Job | None:
+def read_job_ref(core: client.CoreV1Api, ref: JobRef) -> Job | None:
     """The job ``ref`` names, None once it is gone or another job took its name."""
     if ref.kind == "Job":
         job = read_job(client.BatchV1Api(core.api_client), ref.namespace, ref.name)
@@ -116,7 +116,7 @@ def resume(
         ref = JobRef(**{k: str(raw[k]) for k in JOB_FIELDS})
         key = f"{ref.namespace}/{ref.name}"
         try:
-            job = _read(core, ref)
+            job = read_job_ref(core, ref)
             if job is None or job.finished:
                 continue
             if job.annotations.get(JOB_RESUMED_BY_ANNOTATION) == decision_id:

@@ -2,20 +2,24 @@
 
 A log-pipe outage (Fluent Bit or Container Insights stops delivering) silences every job at
 once, and every time-driven rule then fires: a naive monitor would restart the whole
-cluster's training. Two limits stop that, per cluster:
+cluster's training. A wave of verdicts in one team's namespace (its shared file system, its
+bad image) says nothing of another team's jobs. So there are two breakers, one item:
 
-- **silence**: a verdict found by the schedule (no line brought it) is held while the
-  application log group as a whole delivered nothing for ``silence`` seconds: the pipe is
+- **per namespace**: at most ``restarts_per_window`` verdicts acted on in any ``window``
+  seconds in one namespace; one more trips that namespace's breaker, and only its verdicts
+  are held.
+- **per cluster**: at most ``cluster_restarts_per_window`` verdicts acted on in any
+  ``window`` seconds across the cluster; one more trips the cluster's breaker, which holds
+  every verdict. A verdict found by the schedule (no line brought it) while the application
+  log group as a whole delivered nothing for ``silence`` seconds trips it too: the pipe is
   down, not the jobs. Before the monitor heard any line there is no pipe to lose.
-- **rate**: at most ``restarts_per_window`` verdicts acted on in any ``window`` seconds;
-  one more trips the breaker.
 
-Either trips the breaker (the first trip notifies, once), and a tripped breaker holds every
-verdict of the cluster for ``cooldown`` seconds; then the first verdict with room closes
-it, and one that still hits a limit extends the cooldown quietly, as the node breaker does
-(``nodemedic.remediate.breaker``). Decisions are counted by id (job, run, rule, verdict),
-so a redelivered verdict is counted once. A held verdict changes nothing on the job but an
-Event; its rules start over, so a job that really hangs is found again after the hold.
+A tripped breaker (the first trip of each notifies, once) holds its verdicts for
+``cooldown`` seconds; then the first verdict with room closes it, and one that still hits a
+limit extends the cooldown quietly, as the node breaker does (``nodemedic.remediate.breaker``).
+Decisions are counted by id (job, run, rule, verdict), so a redelivered verdict is counted
+once. A held verdict changes nothing on the job but an Event; its rules start over, so a job
+that really hangs is found again after the hold.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ class JobLimits:
     """The cluster's job breaker settings (``ClusterSettings.job_limits``)."""
 
     restarts_per_window: int = 3
+    """Per namespace."""
+    cluster_restarts_per_window: int = 10
+    """Across the cluster: the cap that holds everyone."""
     window: int = 600
     cooldown: int = 1800
     silence: int = 300
@@ -58,7 +65,7 @@ class JobLimits:
 
 @dataclass(frozen=True)
 class BreakerState:
-    """The cluster's job breaker as the ledger keeps it."""
+    """One breaker (the cluster's, or a namespace's)."""
 
     started: Mapping[str, float] = field(default_factory=dict)
     """Decision id → when it was admitted, within the last window."""
@@ -85,13 +92,36 @@ class BreakerState:
 
 
 @dataclass(frozen=True)
+class Breakers:
+    """The cluster's breaker and its namespaces' as the ledger keeps them, in one item. An
+    item written before namespaces had breakers is the cluster's."""
+
+    cluster: BreakerState = field(default_factory=BreakerState)
+    namespaces: Mapping[str, BreakerState] = field(default_factory=dict)
+
+    def as_item(self) -> dict[str, object]:
+        namespaces = {name: state.as_item() for name, state in self.namespaces.items()}
+        return {**self.cluster.as_item(), "namespaces": namespaces}
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Breakers:
+        namespaces = item.get("namespaces") or {}
+        return cls(
+            cluster=BreakerState.from_item(item),
+            namespaces={str(k): BreakerState.from_item(v) for k, v in namespaces.items()},
+        )
+
+
+@dataclass(frozen=True)
 class Judgement:
     verdict: Verdict
     reason: str
-    state: BreakerState
-    """The breaker after this judgement (unchanged when nothing needs writing)."""
+    state: Breakers
+    """The breakers after this judgement (unchanged when nothing needs writing)."""
     page: bool = False
     """This judgement tripped a closed breaker: the one notification of the trip."""
+    scope: str = ""
+    """``cluster`` or ``namespace <name>``: whose breaker held or tripped."""
 
 
 def _iso(epoch: float) -> str:
@@ -99,46 +129,116 @@ def _iso(epoch: float) -> str:
 
 
 def judge(
-    state: BreakerState,
+    state: Breakers,
     *,
+    namespace: str,
     decision: str,
     now: float,
     limits: JobLimits,
     heard_at: float | None,
     by_schedule: bool,
 ) -> Judgement:
-    """Admit the decision (counted in the window), hold it, or trip the breaker for it."""
+    """Admit the decision (counted in the window of its namespace and of the cluster), hold
+    it, or trip the namespace's or the cluster's breaker for it."""
     if limits.monitor_only:
         return Judgement("hold", "monitor-only (recovery_mode None or dry_run)", state)
-    if state.tripped_at is not None and (state.cooled_until or 0) >= now:
-        return Judgement(
-            "hold",
-            f"job breaker tripped at {_iso(state.tripped_at)} ({state.reason}); holding"
-            f" restarts until {_iso(state.cooled_until or now)}",
-            state,
-        )
-    if decision in state.started:
+    cluster, own = state.cluster, state.namespaces.get(namespace, BreakerState())
+    for breaker, scope in ((cluster, "cluster"), (own, f"namespace {namespace}")):
+        if breaker.tripped_at is not None and (breaker.cooled_until or 0) >= now:
+            return Judgement(
+                "hold",
+                f"job breaker of the {scope} tripped at {_iso(breaker.tripped_at)}"
+                f" ({breaker.reason}); holding restarts until {_iso(breaker.cooled_until or now)}",
+                state,
+                scope=scope,
+            )
+    if decision in own.started or decision in cluster.started:
         return Judgement("admit", "counted already", state)
-    recent = {d: at for d, at in state.started.items() if now - at < limits.window}
-    reason = ""
-    if by_schedule and heard_at is not None and now - heard_at > limits.silence:
-        reason = (
-            f"the application log group delivered no line since {_iso(heard_at)}"
-            f" (silence limit {limits.silence} s): a log pipe outage, not hung jobs"
-        )
-    elif len(recent) >= limits.restarts_per_window:
-        reason = (
-            f"{len(recent)} job restarts in the last {limits.window} s"
-            f" (limit {limits.restarts_per_window})"
-        )
-    if reason:
-        tripped = replace(
-            state,
-            started=recent,
-            tripped_at=now if state.tripped_at is None else state.tripped_at,
-            cooled_until=now + limits.cooldown,
-            reason=reason,
-        )
-        return Judgement("trip", reason, tripped, page=state.tripped_at is None)
-    admitted = BreakerState(started={**recent, decision: now})
+    in_cluster = _recent(cluster, now, limits)
+    in_namespace = _recent(own, now, limits)
+    quiet = heard_at is not None and now - heard_at > limits.silence
+    hit = _limit_hit(
+        namespace, in_cluster, in_namespace, limits=limits, silent=by_schedule and quiet
+    )
+    if hit is not None:
+        whose, reason = hit
+        breaker = replace(cluster, started=in_cluster)
+        if whose is not None:
+            breaker = replace(own, started=in_namespace)
+        return _trip(state, whose, breaker, reason=reason, now=now, limits=limits)
+    admitted = Breakers(
+        cluster=BreakerState(started={**in_cluster, decision: now}),
+        namespaces={
+            **_live(state.namespaces, now, limits),
+            namespace: BreakerState(started={**in_namespace, decision: now}),
+        },
+    )
     return Judgement("admit", "room in the window", admitted)
+
+
+def _limit_hit(
+    namespace: str,
+    in_cluster: Mapping[str, float],
+    in_namespace: Mapping[str, float],
+    *,
+    limits: JobLimits,
+    silent: bool,
+) -> tuple[str | None, str] | None:
+    """(whose breaker trips: the namespace, or None for the cluster's; why), if a limit is
+    hit. The cluster's limits first: they hold everyone."""
+    if silent:
+        return None, (
+            f"the application log group delivered no line for over {limits.silence} s:"
+            " a log pipe outage, not hung jobs"
+        )
+    if len(in_cluster) >= limits.cluster_restarts_per_window:
+        return None, (
+            f"{len(in_cluster)} job restarts in the cluster in the last {limits.window} s"
+            f" (limit {limits.cluster_restarts_per_window})"
+        )
+    if len(in_namespace) >= limits.restarts_per_window:
+        return namespace, (
+            f"{len(in_namespace)} job restarts in namespace {namespace} in the last"
+            f" {limits.window} s (limit {limits.restarts_per_window})"
+        )
+    return None
+
+
+def _recent(breaker: BreakerState, now: float, limits: JobLimits) -> dict[str, float]:
+    return {d: at for d, at in breaker.started.items() if now - at < limits.window}
+
+
+def _live(
+    namespaces: Mapping[str, BreakerState], now: float, limits: JobLimits
+) -> dict[str, BreakerState]:
+    """The namespaces' breakers that still count or hold something: the item stays small."""
+    return {
+        name: breaker
+        for name, breaker in namespaces.items()
+        if _recent(breaker, now, limits) or (breaker.cooled_until or 0) >= now
+    }
+
+
+def _trip(
+    state: Breakers,
+    namespace: str | None,
+    breaker: BreakerState,
+    *,
+    reason: str,
+    now: float,
+    limits: JobLimits,
+) -> Judgement:
+    """``breaker`` (the cluster's where ``namespace`` is None) tripped, or its trip extended."""
+    tripped = replace(
+        breaker,
+        tripped_at=now if breaker.tripped_at is None else breaker.tripped_at,
+        cooled_until=now + limits.cooldown,
+        reason=reason,
+    )
+    namespaces = _live(state.namespaces, now, limits)
+    if namespace is None:
+        after = Breakers(cluster=tripped, namespaces=namespaces)
+    else:
+        after = Breakers(cluster=state.cluster, namespaces={**namespaces, namespace: tripped})
+    scope = "cluster" if namespace is None else f"namespace {namespace}"
+    return Judgement("trip", reason, after, page=breaker.tripped_at is None, scope=scope)

@@ -2,9 +2,11 @@
 
 Fluent Bit (the Container Insights DaemonSet) ships each line a container writes as one
 JSON record: the line under ``log``, the pod under ``kubernetes`` (``pod_name``,
-``namespace_name``, ``labels``, ...). The job is named by the pod's labels, never by the pod
-name's shape. A record of a pod that belongs to no job is no job's line, and a record that
-is not Fluent Bit's JSON is skipped the same way: the group holds every pod's output.
+``namespace_name``, ``labels``, ...). A record names its pod; which job the pod belongs to
+is the cluster's word (its controller owner reference, lambdas/kube/owners.py), never the
+record's labels, which any pod can set. The labels only pass over the records of pods that
+claim no job (the group holds every pod's output), so those cost no API call; a record that
+is not Fluent Bit's JSON is skipped the same way.
 """
 
 from __future__ import annotations
@@ -24,26 +26,26 @@ delivery)."""
 
 
 @dataclass(frozen=True, slots=True)
-class JobLine:
+class PodLine:
     namespace: str
-    job: str
     pod: str
     line: str
 
 
-def job_line(message: str) -> JobLine | None:
-    """The job line a Container Insights record carries; None for a record of no job."""
+def pod_line(message: str) -> PodLine | None:
+    """The line a Container Insights record carries, and its pod; None for a record of a pod
+    that claims no job."""
     record = _decoded(message)
     meta = record.get("kubernetes") if isinstance(record, dict) else None
     line = record.get("log") if isinstance(record, dict) else None
     if not isinstance(meta, dict) or not isinstance(line, str):
         return None
     labels = meta.get("labels")
-    job = _job_name(labels) if isinstance(labels, dict) else None
+    claimed = _job_name(labels) if isinstance(labels, dict) else None
     namespace, pod = meta.get("namespace_name"), meta.get("pod_name")
-    if not job or not isinstance(namespace, str) or not isinstance(pod, str):
+    if not claimed or not isinstance(namespace, str) or not isinstance(pod, str):
         return None
-    return JobLine(namespace, job, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
+    return PodLine(namespace, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
 
 
 def _decoded(message: str) -> object:
@@ -72,14 +74,14 @@ def _job_name(labels: dict[str, object]) -> str | None:
     return None
 
 
-def lines_by_job(
+def lines_by_pod(
     records: Iterable[tuple[float, str]],
 ) -> dict[tuple[str, str], list[tuple[float, str]]]:
-    """``(time, message)`` records of a delivery as each job's ``(time, line)``, keyed by
-    ``(namespace, job)``, in delivery order; records of no job left out."""
-    by_job: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
+    """``(time, message)`` records of a delivery as each pod's ``(time, line)``, keyed by
+    ``(namespace, pod)``, in delivery order; records of pods that claim no job left out."""
+    by_pod: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for at, message in records:
-        line = job_line(message)
+        line = pod_line(message)
         if line is not None:
-            by_job[line.namespace, line.job].append((at, line.line))
-    return by_job
+            by_pod[line.namespace, line.pod].append((at, line.line))
+    return by_pod

@@ -161,17 +161,34 @@ def test_gpu_reset_reaches_the_classifier_only_when_on() -> None:
     assert on["NODEMEDIC_GPU_RESET"] == "true"
 
 
-def test_reserved_concurrency_caps_the_classifier_only_when_set() -> None:
-    def reserved(settings: ClusterSettings) -> dict[str, Any]:
-        return {
-            function["Properties"]["Handler"]: function["Properties"].get(
-                "ReservedConcurrentExecutions"
-            )
-            for function in synth_template(settings)["Resources"].values()
-            if function["Type"] == "AWS::Lambda::Function"
-        }
+def reserved(settings: ClusterSettings) -> dict[str, Any]:
+    """Each function's reserved concurrency, by handler, where it has one."""
+    return {
+        function["Properties"]["Handler"]: function["Properties"]["ReservedConcurrentExecutions"]
+        for function in synth_template(settings)["Resources"].values()
+        if function["Type"] == "AWS::Lambda::Function"
+        and "ReservedConcurrentExecutions" in function["Properties"]
+    }
 
-    assert set(reserved(ClusterSettings(name="demo")).values()) == {None}
+
+def test_reserved_concurrency_caps_the_classifier_only_when_set() -> None:
+    assert reserved(ClusterSettings(name="demo")) == {}
     capped = reserved(ClusterSettings(name="demo", classifier_reserved_concurrency=50))
-    assert capped.pop("lambdas.classify.handler.handler") == 50
-    assert set(capped.values()) == {None}
+    assert capped == {"lambdas.classify.handler.handler": 50}
+
+
+def test_the_job_monitor_is_capped_by_default_apart_from_the_classifier() -> None:
+    """A flood of training logs must not take the classifier's capacity."""
+    assert reserved(ClusterSettings(name="demo", job_monitoring=True)) == {
+        "lambdas.jobs.handler.handler": 50
+    }
+    both = ClusterSettings(
+        name="demo",
+        job_monitoring=True,
+        job_monitor_reserved_concurrency=20,
+        classifier_reserved_concurrency=100,
+    )
+    assert reserved(both) == {
+        "lambdas.jobs.handler.handler": 20,
+        "lambdas.classify.handler.handler": 100,
+    }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -80,27 +81,58 @@ Job = Callable[..., tuple[str, list[str]]]
 
 
 @pytest.fixture
+def other_namespace(core: client.CoreV1Api) -> Iterator[str]:
+    """A second team's namespace."""
+    name = f"team-{secrets.token_hex(4)}"
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
 def job(admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: Node) -> Job:
     """A Job with the annotations given and two running pods it owns."""
 
-    def make(name: str, annotations: dict[str, str]) -> tuple[str, list[str]]:
+    def make(
+        name: str, annotations: dict[str, str], where: str = namespace
+    ) -> tuple[str, list[str]]:
         template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "t"}]}}
         made = client.BatchV1Api(admin).create_namespaced_job(
-            namespace,
+            where,
             {
                 "metadata": {"name": name, "annotations": annotations},
                 "spec": {"template": template},
             },
         )
-        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": made.metadata.uid}
+        uid = made.metadata.uid
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": name,
+            "uid": uid,
+            "controller": True,
+        }
         pods = [f"{name}-{i}" for i in range(2)]
         for pod in pods:
-            bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+            bind_pod(core, where, pod, node.name, labels={"job-name": name}, owner=owner)
         for pod in pods:
-            wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+            wait_for(lambda p=pod: running(core, where, p), what=f"{pod} running")  # type: ignore[misc]
         return name, pods
 
     return make
+
+
+def replacement(
+    core: client.CoreV1Api, admin: client.ApiClient, namespace: str, node: Node, name: str
+) -> str:
+    """A new running pod of the job, as its controller makes one after a restart: a line is
+    the job's only from a pod it controls."""
+    uid = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata.uid
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}
+    pod = f"{name}-new"
+    bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+    wait_for(lambda: running(core, namespace, pod), what=f"{pod} running")
+    return pod
 
 
 def delivery(
@@ -145,7 +177,7 @@ def job_annotations(admin: client.ApiClient, namespace: str, job: str) -> dict[s
 
 @pytest.mark.usefixtures("aws")
 def test_a_loss_spike_restarts_the_jobs_pods_then_fails_the_job_past_its_retries(
-    job: Job, core: client.CoreV1Api, admin: client.ApiClient, namespace: str
+    job: Job, core: client.CoreV1Api, admin: client.ApiClient, namespace: str, node: Node
 ) -> None:
     name, pods = job(
         "llama",
@@ -166,15 +198,14 @@ def test_a_loss_spike_restarts_the_jobs_pods_then_fails_the_job_past_its_retries
     # The same delivery again is evidence of the run before the restart: no second restart.
     assert handler(spike, CONTEXT)["acted"] == []
     assert events(core, namespace, name) == ["NodeMedicPodsRestarted"]
-    again = handler(delivery(namespace, name, pods[1], losses(5, 5, 5, 5, 5)), CONTEXT)
+    new = replacement(core, admin, namespace, node, name)
+    again = handler(delivery(namespace, name, new, losses(5, 5, 5, 5, 5)), CONTEXT)
     assert [a["action"] for a in again["acted"]] == ["fail"]
     noted = job_annotations(admin, namespace, name)
     assert "training_loss_step 5" in noted[JOB_FAILED_ANNOTATION]
     assert events(core, namespace, name) == ["NodeMedicPodsRestarted", "NodeMedicJobFailed"]
     # Failed is final: more evidence does nothing more.
-    assert (
-        handler(delivery(namespace, name, pods[1], losses(9, 9, 9, 9, 9)), CONTEXT)["acted"] == []
-    )
+    assert handler(delivery(namespace, name, new, losses(9, 9, 9, 9, 9)), CONTEXT)["acted"] == []
 
 
 @pytest.mark.usefixtures("aws")
@@ -195,15 +226,24 @@ def test_the_schedule_finds_a_job_whose_first_line_never_came(
 
 
 @pytest.mark.usefixtures("aws")
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (
+            '[{name: loss, logPattern: "loss (\\\\S+)", metricThreshold: 2, operator: greater}]',
+            "operator must be one of gt, gteq, lt, lteq, eq",
+        ),
+        ('[{name: twice, logPattern: "(step) \\\\1"}]', "RE2 runs in linear time"),
+    ],
+)
 def test_an_invalid_rule_is_an_event_on_the_job_and_touches_nothing(
-    job: Job, core: client.CoreV1Api, namespace: str
+    job: Job, core: client.CoreV1Api, namespace: str, bad: str, says: str
 ) -> None:
-    bad = '[{name: loss, logPattern: "loss (\\\\S+)", metricThreshold: 2, operator: greater}]'
     name, pods = job("typo", {LOG_MONITORING_ANNOTATION: bad})
     assert handler(delivery(namespace, name, pods[0], losses(9)), CONTEXT)["acted"] == []
     assert events(core, namespace, name) == ["NodeMedicInvalidLogMonitoring"]
     [message] = [e.message for e in core.list_namespaced_event(namespace).items]
-    assert "operator must be one of gt, gteq, lt, lteq, eq" in message
+    assert says in message
     assert all(exists(core, namespace, p) for p in pods)
 
 
@@ -255,7 +295,7 @@ def test_restart_latency_is_published_once_when_the_new_pods_run(
     assert key not in handler(SCHEDULED, CONTEXT)["running_again"], "no pod runs yet"
 
     uid = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata.uid
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}
     time.sleep(1.1)  # the new pods' Ready times are whole seconds
     for pod in (f"{name}-new-0", f"{name}-new-1"):
         bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
@@ -268,8 +308,12 @@ def test_restart_latency_is_published_once_when_the_new_pods_run(
 
 
 @pytest.mark.usefixtures("aws")
-def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notification(
-    job: Job, core: client.CoreV1Api, namespace: str, monkeypatch: pytest.MonkeyPatch
+def test_many_jobs_of_a_namespace_tripping_at_once_hold_only_that_namespace(
+    job: Job,
+    core: client.CoreV1Api,
+    namespace: str,
+    other_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps({"restarts_per_window": 2}))
     notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
@@ -279,14 +323,37 @@ def test_many_jobs_tripping_at_once_are_held_by_the_breaker_with_one_notificatio
         [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
         actions.append(acted["action"])
     assert actions == ["restart-pods", "restart-pods", "held", "held"]
-    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
+    assert mails() == [f"nodemedic job breaker tripped: namespace {namespace} of cluster demo"]
     for name, pods in made[2:]:
         assert all(exists(core, namespace, p) for p in pods)
         assert events(core, namespace, name) == ["NodeMedicRestartHeld"]
     # Still tripped: a new verdict is held too, and tells nobody again.
-    name, pods = made[0]
+    name, pods = made[2]
     again = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
     assert [a["action"] for a in again] == ["held"] and mails() == []
+    # Another team's job is not held by this namespace's breaker.
+    name, pods = job("elsewhere", notes, other_namespace)
+    [acted] = handler(delivery(other_namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert acted["action"] == "restart-pods"
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_clusters_cap_holds_every_namespace(
+    job: Job, namespace: str, other_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits = {"restarts_per_window": 5, "cluster_restarts_per_window": 2}
+    monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps(limits))
+    notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    made = [
+        (where, *job(f"cap-{i}", notes, where))
+        for i, where in enumerate((namespace, other_namespace, namespace, other_namespace))
+    ]
+    actions = []
+    for where, name, pods in made:
+        [acted] = handler(delivery(where, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+        actions.append(acted["action"])
+    assert actions == ["restart-pods", "restart-pods", "held", "held"]
+    assert mails() == ["nodemedic job breaker tripped: cluster demo"]
 
 
 @pytest.mark.usefixtures("aws")
@@ -383,3 +450,26 @@ def test_restarts_and_failures_are_published_with_exactly_cluster_and_job(
         ("JobsFailed", ["Cluster", "Job"]),
         ("FaultDetectionLatencySeconds", ["Cluster", "Job"]),
     ]
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_pod_labelled_as_another_job_does_not_feed_its_rules(
+    job: Job, core: client.CoreV1Api, admin: client.ApiClient, namespace: str, node: Node
+) -> None:
+    """Any pod in the namespace can carry ``job-name: <victim>``; only the job's own pods
+    (its controller owner reference) are its evidence."""
+    notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
+    name, pods = job("victim", notes)
+    other, _ = job("other", {})
+    other_uid = client.BatchV1Api(admin).read_namespaced_job(other, namespace).metadata.uid
+    owned = {"apiVersion": "batch/v1", "kind": "Job", "name": other, "uid": other_uid}
+    owned |= {"controller": True}
+    bind_pod(core, namespace, "impostor", node.name, labels={"job-name": name})
+    bind_pod(core, namespace, "sibling", node.name, labels={"job-name": name}, owner=owned)
+    for pod in ("impostor", "sibling"):
+        wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+        assert handler(delivery(namespace, name, pod, ["NCCL error"]), CONTEXT)["acted"] == []
+    assert all(exists(core, namespace, p) for p in pods)
+    assert events(core, namespace, name) == []
+    [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    assert (acted["job"], acted["action"]) == (f"{namespace}/{name}", "restart-pods")

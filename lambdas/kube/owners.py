@@ -1,0 +1,32 @@
+"""Which job a pod's log line belongs to, as the cluster records it: the pod's controller
+owner reference (a ``batch/v1`` Job or a Kubeflow PyTorchJob, by uid), read from the API.
+
+A pod's labels are not evidence: anyone who may create a pod in the namespace can label it
+``job-name: <another job>``, and its lines would then feed that job's rules and could get it
+restarted. The owner reference of a pod a controller made names the controller's uid, and
+the job read by name must carry that uid, so a job deleted and made again under its name is
+not fed the old one's lines either.
+"""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from lambdas.kube.jobs import Job
+from lambdas.kube.resume import RESUMABLE, JobRef, read_job_ref
+
+
+def job_of_pod(core: client.CoreV1Api, namespace: str, pod: str) -> Job | None:
+    """The job controlling the pod ``namespace/pod``; None when the pod is gone, has no
+    controller, or its controller is no job nodemedic knows. Listed by a field selector on
+    the name: the ``list`` the role already has on pods reads one pod."""
+    found = core.list_namespaced_pod(namespace, field_selector=f"metadata.name={pod}").items
+    if not found:
+        return None
+    owners = found[0].metadata.owner_references or []
+    owner = next((o for o in owners if o.controller), None)
+    if owner is None or (owner.api_version, owner.kind) not in RESUMABLE:
+        return None
+    return read_job_ref(
+        core, JobRef(owner.api_version, owner.kind, namespace, owner.name, owner.uid)
+    )
