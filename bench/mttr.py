@@ -39,6 +39,9 @@ from world.timeline import Fault, FaultRun, inject
 from world.world import Machine, World, demo_settings
 
 TARGET_P50, TARGET_P99 = 2.0, 5.0
+WAIT = 60.0
+"""Seconds the bench waits for an execution to end or a node to be cordoned: a stall fails
+the run rather than hanging it."""
 SETTLED = 5.0
 """Seconds a replacement's agent gets to start before a fault goes to its node."""
 STAGES = (
@@ -138,7 +141,10 @@ def measure(
 
 
 def finished_execution(sfn: Any, arn: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
     while (found := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"execution {arn} still running after {WAIT:g}s")
         time.sleep(0.2)
     result: dict[str, Any] = found
     return result
@@ -166,6 +172,8 @@ def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
         while (
             seen := world.watch.first(machine.instance_id, began, lambda s: s.unschedulable)
         ) is None:
+            if time.time() - began > WAIT:
+                raise RuntimeError(f"baseline: {machine.node} not cordoned after {WAIT:g}s")
             time.sleep(0.05)
         found.append(seen.at - began)
         finished_execution(sfn, arn)
