@@ -1,6 +1,6 @@
 """Each benchmark that needs no local world runs at a tiny size, exits 0 and prints its
 figure beside its baseline, so that none breaks unseen; and every benchmark the Makefile
-runs has such a test (here or in ``tests/e2e/test_bench_world.py``)."""
+runs has a tiny size in ``tests.support.benches``."""
 
 from __future__ import annotations
 
