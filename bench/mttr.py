@@ -2,6 +2,11 @@
 whole pipeline (agent → CloudWatch Logs → subscription → classifier → Step Functions →
 kube Lambda → Auto Scaling), timed by what the world recorded (``world.timeline``).
 
+Each node gets a different fault, taken in turn from the catalog's replacing rules: hardware
+fails one fault at a time, and the same fault on ``fleet_min_nodes`` nodes within
+``fleet_window`` is a fleet event, which is held, not replaced (``bench/storm.py`` measures
+that). Every replacement waits out ``fleet_settle`` before it acts, and the figures say so.
+
 Prints p50/p99 of line written → node cordoned and line written → Auto Scaling instance
 Unhealthy, and the share of the latter spent in each stage. The baseline, measured in the
 same run: the same decision started directly on the state machine (no agent, no Logs, no
@@ -25,15 +30,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from world.kit import DMA_ERROR
+from nodemedic.catalog import Catalog, load_catalog
+from nodemedic.detect.classifier import Classifier
 from world.observe import Observer, follow
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
-from world.timeline import FaultRun, inject
-from world.world import Machine, World
+from world.timeline import Fault, FaultRun, inject
+from world.world import Machine, World, demo_settings
 
-FAULT = DMA_ERROR
 TARGET_P50, TARGET_P99 = 2.0, 5.0
+WAIT = 60.0
+"""Seconds the bench waits for an execution to end or a node to be cordoned: a stall fails
+the run rather than hanging it."""
 SETTLED = 5.0
 """Seconds a replacement's agent gets to start before a fault goes to its node."""
 STAGES = (
@@ -42,8 +50,36 @@ STAGES = (
     ("classified", "started", "classifier starts the execution"),
     ("started", "cordoned", "plan, lock, breaker, locate, mark"),
     ("cordoned", "drained", "drain (Eviction API)"),
-    ("drained", "unhealthy", "SetInstanceHealth Unhealthy"),
+    ("drained", "unhealthy", "fleet settle + SetInstanceHealth"),
 )
+
+
+def replacing_faults(catalog: Catalog) -> tuple[Fault, ...]:
+    """Every kernel-line rule that replaces its node on one line, injected by its rule id:
+    rules counted over a window (``threshold``) need more than one line, and a rule whose
+    example another rule claims first cannot be injected as itself."""
+    classifier = Classifier(catalog)
+    return tuple(
+        Fault("rule", rule.id, "replace", rule.summary)
+        for rule in catalog.rules
+        if rule.source == "kmsg"
+        and rule.action == "replace"
+        and rule.threshold is None
+        and rule.example
+        and (found := classifier.classify(rule.example)) is not None
+        and found.fault_id == rule.id
+    )
+
+
+def rotation(faults: tuple[Fault, ...], count: int, settings: Any) -> list[Fault]:
+    """``count`` faults in turn; refused where the rotation is so short that one fault would
+    reach ``fleet_min_nodes`` nodes and be held as a fleet event, not measured."""
+    if count >= len(faults) * (settings.fleet_min_nodes - 1) + 1:
+        raise ValueError(
+            f"{count} faults from {len(faults)} distinct ones repeat one on "
+            f"{settings.fleet_min_nodes} nodes: a fleet event, not a replacement"
+        )
+    return [faults[index % len(faults)] for index in range(count)]
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -76,16 +112,16 @@ def cordoned_at(world: World, run: FaultRun) -> float | None:
 
 
 def measure(
-    world: World, count: int, say: Callable[[str], None]
+    world: World, faults: list[Fault], say: Callable[[str], None]
 ) -> tuple[list[dict[str, float]], dict[str, Any]]:
     """The samples (seconds from the line written, by step) and the last decision record."""
     observer = Observer(world)
     used: set[str] = set()
     samples = []
-    for number in range(1, count + 1):
+    for number, fault in enumerate(faults, start=1):
         machine = next_machine(world, used)
         used.add(machine.instance_id)
-        run = inject(world, machine, FAULT)
+        run = inject(world, machine, fault)
         follow(observer, [run], lambda r, s: None, timeout=60)
         cordoned = cordoned_at(world, run)
         if run.problems or cordoned is None:
@@ -95,7 +131,8 @@ def measure(
         times["unhealthy"] = times["acted"]
         samples.append({k: v - run.written_at for k, v in times.items()})
         say(
-            f"  fault {number:2d} on {machine.node:<31} cordoned +{samples[-1]['cordoned']:.2f}s"
+            f"  fault {number:2d} {fault.value:<32} on {machine.node:<31} "
+            f"cordoned +{samples[-1]['cordoned']:.2f}s"
             f"  Unhealthy +{samples[-1]['unhealthy']:.2f}s"
         )
         # The next fault starts when this execution has ended (slot and lock released).
@@ -104,7 +141,10 @@ def measure(
 
 
 def finished_execution(sfn: Any, arn: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
     while (found := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"execution {arn} still running after {WAIT:g}s")
         time.sleep(0.2)
     result: dict[str, Any] = found
     return result
@@ -132,14 +172,20 @@ def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
         while (
             seen := world.watch.first(machine.instance_id, began, lambda s: s.unschedulable)
         ) is None:
+            if time.time() - began > WAIT:
+                raise RuntimeError(f"baseline: {machine.node} not cordoned after {WAIT:g}s")
             time.sleep(0.05)
         found.append(seen.at - began)
         finished_execution(sfn, arn)
     return found
 
 
-def report(samples: list[dict[str, float]], base: list[float]) -> None:
-    print(f"MTTR in the local world: {len(samples)} x '{FAULT.title}' -> replace, one at a time")
+def report(samples: list[dict[str, float]], base: list[float], distinct: int, settle: int) -> None:
+    print(
+        f"MTTR in the local world: {len(samples)} faults ({distinct} distinct, from the "
+        "catalog's replacing rules) -> replace, one node at a time"
+    )
+    print(f"  each replacement waits out fleet_settle ({settle}s) after its first sighting")
     print(f"  {'':<34} {'p50':>7} {'p99':>7} {'max':>7}")
     for key, name in (
         ("cordoned", "line written -> node cordoned"),
@@ -183,13 +229,18 @@ def main() -> int:
     def say(text: str) -> None:
         print(text, file=progress, flush=True)
 
+    settings = demo_settings()
+    faults = rotation(replacing_faults(load_catalog()), args.faults, settings)
     with tempfile.TemporaryDirectory(prefix="nodemedic-bench-") as temporary:
         workdir = args.workdir or Path(temporary)
         say(f"local world in {workdir}; what its parts print: {workdir / 'world.log'}")
-        with chatter_to(workdir / "world.log"), local_world(workdir, say=say) as world:
-            samples, template = measure(world, args.faults, say)
+        with (
+            chatter_to(workdir / "world.log"),
+            local_world(workdir, settings=settings, say=say) as world,
+        ):
+            samples, template = measure(world, faults, say)
             base = baseline(world, template, args.baseline)
-    report(samples, base)
+    report(samples, base, len(set(faults)), settings.fleet_settle)
     return 0
 
 

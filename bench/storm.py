@@ -263,6 +263,7 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
 
 def report(results: list[dict[str, Any]]) -> None:
     print("nodemedic storm: one fatal fault (Neuron DMA error) on most nodes, local world")
+    print(f"  baseline: {results[0]['nodes']} nodes")
     print(f"  {'':<32}" + "".join(f"{r['nodes']:>14} nodes" for r in results))
     for label, cell in ROWS:
         print(f"  {label:<32}" + "".join(f"{cell(r):>20}" for r in results))
