@@ -164,6 +164,12 @@ class ClusterSettings:
     no pods) that a replace in that group brings into service in seconds (docs/deploy.md,
     "Spares"); in cdk.json an object, ``{"p5": 1}``. A group not named keeps none: its replace
     waits for a launch, as without."""
+    planned_repairs: bool = True
+    """Drain and replace instances of ``node_groups`` before AWS's notices say they go."""
+    planned_lead_time: int = 3600
+    """Seconds before a notice's deadline its planned remediation starts (at once if later)."""
+    spot_groups: tuple[str, ...] = ()
+    """Groups of ``node_groups`` running Spot: their interruption warnings are planned too."""
 
     def __post_init__(self) -> None:
         errors = settings_values.value_errors(self, choices())
@@ -304,7 +310,7 @@ def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
     wrong_type = _type_errors(raw)
     errors += wrong_type.values()
     values: dict[str, Any] = {k: v for k, v in raw.items() if k in known - set(wrong_type)}
-    for key in ("node_groups", "notification_emails"):
+    for key in ("node_groups", "notification_emails", "spot_groups"):
         if key in values:
             values[key] = tuple(values[key])
     if "spares" in values:

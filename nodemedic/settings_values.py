@@ -40,6 +40,18 @@ def _spares_errors(settings: ClusterSettings) -> list[str]:
     return errors
 
 
+def _planned_errors(settings: ClusterSettings) -> list[str]:
+    """A Spot group nodemedic does not act on would be listed for nothing."""
+    errors = [
+        f"spot_groups: {group!r} is not in node_groups"
+        for group in settings.spot_groups
+        if group not in settings.node_groups
+    ]
+    if settings.planned_lead_time < 0:
+        errors.append("planned_lead_time must be 0 or more")
+    return errors
+
+
 def _node_group_errors(groups: Sequence[str]) -> list[str]:
     """The names go into IAM ARNs, where ``*`` and ``?`` would widen what may be replaced."""
     errors = []
@@ -70,6 +82,7 @@ def value_errors(settings: ClusterSettings, choices: Mapping[str, tuple[str, ...
     errors += _number_errors(settings)
     errors += _node_group_errors(settings.node_groups)
     errors += _spares_errors(settings)
+    errors += _planned_errors(settings)
     errors += [
         f"notification_emails: {address!r} is not an e-mail address"
         for address in settings.notification_emails

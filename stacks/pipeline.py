@@ -31,6 +31,7 @@ from stacks.kube_access import KubeAccess
 from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.origin import OriginKey
+from stacks.planned import Planned
 from stacks.remediation import Remediation
 from stacks.silence import hear_silence
 from stacks.unscoped import UNSCOPED_ACTIONS
@@ -99,6 +100,12 @@ class PipelineStack(Stack):
                 dead_letters=self.ingest.dead_letters,
             )
             if settings.job_monitoring
+            else None
+        )
+        # Planned repairs act only where nodemedic acts: with no node group, nothing to plan.
+        self.planned = (
+            Planned(self, "Planned", settings=settings, code=code, remediation=state_machine)
+            if settings.planned_repairs and settings.node_groups
             else None
         )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)

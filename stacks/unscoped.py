@@ -17,6 +17,8 @@ _NO_RESOURCE_TYPES: Final = "has no resource-level permissions (Service Authoriz
 UNSCOPED_ACTIONS: Final[Mapping[str, str]] = {
     "autoscaling:DescribeAutoScalingInstances": _NO_RESOURCE_TYPES,
     "autoscaling:DescribeAutoScalingGroups": _NO_RESOURCE_TYPES,
+    "ec2:DescribeInstances": f"{_NO_RESOURCE_TYPES}; the planned Lambda lists a Capacity "
+    "Block's instances",
     "cloudwatch:PutMetricData": f"{_NO_RESOURCE_TYPES}; a deny on cloudwatch:namespace limits "
     "it to nodemedic's namespaces (stacks/guardrails.py)",
     "logs:CreateLogDelivery": "Step Functions' execution logging: the vended-log delivery "

@@ -45,3 +45,6 @@ ENV_JOB_BREAKER: Final = "NODEMEDIC_JOB_BREAKER"
 ENV_IMDS_ENDPOINT: Final = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
 """The AWS SDKs' setting for another instance metadata endpoint: the agent reads it, the
 local world points it at its moto server."""
+ENV_PLANNED: Final = "NODEMEDIC_PLANNED"
+"""JSON ``{cluster, node_groups, spot_groups, lead_time}``: what the planned Lambda turns
+AWS's notices into decisions with (``nodemedic.remediate.planned``)."""

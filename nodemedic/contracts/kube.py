@@ -53,6 +53,12 @@ health label a person set from one nodemedic set itself by the label's manager."
 MANUAL_SOURCE: Final = "manual"
 """The ``source`` of a decision a person asked for (``nodemedic reboot|replace``, or the
 health label), instead of ``kmsg`` or ``health``."""
+PLANNED_SOURCE: Final = "planned"
+"""The ``source`` of a decision made of an AWS notice (a scheduled retirement or maintenance,
+a Capacity Block's end, a Spot interruption): the repair is planned before the deadline."""
+PLANNED_CONDITION: Final = "NodeMedicPlannedRemediation"
+"""Node condition, ``True`` while a planned remediation works on the node (its message names
+the notice and its deadline)."""
 FAILED_CONDITION: Final = "NodeMedicRemediationFailed"
 """Node condition, ``True`` once a remediation of the node failed: its reason is the error,
 its message the step and the decision."""

@@ -25,9 +25,10 @@ _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 _EXECUTION_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
-DecisionSource = Source | Literal["manual"]
-"""Where a decision comes from: a node's kmsg or health stream, or a person
-(``contracts.MANUAL_SOURCE``, ``nodemedic.remediate.manual``)."""
+DecisionSource = Source | Literal["manual", "planned"]
+"""Where a decision comes from: a node's kmsg or health stream, a person
+(``contracts.MANUAL_SOURCE``, ``nodemedic.remediate.manual``) or an AWS notice
+(``contracts.PLANNED_SOURCE``, ``nodemedic.remediate.planned``)."""
 
 
 class IdentityError(ValueError):

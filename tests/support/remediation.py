@@ -96,6 +96,8 @@ NODE_GROUPS = (
     "p5-maintenance",
     "p5-maintenance-gated",
     "p5-ours",
+    "p5-retiring",
+    "p5-capacity-block",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

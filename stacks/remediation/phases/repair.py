@@ -1,6 +1,8 @@
 """Reboot or replace, as the plan says: the drained node's repair, whose two ways both end
 in the report. A reboot that does not heal the node escalates to the replacement
-(``reboot``); a replacement takes a spare first where its group keeps them (``replace``)."""
+(``reboot``); a replacement takes a spare first where its group keeps them (``replace``). A
+planned decision whose instance cannot be replaced (a Capacity Block's end,
+``nodemedic.remediate.planned``) ends drained: AWS takes the instance, cordoned and empty."""
 
 from __future__ import annotations
 
@@ -11,14 +13,27 @@ from stacks.remediation.kit.flow import Flow
 from stacks.remediation.phases.reboot import reboot
 from stacks.remediation.phases.replace import replace
 
+DRAINED = "drained"
+"""The outcome of a planned remediation whose instance AWS takes and nothing replaces."""
+
 
 def reboot_or_replace(
     flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable
 ) -> sfn.IChainable:
     replaced = replace(flow, report=report, failure=failure)
     rebooted = reboot(flow, report=report, replace=replaced)
+    replaceable = state.decision("replaceable")
+    drained = flow.ended("Drained, left to AWS", DRAINED)
+    drained.next(report)
     return (
         sfn.Choice(flow.scope, "Reboot or replace?")
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.is_boolean(replaceable),
+                sfn.Condition.boolean_equals(replaceable, False),
+            ),
+            drained,
+        )
         .when(sfn.Condition.string_equals(state.ACTION, "reboot"), rebooted)
         .otherwise(replaced)
     )

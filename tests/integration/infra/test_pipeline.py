@@ -254,6 +254,7 @@ WITHOUT_RESOURCE_LEVEL = {
     "logs:describeloggroups",
     "autoscaling:describeautoscalinginstances",
     "autoscaling:describeautoscalinggroups",
+    "ec2:describeinstances",
     "cloudwatch:putmetricdata",
 }
 """Actions IAM cannot limit by resource (Step Functions' log delivery and X-Ray included)."""

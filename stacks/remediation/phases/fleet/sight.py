@@ -6,6 +6,7 @@ from __future__ import annotations
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts.kube import PLANNED_SOURCE
 from nodemedic.remediate import fleet
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import CONDITIONAL_CHECK_FAILED, Flow
@@ -56,6 +57,16 @@ def sight(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     flow.guard(reopen).next(then)
     return (
         sfn.Choice(s, "Acting?")
-        .when(sfn.Condition.string_equals(state.MODE, "act"), window.next(join))
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.string_equals(state.MODE, "act"),
+                # AWS says why a planned decision's node goes: no rollout, no job; and a
+                # Capacity Block's nodes all go at once.
+                sfn.Condition.not_(
+                    sfn.Condition.string_equals(state.decision("source"), PLANNED_SOURCE)
+                ),
+            ),
+            window.next(join),
+        )
         .otherwise(then)
     )

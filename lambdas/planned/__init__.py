@@ -1,0 +1,1 @@
+"""The planned Lambda: AWS's advance notices (EventBridge) → planned remediations."""
