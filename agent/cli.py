@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agent.argtypes import count, seconds
+from agent.argtypes import count, metric_prefix, on_off, seconds
 from agent.batch import MAX_BATCH_EVENTS
 from agent.checks import names, options
 from agent.config import Config
@@ -228,6 +228,19 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
         help="ship GPU and Neuron telemetry as CloudWatch metrics (EMF lines on "
         "<id>/telemetry, every --check-interval); custom metrics cost money, see "
         "docs/telemetry.md (default: off)",
+    )
+    ops.add_argument(
+        "--dcgm-names",
+        type=on_off,
+        default=defaults["dcgm_names"],
+        metavar="on|off",
+        help="off where dcgm-exporter runs too: no DCGM_FI_DEV_* names on /metrics (default: on)",
+    )
+    ops.add_argument(
+        "--metric-prefix",
+        type=metric_prefix,
+        default=defaults["metric_prefix"],
+        help="put before each DCGM_FI_DEV_* name on /metrics, e.g. nodemedic_ (default: none)",
     )
     ops.add_argument(
         "--log-level",

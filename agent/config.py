@@ -58,6 +58,13 @@ class Config:
     """Ship the accelerators' telemetry as CloudWatch metrics (Embedded Metric Format lines on
     ``<instance-id>/telemetry``, one set per check run): off, since each GPU, NeuronCore and
     Neuron device adds custom metrics that cost money (docs/telemetry.md)."""
+    dcgm_names: bool = True
+    """Export the GPU telemetry under dcgm-exporter's ``DCGM_FI_DEV_*`` names on ``/metrics``;
+    off where dcgm-exporter already runs on the node (the GPU Operator), so that a dashboard's
+    ``sum()`` does not count each GPU twice."""
+    metric_prefix: str = ""
+    """Put before each ``DCGM_FI_DEV_*`` name on ``/metrics`` (``nodemedic_``): the agent's
+    series beside dcgm-exporter's, told apart by name."""
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0
     retry_base_delay: float = 0.2

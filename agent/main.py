@@ -44,7 +44,7 @@ from agent.outbox import Outbox
 from agent.pstore import ShippedDumps, read_dumps
 from agent.shipper import SHIPPER_LOOP, Shipper
 from agent.spool import Spool
-from agent.telemetry import telemetry
+from agent.telemetry import dcgm_named, telemetry
 from agent.telemetry.emf import emf_lines
 from nodemedic.contracts.logs import (
     deep_check_stream,
@@ -183,7 +183,7 @@ class Agent:
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
-        self.metrics.telemetry = self.telemetry
+        self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
         self.server = (
             metrics_server(
                 self.metrics,

@@ -22,6 +22,7 @@ from nodemedic.remediate.policy import Policy, execution_timeout
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
 ProofOfOrigin = Literal["enforce", "audit"]
+EksAutoRepair = Literal["off", "on", "unknown"]
 LOG_RETENTION_DAYS = settings_values.LOG_RETENTION_DAYS
 """The values CloudWatch Logs accepts for a log group's RetentionInDays."""
 
@@ -36,6 +37,10 @@ class ClusterSettings:
     """The EKS cluster the Kubernetes Lambda talks to (defaults to ``name``)."""
     node_groups: tuple[str, ...] = ()
     """Auto Scaling group names nodemedic may reboot or replace instances of."""
+    eks_auto_repair: EksAutoRepair = "unknown"
+    """Whether EKS node auto repair (the managed node groups' ``nodeRepairConfig``) is on for
+    ``node_groups``; synthesis looks nothing up in the account, so it is told. ``on`` is
+    refused (both would replace the same nodes), ``unknown`` warns at synth, ``off`` not."""
     recovery_mode: RecoveryMode = "Automatic"
     """``None`` = monitor only: label and condition, no cordon, no reboot or replace."""
     dry_run: bool = False

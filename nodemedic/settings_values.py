@@ -52,6 +52,19 @@ def _planned_errors(settings: ClusterSettings) -> list[str]:
     return errors
 
 
+def _auto_repair_errors(settings: ClusterSettings) -> list[str]:
+    """EKS node auto repair and nodemedic would both reboot or replace the same nodes, each
+    undoing or doubling the other's work."""
+    if settings.eks_auto_repair != "on" or not settings.node_groups:
+        return []
+    return [
+        "eks_auto_repair is on: EKS node auto repair and nodemedic would both act on the "
+        f"nodes of {', '.join(map(repr, settings.node_groups))}; turn node auto repair off "
+        "for those managed node groups and set eks_auto_repair to off, or leave them out "
+        "of node_groups"
+    ]
+
+
 def _node_group_errors(groups: Sequence[str]) -> list[str]:
     """The names go into IAM ARNs, where ``*`` and ``?`` would widen what may be replaced."""
     errors = []
@@ -83,6 +96,7 @@ def value_errors(settings: ClusterSettings, choices: Mapping[str, tuple[str, ...
     errors += _node_group_errors(settings.node_groups)
     errors += _spares_errors(settings)
     errors += _planned_errors(settings)
+    errors += _auto_repair_errors(settings)
     errors += [
         f"notification_emails: {address!r} is not an e-mail address"
         for address in settings.notification_emails

@@ -27,6 +27,7 @@ NO_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
 """App context that stages assets without bundling them."""
 INSIGHTS_ALARM_QUOTA = 200
 """Default quota of Metrics Insights alarms per account and Region."""
+AUTO_REPAIR_WARNING = "nodemedic:eks-auto-repair"
 
 
 def app_context() -> dict[str, Any]:
@@ -61,9 +62,26 @@ def add_pipelines(
                 f"{INSIGHTS_ALARM_QUOTA} per account and Region: request an increase "
                 "before deploying to one account and Region",
             )
+    for stack, settings in zip(stacks, clusters, strict=True):
+        _warn_of_auto_repair(stack, settings)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks
+
+
+def _warn_of_auto_repair(stack: PipelineStack, settings: ClusterSettings) -> None:
+    """Synthesis reads nothing from the account, so it cannot see a node group's
+    ``nodeRepairConfig``: until the settings say, the user is asked to look."""
+    if settings.eks_auto_repair != "unknown" or not settings.node_groups:
+        return
+    cdk.Annotations.of(stack).add_warning_v2(
+        AUTO_REPAIR_WARNING,
+        f"cluster {settings.name}: is EKS node auto repair on for "
+        f"{', '.join(settings.node_groups)}? It would act on the same nodes as nodemedic. "
+        "Check each managed node group with `aws eks describe-nodegroup --cluster-name "
+        f"{settings.eks_cluster_name or settings.name} --nodegroup-name <group> --query "
+        "nodegroup.nodeRepairConfig` and set eks_auto_repair to off (or turn it off)",
+    )
 
 
 def synth_template(settings: ClusterSettings) -> dict[str, Any]:

@@ -240,13 +240,20 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
     assert args.deep_check_at_start is True  # post_reboot_deep_check relies on it
     assert args.metrics_address == "127.0.0.1"
     assert args.log_level == "INFO"
+    assert (args.dcgm_names, args.metric_prefix) == (True, "")
     # ... and the agent's configuration is built from them as on a node.
     config = agent_config(args, "i-0123456789abcdef0", "us-east-1", "boot")
     assert config.deep_check_at_start and config.cluster == REQUIRED["cluster"]
     assert config.sign is True
     changed = render(
         helm,
-        {**REQUIRED, "agent.deepCheckAtStart": "false", "agent.logLevel": "DEBUG"},
+        {
+            **REQUIRED,
+            "agent.deepCheckAtStart": "false",
+            "agent.logLevel": "DEBUG",
+            "agent.metrics.dcgmNames": "false",
+            "agent.metrics.metricPrefix": "nodemedic_",
+        },
         json_values={"agent.extraArgs": ["--telemetry-emf", "--check-interval=120"]},
     )
     args = parse_agent_args(agent_args_from_chart(changed))
@@ -256,6 +263,7 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
         120.0,
     )
     assert args.log_level == "DEBUG"
+    assert (args.dcgm_names, args.metric_prefix) == (False, "nodemedic_")
 
 
 def test_the_remediator_rbac_is_lambdas_kube_rbac_yaml(default: str, helm: Path) -> None:

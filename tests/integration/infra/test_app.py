@@ -39,6 +39,7 @@ NO_CREDENTIALS = {
     "AWS_EC2_METADATA_DISABLED": "true",
 }
 QUOTA_WARNING = "nodemedic:insights-alarm-quota"
+AUTO_REPAIR_WARNING = "nodemedic:eks-auto-repair"
 
 
 def _no_network() -> list[str]:
@@ -84,6 +85,20 @@ def _report(outdir: Path) -> dict[str, Any]:
     return report
 
 
+def _warnings(outdir: Path, artifact: dict[str, Any]) -> list[str]:
+    """The warnings of a stack's artifact, which the cloud assembly keeps in a file of their
+    own (``additionalMetadataFile``) or, before that, in the manifest."""
+    metadata = artifact.get("metadata", {})
+    if "additionalMetadataFile" in artifact:
+        metadata = json.loads((outdir / artifact["additionalMetadataFile"]).read_text())
+    return [
+        str(entry["data"])
+        for entries in metadata.values()
+        for entry in entries
+        if entry["type"] == "aws:cdk:warning"
+    ]
+
+
 def _clusters() -> list[ClusterSettings]:
     return clusters_from_context(CDK_JSON["context"][CONTEXT_KEY])
 
@@ -100,13 +115,13 @@ def test_cdk_synth_needs_no_credentials_network_or_lookups(
         artifact = manifest["artifacts"][f"nodemedic-{settings.name}"]
         assert artifact["environment"] == "aws://unknown-account/unknown-region"
         assert (outdir / f"nodemedic-{settings.name}.template.json").is_file()
-        warnings = [
-            entry["data"]
-            for entries in artifact.get("metadata", {}).values()
-            for entry in entries
-            if entry["type"] == "aws:cdk:warning"
-        ]
+        warnings = _warnings(outdir, artifact)
         assert not [w for w in warnings if QUOTA_WARNING in w]
+        # cdk.json's cluster does not say whether EKS node auto repair is on for its groups.
+        assert (settings.node_groups, settings.eks_auto_repair) == (("demo-trn1",), "unknown")
+        (auto_repair,) = [w for w in warnings if AUTO_REPAIR_WARNING in w]
+        assert "--query nodegroup.nodeRepairConfig" in auto_repair
+        assert "demo-trn1" in auto_repair
 
 
 def test_cdk_nag_passes_and_every_acknowledgment_has_a_reason(
@@ -205,7 +220,11 @@ def test_too_many_insights_alarms_for_one_account_are_announced(
     warning); past it, every stack says how many alarms there are in all."""
     monkeypatch.setattr(synth, "INSIGHTS_ALARM_QUOTA", 1)
     app = cdk.App(context={**app_context(), **NO_BUNDLING})
-    stacks = add_pipelines(app, [ClusterSettings(name="a"), ClusterSettings(name="b")], nag=False)
+    clusters = [
+        ClusterSettings(name="a"),
+        ClusterSettings(name="b", node_groups=("p5",), eks_auto_repair="off"),
+    ]
+    stacks = add_pipelines(app, clusters, nag=False)
     for stack in stacks:
         # One per fault metric that makes nodemedic act, and the breaker's.
         assert len(stack.alarms.insights) == len(stack.alarms.faults) + 1
@@ -217,6 +236,8 @@ def test_too_many_insights_alarms_for_one_account_are_announced(
             if entry.type == "aws:cdk:warning" and QUOTA_WARNING in str(entry.data)
         ]
         assert f"{total} Metrics Insights alarms in all" in warning
+        # No node groups, or auto repair known off: nothing to check in the account.
+        assert not [e for e in stack.node.metadata if AUTO_REPAIR_WARNING in str(e.data)]
 
 
 def test_clusters_may_be_given_as_json_on_the_command_line() -> None:

@@ -73,6 +73,14 @@ def test_a_full_entry_is_read_as_given() -> None:
         ({"name": "demo", "max_parallel": True}, "max_parallel must be a whole number"),
         ({"name": "demo", "recovery_mode": "automatic"}, "Automatic or None"),
         ({"name": "demo", "eks_cluster_name": "my cluster"}, "not an EKS cluster name"),
+        (
+            {"name": "demo", "eks_auto_repair": "yes"},
+            "eks_auto_repair must be off or on or unknown",
+        ),
+        (
+            {"name": "demo", "node_groups": ["p5", "trn2"], "eks_auto_repair": "on"},
+            "eks_auto_repair is on: .* nodes of 'p5', 'trn2'",
+        ),
         ({"name": "demo_1"}, "cluster name 'demo_1' must match"),
         ({"name": "demo", "max_paralel": 3}, "unknown cluster setting"),
         ({"node_groups": ["a"]}, "needs a name"),
@@ -98,6 +106,11 @@ def test_every_mistake_of_a_cluster_is_reported_at_once() -> None:
     assert "log_retention_days 10 is not a retention" in lines[0]
     assert "poll_seconds must be at least 1" in lines[1]
     assert "reboots_per_day must be at least reboots_per_hour" in lines[1]
+
+
+def test_auto_repair_on_is_refused_only_where_nodemedic_acts_on_node_groups() -> None:
+    assert ClusterSettings(name="demo", eks_auto_repair="on").node_groups == ()
+    assert ClusterSettings(name="demo", node_groups=("p5",), eks_auto_repair="off")
 
 
 def test_settings_made_in_code_are_checked_too() -> None:
