@@ -207,8 +207,8 @@ def test_a_bad_setting_stops_cdk_synth_with_a_message(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
         "nodemedic: nodemedic:clusters: cluster 1: log_retention_days 45 is not a retention "
-        "CloudWatch Logs accepts; use one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, "
-        "731, 1096, 1827, 2192, 2557, 2922, 3288, 3653"
+        "CloudWatch Logs accepts; use one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, "
+        "400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653"
     )
     assert not (tmp_path / "manifest.json").exists()
 
