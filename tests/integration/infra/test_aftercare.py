@@ -78,7 +78,8 @@ def test_the_aftercare_runs_as_the_remediation_logged_and_traced(template: Templ
         assert props["TracingConfiguration"] == {"Enabled": True}
         assert props["LoggingConfiguration"]["Level"] == "ALL"
         assert props["DefinitionString"] != remediation["Properties"]["DefinitionString"]
-    assert len(resources(template, MACHINE)) == 4
+    # The remediation, its cleanup, reconcile and requests, and the planned repairs' wait.
+    assert len(resources(template, MACHINE)) == 5
 
 
 def test_the_health_label_is_read_every_minute_by_a_role_that_only_starts_remediations(

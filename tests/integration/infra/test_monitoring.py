@@ -20,6 +20,7 @@ from nodemedic.contracts.metrics import (
     STRANDED_METRIC,
 )
 from nodemedic.detect.filterpattern import filter_terms
+from stacks.alarms import ACTING
 from stacks.dashboard import EVIDENCE_LINES
 from stacks.insights import DIMENSIONS
 from tests.support.templates import MACHINE, REMEDIATION, SETTINGS, Template, one, render, resources
@@ -51,7 +52,7 @@ def test_every_metric_that_makes_nodemedic_act_has_one_insights_alarm(
     template: Template,
 ) -> None:
     catalog = load_catalog()
-    acting = {(r.namespace, r.metric) for r in catalog.rules if r.action in ("reboot", "replace")}
+    acting = {(r.namespace, r.metric) for r in catalog.rules if r.action in ACTING}
     notify_only = {(r.namespace, r.metric) for r in catalog.rules if r.action == "notify"}
     alarmed = _insights_alarms(template)
     assert set(alarmed) == acting
