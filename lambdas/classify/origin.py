@@ -41,6 +41,13 @@ from nodemedic.origin.signing import Registration, check_registration, first_per
 READ_INTERVAL = 30.0
 """Seconds between two reads of one instance's identity stream. A key registered just
 after a read is found by the next one: a boot's first lines may wait that long to prove."""
+EARLY_READ = 2.0
+"""Seconds after a read when a line newer than every line read for so far, under a key not
+known, may read the stream again before ``READ_INTERVAL``: a boot registers its key and
+signs its first lines at once, and the read its first line made may have come before the
+registration landed. A deep check's pass that came then would otherwise be dropped, and its
+node left behind the health-check taint. A flood of fresh key ids under old times costs no
+more reads."""
 READ_SECONDS = 5.0
 """Seconds one read may spend; what it did not reach, a later read goes on with."""
 REFUSALS_TOLD = 3
@@ -57,6 +64,8 @@ class _Stream:
     held: dict[str, Registration] = field(default_factory=dict)
     """The registrations that hold, by key id (the first key of each boot)."""
     read_at: float | None = None
+    read_for_ms: int = -1
+    """The newest line time a read was made for."""
     trouble: str = ""
     """What kept the last read from the whole stream."""
 
@@ -81,15 +90,21 @@ class LogsRegistrations:
         self._clock = clock
         self._streams: dict[str, _Stream] = {}
 
-    def find(self, instance_id: str, key_id: str) -> Registration | None:
+    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
         if not self.certificates:
             raise OriginError(
                 f"no identity certificate for Region {self.region}: list its RSA "
                 "certificate in the cluster setting identity_certificates"
             )
         stream = self._streams.setdefault(instance_id, _Stream())
-        due = stream.read_at is None or self._clock() - stream.read_at >= READ_INTERVAL
+        since = None if stream.read_at is None else self._clock() - stream.read_at
+        due = (
+            since is None
+            or since >= READ_INTERVAL
+            or (written_ms > stream.read_for_ms and since >= EARLY_READ)
+        )
         if key_id not in stream.held and due:
+            stream.read_for_ms = max(stream.read_for_ms, written_ms)
             self._read(instance_id, stream, key_id)
         if not stream.held:
             raise OriginError(_nothing_holds(instance_id, stream))

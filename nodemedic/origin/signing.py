@@ -109,10 +109,11 @@ def check_registration(
 
 
 class Registrations(Protocol):
-    def find(self, instance_id: str, key_id: str) -> Registration | None:
-        """The checked registration of ``key_id`` by ``instance_id``, if there is one;
-        OriginError when the instance's keys cannot be known (no registration of it holds,
-        they cannot be read, or no certificate can check them)."""
+    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
+        """The checked registration of ``key_id`` by ``instance_id``, if there is one, for a
+        line written at ``written_ms``; OriginError when the instance's keys cannot be known
+        (no registration of it holds, they cannot be read, or no certificate can check
+        them)."""
         ...
 
 
@@ -139,7 +140,7 @@ def unproven(
         return Unproven("unsigned", forged=False)
     found_id, found_mac = signature
     try:
-        registration = registrations.find(instance_id, found_id)
+        registration = registrations.find(instance_id, found_id, timestamp_ms)
     except OriginError as exc:
         return Unproven(f"key {found_id} cannot be checked: {exc}", forged=False)
     if registration is None:

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from lambdas.classify.errors import Retryable
-from lambdas.classify.origin import READ_INTERVAL, READ_SECONDS, LogsRegistrations
+from lambdas.classify.origin import EARLY_READ, READ_INTERVAL, READ_SECONDS, LogsRegistrations
 from nodemedic.contracts.logs import identity_stream
 from nodemedic.origin.identity import OriginError, load_certificates
 from nodemedic.origin.signing import (
@@ -209,25 +209,25 @@ def test_kms_throttling_or_failing_is_retried_by_lambda(error: Exception) -> Non
 
     world.kms.decrypt = decrypt  # type: ignore[method-assign,assignment]
     with pytest.raises(Retryable, match="retried by Lambda"):
-        world.registry.find(VICTIM, "00000000")
+        world.registry.find(VICTIM, "00000000", 1)
 
 
 def test_the_identity_stream_refused_is_a_reason_throttled_a_retry() -> None:
     world = World()
     world.logs.error = client_error("AccessDeniedException")
     with pytest.raises(OriginError, match="identity stream cannot be read: AccessDenied"):
-        world.registry.find(VICTIM, "00000000")
+        world.registry.find(VICTIM, "00000000", 1)
     throttled = World()
     throttled.logs.error = client_error("ThrottlingException")
     with pytest.raises(Retryable):
-        throttled.registry.find(VICTIM, "00000000")
+        throttled.registry.find(VICTIM, "00000000", 1)
 
 
 def test_a_region_without_a_certificate_says_which_setting_and_reads_nothing() -> None:
     logs = Logs(region="ap-southeast-6")
     registry = LogsRegistrations(CLUSTER, None, logs, Kms(Clock()))
     with pytest.raises(OriginError, match=r"Region ap-southeast-6: .*identity_certificates"):
-        registry.find(VICTIM, "00000000")
+        registry.find(VICTIM, "00000000", 1)
     assert logs.reads == 0
     assert len(LogsRegistrations(CLUSTER, None, Logs(), Kms(Clock())).certificates) == 1
 
@@ -257,3 +257,17 @@ def test_a_key_registered_again_holds_and_the_newest_registration_alone_proves()
     line = sign(key, VICTIM, 1, XID79)
     assert unproven(cold, VICTIM, 1, line) is None
     assert len(world.logs.events) == 1
+
+
+def test_a_key_registered_just_after_a_read_proves_a_later_line_before_the_interval() -> None:
+    """A boot's first line can be read for before its registration lands; the deep check's
+    pass a little later must not wait out the interval (it comes once, and a pass dropped
+    leaves the node behind the health-check taint)."""
+    world = World()
+    world.register()
+    early = secrets.token_bytes(KEY_BYTES)
+    assert unproven(world.registry, VICTIM, 1_000, sign(early, VICTIM, 1_000, XID79))
+    key = world.register(boot="boot-2")
+    world.clock.now += EARLY_READ
+    assert unproven(world.registry, VICTIM, 2_000, sign(key, VICTIM, 2_000, XID79)) is None
+    assert world.logs.reads == 2
