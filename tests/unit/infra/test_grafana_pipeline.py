@@ -19,7 +19,9 @@ def body() -> dict[str, Any]:
 
 def test_the_shipped_file_is_what_the_generator_writes_today() -> None:
     shipped = grafana.PATH.read_text()
-    assert shipped == grafana.render(), "run `python -m stacks.grafana` and commit the file"
+    assert shipped == grafana.render(), (
+        "run `make generated` (python -m stacks.grafana) and commit the file"
+    )
 
 
 def test_every_cloudwatch_query_is_in_a_grafana_panel_with_the_cluster_as_a_variable(
