@@ -53,4 +53,5 @@ def test_check_reports_every_mistake_of_a_file_at_once_and_prints_no_table(
     mine.write_text(RULE.format(pattern="^ipmi: PSU (?P<psu>\\d+) failure detected"))
     assert main(["catalog", "--check", "--catalog", str(mine)]) == 0
     out, _ = capsys.readouterr()
-    assert out.splitlines() == [out.strip()] and "rules valid: the built-in catalog and 1 file of yours" in out
+    assert out.splitlines() == [out.strip()]
+    assert "rules valid: the built-in catalog and 1 file of yours" in out
