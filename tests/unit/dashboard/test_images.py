@@ -21,7 +21,10 @@ OUTCOMES: dict[str, Any] = {
     "metrics": [[{"expression": 'SELECT SUM("Remediations") FROM "NodeMedic"'}]],
     "view": "timeSeries",
 }
-LATENCY: dict[str, Any] = {"title": "Fault to first action", "metrics": [["NodeMedic", "FaultToAction"]]}
+LATENCY: dict[str, Any] = {
+    "title": "Fault to first action",
+    "metrics": [["NodeMedic", "FaultToAction"]],
+}
 BODY = {
     "widgets": [
         {"type": "metric", "x": 0, "y": 0, "width": 12, "height": 6, "properties": OUTCOMES},
