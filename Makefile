@@ -84,6 +84,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm
+	$(BIN)/python -m bench.storm --distinct
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
