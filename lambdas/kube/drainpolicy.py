@@ -65,7 +65,7 @@ def step(
         return found
     if job is None:
         return "evict"  # no job to ask for a checkpoint: nothing to wait for
-    jobs[job.uid] = _request(core, job, node=node, rule=checkpoint_rule(notes), now=now)
+    jobs[job.uid] = _request(core, job, node=node, rule=checkpoint_rule(held), now=now)
     return "wait"
 
 

@@ -126,8 +126,8 @@ DRAIN_GRACE_KEY: Final = "nodemedic.io/drain-grace-seconds"
 start). Absent, or longer than half of ``drain_timeout``, it is half of ``drain_timeout``:
 the other half is for the evictions, so a policy never makes the drain time out."""
 CHECKPOINT_RULE_KEY: Final = "nodemedic.io/checkpoint-rule"
-"""On a job (or its pod): the name of the rule of its ``logMonitoringConfiguration`` whose
-``logPattern`` is the job's checkpoint line; ``checkpoint`` when absent."""
+"""On a job: the name of the rule of its ``logMonitoringConfiguration`` whose ``logPattern``
+is the job's checkpoint line; ``checkpoint`` when absent."""
 DEFAULT_CHECKPOINT_RULE: Final = "checkpoint"
 CHECKPOINT_REQUESTED_ANNOTATION: Final = "nodemedic.io/checkpoint-requested"
 """ISO 8601 UTC time nodemedic asked the job to checkpoint before its pods are evicted: put
