@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client
 
+from lambdas.kube.handler import BadRequest
 from nodemedic.contracts.kube import DRAIN_GRACE_KEY, DRAIN_POLICY_KEY, POD_DEVICES_KEY
 from tests.integration.kube.test_drain import drain_event
 from tests.support.kube import Invoke, Node, bind_pod, exists, running, wait_for
@@ -93,3 +94,15 @@ def test_a_policy_waits_no_longer_than_its_grace(
     late = invoke(drain_event(node.name, started_ago=31))
 
     assert (late["evicted"], late["waiting"]) == ([f"{namespace}/eval"], [])
+
+
+@pytest.mark.parametrize("devices", ["5", [5], [""]])
+def test_a_round_refuses_devices_that_are_not_a_list_of_ids(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, namespace: str, devices: object
+) -> None:
+    bind_pod(core, namespace, "kept", node.name)
+
+    with pytest.raises(BadRequest, match="devices"):
+        invoke(drain_event(node.name) | {"devices": devices})
+
+    assert exists(core, namespace, "kept")
