@@ -170,13 +170,15 @@ class SimulatedKubelet:
                 continue
             if pod.metadata.deletion_timestamp is not None:
                 self._finish_deletion(pod)
+            if pod.metadata.deletion_timestamp is not None or _finished(pod):
+                # A kubelet frees a pod's devices once its containers are gone.
                 if bound.release(_key(pod)):
                     changed.add(bound.name)
-            else:
-                if bound.allocate(pod):
-                    changed.add(bound.name)
-                if not (_is_running_and_ready(pod) or _finished(pod)):
-                    self._run(pod, bound)
+                continue
+            if bound.allocate(pod):
+                changed.add(bound.name)
+            if not _is_running_and_ready(pod):
+                self._run(pod, bound)
         listed = {_key(pod) for pod in pods}
         for node in nodes.values():
             # A pod deleted at once (grace period 0) is gone before any pass saw it go.
@@ -212,7 +214,11 @@ class SimulatedKubelet:
     def _publish_devices(self, node: _Node) -> None:
         """What the node's agent does with the kubelet's PodResources list."""
         body = {"metadata": {"annotations": {POD_DEVICES_KEY: node.record()}}}
-        self.core.patch_node(node.name, body)
+        try:
+            self.core.patch_node(node.name, body)
+        except client.ApiException as exc:
+            if exc.status != 404:  # the Node was deleted (its instance replaced)
+                raise
 
     def _finish_deletion(self, pod: client.V1Pod) -> None:
         try:
@@ -273,7 +279,8 @@ def _key(pod: client.V1Pod) -> str:
 
 
 def _finished(pod: client.V1Pod) -> bool:
-    """Its containers exited (a test says so): a kubelet never runs a finished pod again."""
+    """Its containers exited (a test says so): a kubelet never runs a finished pod again,
+    and frees its devices."""
     return pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
 
 
