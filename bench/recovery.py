@@ -30,6 +30,7 @@ from pathlib import Path
 from kubernetes import client
 
 from bench.mttr import next_machine
+from bench.storm import executions
 from world.kit import DMA_ERROR
 from world.lifecycle import REBOOT
 from world.start import local_world
@@ -81,7 +82,9 @@ def until(check: Callable[[], bool], what: str) -> float:
 
 
 def recover(world: World, path: str, used: set[str]) -> Recovery:
-    """One fault of ``path`` on a node running a worker, timed to the job running again."""
+    """One fault of ``path`` on a node running a worker, timed to the job running again,
+    once the last remediation has ended (else the breaker would hold this one)."""
+    until(lambda: not executions(world)["RUNNING"], "the last remediation ended")
     until(lambda: job_running(world), "the job running before the fault")
     machine = next_machine(world, used)
     used.add(machine.instance_id)
