@@ -79,6 +79,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.classifier
 	$(BIN)/python -m bench.agent
 	$(BIN)/python -m bench.mttr
+	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.coldstart
 	$(BIN)/python -m bench.backtest
 	$(BIN)/python -m bench.cost

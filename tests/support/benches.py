@@ -34,6 +34,11 @@ QUICK = {
         r"baseline, decision started directly -> cordoned \(1 runs\): p50 [\d.]+s",
         True,
     ),
+    "bench.recovery": Quick(
+        ("--paths", "reboot", "--launch-seconds", "1"),
+        r"baseline: today's reboot path, job running again after [\d.]+s",
+        True,
+    ),
     "bench.coldstart": Quick(("--runs", "1"), r"[\d.]+x a bare import of boto3", False),
     "bench.backtest": Quick(
         ("--lines", "5000", "--nodes", "4"), r"bare classifier +[\d,]+ lines/min", False

@@ -173,6 +173,7 @@ def test_the_config_is_every_flag_of_a_field_and_every_check_option(tmp_path: Pa
             "expect_efa_devices": 0,
             "neuron_monitor": "neuron-monitor -c {config}",
             "neuron_monitor_period": 5.0,
+            "neuron_monitor_metrics": "",
             **{option.dest: option.default for option in DEEP_CHECK_OPTIONS},
         },
     }
