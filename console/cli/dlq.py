@@ -115,11 +115,12 @@ def replay_letters(
     function: Callable[[DeadLetter], str | None],
 ) -> list[dict[str, Any]]:
     """Each wanted message replayed in turn: deleted once its function succeeded, given
-    back to the queue otherwise (and every message not wanted at once)."""
+    back to the queue otherwise, as every message not wanted is, at the end."""
     results, kept = [], []
+    # A message not replayed now stays out of sight until the end, so it is not read again.
     for letter in receive_all(sqs, queue, REPLAY_SECONDS):
         if wanted is not None and letter.id != wanted:
-            release(sqs, queue, letter)
+            kept.append(letter)
             continue
         target = function(letter)
         row = shown(letter, target)
@@ -129,7 +130,6 @@ def replay_letters(
         if error is None:
             sqs.delete_message(QueueUrl=queue, ReceiptHandle=letter.receipt)
         else:
-            # Kept out of sight until every other message is done, so it is not read again.
             kept.append(letter)
         results.append({**row, "replayed": error is None, "replay_error": error})
         if wanted is not None:

@@ -175,4 +175,6 @@ def test_a_payload_that_names_no_function_is_kept_unless_one_is_given(
         "unknown",
         False,
     )
+    code, shown = dlq(stack, "replay", "00000000-not-there", capsys=capsys)
+    assert (code, shown["replayed"]) == (1, [])
     assert len(dlq(stack, "list", capsys=capsys)[1]["messages"]) == 1
