@@ -6,6 +6,13 @@ stops the agent and starts a new one on the new boot's file; a machine that powe
 loses its agent. Processes are started and stopped by one long-lived thread: a child's
 death signal (``PR_SET_PDEATHSIG``) follows the thread that forked it, and the callbacks
 that ask for agents run on short-lived timer threads.
+
+An agent gets the flags the Helm chart's DaemonSet gives every node (``world.chart``,
+rendered once per world by the helm the world's Kubernetes build makes), so the demo runs
+what a user installs. The world's values go in as a user's would: ``--set``
+(``chart_values``) and, for the flags the chart has no value for, ``agent.extraArgs``
+(``extra_args``); what a real node's agent finds on its node is appended for the simulated
+one and overrides the chart's (``node_args``, docs/contracts.md "The local world's agents").
 """
 
 from __future__ import annotations
@@ -22,12 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
+from world.chart import agent_args_from_chart, helm_binary, render
 from world.kubeapi import die_with_parent
 
 RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
 """A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
 read it instead of a GPU (``data/SOURCES.md`` says where it comes from)."""
 _STOP_SECONDS = 10.0
+LOCAL_IMAGE = "local/nodemedic-agent"
+"""The chart requires an image; the world runs the agent from this checkout instead."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,58 @@ class AgentSettings:
     """The IMDSv2 endpoint of an instance (``identity.MetadataService.endpoint``): its agent
     registers a key with the identity document served there and signs every event. None:
     the agents ship unsigned (``--no-sign``)."""
+    deep_check_at_start: bool = False
+    """The chart's ``agent.deepCheckAtStart`` (on by default; the world's nodes run a deep
+    check only where it gates them, ``World.deep_checks``)."""
+
+
+def chart_values(s: AgentSettings) -> dict[str, str]:
+    """The world's ``--set`` values."""
+    return {
+        "cluster": s.cluster,
+        "image.repository": LOCAL_IMAGE,
+        "agent.logLevel": "WARNING",
+        # One port per agent and eight agents on one machine: none.
+        "agent.metrics.port": "0",
+        "agent.deepCheckAtStart": "true" if s.deep_check_at_start else "false",
+    }
+
+
+def extra_args(s: AgentSettings) -> list[str]:
+    """The world's ``agent.extraArgs``: moto as AWS, quick shipping and stopping, the
+    recorded ``nvidia-smi`` report as the GPU check."""
+    return [
+        f"--region={s.region}",
+        f"--endpoint-url={s.endpoint_url}",
+        f"--flush-interval={s.flush_interval}",
+        "--retry-max-delay=2",
+        "--shutdown-grace=2",
+        "--check-interval=3600",
+        "--checks=nvidia",
+        f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
+        *(["--no-sign"] if s.metadata is None else []),
+    ]
+
+
+def chart_args(s: AgentSettings) -> list[str]:
+    """The agent's flags as the chart renders them with the world's values; ChartError
+    (helm's words) where helm is missing or refuses."""
+    rendered = render(
+        helm_binary(), chart_values(s), json_values={"agent.extraArgs": extra_args(s)}
+    )
+    return agent_args_from_chart(rendered)
+
+
+def node_args(instance_id: str, boot_id: str, kmsg: Path, node_dir: Path) -> list[str]:
+    """What a real node's agent finds on its node (its instance id from IMDS, ``/dev/kmsg``,
+    the boot id, the state hostPath the chart mounts at ``--state-dir``), given for the
+    simulated one: after the chart's flags, so they override them."""
+    return [
+        f"--instance-id={instance_id}",
+        f"--kmsg={kmsg}",
+        f"--boot-id={boot_id}",
+        f"--state-dir={node_dir / 'state'}",
+    ]
 
 
 @dataclass
@@ -55,6 +117,7 @@ class AgentFleet:
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
+        self.chart_args = chart_args(settings)
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
         self._requests: queue.Queue[Callable[[], None] | None] = queue.Queue()
@@ -112,37 +175,21 @@ class AgentFleet:
         for process in running:
             _reap(process)
 
+    def argv(
+        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
+    ) -> list[str]:
+        """The agent's command line: the chart's flags, then the node's own."""
+        node = node_args(instance_id, boot_id, kmsg, node_dir)
+        return [sys.executable, "-m", "console.cli", "agent", *self.chart_args, *node, *extra]
+
     def _spawn(
         self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
     ) -> subprocess.Popen[bytes]:
         s = self.settings
-        args = [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "agent",
-            f"--cluster={s.cluster}",
-            f"--instance-id={instance_id}",
-            f"--region={s.region}",
-            f"--endpoint-url={s.endpoint_url}",
-            f"--kmsg={kmsg}",
-            f"--boot-id={boot_id}",
-            f"--state-dir={node_dir / 'state'}",
-            f"--flush-interval={s.flush_interval}",
-            "--retry-max-delay=2",
-            "--shutdown-grace=2",
-            "--check-interval=3600",
-            "--metrics-port=0",
-            "--log-level=WARNING",
-            "--checks=nvidia",
-            f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
-            *extra,
-        ]
+        args = self.argv(instance_id, boot_id, kmsg, node_dir, extra)
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
-        if s.metadata is None:
-            args.append("--no-sign")
-        else:
+        if s.metadata is not None:
             environment[ENV_IMDS_ENDPOINT] = s.metadata(instance_id)
         with (node_dir / "agent.log").open("ab") as log:
             return subprocess.Popen(

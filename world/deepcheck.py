@@ -32,7 +32,9 @@ _TYPE = "p5.48xlarge"
 
 
 def agent_args(outcome: str) -> list[str]:
-    """The agent flags that run the deep check at start with ``outcome``."""
+    """The simulated node's deep check (its NCCL all-reduce) finding ``outcome``: agent
+    flags the world appends for the node, the chart's ``agent.deepCheckAtStart`` running the
+    check at start (``agents.chart_values``)."""
     runs = {
         "pass": f"sleep {CHECK_SECONDS:g}; cat {shlex.quote(str(HEALTHY_ALL_REDUCE))}",
         "fail": f"sleep {CHECK_SECONDS:g}; cat {shlex.quote(str(DEGRADED_ALL_REDUCE))}",
@@ -44,7 +46,6 @@ def agent_args(outcome: str) -> list[str]:
     minimum = minimum_for(NCCL_ALL_REDUCE_CHECK, _TYPE)
     assert minimum is not None, f"{_TYPE} has a least NCCL bus bandwidth"
     return [
-        "--deep-check-at-start",
         f"--all-reduce-perf=sh -c {shlex.quote(runs[outcome])}",
         f"--min-busbw={minimum.gbps:g}",
     ]

@@ -74,6 +74,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from world.chart import ChartError
+
     # Copies of the terminal's descriptors: while the world runs, what its parts print
     # (handler logs, moto's notes) goes to its log file instead (``chatter_to``).
     out = copy_of(sys.stderr if args.json else sys.stdout)
@@ -94,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
             return _demo(args, args.workdir, say, results)
         with tempfile.TemporaryDirectory(prefix="nodemedic-demo-") as workdir:
             return _demo(args, Path(workdir), say, results)
+    except ChartError as exc:
+        # The agents run the chart's flags, as a user's install does: no chart, no demo.
+        say(f"nodemedic demo: the agents' flags come from the Helm chart: {exc}")
+        return 2
     except (KeyboardInterrupt, _Terminated):
         say("nodemedic demo: interrupted; everything it started is stopped")
         # Ctrl-C also ended the CDK's Node.js process (it shares our process group), and

@@ -141,6 +141,7 @@ def local_world(
                 workdir=workdir / "nodes",
                 environment={**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint},
                 metadata=metadata.endpoint,
+                deep_check_at_start=deep_checks,
             )
         )
         stack.callback(agents.close)

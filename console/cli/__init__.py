@@ -24,6 +24,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "reboot": ("console.cli.manual", "configure", "run", "reboot a node by hand"),
     "replace": ("console.cli.manual", "configure", "run", "replace a node by hand"),
     "history": ("console.cli.history", "configure", "run", "every remediation in the ledger"),
+    "dlq": ("console.cli.dlq", "configure", "run", "list or replay the dead-letter queue"),
     "backtest": ("console.cli.backtest", "configure", "run", "replay history: what would it do?"),
     "dashboard": ("console.cli.dashboard", "configure", "run", "draw the CloudWatch dashboard"),
     "demo": ("world.demo", "configure", "run", "run the whole pipeline locally, no AWS"),

@@ -21,8 +21,8 @@ from nodemedic.contracts.jobs import (
 )
 from nodemedic.jobs.breaker import JobLimits, Judgement, judge
 from nodemedic.jobs.evaluate import RuleState, evidence_time
-from nodemedic.jobs.latency import WATCH_SECONDS, restart_latency
-from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
+from nodemedic.jobs.latency import WATCH_SECONDS, restart_latency, running_again
+from nodemedic.jobs.monitor import current, judge_lines, judge_time, running_from, verdict_of
 from nodemedic.jobs.restart import Action, RunPolicy, after, next_action
 from nodemedic.jobs.resume import restarts_text, run_policy
 from nodemedic.jobs.rules import Rule, RuleError, parse_rules
@@ -92,9 +92,8 @@ def monitor(
         if stored.history.failed:
             return None
         epoch = job.started_at if stored.epoch is None else stored.epoch
-        states = judge_time(
-            rules, judge_lines(rules, current(rules, stored.states, epoch), lines), now
-        )
+        run = current(rules, stored.states, epoch, _cut_off_from(job, stored, epoch, now, cluster))
+        states = judge_time(rules, judge_lines(rules, run, lines), now)
         try:
             store.save_states(job.namespace, job.name, states, stored)
         except Conflict:
@@ -116,6 +115,19 @@ def monitor(
             by_schedule=not lines,
         )
     raise RuntimeError(f"{job.namespace}/{job.name}: too many concurrent writers")
+
+
+def _cut_off_from(
+    job: Job, stored: Stored, epoch: float, now: float, cluster: Cluster
+) -> float | None:
+    """While the run's restart is watched (its new pods not all seen running by a schedule
+    run yet), when its start cut-off counts from, read from the pods; None otherwise (the
+    states keep what they had)."""
+    watch = stored.watch
+    if not watch or float(watch["at"]) != epoch:
+        return None
+    running = running_again(set(watch["replaced"]), pods_seen(cluster.core, job))
+    return running_from(epoch, running, now)
 
 
 def _act(

@@ -13,6 +13,12 @@ LEDGER_OUTPUT: Final = "LedgerTableName"
 STATE_MACHINE_OUTPUT: Final = "StateMachineArn"
 """The stack's output naming the remediation state machine (``nodemedic reboot|replace``
 start it)."""
+DEAD_LETTER_OUTPUT: Final = "DeadLetterQueueUrl"
+"""The stack's output naming the dead-letter queue of the functions CloudWatch Logs and
+EventBridge invoke (the classifier, the job monitor): ``nodemedic dlq`` reads it."""
+DEAD_LETTER_ATTRIBUTES: Final = ("RequestID", "ErrorCode", "ErrorMessage")
+"""The message attributes Lambda gives an event it sends to a function's dead-letter queue
+after its retries (AWS's names): the failed request, the error's code and message."""
 
 
 def stack_name(cluster: str) -> str:

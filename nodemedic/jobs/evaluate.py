@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator as op
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Final, Literal, get_args
 
 from nodemedic.jobs.rules import Operator, Rule
@@ -38,8 +38,8 @@ class RuleState:
     """A rule's memory between deliveries; ``as_item``/``from_item`` keep it in the ledger."""
 
     started_at: float
-    """Epoch seconds the run started (the job's start or its last restart): the start
-    cut-off counts from here."""
+    """Epoch seconds the run started (the job's start or its last restart): a line logged
+    before belongs to the run before."""
     last_match_at: float | None = None
     slow_count: int = 0
     active: bool = True
@@ -47,6 +47,15 @@ class RuleState:
     verdict_at: float | None = None
     evidence: str = ""
     """The line behind the verdict (empty for a silence)."""
+    cut_off_from: float | None = None
+    """Epoch seconds the start cut-off counts from where not ``started_at``: after a
+    restart, the moment the job's new pods all ran (the Job controller makes them only
+    after its failure backoff, up to six minutes), the latest evaluation's time while they
+    do not run yet."""
+
+    @property
+    def cut_off_start(self) -> float:
+        return self.started_at if self.cut_off_from is None else self.cut_off_from
 
     def as_item(self) -> dict[str, object]:
         return asdict(self)
@@ -62,6 +71,7 @@ class RuleState:
             verdict=_verdict(verdict),
             verdict_at=_optional_float(item.get("verdict_at")),
             evidence=str(item.get("evidence") or ""),
+            cut_off_from=_optional_float(item.get("cut_off_from")),
         )
 
 
@@ -96,7 +106,7 @@ def observe_lines(rule: Rule, state: RuleState, lines: Iterable[tuple[float, str
     job monitor's cost (bench.jobs)."""
     if not state.active or state.verdict is not None:
         return state
-    started, last, count = state.started_at, state.last_match_at, state.slow_count
+    since, last, count = state.cut_off_start, state.last_match_at, state.slow_count
     match, stop = rule.log_pattern.match, rule.stop_pattern
     ending: tuple[Verdict, float, str] | None = None
     for at, line in lines:
@@ -105,8 +115,8 @@ def observe_lines(rule: Rule, state: RuleState, lines: Iterable[tuple[float, str
             last, ending = at, ("faulted", at, line)
             break
         if stop is not None and stop.match(line):
-            return RuleState(started, last, count, False, None, state.verdict_at, state.evidence)
-        if _silent(rule, started, last, at):
+            return replace(state, last_match_at=last, slow_count=count, active=False, verdict=None)
+        if _silent(rule, since, last, at):
             # A line that does not match is time passing; a match after too long a silence
             # is the end of a hang that the schedule had not yet seen.
             ending = ("hanging", at, "" if matched is None else line)
@@ -125,7 +135,7 @@ def observe_lines(rule: Rule, state: RuleState, lines: Iterable[tuple[float, str
         return _judged(state, *ending, last_match_at=last, slow_count=count)
     if (last, count) == (state.last_match_at, state.slow_count):
         return state
-    return RuleState(started, last, count, True, None, state.verdict_at, state.evidence)
+    return replace(state, last_match_at=last, slow_count=count)
 
 
 def expire(rule: Rule, state: RuleState, now: float) -> RuleState:
@@ -133,18 +143,18 @@ def expire(rule: Rule, state: RuleState, now: float) -> RuleState:
     the recurring frequency is HANGING."""
     if not state.active or state.verdict is not None:
         return state
-    if not _silent(rule, state.started_at, state.last_match_at, now):
+    if not _silent(rule, state.cut_off_start, state.last_match_at, now):
         return state
     return _judged(
         state, "hanging", now, "", last_match_at=state.last_match_at, slow_count=state.slow_count
     )
 
 
-def _silent(rule: Rule, started_at: float, last_match_at: float | None, now: float) -> bool:
-    """Whether the silence at ``now`` is longer than the rule allows: since the start until
-    the first match, since the last match after it."""
+def _silent(rule: Rule, cut_off_start: float, last_match_at: float | None, now: float) -> bool:
+    """Whether the silence at ``now`` is longer than the rule allows: since the start cut-off
+    began until the first match, since the last match after it."""
     if last_match_at is None:
-        allowed, since = rule.start_cutoff, started_at
+        allowed, since = rule.start_cutoff, cut_off_start
     else:
         allowed, since = rule.recurring_frequency, last_match_at
     return allowed is not None and now - since > allowed
@@ -155,7 +165,7 @@ def evidence_time(rule: Rule, state: RuleState) -> float | None:
     it passed (a detection latency counts from there)."""
     if state.verdict_at is None or state.evidence:
         return state.verdict_at
-    since = state.started_at if state.last_match_at is None else state.last_match_at
+    since = state.cut_off_start if state.last_match_at is None else state.last_match_at
     allowed = rule.start_cutoff if state.last_match_at is None else rule.recurring_frequency
     return since + (allowed or 0.0)
 
@@ -183,11 +193,10 @@ def _judged(
     last_match_at: float | None,
     slow_count: int,
 ) -> RuleState:
-    return RuleState(
-        started_at=state.started_at,
+    return replace(
+        state,
         last_match_at=last_match_at,
         slow_count=slow_count,
-        active=state.active,
         verdict=verdict,
         verdict_at=at,
         evidence=line[:MAX_EVIDENCE_CHARS],

@@ -23,15 +23,21 @@ class PodSeen:
     """Epoch seconds the pod became Ready, None while it is not."""
 
 
-def restart_latency(
-    decided_at: float, replaced: Collection[str], pods: Sequence[PodSeen]
-) -> float | None:
-    """Seconds from the decision to the last of the job's new pods running; None while a
-    pod is not running yet, a pod the restart replaces (by uid) is still there, or the job
-    has no pod at all."""
+def running_again(replaced: Collection[str], pods: Sequence[PodSeen]) -> float | None:
+    """Epoch seconds the last of the job's new pods ran; None while a pod is not running
+    yet, a pod the restart replaces (by uid) is still there, or the job has no pod at all."""
     active = [p for p in pods if p.phase not in ("Succeeded", "Failed")]
     if not active or any(p.uid in replaced for p in active):
         return None
     if any(p.phase != "Running" or p.running_since is None for p in active):
         return None
-    return max(0.0, max(p.running_since or 0.0 for p in active) - decided_at)
+    return max(p.running_since or 0.0 for p in active)
+
+
+def restart_latency(
+    decided_at: float, replaced: Collection[str], pods: Sequence[PodSeen]
+) -> float | None:
+    """Seconds from the decision to the last of the job's new pods running (None while
+    they do not all run, as ``running_again``)."""
+    running = running_again(replaced, pods)
+    return None if running is None else max(0.0, running - decided_at)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from operator import itemgetter
 
 from nodemedic.jobs.evaluate import VERDICTS, RuleState, expire, observe_lines
@@ -14,10 +15,16 @@ States = dict[str, RuleState]
 PRIORITY = ("faulted", "hanging", "slow")
 
 
-def current(rules: Sequence[Rule], stored: Mapping[str, RuleState], epoch: float) -> States:
+def current(
+    rules: Sequence[Rule],
+    stored: Mapping[str, RuleState],
+    epoch: float,
+    cut_off_from: float | None = None,
+) -> States:
     """Each rule's state in the run that started at ``epoch``: a state of an earlier run
-    (before a restart) starts over."""
-    return {
+    (before a restart) starts over. ``cut_off_from``, where given, is when the run's start
+    cut-off counts from (``running_from``); otherwise a state keeps what it had."""
+    states = {
         rule.name: (
             stored[rule.name]
             if rule.name in stored and stored[rule.name].started_at == epoch
@@ -25,6 +32,16 @@ def current(rules: Sequence[Rule], stored: Mapping[str, RuleState], epoch: float
         )
         for rule in rules
     }
+    if cut_off_from is None:
+        return states
+    return {name: replace(state, cut_off_from=cut_off_from) for name, state in states.items()}
+
+
+def running_from(restarted_at: float, running_at: float | None, now: float) -> float:
+    """When a restarted run's start cut-off counts from: the moment its new pods all ran
+    (``running_at``), or ``now`` while they do not run yet, so that the Job controller's
+    backoff before it makes them (10 s, doubling, up to six minutes) is never a hang."""
+    return max(restarted_at, now if running_at is None else running_at)
 
 
 def judge_lines(

@@ -1,31 +1,17 @@
-"""The chart (deploy/chart/nodemedic) as helm renders it, for the tests: where helm is, the
-rendered documents, and the agent's command line the DaemonSet gives it.
-
-helm is found in one place (``helm_binary``): ``$NODEMEDIC_HELM``, else the helm
-world/build-kube.sh builds beside the local world's Kubernetes binaries (``make kube``, or
-the first test that needs them). It is never missing: a chart test that skipped would hide a
-broken chart.
+"""The chart (deploy/chart/nodemedic) as helm renders it, for the tests: the values a
+render needs, over ``world.chart`` (where helm is, the rendered documents, the agent's
+command line), which the local world starts its agents with too. helm is never missing: a
+chart test that skipped would hide a broken chart.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from world import chart
 
-from tests.support.paths import ROOT
-from world.kubeapi import ensure_binaries
-
-CHART = ROOT / "deploy" / "chart" / "nodemedic"
-ENV_HELM = "NODEMEDIC_HELM"
-NAMESPACE = "nodemedic"
-"""Where docs/deploy.md installs the chart, and the namespace of the stack's Pod Identity
-association (stacks/agent_access.py)."""
 REQUIRED = {"cluster": "prod-trn", "image.repository": "example.invalid/nodemedic-agent"}
 """The values the chart has no default for."""
 ANY_ADDRESS = "0.0.0.0"  # noqa: S104 (a value the chart passes on, not a socket of ours)
@@ -33,84 +19,10 @@ SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address"
 """The values of a cluster whose Prometheus operator scrapes the agents."""
 
 
-def helm_binary() -> Path:
-    """helm: ``$NODEMEDIC_HELM`` when set (even if it is not there: a wrong setting fails
-    loudly), else the one the Kubernetes build caches, built first when missing."""
-    given = os.environ.get(ENV_HELM)
-    if given:
-        return Path(given)
-    return ensure_binaries() / "helm"
-
-
-def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``helm args...`` with its own state kept out of the user's home directory."""
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": "/nonexistent/helm-cache",
-        "HELM_CONFIG_HOME": "/nonexistent/helm-config",
-        "HELM_DATA_HOME": "/nonexistent/helm-data",
-    }
-    return subprocess.run(
-        [str(helm), *args], capture_output=True, text=True, check=False, env=env, timeout=60
-    )
-
-
-def set_flags(values: Mapping[str, str]) -> list[str]:
-    """``--set`` flags, typed as helm types what a user types: ``false`` is a boolean."""
-    return [flag for key, value in values.items() for flag in ("--set", f"{key}={value}")]
-
-
-def render(
-    helm: Path,
-    values: Mapping[str, str] = REQUIRED,
-    *,
-    json_values: Mapping[str, Any] | None = None,
-    namespace: str = NAMESPACE,
-    extra: Sequence[str] = (),
-) -> str:
-    """``helm template`` of the chart into ``namespace``; AssertionError with helm's words
-    when it refuses."""
-    json_flags = [
-        flag
-        for key, value in (json_values or {}).items()
-        for flag in ("--set-json", f"{key}={json.dumps(value)}")
-    ]
-    done = run_helm(
-        helm,
-        "template",
-        "nodemedic",
-        str(CHART),
-        "--namespace",
-        namespace,
-        *set_flags(values),
-        *json_flags,
-        *extra,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"helm template failed:\n{done.stderr}")
-    return done.stdout
-
-
-def documents(rendered_yaml: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(rendered_yaml) if d]
-
-
-def one(rendered_yaml: str, kind: str) -> dict[str, Any]:
-    """The one document of ``kind``."""
-    (found,) = [d for d in documents(rendered_yaml) if d["kind"] == kind]
-    return found
-
-
-def agent_container(rendered_yaml: str) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = one(rendered_yaml, "DaemonSet")["spec"]["template"]["spec"][
-        "containers"
-    ]
-    (container,) = containers
-    return container
-
-
-def agent_args_from_chart(rendered_yaml: str) -> list[str]:
-    """The agent's flags as the chart's DaemonSet passes them: what ``python -m agent`` (the
-    image's entrypoint, ``agent.cli.configure_agent``'s parser) gets on every node."""
-    args: list[str] = agent_container(rendered_yaml)["args"]
-    return list(args)
+def render(helm: Path, values: Mapping[str, str] = REQUIRED, **options: Any) -> str:
+    """``world.chart.render``, with the required values by default; AssertionError with
+    helm's words when it refuses."""
+    try:
+        return chart.render(helm, values, **options)
+    except chart.ChartError as exc:
+        raise AssertionError(str(exc)) from exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,22 +20,21 @@ from agent.cli import DEFAULT_METRICS_PORT, agent_config, configure_agent
 from agent.metrics import LIVENESS_PATH
 from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.health.instance_types import TABLE
-from tests.support.helm import (
-    ANY_ADDRESS,
+from tests.support.helm import ANY_ADDRESS, REQUIRED, SCRAPED, render
+from tests.support.paths import ROOT
+from world import deepcheck
+from world.agents import AgentFleet, AgentSettings, chart_values, extra_args
+from world.chart import (
     CHART,
     NAMESPACE,
-    REQUIRED,
-    SCRAPED,
     agent_args_from_chart,
     agent_container,
     documents,
     helm_binary,
     one,
-    render,
     run_helm,
     set_flags,
 )
-from tests.support.paths import ROOT
 
 IRSA_ROLE = "arn:aws:iam::123456789012:role/nodemedic-agent-prod-trn"
 
@@ -294,3 +294,48 @@ def test_scrape_annotations_point_at_the_agents_port(default: str) -> None:
     assert agent_container(default)["ports"] == [
         {"name": "metrics", "containerPort": args.metrics_port, "protocol": "TCP"}
     ]
+
+
+NODE_OWN = {"instance_id", "kmsg", "boot_id", "state_dir"}
+"""What the local world gives each simulated node's agent after the chart's flags: what a
+real node's agent finds on its node (docs/contracts.md, "The local world's agents")."""
+DEEP_CHECK_RUN = {"all_reduce_perf", "min_busbw"}
+"""The simulated node's NCCL all-reduce (``world.deepcheck.agent_args``)."""
+WORLD_VALUES = {
+    "cluster",
+    "image.repository",
+    "agent.logLevel",
+    "agent.metrics.port",
+    "agent.deepCheckAtStart",
+}
+"""The values the world sets with ``--set``, as docs/contracts.md lists them."""
+
+
+@pytest.mark.parametrize("deep_checks", [False, True])
+def test_the_local_worlds_agents_run_the_charts_flags_and_only_their_nodes_own(
+    helm: Path, tmp_path: Path, *, deep_checks: bool
+) -> None:
+    settings = AgentSettings(
+        cluster="demo",
+        region="us-east-1",
+        endpoint_url="http://127.0.0.1:4566",
+        workdir=tmp_path,
+        deep_check_at_start=deep_checks,
+    )
+    fleet = AgentFleet(settings)
+    try:
+        extra = deepcheck.agent_args("pass") if deep_checks else []
+        argv = fleet.argv("i-0a1b2c3d4e5f60718", "b0", tmp_path / "kmsg", tmp_path / "n", extra)
+    finally:
+        fleet.close()
+    assert set(chart_values(settings)) == WORLD_VALUES
+    # What a user who sets the world's values gets on every node.
+    installed = agent_args_from_chart(
+        render(helm, chart_values(settings), json_values={"agent.extraArgs": extra_args(settings)})
+    )
+    assert argv[:4] == [sys.executable, "-m", "console.cli", "agent"]
+    assert argv[4 : 4 + len(installed)] == installed
+    world, chart = vars(parse_agent_args(argv[4:])), vars(parse_agent_args(installed))
+    changed = {flag for flag, value in world.items() if chart[flag] != value}
+    assert changed == NODE_OWN | (DEEP_CHECK_RUN if deep_checks else set())
+    assert world["deep_check_at_start"] is deep_checks

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client, utils
 
-from tests.support.helm import SCRAPED, documents, helm_binary, render
+from tests.support.helm import SCRAPED, render
+from world.chart import documents, helm_binary
 
 pytestmark = pytest.mark.kube
 

@@ -277,6 +277,42 @@ def test_restart_latency_is_published_once_when_the_new_pods_run(
     assert key not in handler(SCHEDULED, CONTEXT)["running_again"], "published once"
 
 
+CUT_OFF = 4
+START_RULES = json.dumps(
+    [
+        {"name": "Nccl", "logPattern": ".*NCCL error.*", "faultOnMatch": True},
+        {"name": "Start", "logPattern": ".*loss.*", "expectedStartCutOffInSeconds": CUT_OFF},
+    ]
+)
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_restarted_runs_start_cut_off_counts_from_its_pods_running(
+    job: Job, *, core: client.CoreV1Api, admin: client.ApiClient, namespace: str, node: Node
+) -> None:
+    name, pods = job(
+        "backoff",
+        {LOG_MONITORING_ANNOTATION: START_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"},
+    )
+    lines = ["step 1 loss 1.0", "NCCL error: unhandled"]
+    [acted] = handler(delivery(namespace, name, pods[0], lines), CONTEXT)["acted"]
+    assert (acted["rule"], acted["action"]) == ("Nccl", "restart-pods")
+    wait_for(lambda: not any(exists(core, namespace, p) for p in pods), what="pods deleted")
+    # The Job controller's failure backoff: no pod for longer than the cut-off.
+    time.sleep(CUT_OFF + 1)
+    assert handler(SCHEDULED, CONTEXT)["acted"] == [], "no hang before the pods exist"
+
+    uid = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata.uid
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}
+    for pod in (f"{name}-new-0", f"{name}-new-1"):
+        bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
+        wait_for(lambda p=pod: running(core, namespace, p), what=f"{pod} running")  # type: ignore[misc]
+    assert handler(SCHEDULED, CONTEXT)["acted"] == [], "the cut-off counts from now on"
+    time.sleep(CUT_OFF + 0.5)
+    [hung] = handler(SCHEDULED, CONTEXT)["acted"]
+    assert (hung["rule"], hung["verdict"]) == ("Start", "hanging")
+
+
 @pytest.mark.usefixtures("aws")
 def test_many_jobs_of_a_namespace_tripping_at_once_hold_only_that_namespace(
     job: Job,
