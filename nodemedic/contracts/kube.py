@@ -70,6 +70,10 @@ FLEET_CONDITION: Final = "NodeMedicFleetEvent"
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""
+JOB_MONITOR_GROUP: Final = "nodemedic:job-monitor"
+"""The Kubernetes group the job monitor acts as (lambdas/kube/rbac.yaml, the chart): it reads
+pods and jobs, restarts a job's pods, marks jobs and writes their Events; it has no verb on
+Nodes."""
 DEEP_CHECK_LABEL: Final = "nodemedic.io/deep-health-check-status"
 """HyperPod's values: ``InProgress`` from registration until the deep check's verdict,
 then ``Passed`` or ``Failed``."""
