@@ -44,6 +44,14 @@ PENDING_STATUSES: Final[dict[HealthStatus, str]] = {
 }
 """The health label values an operator sets to ask for a reboot or a replacement by hand
 (HyperPod's), and the action each asks for; the request reconcile reads them every minute."""
+REQUESTED_BY_ANNOTATION: Final = "nodemedic.io/requested-by"
+"""Who asked for a node's reboot or replacement by its health label: the chart's admission
+policy (``nodemedic-label-requests``) admits a request only where this names its writer as
+the API server authenticated it, so the request reconcile records it as who asked and
+ignores a label without it."""
+NODE_USER_PREFIX: Final = "system:node:"
+"""A kubelet's user name on the API server (``system:node:<node name>``, group
+``system:nodes``): a node never asks for a repair."""
 MANUAL_CONDITION: Final = "NodeMedicManualRemediation"
 """Node condition, ``True`` while a remediation a person asked for works on the node (its
 message says who asked and why), set back to ``False`` when the node is given back."""

@@ -17,7 +17,14 @@ import yaml
 
 from agent.cli import DEFAULT_METRICS_PORT, agent_config, configure_agent
 from agent.metrics import LIVENESS_PATH
-from nodemedic.contracts.kube import JOB_MONITOR_GROUP, REMEDIATOR_GROUP
+from nodemedic.contracts.kube import (
+    HEALTH_LABEL,
+    JOB_MONITOR_GROUP,
+    NODE_USER_PREFIX,
+    PENDING_STATUSES,
+    REMEDIATOR_GROUP,
+    REQUESTED_BY_ANNOTATION,
+)
 from nodemedic.health.instance_types import TABLE
 from tests.support.helm import (
     ANY_ADDRESS,
@@ -102,6 +109,7 @@ def test_defaults_render_the_agent_for_pod_identity_and_the_remediator_rbac(defa
     assert kinds == [
         *["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding"],
         *["DaemonSet", "ServiceAccount"],
+        *["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"],
     ]
     account = one(default, "ServiceAccount")
     # EKS Pod Identity: the association names the account; nothing on the account itself.
@@ -305,6 +313,27 @@ def test_the_remediator_and_job_monitor_rbac_is_lambdas_kube_rbac_yaml(
     ):
         without = render(helm, {**REQUIRED, f"{value}.create": "false"})
         assert {n for _, n in _rbac(without)} == {n for _, n in shipped} - {role}
+
+
+def test_the_label_request_policy_speaks_the_contracts_names_and_can_be_left_out(
+    default: str, helm: Path
+) -> None:
+    """Its rules are CEL text: a renamed label, annotation or group must fail here, not
+    silently admit everything (its behaviour: tests/integration/kube/test_label_policy.py)."""
+    policy = one(default, "ValidatingAdmissionPolicy")
+    text = json.dumps(policy["spec"])
+    for name in (HEALTH_LABEL, REQUESTED_BY_ANNOTATION, REMEDIATOR_GROUP, NODE_USER_PREFIX):
+        assert name in text, name
+    assert all(status in text for status in PENDING_STATUSES)
+    binding = one(default, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {
+        "policyName": policy["metadata"]["name"],
+        "validationActions": ["Deny"],
+    }
+    without = render(helm, {**REQUIRED, "labelRequests.policy": "false"})
+    assert not {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} & {
+        d["kind"] for d in documents(without)
+    }
 
 
 def test_scrape_annotations_point_at_the_agents_port(default: str) -> None:
