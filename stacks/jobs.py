@@ -30,7 +30,13 @@ from nodemedic.contracts.env import (
     ENV_LEDGER_TABLE,
     ENV_TOPIC_ARN,
 )
-from nodemedic.contracts.jobs import JOB_DIMENSIONS, JOBS_FAILED_METRIC, application_log_group
+from nodemedic.contracts.jobs import (
+    JOB_DIMENSIONS,
+    JOB_LEADING_KEYS,
+    JOBS_FAILED_METRIC,
+    application_log_group,
+)
+from nodemedic.contracts.kube import JOB_MONITOR_GROUP
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
@@ -75,13 +81,23 @@ class JobMonitor(Construct):
             reserved_concurrency=settings.job_monitor_reserved_concurrency,
         )
         self.function = fn.function
-        ledger.grant(fn.role, "dynamodb:Query", "dynamodb:PutItem")
+        # Its own partitions only: a stolen or misled job monitor cannot touch a node's lock,
+        # a breaker or a decision record (the remediation's ledger items).
+        fn.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query", "dynamodb:PutItem"],
+                resources=[ledger.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [JOB_LEADING_KEYS]}
+                },
+            )
+        )
         # Not grant_publish: on an encrypted topic it also grants kms:GenerateDataKey*.
         fn.role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn])
         )
         topic_key.grant(fn.role, "kms:GenerateDataKey", "kms:Decrypt")
-        self.access_entry = cluster_access(self, fn.role, cluster)
+        self.access_entry = cluster_access(self, fn.role, cluster, JOB_MONITOR_GROUP)
         self.log_group = logs.LogGroup.from_log_group_name(
             self, "Application", application_log_group(settings.name)
         )

@@ -1,5 +1,6 @@
 """The Kubernetes Lambda and its way into the cluster: an EKS access entry that maps the
-function's role to the ``nodemedic:remediator`` group bound by ``lambdas/kube/rbac.yaml``."""
+function's role to the ``nodemedic:remediator`` group bound by ``lambdas/kube/rbac.yaml``
+(the job monitor's role comes in the same way, as its own group)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class KubeAccess(Construct):
         )
         self.function = fn.function
         self.role = fn.role
-        self.access_entry = cluster_access(self, self.role, cluster)
+        self.access_entry = cluster_access(self, self.role, cluster, REMEDIATOR_GROUP)
         read_group_sizes(self.role)
 
 
@@ -55,8 +56,10 @@ def read_group_sizes(role: iam.IRole) -> None:
     acknowledge(role, "IAM5[Resource::*]", unscoped_reason([*traced, action]))
 
 
-def cluster_access(scope: Construct, role: iam.IRole, cluster: str) -> eks.CfnAccessEntry:
-    """The role's way into the EKS cluster as the ``nodemedic:remediator`` group. The
+def cluster_access(
+    scope: Construct, role: iam.IRole, cluster: str, group: str
+) -> eks.CfnAccessEntry:
+    """The role's way into the EKS cluster as ``group`` (one of lambdas/kube/rbac.yaml). The
     endpoint and CA come from DescribeCluster; the bearer token is a presigned
     sts:GetCallerIdentity URL, which needs no permission."""
     role.add_to_principal_policy(
@@ -72,6 +75,6 @@ def cluster_access(scope: Construct, role: iam.IRole, cluster: str) -> eks.CfnAc
         "AccessEntry",
         cluster_name=cluster,
         principal_arn=role.role_arn,
-        kubernetes_groups=[REMEDIATOR_GROUP],
+        kubernetes_groups=[group],
         type="STANDARD",
     )

@@ -112,12 +112,14 @@ def ensure_binaries() -> Path:
 @dataclass
 class LocalCluster:
     """A running control plane. ``kubeconfig`` is cluster-admin; ``remediator_kubeconfig``
-    holds only the permissions ``lambdas/kube/rbac.yaml`` grants the kube Lambda."""
+    and ``job_monitor_kubeconfig`` hold only the permissions ``lambdas/kube/rbac.yaml``
+    grants the kube Lambda and the job monitor."""
 
     workdir: Path
     server: str
     kubeconfig: Path
     remediator_kubeconfig: Path
+    job_monitor_kubeconfig: Path
     started_in: float
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -171,6 +173,7 @@ def local_cluster(
             server=server,
             kubeconfig=configs["admin"],
             remediator_kubeconfig=configs["remediator"],
+            job_monitor_kubeconfig=configs["job-monitor"],
             started_in=0.0,
             processes=processes,
         )

@@ -6,8 +6,8 @@ The identities are the ones a real control plane has, as far as a loopback one n
 ``admin`` and ``controller-manager`` are ``system:masters``; the scheduler is the user
 ``system:kube-scheduler``, whose permissions come from the API server's own bootstrap RBAC
 (ClusterRoles ``system:kube-scheduler`` and ``system:volume-scheduler``), as on EKS; the
-``remediator`` is in nodemedic's group and may do only what ``lambdas/kube/rbac.yaml``
-grants it.
+``remediator`` and ``job-monitor`` are in nodemedic's groups and may do only what
+``lambdas/kube/rbac.yaml`` grants each.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from nodemedic.contracts.kube import REMEDIATOR_GROUP
+from nodemedic.contracts.kube import JOB_MONITOR_GROUP, REMEDIATOR_GROUP
 
 IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("admin", ("system:masters",)),
     "controller-manager": ("controller-manager", ("system:masters",)),
     "scheduler": ("system:kube-scheduler", ()),
     "remediator": ("remediator", (REMEDIATOR_GROUP,)),
+    "job-monitor": ("job-monitor", (JOB_MONITOR_GROUP,)),
 }
 """Kubeconfig name → (user name, groups)."""
 

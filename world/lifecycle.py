@@ -36,6 +36,7 @@ from nodemedic.contracts.kube import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     HEALTH_LABEL,
+    REQUESTED_BY_ANNOTATION,
     SPARE_LABEL,
 )
 from nodemedic.contracts.logs import DEEP_CHECK_FAILED_FAULT
@@ -50,6 +51,8 @@ from world.world import Machine, Say, World
 
 REBOOT = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
 LABEL_MANAGER = "kubectl-label"
+LABEL_REQUESTER = "admin"
+"""The user of the world's cluster-admin kubeconfig (world/kubeauth.py), who labels."""
 PHASES = 4
 """Nodes the scenario acts on, one per phase."""
 LAUNCH_SECONDS = 6.0
@@ -246,9 +249,15 @@ def _labelled(life: Lifecycle) -> None:
     pool = life.standby()
     world.launch_checks.append("pass")
     began = time.time()
+    # The chart's policy makes a request name its writer; the world's writer is its admin.
     life.core.patch_node(
         machine.node,
-        {"metadata": {"labels": {HEALTH_LABEL: "UnschedulablePendingReplacement"}}},
+        {
+            "metadata": {
+                "labels": {HEALTH_LABEL: "UnschedulablePendingReplacement"},
+                "annotations": {REQUESTED_BY_ANNOTATION: LABEL_REQUESTER},
+            }
+        },
         field_manager=LABEL_MANAGER,
     )
     life.show(began, f"kubectl label node {machine.node} {HEALTH_LABEL}=...PendingReplacement")
@@ -342,7 +351,11 @@ def _history(life: Lifecycle) -> None:
         )
     manual = [e for e in shown if e.get("source") == "manual"]
     life.expect(
-        any(str(e.get("triggered_by", "")).startswith(f"label {HEALTH_LABEL}") for e in manual),
+        any(
+            e.get("triggered_by") == LABEL_REQUESTER
+            and f"label {HEALTH_LABEL}" in str(e.get("request_reason", ""))
+            for e in manual
+        ),
         "history names no label-driven replace",
     )
     life.expect(

@@ -36,7 +36,10 @@ class UnknownNode(LookupError):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("node", help="the Node's name (its private DNS name) or instance id")
     parser.add_argument("--reason", required=True, help="why, for the ledger and the mail")
-    parser.add_argument("--requested-by", help="who asks (default: the caller's identity from STS)")
+    parser.add_argument(
+        "--requested-by",
+        help="on whose behalf, kept in the reason: who asked is always the caller's STS identity",
+    )
     add_aws_options(parser)
     parser.add_argument(
         "--wait", type=float, default=10, help="seconds to wait for the verdict (default 10)"
@@ -123,19 +126,29 @@ def settle(
         time.sleep(0.5)
 
 
+def caller(aws: Any, endpoint_url: str | None) -> str:
+    """Who asks, as AWS authenticated the request's credentials: whoever may start the
+    state machine could write any name in free text."""
+    return str(aws.client("sts", endpoint_url=endpoint_url).get_caller_identity()["Arn"])
+
+
+def reason(args: argparse.Namespace) -> str:
+    """``--reason``, with ``--requested-by`` (free text, unproven) kept beside it."""
+    if not args.requested_by:
+        return str(args.reason)
+    return f"{args.reason} (on behalf of {args.requested_by})"
+
+
 def request(args: argparse.Namespace, aws: Any, *, machine: str, table: str) -> dict[str, Any]:
     """Start the manual decision on the state machine ``machine`` whose ledger is ``table``;
     what the command prints."""
     instance = instance_of(aws.client("ec2", endpoint_url=args.endpoint_url), args.node)
-    who = args.requested_by or str(
-        aws.client("sts", endpoint_url=args.endpoint_url).get_caller_identity()["Arn"]
-    )
     decision = manual_decision(
         args.cluster,
         instance,
         args.command,
-        requested_by=who,
-        reason=args.reason,
+        requested_by=caller(aws, args.endpoint_url),
+        reason=reason(args),
         requested_at=datetime.now(UTC),
     )
     sfn = aws.client("stepfunctions", endpoint_url=args.endpoint_url)

@@ -23,9 +23,9 @@ from nodemedic.contracts.jobs import (
     RESTART_WATCH_SK,
     RESTARTS_SK,
     RULE_SK_PREFIX,
+    job_cluster_pk,
     job_pk,
 )
-from nodemedic.contracts.ledger import cluster_pk
 from nodemedic.jobs.breaker import Breakers
 from nodemedic.jobs.evaluate import RuleState
 from nodemedic.jobs.restart import RestartHistory
@@ -123,7 +123,9 @@ class JobStore:
         return True
 
     def load_breaker(self, cluster: str) -> StoredBreaker:
-        items = {i["sk"]["S"]: i for i in self._query(cluster_pk(cluster), JOB_BREAKER_SK_PREFIX)}
+        items = {
+            i["sk"]["S"]: i for i in self._query(job_cluster_pk(cluster), JOB_BREAKER_SK_PREFIX)
+        }
         breaker, heard = items.get(JOB_BREAKER_SK), items.get(JOB_LINES_HEARD_SK)
         return StoredBreaker(
             state=Breakers.from_item(json.loads(breaker["body"]["S"]) if breaker else {}),
@@ -133,7 +135,7 @@ class JobStore:
 
     def save_breaker(self, cluster: str, state: Breakers, stored: StoredBreaker) -> None:
         """Conflict if another verdict changed the breaker since it was read."""
-        self._write(cluster_pk(cluster), JOB_BREAKER_SK, state.as_item(), stored.version)
+        self._write(job_cluster_pk(cluster), JOB_BREAKER_SK, state.as_item(), stored.version)
 
     def heard(self, cluster: str, at: float) -> None:
         """The application log group delivered at ``at`` (kept only if later than known)."""
@@ -141,7 +143,7 @@ class JobStore:
             self._client.put_item(
                 TableName=self._table,
                 Item={
-                    "pk": {"S": cluster_pk(cluster)},
+                    "pk": {"S": job_cluster_pk(cluster)},
                     "sk": {"S": JOB_LINES_HEARD_SK},
                     "heard_at": {"N": str(at)},
                 },

@@ -65,7 +65,11 @@ JOB_EVENT_REASONS: Final = {
 """Reasons of the Kubernetes Events nodemedic puts on a job."""
 JOB_PK_PREFIX: Final = "job#"
 """Ledger: ``job#<namespace>/<name>`` / ``rule#<name>``: one rule's state;
-``job#<namespace>/<name>`` / ``restarts``: the job's restart history and run epoch."""
+``job#<namespace>/<name>`` / ``restarts``: the job's restart history and run epoch. Every key
+the job monitor reads or writes starts so: its role may touch no other partition
+(``dynamodb:LeadingKeys``, stacks/jobs.py)."""
+JOB_LEADING_KEYS: Final = f"{JOB_PK_PREFIX}*"
+"""The job monitor's partitions, as its IAM condition (``StringLike``) names them."""
 RULE_SK_PREFIX: Final = "rule#"
 RESTARTS_SK: Final = "restarts"
 RESTART_WATCH_SK: Final = "restart-watch"
@@ -73,10 +77,10 @@ RESTART_WATCH_SK: Final = "restart-watch"
 running yet (when it was decided, the uids of the pods it replaces): RestartLatencySeconds."""
 JOB_BREAKER_SK_PREFIX: Final = "jobs#"
 JOB_BREAKER_SK: Final = "jobs#breaker"
-"""``cluster#<name>`` / ``jobs#breaker``: the job breaker (``nodemedic.jobs.breaker``): the
+"""``job#<cluster>`` / ``jobs#breaker``: the job breaker (``nodemedic.jobs.breaker``): the
 verdicts admitted in the window, and the tripped state."""
 JOB_LINES_HEARD_SK: Final = "jobs#heard"
-"""``cluster#<name>`` / ``jobs#heard``: when the application log group last delivered
+"""``job#<cluster>`` / ``jobs#heard``: when the application log group last delivered
 (``heard_at``, epoch seconds): a silent group holds the schedule's verdicts."""
 JOBS_RESTARTED_METRIC: Final = "JobsRestarted"
 """Count, dimensions Cluster and Job (``<namespace>/<name>``), one per restart."""
@@ -97,3 +101,10 @@ JOB_COUNT_METRICS: Final = (JOBS_RESTARTED_METRIC, JOBS_FAILED_METRIC, JOB_RESTA
 
 def job_pk(namespace: str, name: str) -> str:
     return f"{JOB_PK_PREFIX}{namespace}/{name}"
+
+
+def job_cluster_pk(cluster: str) -> str:
+    """The job monitor's cluster-wide partition (its breaker, when lines were last heard):
+    under the job prefix, so its role's key condition covers it; a cluster's name has no
+    ``/``, so it is no job's partition."""
+    return f"{JOB_PK_PREFIX}{cluster}"

@@ -44,6 +44,14 @@ PENDING_STATUSES: Final[dict[HealthStatus, str]] = {
 }
 """The health label values an operator sets to ask for a reboot or a replacement by hand
 (HyperPod's), and the action each asks for; the request reconcile reads them every minute."""
+REQUESTED_BY_ANNOTATION: Final = "nodemedic.io/requested-by"
+"""Who asked for a node's reboot or replacement by its health label: the chart's admission
+policy (``nodemedic-label-requests``) admits a request only where this names its writer as
+the API server authenticated it, so the request reconcile records it as who asked and
+ignores a label without it."""
+NODE_USER_PREFIX: Final = "system:node:"
+"""A kubelet's user name on the API server (``system:node:<node name>``, group
+``system:nodes``): a node never asks for a repair."""
 MANUAL_CONDITION: Final = "NodeMedicManualRemediation"
 """Node condition, ``True`` while a remediation a person asked for works on the node (its
 message says who asked and why), set back to ``False`` when the node is given back."""
@@ -70,6 +78,10 @@ FLEET_CONDITION: Final = "NodeMedicFleetEvent"
 REMEDIATOR_GROUP: Final = "nodemedic:remediator"
 """The Kubernetes group the kube Lambda acts as: bound by lambdas/kube/rbac.yaml, mapped to
 the Lambda's role by the EKS access entry, and given to the local world's remediator user."""
+JOB_MONITOR_GROUP: Final = "nodemedic:job-monitor"
+"""The Kubernetes group the job monitor acts as (lambdas/kube/rbac.yaml, the chart): it reads
+pods and jobs, restarts a job's pods, marks jobs and writes their Events; it has no verb on
+Nodes."""
 DEEP_CHECK_LABEL: Final = "nodemedic.io/deep-health-check-status"
 """HyperPod's values: ``InProgress`` from registration until the deep check's verdict,
 then ``Passed`` or ``Failed``."""

@@ -18,7 +18,14 @@ import yaml
 
 from agent.cli import DEFAULT_METRICS_PORT, agent_config, configure_agent
 from agent.metrics import LIVENESS_PATH
-from nodemedic.contracts.kube import REMEDIATOR_GROUP
+from nodemedic.contracts.kube import (
+    HEALTH_LABEL,
+    JOB_MONITOR_GROUP,
+    NODE_USER_PREFIX,
+    PENDING_STATUSES,
+    REMEDIATOR_GROUP,
+    REQUESTED_BY_ANNOTATION,
+)
 from nodemedic.health.instance_types import TABLE
 from tests.support.helm import ANY_ADDRESS, REQUIRED, SCRAPED, render
 from tests.support.paths import ROOT
@@ -99,7 +106,11 @@ def test_the_chart_lints_and_refuses_to_render_without_a_cluster_or_an_image(hel
 
 def test_defaults_render_the_agent_for_pod_identity_and_the_remediator_rbac(default: str) -> None:
     kinds = sorted(d["kind"] for d in documents(default))
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"]
+    assert kinds == [
+        *["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding"],
+        *["DaemonSet", "ServiceAccount"],
+        *["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"],
+    ]
     account = one(default, "ServiceAccount")
     # EKS Pod Identity: the association names the account; nothing on the account itself.
     assert "annotations" not in account["metadata"]
@@ -268,19 +279,63 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
     assert args.neuron_monitor_metrics == "http://127.0.0.1:8000/metrics"
 
 
-def test_the_remediator_rbac_is_lambdas_kube_rbac_yaml(default: str, helm: Path) -> None:
-    shipped = {
-        d["kind"]: d for d in yaml.safe_load_all((ROOT / "lambdas/kube/rbac.yaml").read_text())
+def _rbac(rendered: str) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (d["kind"], d["metadata"]["name"]): d
+        for d in documents(rendered)
+        if d["kind"] in {"ClusterRole", "ClusterRoleBinding"}
     }
-    rendered = {d["kind"]: d for d in documents(default) if d["kind"] in shipped}
-    for kind, document in rendered.items():
+
+
+def test_the_remediator_and_job_monitor_rbac_is_lambdas_kube_rbac_yaml(
+    default: str, helm: Path
+) -> None:
+    shipped = {
+        (d["kind"], d["metadata"]["name"]): d
+        for d in yaml.safe_load_all((ROOT / "lambdas/kube/rbac.yaml").read_text())
+    }
+    rendered = _rbac(default)
+    for key, document in rendered.items():
         document["metadata"].pop("labels")
-        assert document == shipped[kind], kind
-    assert set(rendered) == {"ClusterRole", "ClusterRoleBinding"}
-    (subject,) = rendered["ClusterRoleBinding"]["subjects"]
-    assert subject["name"] == REMEDIATOR_GROUP
-    without = render(helm, {**REQUIRED, "remediatorRBAC.create": "false"})
-    assert {d["kind"] for d in documents(without)} == {"ServiceAccount", "DaemonSet"}
+        assert document == shipped[key], key
+    assert set(rendered) == set(shipped)
+    groups = {
+        name: subject["name"]
+        for (kind, name), document in rendered.items()
+        if kind == "ClusterRoleBinding"
+        for subject in document["subjects"]
+    }
+    assert groups == {
+        "nodemedic-remediator": REMEDIATOR_GROUP,
+        "nodemedic-job-monitor": JOB_MONITOR_GROUP,
+    }
+    for value, role in (
+        ("remediatorRBAC", "nodemedic-remediator"),
+        ("jobMonitorRBAC", "nodemedic-job-monitor"),
+    ):
+        without = render(helm, {**REQUIRED, f"{value}.create": "false"})
+        assert {n for _, n in _rbac(without)} == {n for _, n in shipped} - {role}
+
+
+def test_the_label_request_policy_speaks_the_contracts_names_and_can_be_left_out(
+    default: str, helm: Path
+) -> None:
+    """Its rules are CEL text: a renamed label, annotation or group must fail here, not
+    silently admit everything (its behaviour: tests/integration/kube/test_label_policy.py)."""
+    policy = one(default, "ValidatingAdmissionPolicy")
+    text = json.dumps(policy["spec"])
+    for name in (HEALTH_LABEL, REQUESTED_BY_ANNOTATION, REMEDIATOR_GROUP, NODE_USER_PREFIX):
+        assert name in text, name
+    assert all(status in text for status in PENDING_STATUSES)
+    binding = one(default, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {
+        "policyName": policy["metadata"]["name"],
+        "validationActions": ["Deny"],
+    }
+    without = render(helm, {**REQUIRED, "labelRequests.policy": "false"})
+    assert not {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} & {
+        d["kind"] for d in documents(without)
+    }
 
 
 def test_scrape_annotations_point_at_the_agents_port(default: str) -> None:

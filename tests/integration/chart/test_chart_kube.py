@@ -1,7 +1,8 @@
 """The chart's objects as a real kube-apiserver takes them: the namespaced ones (but the
 ServiceMonitor, whose CRD a bare API server lacks), the privileged agent DaemonSet among
-them, pass the server's validation and admission and are stored, and the remediator's RBAC
-the local cluster runs with (lambdas/kube/rbac.yaml, applied when it starts) is the chart's."""
+them, pass the server's validation and admission and are stored, and the remediator's and
+job monitor's RBAC the local cluster runs with (lambdas/kube/rbac.yaml, applied when it
+starts) is the chart's."""
 
 from __future__ import annotations
 
@@ -36,11 +37,18 @@ def test_the_api_server_accepts_what_the_chart_renders(
     (agent,) = daemonset.spec.template.spec.containers
     assert agent.security_context.privileged is True
     rbac = client.RbacAuthorizationV1Api(admin)
-    live = {
-        "ClusterRole": rbac.read_cluster_role("nodemedic-remediator"),
-        "ClusterRoleBinding": rbac.read_cluster_role_binding("nodemedic-remediator"),
+    read = {
+        "ClusterRole": rbac.read_cluster_role,
+        "ClusterRoleBinding": rbac.read_cluster_role_binding,
     }
-    for document in (d for d in rendered if d["kind"] in live):
-        served = admin.sanitize_for_serialization(live[document["kind"]])
+    roles = [d for d in rendered if d["kind"] in read]
+    assert {d["metadata"]["name"] for d in roles} == {
+        "nodemedic-remediator",
+        "nodemedic-job-monitor",
+    }
+    for document in roles:
+        served = admin.sanitize_for_serialization(
+            read[document["kind"]](document["metadata"]["name"])
+        )
         for field in ("rules", "roleRef", "subjects"):
             assert served.get(field) == document.get(field), (document["kind"], field)

@@ -1,6 +1,7 @@
 """The job monitor's wiring in the synthesized template: every line of Container Insights'
-application group reaches it, a schedule runs it every minute, it writes only the ledger,
-and a failed job pages."""
+application group reaches it, a schedule runs it every minute, it writes only its own
+partitions of the ledger, its way into the cluster is its own group, and a failed job
+pages."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import json
 from dataclasses import asdict
 
 from nodemedic.contracts.env import ENV_JOB_BREAKER, ENV_LEDGER_TABLE
-from nodemedic.contracts.jobs import JOBS_FAILED_METRIC, application_log_group
+from nodemedic.contracts.jobs import JOB_LEADING_KEYS, JOBS_FAILED_METRIC, application_log_group
+from nodemedic.contracts.kube import JOB_MONITOR_GROUP
 from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.templates import SETTINGS, Template, one, resources
@@ -58,7 +60,24 @@ def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template)
     ]
     dynamo = {a for s in statements for a in _list(s["Action"]) if a.startswith("dynamodb:")}
     assert dynamo == {"dynamodb:Query", "dynamodb:PutItem"}
-    assert all(s["Resource"] != "*" for s in statements if "dynamodb:PutItem" in _list(s["Action"]))
+    ledger = [s for s in statements if any(a.startswith("dynamodb:") for a in _list(s["Action"]))]
+    assert all(s["Resource"] != "*" for s in ledger)
+    # Its own partitions only: no node's lock, breaker or decision record.
+    assert all(
+        s["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [JOB_LEADING_KEYS]}}
+        for s in ledger
+    )
+
+
+def test_the_job_monitor_enters_the_cluster_as_its_own_group(template: Template) -> None:
+    _, fn = _monitor(template)
+    role = fn["Properties"]["Role"]["Fn::GetAtt"][0]  # type: ignore[index]
+    groups = {
+        tuple(e["Properties"]["KubernetesGroups"])
+        for e in resources(template, "AWS::EKS::AccessEntry").values()
+        if e["Properties"]["PrincipalArn"] == {"Fn::GetAtt": [role, "Arn"]}
+    }
+    assert groups == {(JOB_MONITOR_GROUP,)}
 
 
 def test_a_failed_job_pages(template: Template) -> None:

@@ -1,10 +1,11 @@
 """The job monitor Lambda end to end: Container Insights deliveries of a real batch/v1 Job's
 pods (moto as the ledger, the real kube-apiserver as the cluster, acting with the
-remediator's RBAC), a verdict restarting the job, and a job failed once its retries are
+job monitor's own RBAC), a verdict restarting the job, and a job failed once its retries are
 spent."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import secrets
 import time
@@ -20,9 +21,13 @@ from lambdas.classify.handler import MalformedPayload
 from lambdas.jobs.handler import handler
 from nodemedic.contracts.env import ENV_CLUSTER, ENV_JOB_BREAKER, ENV_LEDGER_TABLE, ENV_TOPIC_ARN
 from nodemedic.contracts.jobs import (
+    JOB_BREAKER_SK,
     JOB_FAILED_ANNOTATION,
+    JOB_LEADING_KEYS,
+    JOB_LINES_HEARD_SK,
     JOB_RESTARTS_ANNOTATION,
     LOG_MONITORING_ANNOTATION,
+    RESTARTS_SK,
     RUN_POLICY_ANNOTATION,
 )
 from tests.support.kube import Node, bind_pod, exists, running, wait_for
@@ -49,7 +54,8 @@ LOSS_RULES = json.dumps(
 
 @pytest.fixture
 def aws(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+    # As its own group: every test also checks that the job monitor's role suffices.
+    monkeypatch.setenv("KUBECONFIG", str(cluster.job_monitor_kubeconfig))
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv(ENV_LEDGER_TABLE, TABLE)
     monkeypatch.setenv(ENV_CLUSTER, "demo")
@@ -176,6 +182,11 @@ def test_a_loss_spike_restarts_the_jobs_pods_then_fails_the_job_past_its_retries
     assert events(core, namespace, name) == ["NodeMedicPodsRestarted", "NodeMedicJobFailed"]
     # Failed is final: more evidence does nothing more.
     assert handler(delivery(namespace, name, new, losses(9, 9, 9, 9, 9)), CONTEXT)["acted"] == []
+    # Every item it wrote (rules, restarts, breaker, heard) is in the partitions its IAM role's
+    # dynamodb:LeadingKeys condition allows, which moto does not enforce.
+    written = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
+    assert {i["sk"]["S"] for i in written} >= {JOB_BREAKER_SK, JOB_LINES_HEARD_SK, RESTARTS_SK}
+    assert all(fnmatch.fnmatchcase(i["pk"]["S"], JOB_LEADING_KEYS) for i in written)
 
 
 @pytest.mark.usefixtures("aws")

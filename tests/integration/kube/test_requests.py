@@ -1,6 +1,8 @@
 """The ``requested`` op against the real API server: the Nodes whose health label a person
-set to ask for a reboot or a replacement, each with the manual decision that answers it,
-and none that nodemedic labelled or holds itself."""
+set to ask for a reboot or a replacement, naming themselves in ``nodemedic.io/requested-by``,
+each with the manual decision that answers it, and none that nodemedic labelled or holds
+itself, nobody vouched for, or a node asked for. (The chart's policy that makes that
+annotation the authenticated writer is tested in test_label_policy.py.)"""
 
 from __future__ import annotations
 
@@ -14,17 +16,17 @@ from kubernetes import client
 from nodemedic.contracts.kube import HEALTH_LABEL, MANUAL_SOURCE
 from tests.integration.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
+from tests.support.label_requests import OPERATOR, ask
 from world.kubelet import SimulatedKubelet
 
 pytestmark = pytest.mark.kube
 
-OPERATOR = "kubectl-label"
-"""The field manager ``kubectl label`` writes as."""
+ALICE = "alice@example.com"
 
 
 def _label(core: client.CoreV1Api, node: str, status: str) -> None:
-    """As ``kubectl label node NODE nodemedic.io/node-health-status=STATUS`` does."""
-    core.patch_node(node, {"metadata": {"labels": {HEALTH_LABEL: status}}}, field_manager=OPERATOR)
+    """As ``kubectl label`` of the health label and ``requested-by`` in one write does."""
+    ask(core, node, status, ALICE)
 
 
 def _requested(invoke: Invoke, *nodes: str) -> dict[str, dict[str, Any]]:
@@ -54,8 +56,10 @@ def test_a_label_a_person_set_is_a_manual_request_seen_the_same_at_every_tick(
         assert (decision["cluster"], decision["instance_id"]) == ("demo", node.instance_id)
         assert (decision["action"], decision["fault_id"]) == (action, f"manual-{action}")
         assert decision["source"] == MANUAL_SOURCE
-        assert decision["requested_by"] == f"label {HEALTH_LABEL} (set by {OPERATOR})"
-        assert decision["request_reason"] == status
+        assert decision["requested_by"] == ALICE
+        assert decision["request_reason"] == (
+            f"{status} (label {HEALTH_LABEL}, field manager {OPERATOR})"
+        )
         assert decision["decision_id"].startswith(node.instance_id)
     # The next tick names the same executions: a request starts once.
     again = _requested(invoke, replace.name, reboot.name)
@@ -89,3 +93,16 @@ def test_no_request_where_nodemedic_labelled_or_holds_the_node_or_it_is_no_ec2_i
     assert set(found) == {asked.name}
     seen = core.read_node(monitored.name).metadata.labels[HEALTH_LABEL]
     assert seen == "UnschedulablePendingReplacement"
+
+
+def test_no_request_where_nobody_or_a_node_is_named_as_who_asked(
+    invoke: Invoke, new_node: Callable[..., Node], core: client.CoreV1Api
+) -> None:
+    unnamed, by_node, asked = new_node(), new_node(), new_node()
+    ask(core, unnamed.name, "UnschedulablePendingReplacement", None)
+    ask(core, by_node.name, "UnschedulablePendingReboot", f"system:node:{by_node.name}")
+    _label(core, asked.name, "UnschedulablePendingReboot")
+
+    found = _requested(invoke, unnamed.name, by_node.name, asked.name)
+
+    assert set(found) == {asked.name}

@@ -92,8 +92,11 @@ def test_a_manual_replace_is_held_by_a_full_breaker_then_replaces_and_has_a_hist
         "manual",
         "manual-replace",
     )
-    assert history["triggered_by"] == "alice@example.com"
-    assert history["request_reason"] == "ECC errors seen by the job's own checks"
+    caller = boto3.client("sts", region_name=REGION).get_caller_identity()["Arn"]
+    assert history["triggered_by"] == caller
+    assert history["request_reason"] == (
+        "ECC errors seen by the job's own checks (on behalf of alice@example.com)"
+    )
     steps = [s["step"] for s in history["steps"]]
     assert steps[0] == "open" and steps[-1] == "closed"
     assert {"held", "marking", "draining", "replacing"} <= set(steps)

@@ -1,11 +1,14 @@
-"""The kube Lambda's ClusterRole grants exactly what its code calls: nothing it never uses
-(a stolen Lambda role must not be able to do more than nodemedic does), nothing missing
-(an op would fail with Forbidden on a real cluster)."""
+"""The kube Lambda's and the job monitor's ClusterRoles grant exactly what their code calls:
+nothing it never uses (a stolen Lambda role must not be able to do more than nodemedic
+does), nothing missing (an op would fail with Forbidden on a real cluster). The job
+monitor's calls are those reachable from lambdas/jobs through the kube functions it
+imports, not every call of lambdas/kube."""
 
 from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from importlib import resources
 
 import yaml
@@ -38,27 +41,83 @@ def custom_permission(method: str) -> tuple[str, str] | None:
     return ("kubeflow.org:pytorchjobs", found["verb"]) if found else None
 
 
+def api_call(node: ast.AST, where: str) -> tuple[str, str] | None:
+    """The permission of a ``core.<method>(...)``, ``batch.<method>(...)`` or
+    ``custom.<method>(...)`` call; None for any other node."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and ast.unparse(node.func.value) in {"core", "batch", "custom"}
+    ):
+        return None
+    read = custom_permission if ast.unparse(node.func.value) == "custom" else permission
+    wanted = read(node.func.attr)
+    assert wanted is not None, f"{where}: {node.func.attr} is not understood"
+    return wanted
+
+
+@cache
+def functions(module: str) -> dict[str, ast.FunctionDef]:
+    """The top-level functions of a module of the repository, by name."""
+    tree = ast.parse((ROOT / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
+    return {d.name: d for d in tree.body if isinstance(d, ast.FunctionDef)}
+
+
+@cache
+def kube_imports(module: str) -> dict[str, tuple[str, str]]:
+    """``local name → (module, name)`` of a module's ``from lambdas.kube.<m> import``."""
+    tree = ast.parse((ROOT / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
+    return {
+        alias.asname or alias.name: (i.module, alias.name)
+        for i in tree.body
+        if isinstance(i, ast.ImportFrom) and i.module and i.module.startswith("lambdas.kube.")
+        for alias in i.names
+    }
+
+
 def called() -> set[tuple[str, str]]:
-    """Every ``core.<method>(...)``, ``batch.<method>(...)`` and ``custom.<method>(...)``
-    call in the kube Lambda's code, as permissions."""
+    """Every API call in the kube Lambda's code, as permissions."""
+    return {
+        wanted
+        for path in sorted((ROOT / "lambdas" / "kube").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (wanted := api_call(node, path.name)) is not None
+    }
+
+
+def reached(package: str) -> set[tuple[str, str]]:
+    """The API calls of ``package``'s modules and of every function of lambdas.kube they
+    call, followed through ``from lambdas.kube.<module> import <function>`` and calls
+    within a module."""
     found: set[tuple[str, str]] = set()
-    for path in sorted((ROOT / "lambdas" / "kube").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and ast.unparse(node.func.value) in {"core", "batch", "custom"}
-            ):
-                read = custom_permission if ast.unparse(node.func.value) == "custom" else permission
-                wanted = read(node.func.attr)
-                assert wanted is not None, f"{path.name}: {node.func.attr} is not understood"
+    seen: set[tuple[str, str]] = set()
+    work: list[tuple[str, ast.AST]] = [
+        (f"{package}.{path.stem}", ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted((ROOT / package.replace(".", "/")).glob("*.py"))
+    ]
+    while work:
+        module, tree = work.pop()
+        for node in ast.walk(tree):
+            if (wanted := api_call(node, module)) is not None:
                 found.add(wanted)
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            name = node.func.id
+            target = (module, name) if name in functions(module) else kube_imports(module).get(name)
+            if target is None or target in seen or target[1] not in functions(target[0]):
+                continue  # a class, or a function already followed
+            seen.add(target)
+            work.append((target[0], functions(target[0])[target[1]]))
     return found
 
 
-def granted() -> set[tuple[str, str]]:
+def granted(role_name: str = "nodemedic-remediator") -> set[tuple[str, str]]:
     text = resources.files("lambdas.kube").joinpath("rbac.yaml").read_text(encoding="utf-8")
-    (role,) = [d for d in yaml.safe_load_all(text) if d["kind"] == "ClusterRole"]
+    (role,) = [
+        d
+        for d in yaml.safe_load_all(text)
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == role_name
+    ]
     return {
         (resource if not group else f"{group}:{resource}", verb)
         for rule in role["rules"]
@@ -70,6 +129,13 @@ def granted() -> set[tuple[str, str]]:
 
 def test_the_role_grants_exactly_what_the_code_calls() -> None:
     assert granted() == called()
+
+
+def test_the_job_monitors_role_grants_exactly_what_its_code_calls_and_nothing_on_nodes() -> None:
+    job_monitor = granted("nodemedic-job-monitor")
+    assert job_monitor == reached("lambdas.jobs")
+    assert not {resource for resource, _ in job_monitor} & {"nodes", "nodes/status"}
+    assert ("pods/eviction", "create") not in job_monitor
 
 
 def test_the_calls_are_read_as_permissions() -> None:

@@ -1,0 +1,130 @@
+"""Label requests as people and kubelets write them, and the chart's admission policy that
+judges them (``labelRequests``), on the real kube-apiserver.
+
+Who writes is impersonated by cluster-admin (``Impersonate-User``/``Impersonate-Group``), so
+the API server authenticates the writer as that user, as EKS does a kubelet or an operator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+
+from nodemedic.contracts.kube import HEALTH_LABEL, NODE_USER_PREFIX, REQUESTED_BY_ANNOTATION
+from tests.support.helm import REQUIRED, documents, helm_binary, render
+
+OPERATOR = "kubectl-label"
+"""The field manager ``kubectl label`` writes as."""
+PATCHERS = "test:node-patchers"
+"""A group RBAC lets patch Nodes: the policy, not RBAC, must be what refuses its members."""
+NODES_GROUP = "system:nodes"
+PROBE_STATUS = "UnschedulablePendingReboot"
+POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+
+
+def impersonating(kubeconfig: Path, user: str, group: str) -> client.CoreV1Api:
+    """The API as ``user`` in ``group`` (and ``system:authenticated``, which the API server
+    adds), through cluster-admin's kubeconfig."""
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api.set_default_header("Impersonate-User", user)
+    api.set_default_header("Impersonate-Group", group)
+    return client.CoreV1Api(api)
+
+
+def kubelet_of(kubeconfig: Path, node: str) -> client.CoreV1Api:
+    """The API as ``node``'s kubelet authenticates: ``system:node:<name>``, ``system:nodes``."""
+    return impersonating(kubeconfig, f"{NODE_USER_PREFIX}{node}", NODES_GROUP)
+
+
+def ask(core: client.CoreV1Api, node: str, status: str, by: str | None, **options: Any) -> None:
+    """``kubectl label`` of the health label, with ``nodemedic.io/requested-by`` when ``by``."""
+    metadata: dict[str, Any] = {"labels": {HEALTH_LABEL: status}}
+    if by is not None:
+        metadata["annotations"] = {REQUESTED_BY_ANNOTATION: by}
+    core.patch_node(node, {"metadata": metadata}, field_manager=OPERATOR, **options)
+
+
+def refusal(core: client.CoreV1Api, node: str, status: str, by: str | None) -> str:
+    """The API server's message refusing the request; AssertionError where it was admitted."""
+    try:
+        ask(core, node, status, by)
+    except client.ApiException as exc:
+        assert exc.status in (403, 422), exc
+        return str(exc.body)
+    raise AssertionError(f"the request on {node} was admitted")
+
+
+@contextlib.contextmanager
+def label_policy(api: client.ApiClient, **values: Any) -> Iterator[None]:
+    """The chart's label request policy rendered with ``labelRequests`` ``values``, in force
+    on the API server (nodes and ``PATCHERS`` may patch Nodes meanwhile), and removed after:
+    the server is shared with other tests."""
+    rendered = render(
+        helm_binary(), REQUIRED, json_values={f"labelRequests.{k}": v for k, v in values.items()}
+    )
+    made = [
+        *[d for d in documents(rendered) if d["kind"] in POLICY_KINDS],
+        *_node_patchers(),
+    ]
+    dynamic = DynamicClient(api)
+    kinds = [dynamic.resources.get(api_version=d["apiVersion"], kind=d["kind"]) for d in made]
+    for kind, document in zip(kinds, made, strict=True):
+        kind.create(body=document)
+    core = client.CoreV1Api(api)
+    try:
+        _until(core, enforced=True)
+        yield
+    finally:
+        for kind, document in zip(kinds, made, strict=True):
+            kind.delete(name=document["metadata"]["name"])
+        # Gone from the API server's cache too, so the next policy's is the one that answers.
+        _until(core, enforced=False)
+
+
+def _node_patchers() -> list[dict[str, Any]]:
+    name = "test-node-patchers"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
+    }
+    subjects = [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
+        for group in (PATCHERS, NODES_GROUP)
+    ]
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": subjects,
+    }
+    return [role, binding]
+
+
+def _until(core: client.CoreV1Api, *, enforced: bool, timeout: float = 15.0) -> None:
+    """A policy takes effect (or ends) once the API server's cache has it (or not): a Node
+    created asking for a reboot without the annotation, as a dry run, is refused from then on
+    (or admitted)."""
+    probe = {"metadata": {"name": "label-policy-probe", "labels": {HEALTH_LABEL: PROBE_STATUS}}}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            core.create_node(probe, dry_run="All")
+        except client.ApiException as exc:
+            if exc.status not in (403, 422):
+                raise
+            if enforced:
+                return
+        else:
+            if not enforced:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the label request policy still {'not ' * enforced}enforced")
