@@ -17,7 +17,8 @@ from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 
 from nodemedic.contracts.kube import HEALTH_LABEL, NODE_USER_PREFIX, REQUESTED_BY_ANNOTATION
-from tests.support.helm import REQUIRED, documents, helm_binary, render
+from tests.support.helm import REQUIRED, render
+from world.chart import documents, helm_binary
 
 OPERATOR = "kubectl-label"
 """The field manager ``kubectl label`` writes as."""
