@@ -71,10 +71,15 @@ def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
     )
 
 
-def _origin(identity: Identity, certificates_pem: str) -> Origin:
-    """Proves an event of ``identity``'s stream against the keys its instance registered."""
+def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin:
+    """Proves an event of ``identity``'s stream against the keys its instance registered;
+    ``fresh`` for the lines that act on the node: an earlier boot's key, known from an older
+    read, must not prove them (``LogsRegistrations``)."""
     registry = _registrations(identity.cluster, certificates_pem)
-    return lambda event: unproven(registry, identity.instance_id, event.timestamp_ms, event.message)
+    instance_id = identity.instance_id
+    return lambda event: unproven(
+        registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
+    )
 
 
 MESSAGE_TYPES = ("DATA_MESSAGE", "CONTROL_MESSAGE")
@@ -200,7 +205,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW
     )
     idempotency.register_lambda_context(context)
-    origin = _origin(identity, config.identity_certificates)
+    origin = _origin(identity, config.identity_certificates, fresh=True)
     result = process_batch(
         identity,
         events,
@@ -213,11 +218,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         enforce_origin=config.enforce_origin,
         gpu_reset=config.gpu_reset,
     )
+    heard = _origin(identity, config.identity_certificates, fresh=False)
     _record_heartbeat(
         config.ledger_table,
         identity,
         events,
-        lambda event: not config.enforce_origin or origin(event) is None,
+        lambda event: not config.enforce_origin or heard(event) is None,
     )
     metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)

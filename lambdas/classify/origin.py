@@ -11,6 +11,12 @@ each event once per container (remembered by its text, refused or not), and stop
 key asked for, at the stream's start, or after ``READ_SECONDS``. An instance's stream is
 read at most once every ``READ_INTERVAL``, whatever key a line names: a flood of lines
 signed with fresh key ids costs one read per interval, not one per line.
+
+A key proves only the lines of its own boot (``BootWindow``): an earlier boot's key stops
+proving once a later boot registered. A line that must be judged against every boot
+registered before it (``fresh``: one that would act on its node) reads the stream again
+when it is newer than every line read for, ``EARLY_READ`` after the last read: a container
+that knew only the old boot's key would otherwise go on taking it.
 """
 
 from __future__ import annotations
@@ -36,7 +42,14 @@ from nodemedic.contracts.logs import (
     node_log_group,
 )
 from nodemedic.origin.identity import OriginError, RsaCertificate, vendored_certificates
-from nodemedic.origin.signing import Registration, check_registration, first_per_boot
+from nodemedic.origin.signing import (
+    BootWindow,
+    OutOfBoot,
+    Registration,
+    boot_windows,
+    check_registration,
+    first_per_boot,
+)
 
 READ_INTERVAL = 30.0
 """Seconds between two reads of one instance's identity stream. A key registered just
@@ -63,6 +76,8 @@ class _Stream:
     it was refused."""
     held: dict[str, Registration] = field(default_factory=dict)
     """The registrations that hold, by key id (the first key of each boot)."""
+    windows: dict[str, BootWindow] = field(default_factory=dict)
+    """When each key's boot may have written lines, by key id."""
     read_at: float | None = None
     read_for_ms: int = -1
     """The newest line time a read was made for."""
@@ -90,7 +105,9 @@ class LogsRegistrations:
         self._clock = clock
         self._streams: dict[str, _Stream] = {}
 
-    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
+    def find(
+        self, instance_id: str, key_id: str, written_ms: int, *, fresh: bool = False
+    ) -> Registration | None:
         if not self.certificates:
             raise OriginError(
                 f"no identity certificate for Region {self.region}: list its RSA "
@@ -98,16 +115,17 @@ class LogsRegistrations:
             )
         stream = self._streams.setdefault(instance_id, _Stream())
         since = None if stream.read_at is None else self._clock() - stream.read_at
-        due = (
-            since is None
-            or since >= READ_INTERVAL
-            or (written_ms > stream.read_for_ms and since >= EARLY_READ)
-        )
-        if key_id not in stream.held and due:
+        newer = written_ms > stream.read_for_ms and (since is None or since >= EARLY_READ)
+        due = since is None or since >= READ_INTERVAL or newer
+        if (key_id not in stream.held and due) or (fresh and newer):
             stream.read_for_ms = max(stream.read_for_ms, written_ms)
             self._read(instance_id, stream, key_id)
         if not stream.held:
             raise OriginError(_nothing_holds(instance_id, stream))
+        window = stream.windows.get(key_id)
+        refusal = window and window.refusal(key_id, written_ms)
+        if refusal:
+            raise OutOfBoot(refusal)
         return stream.held.get(key_id)
 
     def _read(self, instance_id: str, stream: _Stream, key_id: str) -> None:
@@ -133,6 +151,7 @@ class LogsRegistrations:
             raise retryable(exc, f"reading {identity_stream(instance_id)}") from exc
         held = sorted((r for r in stream.checked.values() if not isinstance(r, str)), key=_time)
         stream.held, refused = first_per_boot([registration for _, registration in held])
+        stream.windows = boot_windows(held)
         reasons = refused + [r for r in stream.checked.values() if isinstance(r, str)]
         if reasons:
             logger.warning(

@@ -1,5 +1,6 @@
 """The kube function's environment (``lambdas.environment``): which cluster it talks to,
-and the ledger the ``silent`` op reads the agents' heartbeats from."""
+and the ledger the ``silent`` op reads the agents' heartbeats from and the gate ops keep
+their record in."""
 
 from __future__ import annotations
 
@@ -15,16 +16,16 @@ from nodemedic.contracts.env import ENV_LEDGER_TABLE
 class KubeEnv:
     access: ClusterAccess
     ledger_table: str | None
-    """None: only the ``silent`` op needs it (``heartbeat_table``), and the stack always sets
+    """None: only the ``silent`` and gate ops need it (``ledger``), and the stack always sets
     it; the tests of the other ops need not."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> KubeEnv:
         return cls(ClusterAccess.from_environ(environ), environ.get(ENV_LEDGER_TABLE) or None)
 
-    def heartbeat_table(self) -> str:
+    def ledger(self, op: str) -> str:
         if self.ledger_table is None:
-            raise EnvError(f"{ENV_LEDGER_TABLE} is not set: the silent op reads heartbeats there")
+            raise EnvError(f"{ENV_LEDGER_TABLE} is not set: the {op} op needs the ledger")
         return self.ledger_table
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubernetes import client
 
+from lambdas.kube.gate_record import record_hold, record_pass
 from lambdas.kube.nodes import (
     clear_condition,
     cordoned,
@@ -36,7 +37,6 @@ from nodemedic.contracts.kube import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_OVERDUE_ANNOTATION,
-    DEEP_CHECK_PASSED_AT_ANNOTATION,
     DEEP_CHECK_SINCE_ANNOTATION,
     DEEP_CHECK_TAINT_KEY,
     FAULT_REASON_LABEL,
@@ -68,18 +68,22 @@ def deep_check_verdict(
     *,
     passed: bool,
     at: datetime.datetime,
+    ledger: str,
     release_hold: bool = False,
 ) -> dict[str, Any]:
     """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
     health ``Schedulable``, the health-check taint off, but only a Node that still carries
     that taint and not nodemedic's own (a pass never gives back a node in remediation, nor
-    one an operator already let in). Its cordon goes only with ``release_hold`` (no other
-    remediation holds the node's lock) on a node a reboot held for this check
+    one an operator already let in), and only a pass logged (``at``) after the node's last
+    hold began, as the gate's record in ``ledger`` says (``gate_record``): a pass from
+    before says nothing of the node since. Its cordon goes only with ``release_hold`` (no
+    other remediation holds the node's lock) on a node a reboot held for this check
     (``DEEP_CHECK_HELD_ANNOTATION``), and only where nodemedic put it: anyone else's cordon
-    is theirs. Failed labels it
-    ``Failed``; its replacement is the decision's normal path. Every pass stamps ``at`` (its
-    line's time) on the node, admitted or not: a reboot's hold reads it. ``changed`` False:
-    labels, taints and cordon are as they were; ``uncordoned``: the hold's cordon was lifted."""
+    is theirs. Every pass is noted in the record first, admitted or not: a hold that comes
+    later reads it there. Failed labels it ``Failed``; its replacement is the decision's
+    normal path. ``changed`` False: labels, taints and cordon are as they were;
+    ``uncordoned``: the hold's cordon was lifted."""
+    held_since = record_pass(ledger, instance_id, at) if passed else None
     node = find_node(core, instance_id)
     if node is None:
         return {"node": None, "changed": False, "uncordoned": False}
@@ -91,10 +95,10 @@ def deep_check_verdict(
         if not passed:
             changed = True
             return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
-        stamp = {DEEP_CHECK_PASSED_AT_ANNOTATION: iso(at)}
-        changed = DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
+        fresh = held_since is None or at >= held_since
+        changed = fresh and DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
         if not changed:
-            return {"metadata": {"annotations": stamp}}
+            return {"metadata": {}}
         held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
         released_hold = release_hold and held
         kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
@@ -105,7 +109,6 @@ def deep_check_verdict(
                 "labels": {DEEP_CHECK_LABEL: "Passed", HEALTH_LABEL: SCHEDULABLE},
                 # The wait is over; the hold's mark stays with a cordon it did not lift.
                 "annotations": {DEEP_CHECK_SINCE_ANNOTATION: None}
-                | stamp
                 | lifted
                 | ({DEEP_CHECK_HELD_ANNOTATION: None} if released_hold else {}),
             },
@@ -124,29 +127,21 @@ def hold_for_deep_check(
     condition: str,
     decision_id: str,
     rebooted_at: datetime.datetime,
+    ledger: str,
 ) -> tuple[str, bool]:
     """The rebooted node's fault cleared, but not given back: nodemedic's taint and fault
     labels off, the health-check taint on, ``InProgress``, still cordoned, the wait's start
-    and the holding decision annotated. Unless its deep check already passed after
-    ``rebooted_at`` (the pass came before the watch saw the node back, and could admit
-    nothing then): the node is given back, ``Passed``. Returns when the wait began, and
-    whether the node waits."""
+    and the holding decision annotated, and the hold noted in the gate's record in
+    ``ledger`` as begun at ``rebooted_at``. Unless the record says its deep check already
+    passed after ``rebooted_at`` (the pass came before the watch saw the node back, and
+    could admit nothing then): the node is then given back, ``Passed``. Returns when the
+    wait began, and whether the node waits."""
     since = iso(datetime.datetime.now(datetime.UTC))
-    held = True
+    instance_id = ""
 
-    def change(node: Any) -> dict[str, Any]:
-        nonlocal held
-        held = not _passed_after(node, rebooted_at)
-        annotations: dict[str, str | None] = {
-            DEEP_CHECK_HELD_ANNOTATION: decision_id if held else None,
-            DEEP_CHECK_SINCE_ANNOTATION: since if held else None,
-            DEEP_CHECK_OVERDUE_ANNOTATION: None,
-        }
-        if not held:
-            passed = {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
-            admitted = given_back(core, node, passed, DEEP_CHECK_TAINT_KEY)
-            admitted["metadata"]["annotations"] |= annotations
-            return admitted
+    def hold(node: Any) -> dict[str, Any]:
+        nonlocal instance_id
+        instance_id = instance_of(node.spec.provider_id or "")
         taints = other_taints(core, node)
         if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
             taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
@@ -159,26 +154,39 @@ def hold_for_deep_check(
                     HEALTH_LABEL: UNSCHEDULABLE,
                     DEEP_CHECK_LABEL: "InProgress",
                 },
-                "annotations": annotations | ours,
+                "annotations": {
+                    DEEP_CHECK_HELD_ANNOTATION: decision_id,
+                    DEEP_CHECK_SINCE_ANNOTATION: since,
+                    DEEP_CHECK_OVERDUE_ANNOTATION: None,
+                }
+                | ours,
             },
             "spec": cordon | {"taints": taints},
         }
 
-    update_node(core, name, change)
+    def admit(node: Any) -> dict[str, Any]:
+        # A pass that came meanwhile may have admitted the node already.
+        if (node.metadata.annotations or {}).get(DEEP_CHECK_HELD_ANNOTATION) != decision_id:
+            return {"metadata": {}}
+        passed = {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: "Passed"}
+        admitted = given_back(core, node, passed, DEEP_CHECK_TAINT_KEY)
+        admitted["metadata"]["annotations"] |= {
+            DEEP_CHECK_HELD_ANNOTATION: None,
+            DEEP_CHECK_SINCE_ANNOTATION: None,
+        }
+        return admitted
+
+    # Held first, noted second: a pass noted after this note finds the node held.
+    update_node(core, name, hold)
+    passed_at = record_hold(ledger, instance_id, rebooted_at, decision_id)
+    held = passed_at is None or passed_at < rebooted_at
+    if not held:
+        update_node(core, name, admit)
     then = "awaiting the post-repair deep check" if held else "its deep check since passed"
     clear_condition(
         core, name, condition=condition, message=f"nodemedic rebooted for {fault_id}; {then}"
     )
     return since, held
-
-
-def _passed_after(node: Any, rebooted_at: datetime.datetime) -> bool:
-    """Whether the node's last pass (``DEEP_CHECK_PASSED_AT_ANNOTATION``) was logged after
-    the reboot began: a pass from before it says nothing of the node since. The verdict's
-    time is kept to the second (the decision's ``first_seen``), so one logged in the
-    reboot's own second does not count: a boot takes longer than that."""
-    at = _stamped(node, DEEP_CHECK_PASSED_AT_ANNOTATION)
-    return at is not None and at >= rebooted_at
 
 
 def _stamped(node: Any, annotation: str) -> datetime.datetime | None:

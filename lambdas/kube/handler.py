@@ -167,7 +167,7 @@ def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _silent(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    return silence.silent(core, env().heartbeat_table())
+    return silence.silent(core, env().ledger("silent"))
 
 
 def _requested(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -183,6 +183,7 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         f.text("instance_id"),
         passed=verdict == "Passed",
         at=f.time("at"),
+        ledger=env().ledger("deep_check"),
         release_hold=f.optional_flag("release_hold"),
     )
 
@@ -196,6 +197,7 @@ def _hold_for_deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         condition=f.text("condition"),
         decision_id=f.text("decision_id"),
         rebooted_at=f.time("rebooted_at"),
+        ledger=env().ledger("hold_for_deep_check"),
     )
     return {"node": node, "since": since, "held": held}
 

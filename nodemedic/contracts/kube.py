@@ -95,11 +95,6 @@ a node without it waits since its creation. ``deep_check_timeout`` counts from e
 DEEP_CHECK_HELD_ANNOTATION: Final = "nodemedic.io/held-for-deep-check"
 """``<decision_id>`` of the reboot that left the node cordoned until its deep check passes
 (``post_reboot_deep_check``): only then does a pass uncordon the node as well."""
-DEEP_CHECK_PASSED_AT_ANNOTATION: Final = "nodemedic.io/deep-check-passed-at"
-"""ISO 8601 UTC time of the last passing deep check's verdict line. The agent checks right
-after the boot, often before the reboot's watch has seen the node back: that pass finds the
-node still under remediation and admits nothing, and the hold that follows reads this
-instead of waiting for a verdict already given (``lambdas.kube.gate``)."""
 CORDONED_ANNOTATION: Final = "nodemedic.io/cordoned"
 """``true`` on a Node nodemedic cordoned itself: it was schedulable when nodemedic took it
 out. Giving the node back lifts only that cordon; one an operator put there before (a node

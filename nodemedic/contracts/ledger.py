@@ -18,6 +18,11 @@ HEARTBEAT_PK: Final = "heartbeat"
 """``heartbeat`` / ``<instance-id>``: when the node's agent was last heard (``heard_at``,
 epoch seconds), the state its heartbeat carried, and ``notified_at`` once its silence was
 notified. One partition, so one Query reads a whole cluster."""
+GATE_PK: Final = "deep-check"
+"""``deep-check`` / ``<instance-id>``: the post-reboot gate's record, which only the kube
+Lambda's ``deep_check`` and ``hold_for_deep_check`` ops write (no node credential reaches
+the ledger): ``passed_at``, the last pass's line time, and ``held_since``, when the node's
+last hold began (its reboot), both ISO 8601 UTC, and ``held_by``, the holding decision."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
 FLEET_SK_PREFIX: Final = "fleet#"

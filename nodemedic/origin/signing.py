@@ -108,12 +108,70 @@ def check_registration(
         raise OriginError(f"identity document of {document['instanceId']}, not of {instance_id}")
 
 
+class OutOfBoot(OriginError):
+    """The key is registered, but not for the boot that wrote a line at that time."""
+
+
+@dataclass(frozen=True)
+class BootWindow:
+    """When a boot's key may have signed a line: a key is its boot's only. Lines after the
+    next boot registered are not its boot's (the machine restarted since), nor lines before
+    the previous boot registered (its boot had not begun). A boot's own kernel lines from
+    before its agent registered stay its own: they are stamped after the previous boot's
+    registration."""
+
+    boot_id: str
+    after_ms: int | None
+    """When the previous boot registered first; None for the first boot known."""
+    before_ms: int | None
+    """When the next boot registered first; None for the newest boot known."""
+    next_boot: str = ""
+
+    def refusal(self, key: str, written_ms: int) -> str | None:
+        """Why a line written at ``written_ms`` is not this boot's, or None when it may be."""
+        if self.before_ms is not None and written_ms >= self.before_ms:
+            return (
+                f"key {key} is of boot {self.boot_id}, and boot {self.next_boot} registered "
+                "before the line was written"
+            )
+        if self.after_ms is not None and written_ms < self.after_ms:
+            return f"key {key} is of boot {self.boot_id}, which began after the line was written"
+        return None
+
+
+def boot_windows(timed: Sequence[tuple[int, Registration]]) -> dict[str, BootWindow]:
+    """The window of each key that holds (``first_per_boot``), by key id, from one
+    instance's checked registrations with their event times, in the order written. A boot
+    begins at the first registration of its key still kept."""
+    held, _ = first_per_boot([registration for _, registration in timed])
+    began: dict[str, tuple[int, str]] = {}
+    for at, registration in timed:
+        known = held.get(registration.key_id)
+        if known is not None and known.boot_id == registration.boot_id:
+            began.setdefault(registration.boot_id, (at, registration.key_id))
+    boots = sorted(began.items(), key=lambda item: item[1][0])
+    windows = {}
+    for index, (boot_id, (_, key)) in enumerate(boots):
+        before = boots[index + 1] if index + 1 < len(boots) else None
+        windows[key] = BootWindow(
+            boot_id,
+            after_ms=boots[index - 1][1][0] if index else None,
+            before_ms=before[1][0] if before else None,
+            next_boot=before[0] if before else "",
+        )
+    return windows
+
+
 class Registrations(Protocol):
-    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
+    def find(
+        self, instance_id: str, key_id: str, written_ms: int, *, fresh: bool = False
+    ) -> Registration | None:
         """The checked registration of ``key_id`` by ``instance_id``, if there is one, for a
-        line written at ``written_ms``; OriginError when the instance's keys cannot be known
-        (no registration of it holds, they cannot be read, or no certificate can check
-        them)."""
+        line written at ``written_ms``; OutOfBoot when that key's boot did not write lines
+        then; OriginError when the instance's keys cannot be known (no registration of it
+        holds, they cannot be read, or no certificate can check them). ``fresh``: the
+        registrations known must be as new as the line (a later boot's may end the key's),
+        at the cost of a read."""
         ...
 
 
@@ -131,16 +189,24 @@ class Unproven:
 
 
 def unproven(
-    registrations: Registrations, instance_id: str, timestamp_ms: int, message: str
+    registrations: Registrations,
+    instance_id: str,
+    timestamp_ms: int,
+    message: str,
+    *,
+    fresh: bool = False,
 ) -> Unproven | None:
     """Why ``message`` (an event of ``instance_id``'s stream) is not proven to come from
-    that instance, or None when its signature checks out against the instance's key."""
+    that instance, or None when its signature checks out against the key of the boot that
+    wrote it then (``fresh``: see ``Registrations.find``)."""
     signature, text = split_signature(message)
     if signature is None:
         return Unproven("unsigned", forged=False)
     found_id, found_mac = signature
     try:
-        registration = registrations.find(instance_id, found_id, timestamp_ms)
+        registration = registrations.find(instance_id, found_id, timestamp_ms, fresh=fresh)
+    except OutOfBoot as exc:
+        return Unproven(str(exc), forged=True)
     except OriginError as exc:
         return Unproven(f"key {found_id} cannot be checked: {exc}", forged=False)
     if registration is None:

@@ -86,7 +86,9 @@ class Known:
     def __init__(self, found: list[Registration]) -> None:
         self.by_id = {r.key_id: r for r in found}
 
-    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
+    def find(
+        self, instance_id: str, key_id: str, written_ms: int, *, fresh: bool = False
+    ) -> Registration | None:
         return self.by_id.get(key_id)
 
 

@@ -206,6 +206,25 @@ def test_the_state_machine_logs_everything_and_is_traced(template: Template) -> 
     assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
 
 
+def test_the_kube_lambda_uses_the_ledgers_heartbeats_and_the_gates_records_only(
+    template: Template,
+) -> None:
+    """The post-reboot gate's record is written by the kube Lambda alone (its pass time and
+    hold start must be out of a node's reach); locks, breakers and decisions are not its."""
+    _, kube = _function(template, "lambdas.kube.handler.handler")
+    ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
+    on_ledger = [
+        s
+        for s in statements(template, _role_of(kube))
+        if s["Resource"] == {"Fn::GetAtt": [ledger_id, "Arn"]}
+    ]
+    (statement,) = on_ledger
+    assert actions(statement) == ["dynamodb:Query", "dynamodb:UpdateItem"]
+    assert statement["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat", "deep-check"]}
+    }
+
+
 def test_the_kube_lambda_enters_the_cluster_as_the_rbac_group(template: Template) -> None:
     _, kube = _function(template, "lambdas.kube.handler.handler")
     assert kube["Properties"]["Environment"]["Variables"]["EKS_CLUSTER_NAME"] == "demo-eks"

@@ -4,12 +4,14 @@ on a rebooted node the ``hold_for_deep_check`` op is about to hold."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client
+from moto import mock_aws
 
 from lambdas.kube.handler import BadRequest
+from nodemedic.contracts.env import ENV_LEDGER_TABLE
 from nodemedic.contracts.kube import (
     CORDONED_ANNOTATION,
     DEEP_CHECK_HELD_ANNOTATION,
@@ -22,8 +24,20 @@ from nodemedic.contracts.kube import (
     UNSCHEDULABLE,
 )
 from tests.support.kube import Invoke, Node
+from tests.support.tables import create_ledger_table
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("ledger")]
+
+
+@pytest.fixture
+def ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The ledger the gate ops keep their record in, on moto."""
+    monkeypatch.setenv(ENV_LEDGER_TABLE, "ledger")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        create_ledger_table("ledger")
+        yield
+
 
 USER_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 CHECKING = {"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"}
@@ -180,3 +194,47 @@ def test_a_pass_logged_before_the_reboot_does_not_spare_the_node_its_check(
     assert sorted(t.key for t in seen.spec.taints) == [DEEP_CHECK_TAINT_KEY, "nvidia.com/gpu"]
     assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
     assert seen.metadata.annotations[DEEP_CHECK_HELD_ANNOTATION] == "i-0-xid-48"
+
+
+def test_a_pass_time_the_node_writes_on_itself_does_not_spare_it_its_check(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """The node's own credential may write its annotations: a pass time it sets there (in
+    2099) is no pass."""
+    _rebooting(core, node)
+    core.patch_node(
+        node.name,
+        {
+            "metadata": {
+                "annotations": {"nodemedic.io/deep-check-passed-at": "2099-01-01T00:00:00+00:00"}
+            }
+        },
+    )
+
+    answer = invoke(_hold(node, _at(-30)))
+
+    assert answer["held"] is True
+    seen = core.read_node(node.name)
+    assert seen.spec.unschedulable
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+
+def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """A pass line a day older than the hold (a replay, or one held back) lifts nothing."""
+    _rebooting(core, node)
+    assert invoke(_hold(node, _at(-30)))["held"] is True
+
+    stale = invoke(_verdict(node, "Passed", at=_at(-86_400)) | {"release_hold": True})
+
+    assert stale == {"node": node.name, "changed": False, "uncordoned": False}
+    seen = core.read_node(node.name)
+    assert seen.spec.unschedulable
+    assert DEEP_CHECK_TAINT_KEY in [t.key for t in seen.spec.taints]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+    fresh = invoke(_verdict(node, "Passed") | {"release_hold": True})
+
+    assert fresh == {"node": node.name, "changed": True, "uncordoned": True}
+    assert not core.read_node(node.name).spec.unschedulable

@@ -28,6 +28,8 @@ from world.identity import identity_document, local_authority
 CLUSTER, VICTIM = "trn-prod", "i-0a1b2c3d4e5f60718"
 AUTHORITY = local_authority()
 CERTIFICATES = load_certificates(AUTHORITY.certificate_pem)
+WRITTEN = 1_763_836_200_000
+"""When ``Logs`` stamps its first event (each later one a millisecond after)."""
 XID79 = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 
 
@@ -58,7 +60,7 @@ class Logs:
         self.meta = type("Meta", (), {"region_name": region})()
 
     def put(self, message: str) -> None:
-        self.events.append({"timestamp": 1_763_836_200_000 + len(self.events), "message": message})
+        self.events.append({"timestamp": WRITTEN + len(self.events), "message": message})
 
     def get_log_events(self, **args: Any) -> dict[str, Any]:
         token = args.get("nextToken")
@@ -266,8 +268,54 @@ def test_a_key_registered_just_after_a_read_proves_a_later_line_before_the_inter
     world = World()
     world.register()
     early = secrets.token_bytes(KEY_BYTES)
-    assert unproven(world.registry, VICTIM, 1_000, sign(early, VICTIM, 1_000, XID79))
+    first, later = WRITTEN + 1_000, WRITTEN + 2_000
+    assert unproven(world.registry, VICTIM, first, sign(early, VICTIM, first, XID79))
     key = world.register(boot="boot-2")
     world.clock.now += EARLY_READ
-    assert unproven(world.registry, VICTIM, 2_000, sign(key, VICTIM, 2_000, XID79)) is None
+    assert unproven(world.registry, VICTIM, later, sign(key, VICTIM, later, XID79)) is None
     assert world.logs.reads == 2
+
+
+def _line(registry: LogsRegistrations, key: bytes, at: int, *, fresh: bool = False) -> Any:
+    return unproven(registry, VICTIM, at, sign(key, VICTIM, at, XID79), fresh=fresh)
+
+
+def test_an_earlier_boots_key_proves_no_line_once_a_later_boot_registered() -> None:
+    """Whoever kept a key of a boot that ended (it lay in the node's state dir) cannot sign
+    new lines with it, even for a container that reads the stream for the first time."""
+    world = World()
+    old = world.register("boot-1")
+    new = world.register("boot-2")
+    rebooted = WRITTEN + 1  # boot-2's registration
+    cold = LogsRegistrations(CLUSTER, CERTIFICATES, world.logs, world.kms, world.clock)
+
+    why = _line(cold, old, rebooted + 60_000)
+
+    assert why is not None and why.forged
+    assert "boot boot-2 registered before the line was written" in why.reason
+    assert _line(cold, old, rebooted - 1) is None, "the old boot's own lines still prove"
+    assert _line(cold, new, rebooted + 60_000) is None
+
+
+def test_a_later_boots_key_proves_no_line_from_before_the_earlier_boot_registered() -> None:
+    world = World()
+    old = world.register("boot-1")
+    new = world.register("boot-2")
+    assert _line(world.registry, old, WRITTEN) is None  # read back to boot-1's registration
+
+    why = _line(world.registry, new, WRITTEN - 1)
+
+    assert why is not None and why.forged and "began after the line" in why.reason
+    assert _line(world.registry, new, WRITTEN) is None, "its kernel's lines before it registered"
+
+
+def test_a_container_that_knew_only_the_earlier_boots_key_reads_again_for_an_acting_line() -> None:
+    world = World()
+    old = world.register("boot-1")
+    assert _line(world.registry, old, WRITTEN + 10, fresh=True) is None
+    world.register("boot-2")
+    world.clock.now += EARLY_READ
+
+    why = _line(world.registry, old, WRITTEN + 60_000, fresh=True)
+
+    assert why is not None and why.forged and world.logs.reads == 2

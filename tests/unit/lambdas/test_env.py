@@ -132,11 +132,11 @@ def test_a_kubeconfig_wins_over_eks() -> None:
     assert found == KubeEnv(ClusterAccess(kubeconfig="/k", eks_cluster="eks"), None)
 
 
-def test_only_the_silent_op_needs_the_kube_functions_ledger() -> None:
-    assert KubeEnv.from_environ({**JOBS}).heartbeat_table() == "ledger"
+def test_only_the_ops_that_keep_records_need_the_kube_functions_ledger() -> None:
+    assert KubeEnv.from_environ({**JOBS}).ledger("silent") == "ledger"
     unset = KubeEnv.from_environ({env.ENV_EKS_CLUSTER: "eks"})
     with pytest.raises(EnvError, match=f"^{env.ENV_LEDGER_TABLE} is not set"):
-        unset.heartbeat_table()
+        unset.ledger("silent")
 
 
 def test_the_metrics_namespace_defaults_to_the_pipelines() -> None:

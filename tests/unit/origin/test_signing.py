@@ -51,7 +51,9 @@ class Known:
             check_registration(r, r.instance_id, CERTIFICATES, NOW)
             self.by_instance.setdefault(r.instance_id, []).append(r)
 
-    def find(self, instance_id: str, key_id: str, written_ms: int) -> Registration | None:
+    def find(
+        self, instance_id: str, key_id: str, written_ms: int, *, fresh: bool = False
+    ) -> Registration | None:
         return first_per_boot(self.by_instance.get(instance_id, []))[0].get(key_id)
 
 
