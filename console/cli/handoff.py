@@ -20,7 +20,7 @@ from typing import Any
 from console.cli.manual import instance_of
 from console.cli.stack import add_aws_options, session, stack_output
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK, STEP_AT_PREFIX
-from nodemedic.contracts.stack import LEDGER_OUTPUT
+from nodemedic.contracts.stack import LEDGER_OUTPUT, TOPIC_OUTPUT
 from nodemedic.remediate import breaker, handoff, ledger, parking
 from nodemedic.remediate.expressions import Condition, Update
 
@@ -193,16 +193,19 @@ def take_back(dynamodb: Any, table: str, instance: str, *, by: str, now: int) ->
     }
 
 
+def tell(sns: Any, topic: str, subject: str, shown: dict[str, Any]) -> None:
+    """The cluster's topic hears of it, as of a remediation: who has the node and who said."""
+    sns.publish(TopicArn=topic, Subject=subject, Message=json.dumps(shown, sort_keys=True))
+
+
 def run(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         aws = session(args)
-        table = stack_output(
-            aws.client("cloudformation", endpoint_url=args.endpoint_url),
-            args.cluster,
-            LEDGER_OUTPUT,
-        )
+        cloudformation = aws.client("cloudformation", endpoint_url=args.endpoint_url)
+        table = stack_output(cloudformation, args.cluster, LEDGER_OUTPUT)
+        topic = stack_output(cloudformation, args.cluster, TOPIC_OUTPUT)
         instance = instance_of(aws.client("ec2", endpoint_url=args.endpoint_url), args.node)
         by = str(aws.client("sts", endpoint_url=args.endpoint_url).get_caller_identity()["Arn"])
         dynamodb = aws.client("dynamodb", endpoint_url=args.endpoint_url)
@@ -220,8 +223,11 @@ def run(args: argparse.Namespace) -> int:
                 by=by,
                 now=now,
             )
+            subject = f"nodemedic handed off: {instance}"
         else:
             shown = take_back(dynamodb, table, instance, by=by, now=now)
+            subject = f"nodemedic taken back: {instance}"
+        tell(aws.client("sns", endpoint_url=args.endpoint_url), topic, subject, shown)
     except NotHeld as exc:
         print(f"nodemedic {args.command}: {exc}", file=sys.stderr)
         return 3

@@ -13,6 +13,8 @@ LEDGER_OUTPUT: Final = "LedgerTableName"
 STATE_MACHINE_OUTPUT: Final = "StateMachineArn"
 """The stack's output naming the remediation state machine (``nodemedic reboot|replace``
 start it)."""
+TOPIC_OUTPUT: Final = "TopicArn"
+"""The stack's output naming the cluster's SNS topic (``nodemedic handoff`` mails it)."""
 
 
 def stack_name(cluster: str) -> str:

@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from console.cli.approval import answer
-from console.cli.handoff import NotHeld, hand_off, take_back
+from console.cli.handoff import NotHeld, hand_off, take_back, tell
 from console.cli.history import records
 from console.cli.remediations import entry
 from nodemedic.contracts.kube import TAINT_KEY
@@ -188,6 +188,14 @@ def test_a_handed_off_node_is_no_remediations_until_it_is_taken_back(world: Worl
         now=1_790_000_000,
     )
 
+    topic = pipeline.deployment.outputs["TopicArn"]
+    tell(boto3.client("sns", region_name=REGION), topic, f"nodemedic handed off: {sick}", opened)
+    (told,) = [m for m in pipeline.messages(sick) if m["subject"].endswith("handed off: " + sick)]
+    assert (told["handed_off_to"], told["ticket"], told["requested_by"]) == (
+        "acme-hardware",
+        "RMA-1234",
+        CALLER,
+    )
     lock = pipeline.item(sick, "inflight") or {}
     assert (lock[handoff.HANDED_OFF_TO], lock[handoff.TICKET]) == ("acme-hardware", "RMA-1234")
     assert "expires_at" not in lock, "no lease: it frees itself never"
