@@ -23,6 +23,8 @@ CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
 ProofOfOrigin = Literal["enforce", "audit"]
 EksAutoRepair = Literal["off", "on", "unknown"]
+Approval = Literal["none", "replace", "any"]
+ApprovalTimeoutDefault = Literal["hold", "proceed"]
 LOG_RETENTION_DAYS = settings_values.LOG_RETENTION_DAYS
 """The values CloudWatch Logs accepts for a log group's RetentionInDays."""
 
@@ -175,6 +177,16 @@ class ClusterSettings:
     """Seconds before a notice's deadline its planned remediation starts (at once if later)."""
     spot_groups: tuple[str, ...] = ()
     """Groups of ``node_groups`` running Spot: their interruption warnings are planned too."""
+    approval: Approval = "none"
+    """Which drained nodes wait for a person's ``nodemedic approve`` before the irreversible
+    step: ``none`` (act at once), ``replace`` (replacements only: a new instance cannot be
+    undone, a reboot can) or ``any`` (reboots too). The request is mailed with the fault,
+    its evidence and the planned action."""
+    approval_timeout: int = 14400
+    """Seconds a drained node waits for an answer before ``approval_timeout_default``."""
+    approval_timeout_default: ApprovalTimeoutDefault = "hold"
+    """What an unanswered request comes to: ``hold`` (the node stays cordoned and counted,
+    as a denial leaves it) or ``proceed`` (the planned action goes on)."""
 
     def __post_init__(self) -> None:
         errors = settings_values.value_errors(self, choices())
@@ -201,6 +213,7 @@ class ClusterSettings:
             poll_seconds=self.poll_seconds,
             fleet_settle=self.fleet_settle,
             refill=bool(self.spare_groups),
+            approval=self.approval_timeout if self.approval != "none" else 0,
         )
 
     @property

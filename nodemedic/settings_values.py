@@ -125,6 +125,7 @@ AT_LEAST_ONE = (
     "job_restart_window",
     "job_breaker_cooldown",
     "job_log_silence",
+    "approval_timeout",
 )
 """Settings whose value is at least 1."""
 

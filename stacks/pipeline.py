@@ -17,7 +17,7 @@ from constructs import Construct
 
 from nodemedic.catalog import Catalog
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
-from nodemedic.contracts.stack import DEAD_LETTER_OUTPUT, LEDGER_OUTPUT
+from nodemedic.contracts.stack import DEAD_LETTER_OUTPUT, LEDGER_OUTPUT, TOPIC_OUTPUT
 from nodemedic.contracts.stack import stack_name as cluster_stack_name
 from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AgentAccess
@@ -156,7 +156,7 @@ class PipelineStack(Stack):
             ("KubeRoleArn", self.kube.role.role_arn, "mapped to group nodemedic:remediator"),
             ("StateMachineArn", self.remediation.state_machine.state_machine_arn, "remediation"),
             (LEDGER_OUTPUT, self.remediation.ledger.table_name, "the ledger: nodemedic breaker"),
-            ("TopicArn", self.notifications.topic.topic_arn, "notifications and alarms"),
+            (TOPIC_OUTPUT, self.notifications.topic.topic_arn, "notifications and alarms"),
             (DEAD_LETTER_OUTPUT, self.ingest.dead_letters.queue_url, "rejected log batches"),
             ("DashboardName", self.dashboard.dashboard.dashboard_name, "CloudWatch dashboard"),
         ):

@@ -19,7 +19,7 @@ from typing import Final
 
 from console.backtest.ledger import Key, Store, Write
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import breaker, fleet, ledger, phases
+from nodemedic.remediate import approval, breaker, fleet, ledger, phases
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.policy import Group, Plan, plan
 from nodemedic.settings import ClusterSettings
@@ -324,6 +324,12 @@ class Machine:
             return _held_for_fleet(run, "fleet event; given back")
         return None
 
+    def _approval(self, run: Run) -> None:
+        """A person's answer is no part of the history: the backtest takes it as given at
+        once, and says the action would have waited for one."""
+        if approval.asks(self.settings.approval, run.planned.action):
+            run.out.reason += "; asks approval first (assumed given at once)"
+
     def _reboot_or_replace(self, run: Run) -> Waits:
         """The plan's action, a replacement where a stronger decision upgraded it; a reboot
         escalates to one where the lock was flagged meanwhile."""
@@ -374,6 +380,7 @@ STEPS: Final[Mapping[str, Step]] = {
     phases.MARK: Machine._mark,
     phases.DRAIN: Machine._drain,
     phases.FLEET_JUDGEMENT: Machine._judgement,
+    phases.APPROVAL: Machine._approval,
     phases.REBOOT_OR_REPLACE: Machine._reboot_or_replace,
     phases.REPORT: Machine._report,
     phases.RELEASE: Machine._release,

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from nodemedic.contracts.kube import MANUAL_SOURCE
 from nodemedic.contracts.ledger import DECISION_SK_PREFIX, STEP_AT_PREFIX
+from nodemedic.remediate import handoff
 
 SCHEMA: Final = 1
 FIELDS: Final = (
@@ -37,6 +38,12 @@ FIELDS: Final = (
     "requested_by",
     "request_reason",
     "execution",
+    "approved_by",
+    "denied_by",
+    "approval_reason",
+    "handed_off_to",
+    "ticket",
+    "taken_back_by",
 )
 """The record's fields an entry carries, each null when the record has none (yet)."""
 
@@ -51,7 +58,7 @@ def entry(item: Mapping[str, Any]) -> dict[str, Any]:
     shown["schema"] = SCHEMA
     shown["triggered_by"] = (
         item.get("requested_by")
-        if item.get("source") == MANUAL_SOURCE
+        if item.get("source") in (MANUAL_SOURCE, handoff.SOURCE)
         else f"{item.get('source')} line of {item.get('instance_id')}"
     )
     steps = [
@@ -97,6 +104,12 @@ def lines(shown: Mapping[str, Any]) -> list[str]:
     ]
     if shown["reason"]:
         out.append(f"  decision:     {shown['reason']}")
+    if shown["approved_by"] or shown["denied_by"]:
+        answer = "approved" if shown["approved_by"] else "denied"
+        who = shown["approved_by"] or shown["denied_by"]
+        out.append(f"  {answer} by:  {who}: {shown['approval_reason']}")
+    if shown["taken_back_by"]:
+        out.append(f"  taken back:   by {shown['taken_back_by']}")
     if shown["failed_step"]:
         out.append(f"  failed at:    {shown['failed_step']}: {shown['error']}")
     out += [f"  {s['at']}  {s['step']}" for s in shown["steps"]]

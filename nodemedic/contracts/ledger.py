@@ -49,3 +49,8 @@ STEP_AT_PREFIX: Final = "at_"
 
 def cluster_pk(cluster: str) -> str:
     return CLUSTER_PK_PREFIX + cluster
+
+
+APPROVAL_TOKEN: Final = "approval_token"  # noqa: S105 (an attribute's name)
+"""On a decision record awaiting a person's answer: the Step Functions task token that
+``nodemedic approve|deny`` answers (``nodemedic.remediate.approval``)."""

@@ -19,6 +19,8 @@ EventBridge invoke (the classifier, the job monitor): ``nodemedic dlq`` reads it
 DEAD_LETTER_ATTRIBUTES: Final = ("RequestID", "ErrorCode", "ErrorMessage")
 """The message attributes Lambda gives an event it sends to a function's dead-letter queue
 after its retries (AWS's names): the failed request, the error's code and message."""
+TOPIC_OUTPUT: Final = "TopicArn"
+"""The stack's output naming the cluster's SNS topic (``nodemedic handoff`` mails it)."""
 
 
 def stack_name(cluster: str) -> str:

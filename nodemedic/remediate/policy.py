@@ -145,13 +145,14 @@ def execution_timeout(
     poll_seconds: int,
     fleet_settle: int = 0,
     refill: bool = False,
+    approval: int = 0,
 ) -> int:
     """An upper bound of one remediation's duration: every wait loop at its longest (the
     reboot watch and the wait for termination both bounded by ``reboot_timeout``, the wait
     for a lock being given back by ``LOCK_WAIT_ROUNDS``, the wait for a fault's fleet window
-    to settle by ``fleet_settle``), plus time for the tasks between waits. The in-flight
-    lock expires after this long, so an execution stopped by hand does not block its node
-    forever."""
+    to settle by ``fleet_settle``, the wait for a person's approval by ``approval``), plus
+    time for the tasks between waits. The in-flight lock expires after this long, so an
+    execution stopped by hand does not block its node forever."""
     waits = (
         rounds(breaker_hold, poll_seconds) * poll_seconds
         + drain_rounds(drain_timeout, poll_seconds)
@@ -161,6 +162,7 @@ def execution_timeout(
         + fleet_settle
         # A group with spares also waits, as long at most, for the refill to join.
         + (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds * refill
+        + approval
     )
     return waits + 600
 

@@ -1,7 +1,8 @@
 """The reconcile: every ``parking.RECONCILE_SECONDS`` (an EventBridge schedule), the Nodes
 that carry nodemedic's taint, the ones it took out of service, checked against the ledger.
 
-A node whose lock is live (held, unexpired, not parked) has a remediation at work on it.
+A node whose lock is live (held, unexpired, not parked) has a remediation at work on it;
+one handed off (``nodemedic.remediate.handoff``) is a vendor's until it is taken back.
 Any other is *stranded*: its remediation failed or was stopped (a parked lock), or it has
 no lock at all (expired, or lost). For a parked one the reconcile renews the lease and
 counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it stays counted
@@ -21,7 +22,7 @@ from typing import Final
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.contracts.metrics import SILENT_METRIC, STRANDED_METRIC
-from nodemedic.remediate import ledger, parking
+from nodemedic.remediate import handoff, ledger, parking
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import lock_key, text_at
@@ -157,8 +158,11 @@ def _check(flow: Flow) -> sfn.IChainable:
     )
     expiry.next(live)
     read = flow.read("Read lock", lock_key(INSTANCE), LOCK, guard=False)
+    # Handed off (``handoff``): a vendor has it, cordoned and counted; its lock has no lease.
+    handed_off = sfn.Pass(s, "Handed off", result=sfn.Result.from_object({}))
     read.next(
         sfn.Choice(s, "Parked?")
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{handoff.HANDED_OFF_AT}"), handed_off)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.FAILED_AT}"), renew)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), expiry)
         .otherwise(stranded)

@@ -24,6 +24,8 @@ report). JSONPath query language, native integrations everywhere except the Kube
 6. fleet recheck (``fleet.recheck``): a decision the breaker held reads its window again.
 7. mark (``mark``), 8. drain (``drain``; the jobs to resume found first, ``resume``).
 9. fleet judgement (``fleet.judge``): the window settles and is judged.
+9a. approval (``approval``): where the cluster's ``approval`` asks for it, the request is
+    mailed and the flow waits for ``nodemedic approve|deny`` (or ``approval_timeout``).
 10. reboot or replace (``repair``): ``reboot`` (watch for a new boot id, escalate to replace
     when none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
     (a spare into service first, ``spares``; SetInstanceHealth Unhealthy, wait for
@@ -52,6 +54,7 @@ from typing import Final
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.remediate.phases import (
+    APPROVAL,
     BREAKER_ADMISSION,
     DRAIN,
     FLEET_GATE,
@@ -67,6 +70,7 @@ from nodemedic.remediate.phases import (
     REPORT,
 )
 from stacks.remediation.kit.flow import Flow
+from stacks.remediation.phases.approval import approval
 from stacks.remediation.phases.breaker import admit
 from stacks.remediation.phases.drain import drain
 from stacks.remediation.phases.failure import failure
@@ -119,6 +123,7 @@ BUILDERS: Final[Mapping[str, Builder]] = {
     MARK: lambda w, then: mark(w.flow, then),
     DRAIN: lambda w, then: drain(w.flow, failure=w.failure, act=then),
     FLEET_JUDGEMENT: lambda w, then: judge(w.flow, declare=w.fleet_declare, then=then),
+    APPROVAL: lambda w, then: approval(w.flow, then=then, failure=w.failure),
     REBOOT_OR_REPLACE: lambda w, then: reboot_or_replace(w.flow, report=then, failure=w.failure),
     REPORT: lambda w, then: report(w.flow, then=then),
     RELEASE: lambda w, then: release(w.flow, "Finally ", then, best_effort=False),

@@ -41,7 +41,8 @@ SCHEMA_KEYS = {
     "schema", "decision_id", "cluster", "instance_id", "node", "node_group", "fault_id",
     "action", "source", "evidence_line", "first_seen", "started_at", "state", "outcome",
     "reason", "failed_step", "error", "ended_at", "requested_by", "request_reason",
-    "execution", "triggered_by", "steps", "node_changes", "seconds",
+    "execution", "triggered_by", "steps", "node_changes", "seconds", "approved_by",
+    "denied_by", "approval_reason", "handed_off_to", "ticket", "taken_back_by",
 }  # fmt: skip
 """docs/contracts.md, "nodemedic history": keys only grow."""
 
