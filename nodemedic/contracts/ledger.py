@@ -20,6 +20,8 @@ epoch seconds), the state its heartbeat carried, and ``notified_at`` once its si
 notified. One partition, so one Query reads a whole cluster."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+RESET_SK_PREFIX: Final = "reset#"
+"""``<instance-id>`` / ``reset#<pci bus id>``: the last reset of a GPU (escalation)."""
 FLEET_SK_PREFIX: Final = "fleet#"
 """``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
 the fleet window, and whether they make a fleet event."""
