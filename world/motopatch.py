@@ -55,8 +55,8 @@ Invoke = Callable[[Any, Any], tuple[str, bool, str]]
 Parse = Callable[[str], tuple[Any, Any]]
 """``parse(definition) -> (program, syntax tree)``, as moto's ASL parser."""
 InstancesHook = Callable[[list[str]], None]
-CommandHook = Callable[[str, str, dict[str, list[str]]], dict[str, Any]]
-"""``run(instance_id, document_name, parameters)``: the invocation's fields once it ended."""
+CommandHook = Callable[[str, Any], dict[str, Any]]
+"""``run(instance_id, command)`` (moto's ``Command``): the invocation's fields once it ended."""
 HealthHook = Callable[[Any, str, str], None]
 """``health_set(autoscaling_backend, instance_id, health_status)``."""
 
@@ -261,7 +261,7 @@ def commands_run(run: CommandHook) -> Iterator[None]:
     def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
         command = send(self, *args, **kwargs)
         for ran in command.invocations:
-            ran.update(run(ran["InstanceId"], command.document_name, command.parameters))
+            ran.update(run(ran["InstanceId"], command))
         return command
 
     with _replaced({SEND_COMMAND: send_command}):

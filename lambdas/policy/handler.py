@@ -1,6 +1,5 @@
 """The remediation state machine's arithmetic: ``plan``, ``elapsed``, ``clock``, ``fleet``,
-the breaker's ``admission`` windows and ``judge``ment of a refused admission, and the
-``reset`` command a GPU reset sends to its node.
+and the breaker's ``admission`` windows and ``judge``ment of a refused admission.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -11,10 +10,8 @@ standard library only, so the function's bundle is just these modules. Bad input
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from nodemedic.health.gpu_reset import reset_commands
 from nodemedic.remediate import breaker, fleet
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
@@ -75,28 +72,25 @@ def _fleet(event: dict[str, Any]) -> dict[str, Any]:
     ).to_mapping()
 
 
-def _admission(event: dict[str, Any]) -> dict[str, Any]:
-    at = int(parse_time(event["at"], "at").timestamp())
-    return breaker.admission(at, str(event["action"]), breaker.Limits.from_mapping(event["limits"]))
-
-
-OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "plan": _plan,
-    "elapsed": lambda event: {"seconds": elapsed(event["since"], event["until"])},
-    "clock": lambda event: clock(event["at"]),
-    "admission": _admission,
-    "judge": _judge,
-    "fleet": _fleet,
-    "reset": lambda event: {"commands": reset_commands(str(event["gpu"]))},
-}
-
-
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     op = event.get("op")
-    run = OPS.get(str(op))
-    if run is None:
-        raise PolicyError(f"unknown op {op!r}: expected {', '.join(OPS)}")
     try:
-        return run(event)
+        if op == "plan":
+            return _plan(event)
+        if op == "elapsed":
+            return {"seconds": elapsed(event["since"], event["until"])}
+        if op == "clock":
+            return clock(event["at"])
+        if op == "admission":
+            at = int(parse_time(event["at"], "at").timestamp())
+            limits = breaker.Limits.from_mapping(event["limits"])
+            return breaker.admission(at, str(event["action"]), limits)
+        if op == "judge":
+            return _judge(event)
+        if op == "fleet":
+            return _fleet(event)
     except (AttributeError, KeyError, TypeError) as exc:
         raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
+    raise PolicyError(
+        f"unknown op {op!r}: expected plan, elapsed, clock, admission, judge or fleet"
+    )

@@ -1,19 +1,18 @@
 """The GPU reset as the node runs it: refuse while a process holds the GPU, reset it alone,
 verify it answers again.
 
-The state machine sends this module's own source to the node through SSM Run Command
-(``AWS-RunShellScript``, ``reset_commands``): the host has ``nvidia-smi`` and a Python 3
-(Amazon Linux 2023's 3.9), not nodemedic, so the module imports only the standard library
-and runs on 3.9. What it prints last is one JSON line, ``{"gpu", "result", "detail"}``, and
-its exit status says how it went (``EXIT``); the state machine reads the command's status:
-anything but success falls back to a reboot.
+The stack ships this module's own source as an SSM Command document (``document``), which
+the state machine runs on the node through SSM Run Command: the host has ``nvidia-smi`` and
+a Python 3 (Amazon Linux 2023's 3.9), not nodemedic, so the module imports only the standard
+library and runs on 3.9. What it prints last is one JSON line, ``{"gpu", "result",
+"detail"}``, and its exit status says how it went (``EXIT``); the state machine reads the
+command's status: anything but success falls back to a reboot.
 
 NVIDIA's man page (``nvidia-smi --gpu-reset``): "There can't be any applications using these
 devices"; persistence mode counts as one (NVSentinel found the reset refused "In use by
 another client" while it is on), so it is turned off for the reset and back on after; and
 "Following a reset, it is recommended that the health of each reset GPU be verified before
-further use".
-"""
+further use"."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 EXIT = {"reset": 0, "busy": 3, "failed": 4, "unhealthy": 5, "usage": 2}
 """The script's exit status per result: the command fails for every result but ``reset``."""
@@ -125,10 +124,48 @@ def reset(gpu: str) -> tuple[str, str]:
     return "reset", _said(done)
 
 
-def reset_commands(gpu: str) -> list[str]:
-    """``AWS-RunShellScript``'s ``commands``: this module fed to the host's Python."""
+PARAMETER = "gpu"
+ALLOWED = r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$"
+"""What SSM lets through as the ``gpu`` parameter: ``bus_id``'s form and nothing else, so no
+text of the fault line reaches the node's shell."""
+
+
+def _placeholder(name: str) -> str:
+    """SSM's placeholder of parameter ``name`` (the name between two opening and two closing
+    braces), spelt so that this source holds none: SSM reads each in the document as one."""
+    return "{" * 2 + f" {name} " + "}" * 2
+
+
+def document() -> dict[str, Any]:
+    """The SSM Command document the stack ships: this module fed to the host's Python with
+    the GPU's PCI bus id, its one parameter."""
     source = Path(__file__).read_text(encoding="utf-8")
-    return [f"python3 - {gpu} <<'{HEREDOC}'", source, HEREDOC]
+    return {
+        "schemaVersion": "2.2",
+        "description": "nodemedic: reset one GPU in place once no process holds it, and "
+        "check that it answers (nodemedic.health.gpu_reset)",
+        "parameters": {
+            PARAMETER: {
+                "type": "String",
+                "description": "The GPU's PCI bus id, as nvidia-smi writes it",
+                "allowedPattern": ALLOWED,
+            }
+        },
+        "mainSteps": [
+            {
+                "action": "aws:runShellScript",
+                "name": "resetGpu",
+                "inputs": {
+                    "runCommand": [
+                        f"python3 - '{_placeholder(PARAMETER)}' <<'{HEREDOC}'",
+                        source,
+                        HEREDOC,
+                    ],
+                    "timeoutSeconds": "300",
+                },
+            }
+        ],
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -221,9 +221,6 @@ GATE_HELD: Final = f"{GATE}.held"
 GPU: Final = plan("gpu")
 """The PCI bus id of the GPU a reset acts on."""
 RESET_SINCE: Final = plan("reset_since")
-RESET: Final = "$.reset"
-"""The policy Lambda's ``reset`` answer, ``{commands}``: what SSM runs on the node."""
-RESET_COMMANDS: Final = f"{RESET}.commands"
 RESET_COMMAND_ID: Final = f"{time_of('reset')}.command_id"
 RESET_WATCH: Final = "$.reset_watch"
 """The reset watch loop: ``rounds`` waited for the command to end."""

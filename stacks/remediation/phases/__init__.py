@@ -24,8 +24,10 @@ report). JSONPath query language, native integrations everywhere except the Kube
 6. fleet recheck (``fleet.recheck``): a decision the breaker held reads its window again.
 7. mark (``mark``), 8. drain (``drain``; the jobs to resume found first, ``resume``).
 9. fleet judgement (``fleet.judge``): the window settles and is judged.
-10. reboot or replace (``repair``): ``reboot`` (watch for a new boot id, escalate to replace
-    when none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
+10. reboot or replace (``repair``): ``reset`` (``gpu_reset`` on: one GPU reset through SSM
+    Run Command, the node given back once it verifies, else rebooted), ``reboot`` (watch for
+    a new boot id, escalate to replace when none comes, the fault recurs or a stronger
+    decision upgraded it) or ``replace``
     (a spare into service first, ``spares``; SetInstanceHealth Unhealthy, wait for
     termination, delete the Node).
 11. report (``report``): the jobs resumed, metrics, SNS, the ledger record closed.

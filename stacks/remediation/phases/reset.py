@@ -1,21 +1,22 @@
 """Resetting one GPU in place (``gpu_reset``): the rung below a reboot.
 
-The drained node runs ``nodemedic.health.gpu_reset`` through SSM Run Command
-(``AWS-RunShellScript``, docs/security.md): it refuses while a process holds the GPU, resets
-it alone and checks that it answers. A command that succeeds gives the node back; one that
-fails, times out or does not verify reboots the node (``reboot``, and from there the
+The drained node runs ``nodemedic.health.gpu_reset`` through SSM Run Command, as the Command
+document the stack ships (docs/security.md): it refuses while a process holds the GPU,
+resets it alone and checks that it answers. A command that succeeds gives the node back; one
+that fails, times out or does not verify reboots the node (``reboot``, and from there the
 replacement), as does a second reset of the same GPU within ``escalation_window``
 (``ledger.RESET_FRESH``) and a stronger decision or a recurrence flagged on the lock
-meanwhile. The ledger's outcome says which rung healed the node: ``reset``, or the
-reboot's with the reason the reset gave way in ``escalation``.
-"""
+meanwhile. The ledger's outcome says which rung healed the node: ``reset``, or the reboot's
+with the reason the reset gave way in ``escalation``."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.contracts.kube import STATUS_OF_ACTION
+from nodemedic.health import gpu_reset
 from nodemedic.remediate import ledger
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import CONDITIONAL_CHECK_FAILED, Flow
@@ -33,7 +34,6 @@ from stacks.remediation.phases.mark import mark_node
 from stacks.unscoped import unscoped
 
 RESET_OUTCOME = "reset"
-DOCUMENT = "AWS-RunShellScript"
 RUNNING = ("Pending", "InProgress", "Delayed")
 """SSM's invocation statuses of a command not ended yet."""
 
@@ -69,29 +69,29 @@ def reset(flow: Flow, *, report: sfn.IChainable, reboot: sfn.IChainable) -> sfn.
         condition=ledger.RESET_FRESH,
     )
     marker.add_catch(again, errors=[CONDITIONAL_CHECK_FAILED], result_path=sfn.JsonPath.DISCARD)
-    command = flow.arithmetic("Reset command", "reset", {"gpu": text_at(state.GPU)}, state.RESET)
     stack = Stack.of(s)
+    document = ssm.CfnDocument(
+        s, "GpuResetDocument", content=gpu_reset.document(), document_type="Command"
+    )
     send = flow.aws(
         "Send GPU reset",
         "ssm",
         "sendCommand",
         {
-            "DocumentName": DOCUMENT,
+            "DocumentName": document.ref,
             "InstanceIds": sfn.JsonPath.list_at(state.INSTANCE_IDS),
             "Comment": "nodemedic GPU reset",
-            "Parameters": {"commands": sfn.JsonPath.list_at(state.RESET_COMMANDS)},
+            "Parameters": {gpu_reset.PARAMETER: sfn.JsonPath.array(text_at(state.GPU))},
         },
         iam_resources=[
-            stack.format_arn(
-                service="ssm", account="", resource="document", resource_name=DOCUMENT
-            ),
+            stack.format_arn(service="ssm", resource="document", resource_name=document.ref),
             stack.format_arn(service="ec2", resource="instance", resource_name="*"),
         ],
         result_selector={"command_id": sfn.JsonPath.string_at("$.Command.CommandId"), "at": NOW},
         result_path=state.time_of("reset"),
     )
     start = flow.step("Start resetting", "resetting")
-    start.next(flow.guard(marker)).next(command).next(send).next(
+    start.next(flow.guard(marker)).next(send).next(
         _watch(flow, report=report, fallback=fallback, reboot=reboot)
     )
     return start

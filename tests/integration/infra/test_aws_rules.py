@@ -2,9 +2,10 @@
 every policy document, cfn-lint on every template, asl-validator on every state machine.
 
 The templates: cdk.json's clusters (what ``make synth`` deploys), the infrastructure tests'
-richest cluster (job monitoring, mail, two acting groups) and the remediation tests' acting
-cluster (spares). Each is synthesized once per session (``synth_template`` caches), shared
-with the tests that already read it."""
+richest cluster (job monitoring, mail, two acting groups), the remediation tests' acting
+cluster (spares) and a cluster that resets GPUs (an SSM document and its grant). Each is
+synthesized once per session (``synth_template`` caches), shared with the tests that
+already read it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import pytest
 
 from app import clusters_from_context
-from nodemedic.settings import CONTEXT_KEY
+from nodemedic.settings import CONTEXT_KEY, ClusterSettings
 from stacks.synth import synth_template
 from tests.support.paths import ROOT
 from tests.support.remediation import acting_template
@@ -41,7 +42,13 @@ def synthesized(template: Template) -> dict[str, Template]:
     found = {
         f"cdk.json:{s.name}": synth_template(s) for s in clusters_from_context(context[CONTEXT_KEY])
     }
-    return {**found, "rich": template, "acting": acting_template()}
+    resets = ClusterSettings(name="resets", gpu_reset=True, node_groups=("g6-train",))
+    return {
+        **found,
+        "rich": template,
+        "acting": acting_template(),
+        "resets": synth_template(resets),
+    }
 
 
 def test_parliament_finds_nothing_unexplained_in_any_policy(

@@ -4,16 +4,20 @@ stand-ins, ``tests/events/nvidia-smi-compute-apps/SOURCES.md``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from nodemedic.health.gpu_reset import (
+    ALLOWED,
     HEREDOC,
+    PARAMETER,
     ComputeApp,
     compute_apps,
+    document,
     gpu_of,
     holding,
     normalized,
-    reset_commands,
 )
 from tests.support.paths import EVENTS
 
@@ -59,9 +63,15 @@ def test_no_process_at_all_lets_the_reset_go() -> None:
     assert compute_apps("No running processes found\n") == []
 
 
-def test_the_command_feeds_this_module_to_the_hosts_python() -> None:
-    first, source, last = reset_commands("00000000:2B:00.0")
-    assert first == f"python3 - 00000000:2B:00.0 <<'{HEREDOC}'"
+def test_the_document_feeds_this_module_and_nothing_but_a_bus_id_to_the_hosts_python() -> None:
+    (step,) = document()["mainSteps"]
+    first, source, last = step["inputs"]["runCommand"]
+    assert first == f"python3 - '{{{{ {PARAMETER} }}}}' <<'{HEREDOC}'"
     assert last == HEREDOC
     assert HEREDOC not in source.splitlines(), "the here-document would end early"
+    assert "{{" not in source, "SSM would read it as a parameter"
     assert "import nodemedic" not in source and "from nodemedic" not in source
+    allowed = re.compile(ALLOWED)
+    assert allowed.match(normalized("0000:2b:00.0"))
+    assert not allowed.match("0000:2b:00.0'; reboot; '")
+    assert not allowed.match("0000:2b:00")
