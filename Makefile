@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit synth bench kube chromium clean xid-rules instance-devices
+.PHONY: demo test lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -65,6 +65,13 @@ xid-rules: $(INSTALLED)
 instance-devices: $(INSTALLED)
 	$(BIN)/python scripts/generate_instance_devices.py
 
+# The files generated from the settings and the stack: rules.schema.json and
+# settings.schema.json (nodemedic/schemas.py) and the pipeline's Grafana dashboard
+# (stacks/grafana.py); a unit test fails while a committed one is stale.
+generated: $(INSTALLED) node_modules/.installed
+	$(BIN)/python -m nodemedic.schemas
+	$(BIN)/python -m stacks.grafana
+
 synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet
 
@@ -77,6 +84,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm
+	$(BIN)/python -m bench.storm --distinct
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -278,8 +278,7 @@ class Agent:
             if lines:
                 for batch in batch_lines(lines, batcher, config.boot_id, boot_ms):
                     self.outbox.put(batch)
-                self.metrics.lines_read += len(lines)
-                self.metrics.records_lost += sum(line.lost for line in lines)
+                self.metrics.read(lines)
             if batcher.pending and time.monotonic() - batcher.opened_at >= config.flush_interval:
                 self._put(batcher.flush())
         self._put(batcher.flush())

@@ -8,17 +8,33 @@ that races an increment is off by one for one scrape, never corrupt.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import get_args
 
 from agent.checks.base import Status
+from agent.kmsg import Line
 from agent.telemetry.exposition import CONTENT_TYPE, Family, Kind, Labels, render
+from agent.telemetry.gpu import node_name
 
 STATUSES = get_args(Status)
 Sample = tuple[Labels, float]
+XID_RULE = "nvidia-xid-unknown"
+"""The catalog's rule for every Xid code: its pattern is the one all Xid rules share."""
+XID_MARK = "NVRM: Xid ("
+
+
+@cache
+def xid_pattern() -> re.Pattern[str]:
+    """The catalog's Xid pattern, loaded at the first Xid line: a node that never logs one
+    never pays for reading the catalog."""
+    from nodemedic.catalog import load_catalog
+
+    return re.compile(load_catalog().rule(XID_RULE).pattern)
 
 
 class Metrics:
@@ -38,8 +54,20 @@ class Metrics:
         self.signing = 0
         self.registration_failures = 0
         self.check_status: dict[str, str] = {}
+        self.xids: Counter[tuple[str, str]] = Counter()
+        """Xid lines the kernel logged, by (code, PCI address)."""
         self.telemetry: Callable[[], list[Family]] = list
         """The accelerators' telemetry (``agent.telemetry``)."""
+
+    def read(self, lines: Iterable[Line]) -> None:
+        """Count the lines the collector read, and the Xids among them: Prometheus
+        dashboards then count Xids per GPU without the CloudWatch pipeline. A user-space
+        line that imitates one sits behind the injected mark and never matches."""
+        for line in lines:
+            self.lines_read += 1
+            self.records_lost += line.lost
+            if XID_MARK in line.message and (match := xid_pattern().match(line.message)):
+                self.xids[(match["xid"], match["pci"].lower())] += 1
 
     def families(self) -> list[Family]:
         """The agent's own families, read now."""
@@ -115,6 +143,16 @@ class Metrics:
                 "counter",
                 "Tries to register the signing key that failed (events ship unsigned meanwhile).",
                 [({}, self.registration_failures)],
+            ),
+            own(
+                "xid_total",
+                "counter",
+                "Xid lines the kernel logged, by Xid code and the GPU's PCI address (Hostname "
+                "as the GPU telemetry's).",
+                [
+                    ({"xid": xid, "pci_bus_id": pci, "Hostname": node_name()}, n)
+                    for (xid, pci), n in sorted(self.xids.items())
+                ],
             ),
             own(
                 "check_status",

@@ -54,16 +54,16 @@ STAGES = (
 )
 
 
-def replacing_faults(catalog: Catalog) -> tuple[Fault, ...]:
-    """Every kernel-line rule that replaces its node on one line, injected by its rule id:
-    rules counted over a window (``threshold``) need more than one line, and a rule whose
-    example another rule claims first cannot be injected as itself."""
+def acting_faults(catalog: Catalog, actions: tuple[str, ...] = ("replace",)) -> tuple[Fault, ...]:
+    """Every kernel-line rule whose one line gets one of ``actions``, injected by its rule
+    id: rules counted over a window (``threshold``) need more than one line, and a rule
+    whose example another rule claims first cannot be injected as itself."""
     classifier = Classifier(catalog)
     return tuple(
-        Fault("rule", rule.id, "replace", rule.summary)
+        Fault("rule", rule.id, rule.action, rule.summary)
         for rule in catalog.rules
         if rule.source == "kmsg"
-        and rule.action == "replace"
+        and rule.action in actions
         and rule.threshold is None
         and rule.example
         and (found := classifier.classify(rule.example)) is not None
@@ -230,7 +230,7 @@ def main() -> int:
         print(text, file=progress, flush=True)
 
     settings = demo_settings()
-    faults = rotation(replacing_faults(load_catalog()), args.faults, settings)
+    faults = rotation(acting_faults(load_catalog()), args.faults, settings)
     with tempfile.TemporaryDirectory(prefix="nodemedic-bench-") as temporary:
         workdir = args.workdir or Path(temporary)
         say(f"local world in {workdir}; what its parts print: {workdir / 'world.log'}")

@@ -1,7 +1,15 @@
-"""A fleet-wide storm through the real local pipeline: most nodes report the same fatal
-fault within a minute, over a background of heartbeats, health results and kernel noise.
+"""A storm through the real local pipeline, over a background of heartbeats, health results
+and kernel noise: most nodes report the same fatal fault within a minute (a fleet event,
+held), or with ``--distinct`` a share of the nodes fail at once, each in its own way (no
+fleet event: the breaker paces the remediations).
 
     python -m bench.storm [--sizes 100,1000] [--share 0.9] [--spread 30]
+    python -m bench.storm --distinct [--sizes 100,1000] [--share 0.1] [--spread 5]
+
+With ``--distinct`` each stormed node gets a different acting rule's line (reboot or
+replace, taken in turn from the catalog, none on ``fleet_min_nodes`` nodes) and the bench
+reports, per node, line written → node cordoned (p50/p90 of those cordoned), and how the
+remediations ended (their mails: replaced, rebooted, held by the breaker…).
 
 Each size runs in a fresh process (its own world, its own peak RSS), the smallest first as
 the baseline of the same run. A node here is a light stream writer, not an agent process:
@@ -39,6 +47,7 @@ from kubernetes import client
 from agent.inject import find_rule, line_for
 from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
+from bench.mttr import acting_faults, percentile, rotation
 from console.cli.breaker import status
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.health import NVIDIA_SMI_CHECK
@@ -83,6 +92,8 @@ class Writers:
         self.group = node_log_group(world.settings.name)
         self.sent: Counter[str] = Counter()
         self.failures: list[str] = []
+        self.written: dict[str, float] = {}
+        """Stream → when its last batch was stored."""
 
     def create(self, instance_ids: list[str]) -> None:
         streams = [s(i) for i in instance_ids for s in (kmsg_stream, health_stream)]
@@ -107,6 +118,7 @@ class Writers:
             return
         self.sent["lines"] += len(messages)
         self.sent["requests"] += 1
+        self.written[stream] = time.time()
 
     def write_all(self, batches: list[tuple[str, list[str]]], spread: float = 0.0) -> None:
         """Every (stream, lines) batch, spread evenly over ``spread`` seconds."""
@@ -162,13 +174,36 @@ def dead_letters(world: World) -> int:
     return int(attributes["ApproximateNumberOfMessages"])
 
 
-def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, Any]:
+def fault_lines(count: int, distinct: bool, settings: Any) -> list[str]:
+    """The kernel lines of ``count`` stormed nodes as the agent ships them: one fault for
+    all, or a different acting fault on each (at most ``fleet_min_nodes`` - 1 nodes each)."""
+    catalog = load_catalog()
+    faults = (
+        rotation(acting_faults(catalog, ("reboot", "replace")), count, settings)
+        if distinct
+        else [DMA_ERROR] * count
+    )
+    return [shipped_message(line_for(find_rule(catalog, f.kind, f.value)), None) for f in faults]
+
+
+def cordon_seconds(world: World, writers: Writers, stormed: list[str]) -> list[float]:
+    """Line stored → node first seen cordoned, for each stormed node that was."""
+    found = []
+    for instance_id in stormed:
+        written = writers.written.get(kmsg_stream(instance_id))
+        seen = written and world.watch.first(instance_id, written, lambda s: s.unschedulable)
+        if written and seen:
+            found.append(seen.at - written)
+    return found
+
+
+def storm(
+    nodes: int, share: float, spread: float, workdir: Path, *, distinct: bool = False
+) -> dict[str, Any]:
     """The storm on ``nodes`` nodes; its figures."""
     progress = copy_of(sys.stderr)
-    catalog = load_catalog()
-    patterns = subscription_filter_patterns(catalog)
+    patterns = subscription_filter_patterns(load_catalog())
     meter = Meter(lambda message: selected(patterns, message))
-    fault = shipped_message(line_for(find_rule(catalog, DMA_ERROR.kind, DMA_ERROR.value)), None)
     settings = demo_settings(proof_of_origin="audit")
     with (
         chatter_to(workdir / "world.log"),
@@ -189,7 +224,9 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
         stormed = random.sample(instance_ids, round(nodes * share))
         print(f"storm: {len(stormed)} of {nodes} nodes over {spread:g}s", file=progress)
         began, storm_began = time.monotonic(), time.time()
-        writers.write_all([(kmsg_stream(i), [fault]) for i in stormed], spread)
+        lines = fault_lines(len(stormed), distinct, settings)
+        batches = [(kmsg_stream(i), [line]) for i, line in zip(stormed, lines, strict=True)]
+        writers.write_all(batches, spread)
         written = time.monotonic() - began
         waited, statuses = wait_decided(world, len(stormed), DECIDED_TIMEOUT)
         used = diff(meter.counts(), before)
@@ -213,9 +250,14 @@ def storm(nodes: int, share: float, spread: float, workdir: Path) -> dict[str, A
             + max(0, len(stormed) - sum(statuses.values()))
             + dead_letters(world)
         )
+        cordon = cordon_seconds(world, writers, stormed)
         return {
             "nodes": nodes,
+            "distinct": distinct,
             "stormed": len(stormed),
+            "cordon_p50_s": percentile(cordon, 0.5) if cordon else None,
+            "cordon_p90_s": percentile(cordon, 0.9) if cordon else None,
+            "outcomes": dict(Counter(m.outcome for m in mails)),
             "lines": writers.sent["lines"],
             "requests": writers.sent["requests"],
             "storm_written_s": written,
@@ -255,6 +297,14 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
     ("fleet mails (nodes named)", lambda r: f"{r['fleet_mails']} ({r['fleet_mail_nodes']})"),
     ("nodes marked fleet event", lambda r: str(r["fleet_labelled"])),
     ("cordoned at any time", lambda r: str(r["cordoned"])),
+    (
+        "line -> cordoned p50 / p90",
+        lambda r: (
+            "-"
+            if r["cordon_p50_s"] is None
+            else (f"{r['cordon_p50_s']:.1f} / {r['cordon_p90_s']:.1f} s")
+        ),
+    ),
     ("cordoned at the end", lambda r: str(r["still_cordoned"])),
     ("breaker", lambda r: str(r["breaker"])),
     ("errors", lambda r: str(r["errors"])),
@@ -262,7 +312,10 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
 
 
 def report(results: list[dict[str, Any]]) -> None:
-    print("nodemedic storm: one fatal fault (Neuron DMA error) on most nodes, local world")
+    if results[0]["distinct"]:
+        print("nodemedic storm: a share of the nodes fail at once, each its own fault, local world")
+    else:
+        print("nodemedic storm: one fatal fault (Neuron DMA error) on most nodes, local world")
     print(f"  baseline: {results[0]['nodes']} nodes")
     print(f"  {'':<32}" + "".join(f"{r['nodes']:>14} nodes" for r in results))
     for label, cell in ROWS:
@@ -270,6 +323,8 @@ def report(results: list[dict[str, Any]]) -> None:
     for r in results:
         by_function = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["invocations"].items()))
         print(f"  invocations at {r['nodes']} nodes: {by_function}")
+        ended = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
+        print(f"  remediations at {r['nodes']} nodes ended (mails): {ended or 'none'}")
         for failure in r["failures"]:
             print(f"  failed: {failure}")
 
@@ -277,13 +332,19 @@ def report(results: list[dict[str, Any]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100,1000", help="node counts, the baseline first")
-    parser.add_argument("--share", type=float, default=0.9, help="of the nodes in the storm")
-    parser.add_argument("--spread", type=float, default=30.0, help="seconds the storm lasts")
+    parser.add_argument(
+        "--distinct", action="store_true", help="each stormed node fails in its own way"
+    )
+    parser.add_argument("--share", type=float, help="of the nodes in the storm (0.9; 0.1)")
+    parser.add_argument("--spread", type=float, help="seconds the storm lasts (30; 5)")
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)  # one size, as JSON
     args = parser.parse_args()
+    share = args.share if args.share is not None else (0.1 if args.distinct else 0.9)
+    spread = args.spread if args.spread is not None else (5.0 if args.distinct else 30.0)
     if args.nodes:
         with tempfile.TemporaryDirectory(prefix="nodemedic-storm-") as workdir:
-            print(json.dumps(storm(args.nodes, args.share, args.spread, Path(workdir))))
+            figures = storm(args.nodes, share, spread, Path(workdir), distinct=args.distinct)
+            print(json.dumps(figures))
         return 0
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -293,8 +354,9 @@ def main() -> int:
                 "-m",
                 "bench.storm",
                 f"--nodes={size}",
-                f"--share={args.share}",
-                f"--spread={args.spread}",
+                f"--share={share}",
+                f"--spread={spread}",
+                *(["--distinct"] if args.distinct else []),
             ],
             stdout=subprocess.PIPE,
             text=True,

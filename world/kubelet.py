@@ -6,23 +6,29 @@ No container runs. The real kube-scheduler binds pods to these Nodes (their allo
 cpu, memory, pods and devices are what it fits pods into), or a caller names the Node in
 ``spec.nodeName``; a kubelet here runs only the pods bound to its own Nodes, and leaves a
 pod no scheduler has bound Pending, as a real one never sees it.
+
+Its device manager hands each running pod the devices its containers' limits ask for
+(ids ``0``, ``1``, ... per resource, as the NVIDIA device plugin's ``index`` strategy
+names GPUs) and publishes them on the Node as the node's agent does from the real
+kubelet's PodResources API (``nodemedic.io/pod-devices``, docs/deploy.md).
 """
 
 from __future__ import annotations
 
 import datetime
 import itertools
+import json
 import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 from kubernetes import client
 
-from nodemedic.contracts.kube import NODEGROUP_LABEL
+from nodemedic.contracts.kube import NODEGROUP_LABEL, POD_DEVICES_KEY
 from world.kubeapi import KUBE_VERSION
 from world.passes import Passes
 
@@ -36,7 +42,45 @@ class _Node:
     index: int
     ip: str
     pod_ips: itertools.count[int]
+    devices: Mapping[str, int]
+    """Extended resource → how many devices of it the Node has."""
+    held: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """``<namespace>/<pod>`` → resource → the device ids the pod was given."""
     back_at: float | None = None  # monotonic time a reboot ends
+
+    def allocate(self, pod: client.V1Pod) -> bool:
+        """Gives the pod the devices its containers' limits ask for, once; True when it
+        got any (the record changed)."""
+        key = _key(pod)
+        if key in self.held:
+            return False
+        given: dict[str, list[str]] = {}
+        for container in pod.spec.containers:
+            for resource, amount in (
+                (container.resources and container.resources.limits) or {}
+            ).items():
+                if resource not in self.devices:
+                    continue
+                taken = {i for held in self.held.values() for i in held.get(resource, [])}
+                taken |= set(given.get(resource, []))
+                free = [str(i) for i in range(self.devices[resource]) if str(i) not in taken]
+                given.setdefault(resource, []).extend(free[: int(amount)])
+        self.held[key] = given
+        return any(given.values())
+
+    def release(self, key: str) -> bool:
+        return any(self.held.pop(key, {}).values())
+
+    def record(self) -> str:
+        """The Node's device record: the devices each pod holds."""
+        return json.dumps(
+            {
+                pod: [i for ids in held.values() for i in ids]
+                for pod, held in sorted(self.held.items())
+                if any(held.values())
+            },
+            sort_keys=True,
+        )
 
 
 def provider_id(az: str, instance_id: str) -> str:
@@ -72,9 +116,10 @@ class SimulatedKubelet:
         with self._lock:
             index = len(self._nodes) + 1
             ip = f"10.0.{index // 250}.{index % 250 + 1}"
-            self._nodes[name] = _Node(name, index, ip, itertools.count())
+            counts = {resource: int(n) for resource, n in (devices or {}).items()}
+            self._nodes[name] = _Node(name, index, ip, itertools.count(), counts)
         resources = {"cpu": "96", "memory": "1152Gi", "pods": "110", **(devices or {})}
-        node = {
+        node: dict[str, Any] = {
             "metadata": {
                 "name": name,
                 "labels": {
@@ -98,6 +143,9 @@ class SimulatedKubelet:
                 "nodeInfo": _node_info(),
             },
         }
+        if devices:
+            # An accelerator node's agent publishes its (empty) device record at once.
+            node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
 
     def reboot(self, name: str, *, down_seconds: float = 1.0) -> None:
@@ -114,14 +162,30 @@ class SimulatedKubelet:
             if node.back_at is not None and time.monotonic() >= node.back_at:
                 self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
                 node.back_at = None
-        for pod in self.core.list_pod_for_all_namespaces().items:
+        pods = self.core.list_pod_for_all_namespaces().items
+        changed: set[str] = set()
+        for pod in pods:
             bound = nodes.get(pod.spec.node_name or "")
             if bound is None:
                 continue
             if pod.metadata.deletion_timestamp is not None:
                 self._finish_deletion(pod)
-            elif not _is_running_and_ready(pod):
+            if pod.metadata.deletion_timestamp is not None or _finished(pod):
+                # A kubelet frees a pod's devices once its containers are gone.
+                if bound.release(_key(pod)):
+                    changed.add(bound.name)
+                continue
+            if bound.allocate(pod):
+                changed.add(bound.name)
+            if not _is_running_and_ready(pod):
                 self._run(pod, bound)
+        listed = {_key(pod) for pod in pods}
+        for node in nodes.values():
+            # A pod deleted at once (grace period 0) is gone before any pass saw it go.
+            if any([node.release(key) for key in set(node.held) - listed]):
+                changed.add(node.name)
+        for name in sorted(changed):
+            self._publish_devices(nodes[name])
 
     def start(self) -> SimulatedKubelet:
         self._passes.start(self.sync, self.interval)
@@ -146,6 +210,15 @@ class SimulatedKubelet:
         if boot_id is not None:
             status["nodeInfo"] = {"bootID": boot_id}
         self.core.patch_node_status(name, {"status": status}, _content_type=STRATEGIC)
+
+    def _publish_devices(self, node: _Node) -> None:
+        """What the node's agent does with the kubelet's PodResources list."""
+        body = {"metadata": {"annotations": {POD_DEVICES_KEY: node.record()}}}
+        try:
+            self.core.patch_node(node.name, body)
+        except client.ApiException as exc:
+            if exc.status != 404:  # the Node was deleted (its instance replaced)
+                raise
 
     def _finish_deletion(self, pod: client.V1Pod) -> None:
         try:
@@ -199,6 +272,16 @@ class SimulatedKubelet:
         except client.ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+def _key(pod: client.V1Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _finished(pod: client.V1Pod) -> bool:
+    """Its containers exited (a test says so): a kubelet never runs a finished pod again,
+    and frees its devices."""
+    return pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
 
 
 def _is_running_and_ready(pod: client.V1Pod) -> bool:

@@ -170,6 +170,12 @@ METRICS: tuple[tuple[str, Kind, str, Reading], ...] = (
         "Whether remapping of rows is pending a GPU reset",
         _flag("remapped_rows/remapped_row_pending"),
     ),
+    (
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "counter",
+        "Total number of PCIe retries.",
+        _reading("pci/replay_counter"),
+    ),
 )
 """Every family the agent exports from nvidia-smi: (name, kind, help, reading)."""
 

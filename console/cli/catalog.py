@@ -16,6 +16,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalog", type=Path, action="append", default=[], help="extra file")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the catalog with the --catalog files: every mistake, then exit 0 "
+        "(valid), 1 (valid, with warnings) or 2 (invalid); for CI and editors' save hooks",
+    )
+    parser.add_argument(
         "--filter-pattern",
         action="store_true",
         help="print the subscription filter patterns, one per line (one per filter)",
@@ -41,7 +47,11 @@ def run(args: argparse.Namespace) -> int:
     # Searched anywhere in a line, a rule's text can be met inside a process name, a file
     # path or a message that a kernel line quotes: a tenant could set it off at will.
     unanchored = [r.id for r in catalog.rules if r.source == "kmsg" and not anchored(r.pattern)]
-    if args.format == "json":
+    if args.check:
+        files = len(args.catalog)
+        yours = f" and {files} file{'s' * (files != 1)} of yours" if files else ""
+        print(f"{len(catalog.rules)} rules valid: the built-in catalog{yours}")
+    elif args.format == "json":
         for rule in catalog.rules:
             print(
                 json.dumps(

@@ -22,17 +22,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--minutes", type=int, help="the last MINUTES (default: the dashboard's own range)"
     )
     parser.add_argument("--period", type=int, help="seconds a point (default: each widget's)")
+    parser.add_argument(
+        "--cloudwatch-images",
+        action="store_true",
+        help="draw metric widgets with CloudWatch's GetMetricWidgetImage, as the console "
+        "draws them (on AWS; each call is billed as a GetMetricData request)",
+    )
 
 
 def write(
-    cloudwatch: Any, name: str, html: Path, *, minutes: int | None, period: int | None
+    cloudwatch: Any,
+    name: str,
+    html: Path,
+    *,
+    minutes: int | None,
+    period: int | None,
+    images: bool = False,
 ) -> None:
+    from console.dashboard.images import drawn_by_cloudwatch
     from console.dashboard.page import page
     from console.dashboard.read import board
 
     now = datetime.now(UTC)
     start = now - timedelta(minutes=minutes) if minutes else None
-    html.write_text(page(board(cloudwatch, name, now=now, start=start, period=period)))
+    read = board(cloudwatch, name, now=now, start=start, period=period)
+    html.write_text(page(drawn_by_cloudwatch(cloudwatch, name, read) if images else read))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +60,14 @@ def run(args: argparse.Namespace) -> int:
     name = args.dashboard or dashboard_name(args.cluster)
     try:
         cloudwatch = session(args).client("cloudwatch", endpoint_url=args.endpoint_url)
-        write(cloudwatch, name, args.html, minutes=args.minutes, period=args.period)
+        write(
+            cloudwatch,
+            name,
+            args.html,
+            minutes=args.minutes,
+            period=args.period,
+            images=args.cloudwatch_images,
+        )
     except (BotoCoreError, ClientError, OSError, ValueError) as exc:
         print(f"nodemedic dashboard: {exc}", file=sys.stderr)
         return 2

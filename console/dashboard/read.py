@@ -74,6 +74,8 @@ class Widget:
     """What of the widget is not drawn, and why."""
     link: str = ""
     """Where the console shows what the page does not (a log widget's query)."""
+    image: bytes = b""
+    """The widget as CloudWatch draws it (PNG), drawn instead of the page's own chart."""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 an EventBridge schedule (time-driven rules: a line that never comes sends no event).
 
 Thin: decode, group the lines by pod, find each pod's job by its controller owner reference
-(the cluster's record, not the line's labels), hand each job to ``service.monitor``, publish
-what was done. A payload that cannot be decoded, or comes from another log group, raises
+(the cluster's record, not the line's labels), record a checkpoint a drain waits for
+(``checkpoint.record_checkpoint``), hand each job to ``service.monitor``, publish what was
+done. A payload that cannot be decoded, or comes from another log group, raises
 ``MalformedPayload`` and lands in the dead-letter queue whole, as the classifier's do.
 """
 
@@ -20,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
 from lambdas.classify.handler import MalformedPayload, decode_payload
+from lambdas.jobs.checkpoint import record_checkpoint
 from lambdas.jobs.env import JobsEnv, env
 from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
@@ -152,6 +154,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for job, lines in work:
         key = f"{job.namespace}/{job.name}"
         try:
+            if record_checkpoint(kube.batch, job, lines) is not None:
+                logger.info("checkpoint saved for a drain", extra={"job": key})
             done = monitor(job, lines, now, store, kube)
             latency = measure(job, now, store, kube) if scheduled else None
         except client.ApiException as exc:

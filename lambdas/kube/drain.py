@@ -8,16 +8,26 @@ whose pods stop at once is drained in one round.
 DaemonSet pods stay, as with ``kubectl drain``: their controller would put them straight
 back and ignores the cordon. Mirror pods stay: the kubelet owns them, the API cannot
 remove them.
+
+A pod's drain policy (``lambdas.kube.drainpolicy``) may keep it a while (``waiting``):
+finishing its work, or saving a checkpoint its job was asked for. A round given ``devices``
+(a GPU-level repair) drains only the pods the node's device record says hold one of them;
+the others keep running.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
+
+from lambdas.kube import drainpolicy
+from nodemedic.contracts.kube import POD_DEVICES_KEY
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _FIRST_LOOK = 0.1
@@ -43,6 +53,8 @@ class DrainRound:
     evicted: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    """Pods their drain policy keeps for now (their grace not yet over)."""
     pods: list[PodRef] = field(default_factory=list)
 
 
@@ -54,23 +66,39 @@ def drain(
     timeout_seconds: int,
     settle_seconds: float = 0,
     force: bool = False,
+    devices: Sequence[str] | None = None,
     now: datetime.datetime | None = None,
 ) -> DrainRound:
+    """``devices``: drain only the pods holding one of these (None: every pod)."""
     now = now or datetime.datetime.now(datetime.UTC)
     overdue = force and now >= started_at + datetime.timedelta(seconds=timeout_seconds)
-    found = _pods(core, node)
+    holders = None if devices is None else pods_holding(core, node, devices)
+    found = _pods(core, node, holders)
     result = DrainRound()
+    jobs: drainpolicy.Jobs = {}
     for pod in found:
-        if _stays(pod):
-            continue
-        result.pods.append(pod_ref(pod))
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        result.pods.append(pod_ref(pod))
         if overdue:
             _delete(core, pod)
             gone = True
             result.deleted.append(key)
         elif pod.metadata.deletion_timestamp is not None:
             gone = False  # evicted earlier, still terminating
+        elif (
+            drainpolicy.step(
+                core,
+                pod,
+                jobs,
+                node=node,
+                started_at=started_at,
+                timeout_seconds=timeout_seconds,
+                now=now,
+            )
+            == "wait"
+        ):
+            gone = False
+            result.waiting.append(key)
         else:
             outcome = _evict(core, pod)
             gone = outcome == "gone"
@@ -79,25 +107,52 @@ def drain(
             elif outcome == "blocked":
                 result.blocked.append(key)
         result.remaining += not gone
-    if result.remaining and not result.blocked and settle_seconds > 0:
-        result.remaining = _settle(core, node, settle_seconds)
+    if result.remaining and not (result.blocked or result.waiting) and settle_seconds > 0:
+        result.remaining = _settle(core, node, settle_seconds, holders)
     result.done = result.remaining == 0
     return result
 
 
-def _pods(core: client.CoreV1Api, node: str) -> list[Any]:
-    pods: list[Any] = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-    return pods
+def pods_holding(
+    core: client.CoreV1Api, node: str, devices: Sequence[str]
+) -> frozenset[str] | None:
+    """``<namespace>/<pod>`` of the pods the Node's device record says hold one of
+    ``devices``; None (every pod, as a node-level repair drains) when the Node has no record
+    or one that cannot be read (docs/deploy.md, "Partial drain")."""
+    raw = (core.read_node(node).metadata.annotations or {}).get(POD_DEVICES_KEY)
+    try:
+        record = json.loads(raw) if raw else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return None
+    wanted = set(devices)
+    return frozenset(
+        pod
+        for pod, held in record.items()
+        if isinstance(held, list) and wanted.intersection(map(str, held))
+    )
 
 
-def _settle(core: client.CoreV1Api, node: str, seconds: float) -> int:
+def _pods(core: client.CoreV1Api, node: str, only: frozenset[str] | None) -> list[Any]:
+    """The node's pods a drain acts on: not those that stay, and only ``only`` if given."""
+    found = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    return [
+        pod
+        for pod in found
+        if not _stays(pod)
+        and (only is None or f"{pod.metadata.namespace}/{pod.metadata.name}" in only)
+    ]
+
+
+def _settle(core: client.CoreV1Api, node: str, seconds: float, only: frozenset[str] | None) -> int:
     """Pods still on ``node`` (those that stay aside) once they are all gone or ``seconds``
     have passed. Looks come every tenth of a second at first, for pods that stop at once,
     then further apart (a quarter of the time waited, at most a second, as ``kubectl
     drain`` waits) to keep the API server's load low."""
     began = time.monotonic()
     while True:
-        left = sum(1 for pod in _pods(core, node) if not _stays(pod))
+        left = len(_pods(core, node, only))
         waited = time.monotonic() - began
         if left == 0 or waited >= seconds:
             return left

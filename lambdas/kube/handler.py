@@ -53,6 +53,15 @@ class Fields:
     def optional_text(self, name: str) -> str | None:
         return None if self._get(name) is None else self.text(name)
 
+    def optional_texts(self, name: str) -> list[str] | None:
+        """None when absent or null; else a list of non-empty strings."""
+        if self._event.get(name) is None:
+            return None
+        value = self._typed(name, list)
+        if not all(isinstance(item, str) and item for item in value):
+            raise BadRequest(f"field {name!r} must list non-empty strings, got {value!r}")
+        return value
+
     def jobs(self, name: str) -> list[dict[str, Any]]:
         """A list of ``jobs_on_node``'s job objects, each field a non-empty string."""
         value = self._typed(name, list)
@@ -125,6 +134,7 @@ def _drain(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         timeout_seconds=f.seconds("timeout_seconds"),
         settle_seconds=f.seconds("settle_seconds"),
         force=f.flag("force"),
+        devices=f.optional_texts("devices"),
     )
     return dataclasses.asdict(done)
 

@@ -110,3 +110,34 @@ CONDITION_NEURON: Final = "NeuronHasError"
 CONDITION_ACCELERATED: Final = "AcceleratedHardwareReady"
 CONDITION_STORAGE: Final = "StorageReady"
 CONDITION_KERNEL: Final = "KernelReady"
+
+# Drain policies (docs/deploy.md, "Drain policies") -------------------------------------------
+
+DrainPolicy = Literal["immediate", "allow-completion", "checkpoint"]
+"""How a drain treats a pod: ``immediate`` evicts it at once (the default, as before);
+``allow-completion`` lets it run until it finishes or its grace ends; ``checkpoint`` asks its
+job to checkpoint and evicts once the job's checkpoint line was logged or its grace ended."""
+DRAIN_POLICIES: Final[tuple[DrainPolicy, ...]] = get_args(DrainPolicy)
+DRAIN_POLICY_KEY: Final = "nodemedic.io/drain-policy"
+"""A pod's label or annotation, or its job's annotation: one of ``DRAIN_POLICIES``. The pod's
+own choice wins over its job's; an unknown value is ``immediate``."""
+DRAIN_GRACE_KEY: Final = "nodemedic.io/drain-grace-seconds"
+"""Beside the policy: how long the drain waits for the pod at most (seconds from the drain's
+start). Absent, or longer than half of ``drain_timeout``, it is half of ``drain_timeout``:
+the other half is for the evictions, so a policy never makes the drain time out."""
+CHECKPOINT_RULE_KEY: Final = "nodemedic.io/checkpoint-rule"
+"""On a job: the name of the rule of its ``logMonitoringConfiguration`` whose ``logPattern``
+is the job's checkpoint line; ``checkpoint`` when absent."""
+DEFAULT_CHECKPOINT_RULE: Final = "checkpoint"
+CHECKPOINT_REQUESTED_ANNOTATION: Final = "nodemedic.io/checkpoint-requested"
+"""ISO 8601 UTC time nodemedic asked the job to checkpoint before its pods are evicted: put
+on the job and on its pods on the draining node (a downward API volume shows it to the job's
+code), with a ``NodeMedicCheckpointRequested`` Event on the job."""
+CHECKPOINT_SAVED_ANNOTATION: Final = "nodemedic.io/checkpoint-saved"
+"""ISO 8601 UTC log time of the job's checkpoint line the job monitor saw after the request:
+the drain evicts the job's pods once it is at or after the request."""
+CHECKPOINT_EVENT_REASON: Final = "NodeMedicCheckpointRequested"
+POD_DEVICES_KEY: Final = "nodemedic.io/pod-devices"
+"""On a Node: ``{"<namespace>/<pod>": ["<device id>", ...]}``, JSON: the devices the kubelet
+allocated to each pod, as its PodResources API lists them, published by the node's own
+agent. A drain asked for ``devices`` evicts only the pods holding one of them."""

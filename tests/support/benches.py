@@ -47,14 +47,17 @@ QUICK = {
     "bench.storm": Quick(
         ("--sizes", "4,6", "--share", "0.75", "--spread", "2"), r"baseline: 4 nodes", True
     ),
+    "bench.storm --distinct": Quick(
+        ("--sizes", "4,6", "--share", "0.5", "--spread", "1"), r"baseline: 4 nodes", True
+    ),
 }
 
 
 def makefile_benches() -> list[str]:
-    """The modules the Makefile's ``bench`` target runs, in its order."""
+    """The modules the Makefile's ``bench`` target runs, with their flags, in its order."""
     text = (ROOT / "Makefile").read_text()
     target = text.split("\nbench:", 1)[1].split("\n\n", 1)[0]
-    return re.findall(r"-m (bench\.\w+)", target)
+    return re.findall(r"-m (bench\.\w+(?: --[\w-]+)*)", target)
 
 
 def run_quick(module: str) -> str:
@@ -62,7 +65,7 @@ def run_quick(module: str) -> str:
     baseline."""
     quick = QUICK[module]
     done = subprocess.run(
-        [sys.executable, "-m", module, *quick.args],
+        [sys.executable, "-m", *module.split(), *quick.args],
         cwd=ROOT,
         capture_output=True,
         text=True,

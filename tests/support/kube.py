@@ -80,15 +80,20 @@ def bind_pod(
     labels: Mapping[str, str] | None = None,
     owner: Mapping[str, Any] | None = None,
     annotations: Mapping[str, str] | None = None,
+    limits: Mapping[str, str] | None = None,
 ) -> client.V1Pod:
     """A pod created bound to ``node`` (``spec.nodeName``): the scheduler never sees it,
-    so a test decides where each of its pods runs."""
+    so a test decides where each of its pods runs; ``limits`` such as ``{"nvidia.com/gpu":
+    "2"}`` get it devices from the simulated kubelet."""
     metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
     if owner:
         metadata["ownerReferences"] = [dict(owner)]
     if annotations:
         metadata["annotations"] = dict(annotations)
-    spec = {"nodeName": node, "containers": [{"name": "main", "image": "trainer:1"}]}
+    container: dict[str, Any] = {"name": "main", "image": "trainer:1"}
+    if limits:
+        container["resources"] = {"limits": dict(limits)}
+    spec = {"nodeName": node, "containers": [container]}
     return core.create_namespaced_pod(namespace, {"metadata": metadata, "spec": spec})
 
 

@@ -253,6 +253,7 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
             "agent.logLevel": "DEBUG",
             "agent.metrics.dcgmNames": "false",
             "agent.metrics.metricPrefix": "nodemedic_",
+            "agent.neuronMonitorMetrics": "http://127.0.0.1:8000/metrics",
         },
         json_values={"agent.extraArgs": ["--telemetry-emf", "--check-interval=120"]},
     )
@@ -264,6 +265,7 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
     )
     assert args.log_level == "DEBUG"
     assert (args.dcgm_names, args.metric_prefix) == (False, "nodemedic_")
+    assert args.neuron_monitor_metrics == "http://127.0.0.1:8000/metrics"
 
 
 def test_the_remediator_rbac_is_lambdas_kube_rbac_yaml(default: str, helm: Path) -> None:

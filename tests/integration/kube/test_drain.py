@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.kube
 
 def drain_event(
     node: str, *, started_ago: float = 0, timeout: int = 600, settle: int = 0, force: bool = False
-) -> dict[str, object]:
+) -> dict[str, Any]:
     started = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=started_ago)
     return {
         "op": "drain",
@@ -179,6 +180,7 @@ def test_drain_of_an_empty_node_is_done(invoke: Invoke, node: Node) -> None:
         "evicted": [],
         "blocked": [],
         "deleted": [],
+        "waiting": [],
         "pods": [],
     }
 

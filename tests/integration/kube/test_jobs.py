@@ -5,7 +5,6 @@ spent."""
 
 from __future__ import annotations
 
-import copy
 import json
 import secrets
 import time
@@ -25,19 +24,16 @@ from nodemedic.contracts.jobs import (
     JOB_RESTARTS_ANNOTATION,
     LOG_MONITORING_ANNOTATION,
     RUN_POLICY_ANNOTATION,
-    application_log_group,
 )
 from tests.support.kube import Node, bind_pod, exists, running, wait_for
 from tests.support.lambda_context import lambda_context
-from tests.support.paths import EVENTS
-from tests.support.payloads import wrap
+from tests.support.payloads import delivery
 from tests.support.tables import create_ledger_table
 from world.kubeapi import LocalCluster
 
 pytestmark = pytest.mark.kube
 CONTEXT = lambda_context("jobs", memory_mb=256, timeout_seconds=60)
 TABLE = "ledger"
-RECORD = json.loads((EVENTS / "containerinsights" / "application-record.json").read_text())
 LOSS_RULES = json.dumps(
     [
         {
@@ -133,32 +129,6 @@ def replacement(
     bind_pod(core, namespace, pod, node.name, labels={"job-name": name}, owner=owner)
     wait_for(lambda: running(core, namespace, pod), what=f"{pod} running")
     return pod
-
-
-def delivery(
-    namespace: str, job: str, pod: str, lines: list[str], group: str = application_log_group("demo")
-) -> dict[str, Any]:
-    """A subscription delivery of ``lines`` from ``pod``, one second apart, logged now."""
-    start = int(time.time() * 1000)
-    events = []
-    for i, line in enumerate(lines):
-        record = copy.deepcopy(RECORD)
-        record["log"] = line + "\n"
-        record["kubernetes"].update(namespace_name=namespace, pod_name=pod)
-        record["kubernetes"]["labels"] = {"job-name": job, "controller-uid": "x"}
-        events.append(
-            {"id": str(start + i), "timestamp": start + i * 1000, "message": json.dumps(record)}
-        )
-    return wrap(
-        {
-            "messageType": "DATA_MESSAGE",
-            "owner": "123456789012",
-            "logGroup": group,
-            "logStream": f"{pod}_{namespace}_trainer-0123456789abcdef.log",
-            "subscriptionFilters": ["nodemedic-jobs"],
-            "logEvents": events,
-        }
-    )
 
 
 def losses(*values: float) -> list[str]:

@@ -25,6 +25,16 @@ PROMQL = {
 }  # fmt: skip
 
 
+FROM_DCGM_EXPORTER = {
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+}
+"""DCGM fields (409, 419, 429, 439) only dcgm-exporter exports: ``nvidia-smi -q -x`` has no
+NVLink counters. Only the NVLink panel names them, and its description says so."""
+
+
 def exported() -> set[str]:
     """Every metric name the agent's /metrics can carry."""
     own = {line.split()[2] for line in Metrics().render().splitlines() if line.startswith("# TYPE")}
@@ -77,10 +87,23 @@ def test_every_query_names_only_metrics_the_agent_exports() -> None:
     ]
     known = exported()
     named = set().union(*(metric_names(q) for q in queries))
-    assert named - known == set()
+    assert named - known == FROM_DCGM_EXPORTER
     # Each exporter has panels: Neuron, GPU and the agent's own.
     assert named & set(NEURON_FAMILIES) and named & {n for n, *_ in GPU_METRICS}
     assert any(name.startswith("nodemedic_agent_") for name in named)
+
+
+def test_xids_pcie_replays_and_nvlink_errors_have_panels_that_say_where_they_come_from() -> None:
+    panels = {p["title"]: p for p in dashboard()["panels"]}
+    names = {
+        title: set().union(*(metric_names(t["expr"]) for t in panel.get("targets", [])))
+        for title, panel in panels.items()
+    }
+    assert names["Xid lines by code (kernel log)"] == {"nodemedic_agent_xid_total"}
+    assert names["PCIe replays"] == {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER"}
+    nvlink = panels["NVLink errors (dcgm-exporter)"]
+    assert names[nvlink["title"]] == FROM_DCGM_EXPORTER
+    assert "dcgm-exporter" in nvlink["description"]
 
 
 def test_the_query_parser_finds_names_and_only_names() -> None:

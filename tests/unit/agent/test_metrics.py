@@ -3,7 +3,15 @@ or a check named with a quote, a backslash or a newline cannot break or forge a 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from agent.checks.nvidia import NvidiaSmi
+from agent.kmsg import FileKmsgReader
 from agent.metrics import Metrics
+from agent.telemetry import exposition
+from tests.support.paths import EVENTS
 from tests.support.prometheus import read_exposition
 
 AWKWARD = 'i-0abc/kmsg "quoted" back\\slash\nnew_series 1'
@@ -22,3 +30,31 @@ def test_label_values_are_escaped_and_read_back_whole() -> None:
     failing = [k for k, v in seen.items() if k.startswith("nodemedic_agent_check_status{") and v]
     assert len(failing) == 1 and 'status="fail"' in failing[0]
     assert not any(k.startswith("new_series") for k in seen)
+
+
+def test_xids_the_kernel_logged_are_counted_by_code_and_gpu_and_imitations_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NODE_NAME", "h200-node")
+    recorded = (
+        EVENTS / "kmsg" / "h200-kmsg-raw.txt"
+    ).read_bytes()  # a real Xid 31 among boot records
+    imitation = b"12,900,29118400,-;NVRM: Xid (PCI:0000:00:06): 79, pid=1, name=logger\n"
+    path = tmp_path / "kmsg"
+    path.write_bytes(recorded + recorded + imitation)
+    metrics = Metrics()
+    metrics.read(FileKmsgReader(str(path)).read(0))
+    seen = read_exposition(metrics.render())
+    xids = {k: v for k, v in seen.items() if k.startswith("nodemedic_agent_xid_total{")}
+    assert xids == {
+        'nodemedic_agent_xid_total{Hostname="h200-node",pci_bus_id="0000:00:06",xid="31"}': 2
+    }
+    assert seen["nodemedic_agent_lines_read_total"] == 2 * len(recorded.splitlines()) + 1
+
+
+def test_pcie_replays_are_exported_under_dcgm_exporters_name() -> None:
+    check = NvidiaSmi(["cat", str(EVENTS / "nvidia-smi" / "h200-healthy.xml")])
+    check.run("2026-11-27T00:00:00Z")
+    seen = read_exposition(exposition([check])())
+    (replays,) = [v for k, v in seen.items() if k.startswith("DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")]
+    assert replays == 2  # the H200's <pci><replay_counter>

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -169,3 +171,60 @@ def test_no_neuron_monitor_is_skipped_once() -> None:
     assert [(r.check, r.status, r.reason) for r in results] == [
         (NEURON_MONITOR_CHECK, "skipped", "ToolMissing")
     ]
+
+
+class _Exporter:
+    """An existing neuron-monitor-prometheus.py: serves the page ``text`` holds now."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = outer.text.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                """Quiet."""
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+
+    def serve(self, report_: dict[str, Any]) -> None:
+        """The page the exporter shows after its first report, ``report_``."""
+        telemetry = NeuronTelemetry()
+        telemetry.update(report_)
+        self.text = exposition([telemetry_check(telemetry)])()
+
+
+def test_an_existing_neuron_monitor_is_read_not_started_and_not_exported_twice() -> None:
+    exporter = _Exporter()
+    try:
+        # A neuron-monitor that is not there: the check must not try to start one.
+        check = NeuronMonitor(["/nonexistent/neuron-monitor"], existing=exporter.url)
+        exporter.serve(report())
+        (healthy,) = check.run(TS)
+        assert (healthy.device, healthy.status) == ("neuron0", "ok")
+        check.commit()()
+        exporter.serve(with_ecc(mem_ecc_uncorrected=2))
+        (fault,) = check.run(TS)
+        assert (fault.reason, fault.figures) == (
+            "HbmUncorrectable",
+            {"mem_ecc_uncorrected": 2, "increase": 2},
+        )
+        check.commit()()
+        # The exporter restarted: its counters begin again, and a new event still counts.
+        exporter.serve(with_ecc(mem_ecc_uncorrected=1))
+        (again,) = check.run(TS)
+        assert (again.reason, again.figures["increase"]) == ("HbmUncorrectable", 1)
+        assert check.families() == [] and check.stream.starts == 0
+    finally:
+        exporter.server.shutdown()
+    runner = Runner([check])
+    results, _ = runner.run(datetime.now(UTC))
+    assert [(r.status, r.reason) for r in results] == [("skipped", "ToolMissing")]

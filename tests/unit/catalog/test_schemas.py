@@ -22,7 +22,7 @@ def validator(schema: dict[str, Any]) -> Draft202012Validator:
 
 
 def test_the_published_schemas_are_the_generated_ones() -> None:
-    """Regenerate with ``python -m nodemedic.schemas`` after changing a loader."""
+    """Regenerate with ``make generated`` after changing a loader."""
     assert schemas.RULES_SCHEMA.read_text() == schemas.rendered(schemas.rules_schema())
     assert schemas.SETTINGS_SCHEMA.read_text() == schemas.rendered(schemas.settings_schema())
 

@@ -38,3 +38,20 @@ def test_a_kernel_rule_matched_anywhere_in_the_line_is_reported(
     assert main(["catalog", "--catalog", str(mine)]) == code
     err = capsys.readouterr().err
     assert ("does not start with ^" in err and "site-psu-failure" in err) == bool(code)
+
+
+def test_check_reports_every_mistake_of_a_file_at_once_and_prints_no_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine.yaml"
+    broken = RULE.format(pattern="^ipmi: PSU (").replace("severity: fatal", "severity: dire")
+    mine.write_text(broken)
+    assert main(["catalog", "--check", "--catalog", str(mine)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "site-psu-failure" in err and "pattern does not compile" in err and "dire" in err
+    mine.write_text(RULE.format(pattern="^ipmi: PSU (?P<psu>\\d+) failure detected"))
+    assert main(["catalog", "--check", "--catalog", str(mine)]) == 0
+    out, _ = capsys.readouterr()
+    assert out.splitlines() == [out.strip()]
+    assert "rules valid: the built-in catalog and 1 file of yours" in out
