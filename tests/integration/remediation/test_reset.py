@@ -6,6 +6,7 @@ through the same lock, ledger and escalation rules."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,8 +30,15 @@ def extra_clusters() -> tuple[ClusterSettings, ...]:
     return (RESETS,)
 
 
-def _reset_decision(instance_id: str) -> dict[str, Any]:
-    return decision(instance_id, "nvidia-xid-46", cluster="resets", line=XID_46, gpu_reset=True)
+def _reset_decision(instance_id: str, first_seen: datetime | None = None) -> dict[str, Any]:
+    return decision(
+        instance_id,
+        "nvidia-xid-46",
+        cluster="resets",
+        line=XID_46,
+        gpu_reset=True,
+        first_seen=first_seen,
+    )
 
 
 def _given_back(world: World, instance_id: str) -> None:
@@ -88,7 +96,8 @@ def test_a_second_reset_of_a_gpu_within_the_escalation_window_is_a_reboot(
 ) -> None:
     sick, _ = world.group("g6-reset-twice", 2, **G6)
     pipeline = world.pipelines["resets"]
-    first = _reset_decision(sick)
+    # The first line 20 minutes old: the second is a decision of its own, not a duplicate.
+    first = _reset_decision(sick, datetime.now(UTC) - timedelta(minutes=20))
     assert pipeline.run(first)["status"] == "SUCCEEDED"
     assert pipeline.ledger(first)["outcome"] == "reset"  # type: ignore[index]
 
