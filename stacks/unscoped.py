@@ -19,6 +19,8 @@ UNSCOPED_ACTIONS: Final[Mapping[str, str]] = {
     "autoscaling:DescribeAutoScalingGroups": _NO_RESOURCE_TYPES,
     "ec2:DescribeInstances": f"{_NO_RESOURCE_TYPES}; the planned Lambda lists a Capacity "
     "Block's instances",
+    "ssm:GetCommandInvocation": f"{_NO_RESOURCE_TYPES}; it reads the GPU reset command "
+    "the state machine sent (ssm:SendCommand, scoped to nodemedic's document)",
     "cloudwatch:PutMetricData": f"{_NO_RESOURCE_TYPES}; a deny on cloudwatch:namespace limits "
     "it to nodemedic's namespaces (stacks/guardrails.py)",
     "logs:CreateLogDelivery": "Step Functions' execution logging: the vended-log delivery "

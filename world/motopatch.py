@@ -22,6 +22,7 @@ out; what the replacements do lives with the behaviour they stand for:
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
+``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``start_executions``,
                                             here)
@@ -54,6 +55,8 @@ Invoke = Callable[[Any, Any], tuple[str, bool, str]]
 Parse = Callable[[str], tuple[Any, Any]]
 """``parse(definition) -> (program, syntax tree)``, as moto's ASL parser."""
 InstancesHook = Callable[[list[str]], None]
+CommandHook = Callable[[str, Any], dict[str, Any]]
+"""``run(instance_id, command)`` (moto's ``Command``): the invocation's fields once it ended."""
 HealthHook = Callable[[Any, str, str], None]
 """``health_set(autoscaling_backend, instance_id, health_status)``."""
 
@@ -151,8 +154,16 @@ SFN_PARAMETERS = Target(
     "_normalise_parameters",
     "(self, parameters, boto_service_name=None, service_action_name=None)",
 )
+SEND_COMMAND = Target(
+    "moto.ssm.models.SimpleSystemManagerBackend",
+    "send_command",
+    "(self, comment, document_name, timeout_seconds, instance_ids, max_concurrency, "
+    "max_errors, notification_config, output_s3_bucket_name, output_s3_key_prefix, "
+    "output_s3_region, parameters, service_role_arn, targets)",
+)
 TARGETS = (
     REBOOT_INSTANCES,
+    SEND_COMMAND,
     TERMINATE_INSTANCES,
     SET_INSTANCE_HEALTH,
     INVOKE_LAMBDA,
@@ -238,6 +249,22 @@ def machine_calls(
             SET_INSTANCE_HEALTH: set_instance_health,
         }
     ):
+        yield
+
+
+@contextlib.contextmanager
+def commands_run(run: CommandHook) -> Iterator[None]:
+    """While active, SSM ``SendCommand`` has each instance run the command (moto answers
+    ``Success``, no output); ``GetCommandInvocation`` reads what the node made of it."""
+    send = SEND_COMMAND.current()
+
+    def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
+        command = send(self, *args, **kwargs)
+        for ran in command.invocations:
+            ran.update(run(ran["InstanceId"], command))
+        return command
+
+    with _replaced({SEND_COMMAND: send_command}):
         yield
 
 

@@ -354,6 +354,18 @@ def _dashboard(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -
     return name, {}
 
 
+def _ssm_document(client: Client, d: Deployment, lid: str, props: dict[str, Any]) -> Created:
+    name = props.get("Name") or _physical_name(d, lid, 128)
+    content = props["Content"]
+    client("ssm").create_document(
+        Name=name,
+        Content=content if isinstance(content, str) else json.dumps(content),
+        DocumentType=props.get("DocumentType", "Command"),
+        DocumentFormat="JSON",
+    )
+    return name, {}
+
+
 CREATORS: dict[str, Callable[[Client, Deployment, str, dict[str, Any]], Created]] = {
     "AWS::KMS::Key": _kms_key,
     "AWS::KMS::Alias": _kms_alias,
@@ -375,4 +387,5 @@ CREATORS: dict[str, Callable[[Client, Deployment, str, dict[str, Any]], Created]
     "AWS::CloudWatch::Alarm": _alarm,
     "AWS::CloudWatch::Dashboard": _dashboard,
     "AWS::Events::Rule": _events_rule,
+    "AWS::SSM::Document": _ssm_document,
 }

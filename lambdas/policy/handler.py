@@ -24,12 +24,16 @@ def _group(raw: dict[str, Any]) -> Group | None:
 
 def _plan(event: dict[str, Any]) -> dict[str, Any]:
     last = event["last_reboot"].get("at")
+    # Auto Scaling's answer: the instance's type, a list of one (none outside a group);
+    # sent only by a cluster with gpu_reset on, the only one to which a type matters.
+    types = event.get("instance_types") or [None]
     return plan(
         event["decision"],
         _group(event["group"]),
         parse_time(last, "last reboot") if last is not None else None,
         parse_time(event["now"], "now"),
         Policy.from_mapping(event["policy"]),
+        instance_type=types[0],
     ).to_mapping()
 
 

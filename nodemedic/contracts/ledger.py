@@ -25,6 +25,8 @@ the ledger): ``passed_at``, the last pass's line time, and ``held_since``, when 
 last hold began (its reboot), both ISO 8601 UTC, and ``held_by``, the holding decision."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
+RESET_SK_PREFIX: Final = "reset#"
+"""``<instance-id>`` / ``reset#<pci bus id>``: the last reset of a GPU (escalation)."""
 FLEET_SK_PREFIX: Final = "fleet#"
 """``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
 the fleet window, and whether they make a fleet event."""

@@ -55,7 +55,7 @@ COOLED_UNTIL: Final = "cooled_until"
 TRIP_REASON: Final = "trip_reason"
 STARTED: Final = "started"
 """A rate window's decision ids."""
-RATED_ACTIONS: Final = ("reboot", "replace")
+RATED_ACTIONS: Final = ("reset", "reboot", "replace")
 
 COOLED: Final = either(missing(TRIPPED_AT), compare(COOLED_UNTIL, "<", ":now"))
 """Not tripped, or its cooldown is over (``:now`` in epoch seconds)."""
@@ -107,7 +107,8 @@ class Limits:
 
     def rate(self, action: str) -> tuple[int, int]:
         """(per hour, per day) for ``action``."""
-        if action == "reboot":
+        # A GPU reset takes the node out as a reboot does, and may end in one.
+        if action in ("reset", "reboot"):
             return self.reboots_per_hour, self.reboots_per_day
         if action == "replace":
             return self.replacements_per_hour, self.replacements_per_day

@@ -11,6 +11,7 @@ Items (partition ``pk``, sort ``sk``; ``nodemedic.contracts`` names the keys):
 - ``<instance-id>`` / ``inflight``: the node lock. One remediation per node: a second
   decision for a node in flight is a duplicate, unless it upgrades the remediation there.
 - ``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation).
+- ``<instance-id>`` / ``reset#<pci bus id>``: the last reset of a GPU (escalation).
 - ``group#<asg>`` / ``breaker``: the breaker's ``holders``, the instances of the group in
   remediation; at most the admission limit of them at once.
 """
@@ -20,7 +21,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, TypeVar
 
-from nodemedic.contracts.ledger import DECISION_SK_PREFIX, REBOOT_SK_PREFIX, group_pk
+from nodemedic.contracts.ledger import (
+    DECISION_SK_PREFIX,
+    REBOOT_SK_PREFIX,
+    RESET_SK_PREFIX,
+    group_pk,
+)
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.expressions import (
     Update,
@@ -43,6 +49,7 @@ V = TypeVar("V")
 # machine fills it with ``States.Format`` and Python with ``str.format``.
 RECORD_SK: Final = DECISION_SK_PREFIX + "{}"
 REBOOT_SK: Final = REBOOT_SK_PREFIX + "{}"
+RESET_SK: Final = RESET_SK_PREFIX + "{}"
 BREAKER_PK: Final = group_pk("{}")
 
 
@@ -132,6 +139,14 @@ def reboot_escalates(last_reboot_at: datetime | None, now: datetime, window: int
         return None
     since = (now - last_reboot_at).total_seconds()
     return since if since < window else None
+
+
+RESET_AT: Final = "reset_at"
+RESET_FRESH: Final = either(missing(RESET_AT), compare(RESET_AT, "<", ":since"))
+"""The GPU was not reset since ``:since`` (epoch seconds, ``escalation_window`` ago): a
+reset may help. A second reset within the window would not: the node is rebooted."""
+NOTE_RESET: Final = update(assign(RESET_AT, ":now"), assign("decision_id", ":me"))
+"""The reset marker, written on ``RESET_FRESH`` before the reset is sent."""
 
 
 def reboot_item(at: V, decision_id: V) -> dict[str, V]:

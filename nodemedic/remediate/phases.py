@@ -40,7 +40,8 @@ APPROVAL: Final = "approval"
 fails, the node held (``approval``)."""
 REBOOT_OR_REPLACE: Final = "reboot or replace"
 """The plan's action, a reboot escalated to a replacement when the node does not come back
-healthy or a stronger decision upgraded it."""
+healthy or a stronger decision upgraded it; where ``gpu_reset`` is on, a GPU reset first,
+which falls back to the reboot when it fails or the GPU was reset within the window."""
 REPORT: Final = "report"
 """Metrics, the mail, the ledger record closed."""
 RELEASE: Final = "release"

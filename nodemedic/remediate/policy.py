@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from nodemedic.contracts.kube import MANUAL_SOURCE, STATUS_OF_ACTION
+from nodemedic.health.gpu_reset import gpu_of
 from nodemedic.health.instance_types import gpu_reset_of
 from nodemedic.remediate import parking
 from nodemedic.remediate.errors import PolicyError
@@ -109,6 +110,12 @@ class Plan:
     purge_at: int
     """When the ledger may let the decision's record go (epoch seconds, its time to live):
     ``history_days`` from now, what ``nodemedic history`` promises to show."""
+    gpu: str = ""
+    """The PCI bus id of the GPU to reset (``nodemedic.health.gpu_reset``); empty unless
+    ``action`` is ``reset``."""
+    reset_since: int = 0
+    """A GPU reset since then (epoch seconds, ``escalation_window`` ago) makes this one a
+    reboot (``ledger.RESET_FRESH``)."""
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
@@ -229,8 +236,9 @@ def plan(
     """What to do about ``decision`` now: its action, escalated to a replacement when the
     ledger's escalation rule says a reboot would not help. A GPU reset is a reboot where
     ``instance_type`` (None: not known) cannot reset one GPU in place
-    (``nodemedic.health.instance_types.gpu_reset_of``); a reboot so reached escalates like
-    any other."""
+    (``nodemedic.health.instance_types.gpu_reset_of``) or the fault's line names no GPU; a
+    reboot so reached escalates like any other. A second reset of the same GPU within
+    ``escalation_window`` is the state machine's to refuse (``reset_since``)."""
     action = decision.get("action")
     if action not in ACTIONS:
         raise PolicyError(f"decision action must be one of {', '.join(ACTIONS)}, not {action!r}")
@@ -239,9 +247,13 @@ def plan(
         raise PolicyError("decision has no health_status")
     escalated = False
     reason_prefix = ""
+    gpu = gpu_of(str(decision.get("evidence_line") or "")) if action == "reset" else None
     if action == "reset" and gpu_reset_of(instance_type or "") != "one":
         action, health_status = "reboot", STATUS_OF_ACTION["reboot"]
         reason_prefix = f"instance type {instance_type or 'unknown'} cannot reset one GPU; "
+    elif action == "reset" and gpu is None:
+        action, health_status = "reboot", STATUS_OF_ACTION["reboot"]
+        reason_prefix = "the fault's line names no GPU to reset; "
     since = reboot_escalates(last_reboot_at, now, policy.escalation_window)
     if action == "reboot" and since is not None:
         action, health_status, escalated = "replace", REPLACEMENT_STATUS, True
@@ -273,4 +285,6 @@ def plan(
         lock_expires_epoch=now_epoch + policy.lock_seconds,
         force_drain=policy.force_drain and action == "replace",
         purge_at=now_epoch + policy.history_days * 86400,
+        gpu=(gpu or "") if action == "reset" else "",
+        reset_since=now_epoch - policy.escalation_window,
     )

@@ -1,8 +1,9 @@
 """The world the remediation flow tests run in: three clusters' pipelines (the synthesized
 stacks) in one moto world, the Lambda handlers in-process, the kube Lambda against the real
-local kube-apiserver, moto's reboots and instance health reaching the simulated machines
-(the ``world`` fixture, ``tests/integration/remediation/conftest.py``); and what the tests
-read of a Node and an instance."""
+local kube-apiserver, moto's reboots and instance health reaching the simulated machines,
+SSM commands run by the simulated GPUs (the ``world`` fixture,
+``tests/integration/remediation/conftest.py``); and what the tests read of a Node and an
+instance."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from nodemedic.contracts.logs import deep_check_stream, kmsg_stream
 from nodemedic.origin.signing import sign
 from tests.support.origin import put, register
 from tests.support.remediation import REGION, Pipeline, instances
+from world.gpus import Gpus
 from world.hypervisor import Hypervisor
 from world.kubelet import SimulatedKubelet
 from world.watch import NodeSeen, NodeWatch
@@ -46,6 +48,8 @@ class World:
     """Instance id → Node name."""
     keys: dict[tuple[str, str], bytes] = field(default_factory=dict)
     """(cluster, instance id) → the key its agent registered (``key``)."""
+    gpus: Gpus = field(default_factory=Gpus)
+    """The instances' GPUs, as the SSM commands sent to them find them."""
 
     def group(
         self, name: str, size: int, *, instance_type: str, devices: dict[str, str]

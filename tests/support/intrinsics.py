@@ -68,6 +68,7 @@ ATTRIBUTES: dict[str, dict[str, Attribute]] = {
         "Arn": lambda _, k: _arn("kms", f"key/{k}"),
     },
     "AWS::KMS::Alias": {"Ref": lambda n, _: n},
+    "AWS::SSM::Document": {"Ref": lambda n, _: n},
     "AWS::Logs::LogGroup": {
         "Ref": lambda n, _: n,
         "Arn": lambda n, _: _arn("logs", f"log-group:{n}:*"),

@@ -98,6 +98,10 @@ NODE_GROUPS = (
     "p5-ours",
     "p5-retiring",
     "p5-capacity-block",
+    "g6-reset",
+    "g6-reset-fails",
+    "g6-reset-twice",
+    "p5-reset",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(
@@ -182,9 +186,11 @@ def decision(
     cluster: str = "demo",
     line: str | None = None,
     first_seen: datetime | None = None,
+    gpu_reset: bool = False,
 ) -> dict[str, Any]:
     """The decision record the classifier makes of ``line`` (the rule's catalog example by
-    default) on ``instance_id``'s node, first seen now."""
+    default) on ``instance_id``'s node, first seen now, in a cluster whose ``gpu_reset`` is
+    so."""
     text = line or EXAMPLES[fault_id]
     fault = default_classifier().classify(text)
     assert fault is not None and fault.rule.id == fault_id, (text, fault)
@@ -192,6 +198,7 @@ def decision(
         fault,
         Identity(cluster=cluster, instance_id=instance_id, source="kmsg"),
         first_seen=first_seen or datetime.now(UTC),
+        gpu_reset=gpu_reset,
     )
     assert made is not None
     return made.to_record()

@@ -222,17 +222,22 @@ class Flow:
         return self.guard(task) if guard else task
 
     def auto_scaling_instance(
-        self, id: str, *, keep: str, field: str, result_path: str
+        self, id: str, *, keep: str, field: str, result_path: str, **also: str
     ) -> tasks.CallAwsService:
         """``{keep: [...]}``: Auto Scaling's ``field`` of this instance, a list of one, or
-        none when the instance is in no group (or gone from it)."""
+        none when the instance is in no group (or gone from it); ``also`` keeps more fields
+        so, by name."""
+        kept = {keep: field, **also}
         return self.aws(
             id,
             "autoscaling",
             "describeAutoScalingInstances",
             {"InstanceIds": sfn.JsonPath.list_at(state.INSTANCE_IDS)},
             iam_resources=unscoped("autoscaling", "describeAutoScalingInstances"),
-            result_selector={keep: sfn.JsonPath.list_at(f"$.AutoScalingInstances[*].{field}")},
+            result_selector={
+                name: sfn.JsonPath.list_at(f"$.AutoScalingInstances[*].{f}")
+                for name, f in kept.items()
+            },
             result_path=result_path,
         )
 

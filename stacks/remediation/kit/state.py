@@ -54,8 +54,11 @@ INSTANCE_IDS: Final = "$.keys.instance_ids"
 # Where the node is -------------------------------------------------------------------------
 
 ASG: Final = "$.asg"
-"""``{groups}``: the names of the Auto Scaling groups of the instance, none or one."""
+"""``{groups}``: the names of the Auto Scaling groups of the instance, none or one (and
+``types``, see ``ASG_TYPES``)."""
 ASG_GROUPS: Final = f"{ASG}.groups"
+ASG_TYPES: Final = f"{ASG}.types"
+"""The instance's type, a list of one or none: kept only where ``gpu_reset`` is on."""
 GROUP: Final = "$.group"
 """``{name, size, found}``: the instance's node group, ``found`` false when it has none
 (then ``name`` is ``policy.NO_GROUP``, the ``NodeGroup`` dimension of its metrics)."""
@@ -215,6 +218,18 @@ GATE: Final = "$.gate"
 """The kube ``hold_for_deep_check`` op's answer, ``{node, since, held}``: ``held`` false when
 the check after the boot had passed already, and the node was given back."""
 GATE_HELD: Final = f"{GATE}.held"
+GPU: Final = plan("gpu")
+"""The PCI bus id of the GPU a reset acts on."""
+RESET_SINCE: Final = plan("reset_since")
+RESET_COMMAND_ID: Final = f"{time_of('reset')}.command_id"
+RESET_WATCH: Final = "$.reset_watch"
+"""The reset watch loop: ``rounds`` waited for the command to end."""
+RESET_WATCH_ROUNDS: Final = f"{RESET_WATCH}.rounds"
+RESET_STATUS: Final = "$.reset_status"
+"""The reset command's invocation: ``{status, output}`` (SSM's ``Status`` and the last
+JSON line the node printed, ``nodemedic.health.gpu_reset``)."""
+RESET_STATUS_NAME: Final = f"{RESET_STATUS}.status"
+RESET_OUTPUT: Final = f"{RESET_STATUS}.output"
 ESCALATION: Final = "$.escalation"
 """``{escalated, reason}``: why a reboot became a replacement."""
 ESCALATION_REASON: Final = f"{ESCALATION}.reason"

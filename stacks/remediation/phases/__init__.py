@@ -26,8 +26,10 @@ report). JSONPath query language, native integrations everywhere except the Kube
 9. fleet judgement (``fleet.judge``): the window settles and is judged.
 9a. approval (``approval``): where the cluster's ``approval`` asks for it, the request is
     mailed and the flow waits for ``nodemedic approve|deny`` (or ``approval_timeout``).
-10. reboot or replace (``repair``): ``reboot`` (watch for a new boot id, escalate to replace
-    when none comes, the fault recurs or a stronger decision upgraded it) or ``replace``
+10. reboot or replace (``repair``): ``reset`` (``gpu_reset`` on: one GPU reset through SSM
+    Run Command, the node given back once it verifies, else rebooted), ``reboot`` (watch for
+    a new boot id, escalate to replace when none comes, the fault recurs or a stronger
+    decision upgraded it) or ``replace``
     (a spare into service first, ``spares``; SetInstanceHealth Unhealthy, wait for
     termination, delete the Node).
 11. report (``report``): the jobs resumed, metrics, SNS, the ledger record closed.

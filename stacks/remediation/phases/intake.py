@@ -140,8 +140,15 @@ def _request(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
 
 def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
     """``$.group`` from Auto Scaling, when the instance is in a group."""
+    # Whether one GPU can be reset depends on the instance type (the plan's), read only by
+    # a cluster that resets GPUs: the others' template stays as it was.
+    types = {"types": "InstanceType"} if flow.settings.gpu_reset else {}
     find_group = flow.auto_scaling_instance(
-        "Find node group", keep="groups", field="AutoScalingGroupName", result_path=state.ASG
+        "Find node group",
+        keep="groups",
+        field="AutoScalingGroupName",
+        result_path=state.ASG,
+        **types,
     )
     # The kube Lambda's ``group_size``, not DescribeAutoScalingGroups: its answer lists every
     # instance and outgrows the 256 KiB a task may return (lambdas/kube/groups.py).
@@ -202,6 +209,11 @@ def _plan(flow: Flow) -> sfn.Chain:
                     "last_reboot": sfn.JsonPath.object_at(state.LAST_REBOOT),
                     "now": NOW,
                     "policy": st.policy.to_mapping(),
+                    **(
+                        {"instance_types": sfn.JsonPath.list_at(state.ASG_TYPES)}
+                        if st.gpu_reset
+                        else {}
+                    ),
                 }
             ),
             payload_response_only=True,

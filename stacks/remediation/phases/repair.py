@@ -1,5 +1,6 @@
-"""Reboot or replace, as the plan says: the drained node's repair, whose two ways both end
-in the report. A reboot that does not heal the node escalates to the replacement
+"""Reset, reboot or replace, as the plan says: the drained node's repair, whose ways all
+end in the report. A GPU reset (``gpu_reset`` on) that does not heal the GPU falls back to
+the reboot (``reset``); a reboot that does not heal the node escalates to the replacement
 (``reboot``); a replacement takes a spare first where its group keeps them (``replace``). A
 planned decision whose instance cannot be replaced (a Capacity Block's end,
 ``nodemedic.remediate.planned``) ends drained: AWS takes the instance, cordoned and empty."""
@@ -12,6 +13,7 @@ from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.phases.reboot import reboot
 from stacks.remediation.phases.replace import replace
+from stacks.remediation.phases.reset import reset
 
 DRAINED = "drained"
 """The outcome of a planned remediation whose instance AWS takes and nothing replaces."""
@@ -25,15 +27,19 @@ def reboot_or_replace(
     replaceable = state.decision("replaceable")
     drained = flow.ended("Drained, left to AWS", DRAINED)
     drained.next(report)
-    return (
-        sfn.Choice(flow.scope, "Reboot or replace?")
-        .when(
-            sfn.Condition.and_(
-                sfn.Condition.is_boolean(replaceable),
-                sfn.Condition.boolean_equals(replaceable, False),
-            ),
-            drained,
+    choice = sfn.Choice(flow.scope, "Reboot or replace?").when(
+        sfn.Condition.and_(
+            sfn.Condition.is_boolean(replaceable),
+            sfn.Condition.boolean_equals(replaceable, False),
+        ),
+        drained,
+    )
+    if flow.settings.gpu_reset:
+        # Only a cluster that resets GPUs has a plan that says reset.
+        choice.when(
+            sfn.Condition.string_equals(state.ACTION, "reset"),
+            reset(flow, report=report, reboot=rebooted),
         )
-        .when(sfn.Condition.string_equals(state.ACTION, "reboot"), rebooted)
-        .otherwise(replaced)
+    return choice.when(sfn.Condition.string_equals(state.ACTION, "reboot"), rebooted).otherwise(
+        replaced
     )

@@ -3,9 +3,9 @@ every policy document, cfn-lint on every template, asl-validator on every state 
 
 The templates: cdk.json's clusters (what ``make synth`` deploys), the infrastructure tests'
 richest cluster (job monitoring, mail, two acting groups), the remediation tests' acting
-cluster (spares) and one that asks approval for every action (its wait on a task token).
-Each is synthesized once per session (``synth_template`` caches), shared with the tests
-that already read it."""
+cluster (spares) and one that resets GPUs (an SSM document and its grant) and asks approval
+for every action (its wait on a task token). Each is synthesized once per session
+(``synth_template`` caches), shared with the tests that already read it."""
 
 from __future__ import annotations
 
@@ -42,12 +42,15 @@ def synthesized(template: Template) -> dict[str, Template]:
     found = {
         f"cdk.json:{s.name}": synth_template(s) for s in clusters_from_context(context[CONTEXT_KEY])
     }
-    approving = ClusterSettings(name="approving", node_groups=("demo-p5",), approval="any")
+    # One cluster for both, each synthesis costs half a minute.
+    careful = ClusterSettings(
+        name="careful", gpu_reset=True, node_groups=("g6-train",), approval="any"
+    )
     return {
         **found,
         "rich": template,
         "acting": acting_template(),
-        "approving": synth_template(approving),
+        "careful": synth_template(careful),
     }
 
 

@@ -205,3 +205,30 @@ def test_the_job_monitor_is_capped_by_default_apart_from_the_classifier() -> Non
         "lambdas.jobs.handler.handler": 20,
         "lambdas.classify.handler.handler": 100,
     }
+
+
+def test_gpu_reset_lets_the_state_machine_run_only_its_document_and_only_when_on() -> None:
+    """SSM Run Command is the reset's channel (docs/security.md): granted to the remediation
+    state machine's role for the stack's own document, and to no role of a cluster with it
+    off."""
+
+    def ssm_grants(settings: ClusterSettings) -> dict[str, Any]:
+        grants: dict[str, Any] = {}
+        for resource in synth_template(settings)["Resources"].values():
+            if resource["Type"] != "AWS::IAM::Policy":
+                continue
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                for action in [actions] if isinstance(actions, str) else actions:
+                    if action.startswith("ssm:"):
+                        grants[action] = statement["Resource"]
+        return grants
+
+    assert ssm_grants(ClusterSettings(name="demo")) == {}
+    on = ssm_grants(ClusterSettings(name="demo", gpu_reset=True))
+    assert set(on) == {"ssm:sendCommand", "ssm:getCommandInvocation"}
+    assert on["ssm:getCommandInvocation"] == "*"
+    document, instances = on["ssm:sendCommand"]
+    assert '"Ref": "' in json.dumps(document), "the stack's own document, no other"
+    assert ":document/" in json.dumps(document)
+    assert json.dumps(instances).endswith(':instance/*"]]}')

@@ -17,6 +17,7 @@ from stacks.synth import synth_template
 from tests.support.flow import REBOOT_SECONDS, World
 from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
 from world.aws import QUICK_EC2, deploy
+from world.gpus import Gpus, nodes_run_commands
 from world.hypervisor import Hypervisor, machines
 from world.inprocess import handlers_in_process
 from world.kubeapi import LocalCluster
@@ -59,6 +60,7 @@ def world(
     extra_clusters: tuple[ClusterSettings, ...],
 ) -> Iterator[World]:
     nodes: dict[str, str] = {}
+    gpus = Gpus()
     hypervisor = Hypervisor(
         on_reboot=lambda instance: kubelet.reboot(nodes[instance], down_seconds=REBOOT_SECONDS),
         # The machine is gone; the state machine deletes its Node.
@@ -74,6 +76,7 @@ def world(
         definitions_parsed_once(),
         pytest.MonkeyPatch.context() as env,
         machines(hypervisor),
+        nodes_run_commands(gpus),
     ):
         env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
         pipelines = {
@@ -82,7 +85,7 @@ def world(
         }
         watch = NodeWatch(cluster.api_client).start()
         try:
-            yield World(pipelines, core, kubelet, hypervisor, watch, nodes)
+            yield World(pipelines, core, kubelet, hypervisor, watch, nodes, gpus=gpus)
         finally:
             watch.stop()
 

@@ -96,6 +96,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.final_stops(),
         motopatch.runtime_causes(),
         motopatch.start_executions(),
+        motopatch.commands_run(lambda instance, command: {}),
     ]
 
 

@@ -10,14 +10,16 @@ import pytest
 from nodemedic.catalog import acted, builtin_rules
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.health.instance_types import gpu_reset_of
+from nodemedic.remediate.breaker import Limits
 from nodemedic.remediate.decision import Identity, decide
+from nodemedic.remediate.ledger import RESET_AT, RESET_FRESH
 from nodemedic.remediate.policy import Group, Policy, plan
 
 NOW = datetime(2026, 11, 22, 18, 30, tzinfo=UTC)
-RESET = {"action": "reset", "health_status": "Unschedulable"}
+XID_46 = "NVRM: Xid (PCI:0000:2b:00): 46, pid='<unknown>', name=<unknown>, GPU stopped processing"
+RESET = {"action": "reset", "health_status": "Unschedulable", "evidence_line": XID_46}
 ACTING = Policy(node_groups=("g",))
 NODE = Identity(cluster="demo", instance_id="i-0123456789abcdef0", source="kmsg")
-XID_46 = "NVRM: Xid (PCI:0000:2b:00): 46, pid='<unknown>', name=<unknown>, GPU stopped processing"
 RESET_GPU_XIDS = {46, 62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158}
 """The codes whose immediate action in NVIDIA's Xid catalog is RESET_GPU."""
 
@@ -68,6 +70,43 @@ def test_a_reset_stays_a_reset_only_where_the_instance_type_can_reset_one_gpu() 
         result = plan(RESET, group, None, NOW, ACTING, instance_type=instance_type)
         assert (result.action, result.health_status) == ("reboot", "UnschedulablePendingReboot")
         assert result.reason.startswith(f"instance type {instance_type or 'unknown'} cannot")
+
+
+def test_a_reset_names_its_gpu_and_since_when_a_reset_of_it_would_be_a_second_one() -> None:
+    result = plan(RESET, Group("g", 4), None, NOW, ACTING, instance_type="g6.12xlarge")
+    assert (result.gpu, result.reset_since) == (
+        "00000000:2B:00.0",
+        int(NOW.timestamp()) - ACTING.escalation_window,
+    )
+    rebooted = plan(RESET, Group("g", 4), None, NOW, ACTING, instance_type="p5.48xlarge")
+    assert rebooted.gpu == ""
+
+
+def test_a_reset_whose_line_names_no_gpu_is_a_reboot() -> None:
+    nameless = {**RESET, "evidence_line": "NVRM: GPU has fallen off the bus"}
+    result = plan(nameless, Group("g", 4), None, NOW, ACTING, instance_type="g6.12xlarge")
+    assert (result.action, result.gpu) == ("reboot", "")
+    assert result.reason.startswith("the fault's line names no GPU to reset; ")
+
+
+def test_a_reset_counts_against_the_reboot_rate() -> None:
+    limits = Limits(
+        max_in_flight=2,
+        reboots_per_hour=3,
+        reboots_per_day=7,
+        replacements_per_hour=1,
+        replacements_per_day=2,
+        cooldown=60,
+    )
+    assert limits.rate("reset") == limits.rate("reboot") == (3, 7)
+
+
+def test_a_gpu_reset_again_within_the_window_is_refused() -> None:
+    since = {":since": 1000}
+    assert RESET_FRESH.holds({}, since), "never reset"
+    assert RESET_FRESH.holds({RESET_AT: 999}, since), "reset before the window"
+    assert not RESET_FRESH.holds({RESET_AT: 1000}, since)
+    assert not RESET_FRESH.holds({RESET_AT: 1500}, since)
 
 
 def test_a_reset_turned_reboot_escalates_like_any_reboot() -> None:

@@ -1,0 +1,132 @@
+"""The GPU reset rung, on moto and the real apiserver: a cluster with ``gpu_reset`` on resets
+the GPU an Xid names through SSM Run Command (the simulated node runs the very script,
+``world.gpus``), gives the node back when the reset verifies, and otherwise reboots it
+through the same lock, ledger and escalation rules."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from nodemedic.settings import ClusterSettings
+from tests.support.flow import GPU, World, our_taints
+from tests.support.remediation import FAST, NODE_GROUPS, decision
+
+RESETS = ClusterSettings(
+    name="resets", gpu_reset=True, node_groups=NODE_GROUPS, post_reboot_deep_check=False, **FAST
+)
+"""Resets GPUs; a reboot gives the node back at its new boot id."""
+G6: dict[str, Any] = {"instance_type": "g6.12xlarge", "devices": {"nvidia.com/gpu": "4"}}
+XID_46 = "NVRM: Xid (PCI:0000:2b:00): 46, pid='<unknown>', name=<unknown>, GPU stopped processing"
+GPU_ID = "00000000:2B:00.0"
+"""The Xid's GPU as ``nvidia-smi`` names it."""
+
+
+@pytest.fixture(scope="module")
+def extra_clusters() -> tuple[ClusterSettings, ...]:
+    return (RESETS,)
+
+
+def _reset_decision(instance_id: str, first_seen: datetime | None = None) -> dict[str, Any]:
+    return decision(
+        instance_id,
+        "nvidia-xid-46",
+        cluster="resets",
+        line=XID_46,
+        gpu_reset=True,
+        first_seen=first_seen,
+    )
+
+
+def _given_back(world: World, instance_id: str) -> None:
+    node = world.node(instance_id)
+    assert node is not None
+    assert not node.spec.unschedulable
+    assert our_taints(node) == []
+
+
+def test_a_gpu_reset_that_verifies_gives_the_node_back_without_a_reboot(world: World) -> None:
+    sick, _ = world.group("g6-reset", 2, **G6)
+    pipeline = world.pipelines["resets"]
+    since = time.time()
+
+    world.ship("resets", sick, XID_46)
+
+    (execution,) = pipeline.executions(sick)
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+    ledger = pipeline.item(sick, f"decision#{execution.rsplit(':', 1)[1]}")
+    assert ledger is not None
+    assert (ledger["action"], ledger["outcome"]) == ("reset", "reset")
+    assert "escalation" not in ledger
+    assert world.hypervisor.reboots.count(sick) == 0
+    assert (sick, "Success") in world.gpus.resets
+    assert any(
+        s.unschedulable and s.tainted and s.health == "Unschedulable"
+        for s in world.seen(sick, since)
+    ), "cordoned, tainted and labelled while its GPU was reset"
+    _given_back(world, sick)
+    (mail,) = pipeline.messages(sick)
+    assert mail["outcome"] == "reset"
+    assert {"marked", "drained", "reset", "cleared"} <= set(mail["actions"])
+
+
+def test_a_gpu_reset_that_fails_falls_back_to_a_reboot(world: World) -> None:
+    sick, _ = world.group("g6-reset-fails", 2, **G6)
+    world.gpus.behave(sick, "reset-fails", GPU_ID)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["action"], ledger["outcome"], ledger["escalated"]) == ("reset", "rebooted", True)
+    assert ledger["escalation"].startswith(f"GPU reset of {GPU_ID} Failed: ")
+    assert "Unknown Error" in ledger["escalation"]
+    assert world.gpus.resets.count((sick, "Failed")) == 1
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)
+
+
+def test_a_second_reset_of_a_gpu_within_the_escalation_window_is_a_reboot(
+    world: World,
+) -> None:
+    sick, _ = world.group("g6-reset-twice", 2, **G6)
+    pipeline = world.pipelines["resets"]
+    # The first line 20 minutes old: the second is a decision of its own, not a duplicate.
+    first = _reset_decision(sick, datetime.now(UTC) - timedelta(minutes=20))
+    assert pipeline.run(first)["status"] == "SUCCEEDED"
+    assert pipeline.ledger(first)["outcome"] == "reset"  # type: ignore[index]
+
+    again = _reset_decision(sick)
+    assert again["decision_id"] != first["decision_id"]
+    assert pipeline.run(again)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(again)
+    assert ledger is not None
+    assert (ledger["outcome"], ledger["escalated"]) == ("rebooted", True)
+    assert ledger["escalation"] == (
+        f"GPU {GPU_ID} was reset less than escalation_window ({RESETS.escalation_window} s) ago"
+    )
+    assert [i for i, _ in world.gpus.resets].count(sick) == 1, "no second reset"
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)
+
+
+def test_an_instance_type_that_cannot_reset_one_gpu_is_rebooted_at_once(world: World) -> None:
+    sick, _ = world.group("p5-reset", 2, **GPU)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert ledger["outcome"] == "rebooted"
+    assert ledger["reason"].startswith("instance type p5.48xlarge cannot reset one GPU; ")
+    assert sick not in [i for i, _ in world.gpus.resets]
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)

@@ -1,0 +1,113 @@
+"""The simulated nodes' GPUs, as SSM Run Command finds them.
+
+moto records ``SendCommand`` and answers every invocation ``Success``. The local world runs
+the command instead (``motopatch.commands_run``): the ``aws:runShellScript`` steps of the
+command's document (the stack's, deployed into moto) run in a shell on this machine, with
+the parameters put in as SSM does, and a stand-in ``nvidia-smi`` (``world/data/nvidia-smi``)
+first on the ``PATH`` that answers as the instance's GPU behaves. So the GPU reset the state
+machine sends (``nodemedic.health.gpu_reset``, the very script a node would run) is run
+whole, and its status and output are what SSM would report.
+
+Public interface (used by the tests and the local demo):
+
+- ``Gpus()``: ``behave(instance_id, behaviour, gpu=...)`` (``healthy`` unless told:
+  ``busy``, ``reset-fails``, ``unhealthy``), ``resets`` (instance id and SSM status of every
+  command run, in order)
+- ``nodes_run_commands(gpus)``: context manager; while active, SSM commands reach ``gpus``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from moto.ssm.models import ssm_backends
+
+from world import motopatch
+
+Behaviour = Literal["healthy", "busy", "reset-fails", "unhealthy"]
+STAND_IN = Path(__file__).with_name("data")
+"""Where the stand-in ``nvidia-smi`` is: this folder goes first on the command's ``PATH``."""
+FIRST_GPU = "00000000:2B:00.0"
+
+
+class Gpus:
+    """Each simulated instance's GPU and how it takes a reset."""
+
+    def __init__(self) -> None:
+        self._behaviour: dict[str, tuple[Behaviour, str]] = {}
+        self._lock = threading.Lock()
+        self.resets: list[tuple[str, str]] = []
+        """(instance id, SSM status) of every command run, in order."""
+
+    def behave(self, instance_id: str, behaviour: Behaviour, gpu: str = FIRST_GPU) -> None:
+        """``gpu`` (``nvidia-smi``'s PCI form) of the instance behaves so from now on."""
+        with self._lock:
+            self._behaviour[instance_id] = (behaviour, gpu)
+
+    def run(self, instance_id: str, command: Any) -> dict[str, Any]:
+        """Run moto's ``command`` as the instance's SSM agent would: the invocation's fields
+        after."""
+        backend = ssm_backends[command.account_id][command.backend_region]
+        found = backend.get_document(command.document_name, "", "", "JSON")
+        script = _script(json.loads(found["Content"]), command.parameters)
+        if script is None:
+            return _ended(1, "", "InvalidParameters: a value outside its allowedPattern")
+        with self._lock:
+            behaviour, gpu = self._behaviour.get(instance_id, ("healthy", FIRST_GPU))
+        env = {
+            **os.environ,
+            "PATH": f"{STAND_IN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "NODEMEDIC_WORLD_GPU": behaviour,
+            "NODEMEDIC_WORLD_GPU_ID": gpu,
+        }
+        done = subprocess.run(
+            ["sh", "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False
+        )
+        ended = _ended(done.returncode, done.stdout, done.stderr)
+        with self._lock:
+            self.resets.append((instance_id, ended["Status"]))
+        return ended
+
+
+def _script(content: dict[str, Any], parameters: dict[str, list[str]]) -> str | None:
+    """The document's shell steps with ``{{ name }}`` replaced by the parameters' values, as
+    SSM does; None when a value breaks its ``allowedPattern`` (SSM refuses the command)."""
+    values = {}
+    for name, spec in content.get("parameters", {}).items():
+        value = " ".join(parameters.get(name, [spec.get("default", "")]))
+        if "allowedPattern" in spec and not re.match(spec["allowedPattern"], value):
+            return None
+        values[name] = value
+    lines = [
+        line
+        for step in content["mainSteps"]
+        if step["action"] == "aws:runShellScript"
+        for line in step["inputs"]["runCommand"]
+    ]
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: values[m[1]], "\n".join(lines))
+
+
+def _ended(code: int, stdout: str, stderr: str) -> dict[str, Any]:
+    """An invocation's fields once the command exited with ``code``."""
+    status = "Success" if code == 0 else "Failed"
+    return {
+        "Status": status,
+        "StatusDetails": status,
+        "ResponseCode": code,
+        "StandardOutputContent": stdout,
+        "StandardErrorContent": stderr,
+    }
+
+
+@contextlib.contextmanager
+def nodes_run_commands(gpus: Gpus) -> Iterator[None]:
+    with motopatch.commands_run(gpus.run):
+        yield
