@@ -93,6 +93,10 @@ FORCE_DRAIN: Final = plan("force_drain")
 HEALTH_STATUS: Final = plan("health_status")
 PLANNED_OUTCOME: Final = plan("outcome")
 PURGE_AT: Final = plan("purge_at")
+WAIT_BEFORE_ACTING: Final = plan("wait_before_acting")
+DRAIN_TIMEOUT: Final = plan("drain_timeout")
+DRAIN_ROUNDS_LIMIT: Final = plan("drain_rounds")
+"""The node group's ``wait_before_acting``, ``drain_timeout`` and drain loop bound."""
 
 # The ledger: what this execution holds ------------------------------------------------------
 

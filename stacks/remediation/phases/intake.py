@@ -202,6 +202,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                     "last_reboot": sfn.JsonPath.object_at(state.LAST_REBOOT),
                     "now": NOW,
                     "policy": st.policy.to_mapping(),
+                    "group_policies": st.group_policies(),
                 }
             ),
             payload_response_only=True,

@@ -170,9 +170,15 @@ def test_synth_template_is_the_template_cdk_synth_writes(
 
 
 def _context_entry(settings: ClusterSettings) -> dict[str, Any]:
-    """The settings as cdk.json writes them: lists, and ``spares`` as a mapping."""
+    """The settings as cdk.json writes them: lists, and ``spares``, ``actions`` and
+    ``group_overrides`` as mappings."""
     entry = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
     entry["spares"] = dict(settings.spares)
+    entry["actions"] = dict(settings.actions)
+    entry["group_overrides"] = {
+        group: {k: dict(v) if k == "actions" else v for k, v in own}
+        for group, own in settings.group_overrides
+    }
     return entry
 
 

@@ -14,7 +14,7 @@ from aws_cdk import assertions
 from aws_cdk import aws_logs as logs
 
 from nodemedic.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
-from stacks.synth import synth_template
+from stacks.synth import NO_BUNDLING, add_pipelines, app_context, synth_template
 from tests.support.paths import ROOT
 
 
@@ -151,7 +151,7 @@ def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
             assert rows[field.name] == "(required)"
         elif field.name == "eks_cluster_name":
             assert rows[field.name] == "`name`"  # its default: the cluster's name
-        elif field.name == "spares":
+        elif field.name in ("spares", "actions", "group_overrides"):
             assert rows[field.name] == "`{}`"  # written as a mapping, held as pairs
         else:
             assert rows[field.name] == _as_documented(field.default), field.name
@@ -205,3 +205,25 @@ def test_the_job_monitor_is_capped_by_default_apart_from_the_classifier() -> Non
         "lambdas.jobs.handler.handler": 20,
         "lambdas.classify.handler.handler": 100,
     }
+
+
+def test_the_synth_refuses_actions_the_catalog_does_not_allow() -> None:
+    """Rule ids are known only with the catalog: the synth checks them, every cluster's."""
+    clusters = [
+        parse_cluster({"name": "a", "node_groups": ["p5"], "actions": {"xid-79": "reboot"}}),
+        parse_cluster(
+            {
+                "name": "b",
+                "node_groups": ["p5"],
+                "group_overrides": {"p5": {"actions": {"edac-correctable": "reboot"}}},
+            }
+        ),
+    ]
+    with pytest.raises(ValueError) as refused:
+        add_pipelines(cdk.App(context={**app_context(), **NO_BUNDLING}), clusters, nag=False)
+    assert str(refused.value).splitlines() == [
+        "cluster a: actions: 'xid-79' is neither a rule id of the catalog nor a component "
+        "(gpu, neuron, efa, memory, cpu, storage, kernel)",
+        "cluster b: group_overrides: 'p5': actions: rule 'edac-correctable' only notifies in "
+        "the catalog; it may not reboot a node (the fault says nothing against the node)",
+    ]
