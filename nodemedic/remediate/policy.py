@@ -122,6 +122,9 @@ class Plan:
     purge_at: int
     """When the ledger may let the decision's record go (epoch seconds, its time to live):
     ``history_days`` from now, what ``nodemedic history`` promises to show."""
+    max_parallel: int
+    max_unhealthy_percent: int
+    """The group's limits ``limit`` comes from, for the breaker's notification."""
     wait_before_acting: int
     """Seconds the marked node waits before its drain (its group's ``wait_before_acting``)."""
     drain_timeout: int
@@ -311,6 +314,8 @@ def plan(
         lock_expires_epoch=now_epoch + policy.lock_seconds,
         force_drain=policy.force_drain and action == "replace",
         purge_at=now_epoch + policy.history_days * 86400,
+        max_parallel=policy.max_parallel,
+        max_unhealthy_percent=policy.max_unhealthy_percent,
         wait_before_acting=policy.wait_before_acting,
         drain_timeout=policy.drain_timeout,
         drain_rounds=policy.drain_rounds,

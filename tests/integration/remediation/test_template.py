@@ -253,6 +253,9 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
         "drain_rounds": policy.drain_rounds(FAST["drain_timeout"], FAST["poll_seconds"]),
     }
     assert definition["States"]["Plan"]["Parameters"]["group_policies"] == {}
+    # The held mail quotes the limits of the node's group, which the plan carries.
+    held = json.dumps(definition["States"]["Notify held"])
+    assert "$.plan.max_parallel" in held and "$.plan.max_unhealthy_percent" in held
     assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
 
     # The drain deletes what eviction left only when the plan says so (a replacement, with

@@ -176,7 +176,7 @@ def test_the_policy_lambda_plans_with_the_group_s_own_policy() -> None:
         "group_policies": settings.group_policies(),
     }
     training = handler({**event, "group": {"found": True, "name": "p5-training", "size": 8}}, None)
-    assert (training["action"], training["limit"]) == ("reboot", 1)
+    assert (training["action"], training["limit"], training["max_parallel"]) == ("reboot", 1, 1)
     assert (training["wait_before_acting"], training["drain_timeout"]) == (600, 1800)
     assert training["drain_rounds"] == 2 * 1800 // 15 + 2
     serving = handler({**event, "group": {"found": True, "name": "p5-serving", "size": 8}}, None)
