@@ -20,7 +20,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from nodemedic import catalog, settings, settings_values
+from nodemedic import catalog, group_settings, settings, settings_values
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ROOT = Path(__file__).resolve().parent
@@ -100,6 +100,18 @@ def _setting_property(name: str, hint: Any, kind: type) -> Schema:
     if name == "spares":
         number = {"type": "integer", "minimum": 0, "maximum": settings_values.MAX_SPARES}
         return {"type": "object", "additionalProperties": number}
+    if name == "actions":
+        action = {"enum": list(group_settings.OVERRIDE_ACTIONS)}
+        return {"type": "object", "additionalProperties": action}
+    if name == "group_overrides":
+        hints = get_type_hints(settings.ClusterSettings)
+        kinds = {f.name: type(f.default) for f in fields(settings.ClusterSettings)}
+        own = {
+            key: _setting_property(key, hints[key], kinds[key])
+            for key in group_settings.GROUP_SETTINGS
+        }
+        group = {"type": "object", "properties": own, "additionalProperties": False}
+        return {"type": "object", "additionalProperties": group}
     if name == "node_groups":
         group = {"type": "string", "minLength": 1, "maxLength": settings_values.MAX_GROUP_NAME}
         group["pattern"] = "^[^" + "".join(settings_values.IAM_WILDCARDS) + "]*$"
@@ -124,7 +136,7 @@ def _setting_property(name: str, hint: Any, kind: type) -> Schema:
         schema["minimum"] = 1
     if name == "max_unhealthy_percent":
         schema.update(minimum=0, maximum=100)
-    if name == "classifier_reserved_concurrency":
+    if name in ("classifier_reserved_concurrency", "wait_before_acting"):
         schema["minimum"] = 0
     if name == "log_retention_days":
         schema["enum"] = list(settings_values.LOG_RETENTION_DAYS)
@@ -139,7 +151,7 @@ def settings_schema() -> Schema:
         default = setting.default
         kind = str if default is MISSING else type(default)
         schema = _setting_property(setting.name, hints[setting.name], kind)
-        if setting.name == "spares":
+        if setting.name in ("spares", "actions", "group_overrides"):
             schema["default"] = {}
         elif default is not MISSING:
             schema["default"] = list(default) if isinstance(default, tuple) else default

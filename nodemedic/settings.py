@@ -8,16 +8,16 @@ pipeline would only reject at deploy or run time is refused here, at synth.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from functools import cache
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from nodemedic import settings_values
+from nodemedic import group_settings, settings_json, settings_values
 from nodemedic.contracts.logs import node_log_group
 from nodemedic.jobs.breaker import JobLimits
 from nodemedic.remediate.breaker import Limits
 from nodemedic.remediate.fleet import FleetRules
-from nodemedic.remediate.policy import Policy, execution_timeout
+from nodemedic.remediate.policy import Policy, drain_rounds, execution_timeout
 
 CONTEXT_KEY = "nodemedic:clusters"
 RecoveryMode = Literal["Automatic", "None"]
@@ -27,6 +27,14 @@ Approval = Literal["none", "replace", "any"]
 ApprovalTimeoutDefault = Literal["hold", "proceed"]
 LOG_RETENTION_DAYS = settings_values.LOG_RETENTION_DAYS
 """The values CloudWatch Logs accepts for a log group's RetentionInDays."""
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; ``errors`` lists every mistake, the message joins them."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
 
 
 @dataclass(frozen=True)
@@ -187,11 +195,56 @@ class ClusterSettings:
     approval_timeout_default: ApprovalTimeoutDefault = "hold"
     """What an unanswered request comes to: ``hold`` (the node stays cordoned and counted,
     as a denial leaves it) or ``proceed`` (the planned action goes on)."""
+    actions: tuple[tuple[str, str], ...] = ()
+    """(rule id or component, action): what a fault does instead of its catalog's action,
+    ``notify``, ``reboot`` or ``replace``; a rule's id wins over its component (``gpu``,
+    ``memory``, ...). In cdk.json an object, ``{"edac-uncorrectable": "reboot"}``. A rule
+    the catalog only notifies may not be made to act (the synth refuses it); a decision
+    the classifier made notify-only (unproven or injected evidence) stays so, and a manual
+    or planned decision keeps its action."""
+    wait_before_acting: int = 0
+    """Seconds a cordoned, marked node waits before its drain and its reboot or replacement
+    (the EKS node monitoring agent's ``minRepairWaitTimeMins``, in seconds): its pods keep
+    running meanwhile (a training job can checkpoint) and new ones go elsewhere. 0: at once."""
+    group_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    """(node group, its own settings): settings a group of ``node_groups`` sets for its nodes
+    (``nodemedic.group_settings.GROUP_SETTINGS``: actions, wait_before_acting, drain_timeout,
+    max_parallel, max_unhealthy_percent, escalation_window, force_drain). In cdk.json
+    ``{"p5-training": {"actions": {"edac-uncorrectable": "reboot"}, "wait_before_acting":
+    600}}``. A group's ``actions`` add to (and win over) the cluster's."""
 
     def __post_init__(self) -> None:
         errors = settings_values.value_errors(self, choices())
+        errors += group_settings.override_errors(self)
+        for group, _ in self.group_overrides:
+            try:
+                self.for_group(group)
+            except SettingsError as exc:
+                # The cluster's own mistakes are reported once, not again for each group.
+                mine = set(errors)
+                errors += [f"group_overrides: {group!r}: {e}" for e in exc.errors if e not in mine]
         if errors:
-            raise ValueError("; ".join(errors))
+            raise SettingsError(errors)
+
+    def for_group(self, group: str) -> ClusterSettings:
+        """The settings a node of ``group`` is remediated with: the cluster's, with what the
+        group sets itself (``group_overrides``)."""
+        own = {
+            key: value
+            for key, value in dict(self.group_overrides).get(group, ())
+            if key in group_settings.GROUP_SETTINGS
+        }
+        if not own:
+            return self
+        if "actions" in own:
+            own["actions"] = tuple(sorted({**dict(self.actions), **dict(own["actions"])}.items()))
+        return replace(self, group_overrides=(), **own)
+
+    def group_policies(self) -> dict[str, dict[str, Any]]:
+        """Each group with settings of its own → its ``Policy``, as the plan is given it."""
+        return {
+            group: self.for_group(group).policy.to_mapping() for group, _ in self.group_overrides
+        }
 
     @property
     def fleet_rules(self) -> FleetRules:
@@ -205,15 +258,19 @@ class ClusterSettings:
     @property
     def lock_seconds(self) -> int:
         """The longest one remediation runs (the state machine's timeout): the node lock's
-        lease."""
-        return execution_timeout(
-            breaker_hold=self.breaker_hold,
-            drain_timeout=self.drain_timeout,
-            reboot_timeout=self.reboot_timeout,
-            poll_seconds=self.poll_seconds,
-            fleet_settle=self.fleet_settle,
-            refill=bool(self.spare_groups),
-            approval=self.approval_timeout if self.approval != "none" else 0,
+        lease; the longest of any group's."""
+        return max(
+            execution_timeout(
+                breaker_hold=self.breaker_hold,
+                drain_timeout=own.drain_timeout,
+                reboot_timeout=self.reboot_timeout,
+                poll_seconds=self.poll_seconds,
+                fleet_settle=self.fleet_settle,
+                refill=bool(self.spare_groups),
+                wait_before_acting=own.wait_before_acting,
+                approval=self.approval_timeout if self.approval != "none" else 0,
+            )
+            for own in (self, *(self.for_group(group) for group, _ in self.group_overrides))
         )
 
     @property
@@ -235,6 +292,10 @@ class ClusterSettings:
             lock_seconds=self.lock_seconds,
             force_drain=self.force_drain,
             history_days=self.history_days,
+            actions=self.actions,
+            wait_before_acting=self.wait_before_acting,
+            drain_timeout=self.drain_timeout,
+            drain_rounds=drain_rounds(self.drain_timeout, self.poll_seconds),
         )
 
     @property
@@ -281,37 +342,12 @@ def choices() -> dict[str, tuple[str, ...]]:
     }
 
 
-def _type_errors(values: Mapping[str, Any]) -> dict[str, str]:
-    """Setting → why its value has the wrong type. JSON from cdk.json or ``-c``:
-    ``"node_groups": "trn1"`` would otherwise become the groups ``t``, ``r``, ``n``, ``1``,
-    and ``"dry_run": "false"`` a true value."""
-    errors = {}
-    for setting in fields(ClusterSettings):
-        if setting.name not in values:
-            continue
-        value = values[setting.name]
-        kind = str if setting.default is MISSING else type(setting.default)
-        if setting.name == "spares":
-            if not _spares_type(value):
-                errors["spares"] = (
-                    f"spares must map node group names to whole numbers, not {value!r}"
-                )
-        elif kind is tuple:
-            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                errors[setting.name] = f"{setting.name} must be a list of strings, not {value!r}"
-        elif kind is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                errors[setting.name] = f"{setting.name} must be a whole number, not {value!r}"
-        elif not isinstance(value, kind):
-            errors[setting.name] = f"{setting.name} must be a {kind.__name__}, not {value!r}"
-    return errors
-
-
-def _spares_type(value: Any) -> bool:
-    return isinstance(value, Mapping) and all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-        for k, v in value.items()
-    )
+@cache
+def kinds() -> dict[str, type]:
+    """Setting → the type of its value in cdk.json's terms (``name``, without default: str)."""
+    return {
+        f.name: str if f.default is MISSING else type(f.default) for f in fields(ClusterSettings)
+    }
 
 
 def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
@@ -325,14 +361,9 @@ def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
         errors.append(f"unknown cluster setting(s): {', '.join(sorted(unknown))}")
     if "name" not in raw:
         errors.append("every cluster needs a name")
-    wrong_type = _type_errors(raw)
+    wrong_type = settings_json.type_errors(raw, kinds())
     errors += wrong_type.values()
-    values: dict[str, Any] = {k: v for k, v in raw.items() if k in known - set(wrong_type)}
-    for key in ("node_groups", "notification_emails", "spot_groups"):
-        if key in values:
-            values[key] = tuple(values[key])
-    if "spares" in values:
-        values["spares"] = tuple(sorted(values["spares"].items()))
+    values = settings_json.plain({k: v for k, v in raw.items() if k in known - set(wrong_type)})
     settings = None
     if "name" in values:
         try:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from nodemedic import group_settings
+
 if TYPE_CHECKING:
     from nodemedic.settings import ClusterSettings
 
@@ -97,6 +99,7 @@ def value_errors(settings: ClusterSettings, choices: Mapping[str, tuple[str, ...
     errors += _spares_errors(settings)
     errors += _planned_errors(settings)
     errors += _auto_repair_errors(settings)
+    errors += group_settings.action_errors(settings.actions)
     errors += [
         f"notification_emails: {address!r} is not an e-mail address"
         for address in settings.notification_emails
@@ -142,7 +145,11 @@ def _number_errors(settings: ClusterSettings) -> list[str]:
         settings.fleet_rules  # noqa: B018 (FleetRules refuses impossible fleet settings)
     except ValueError as exc:
         errors.append(str(exc))
-    for key in ("classifier_reserved_concurrency", "job_monitor_reserved_concurrency"):
+    for key in (
+        "classifier_reserved_concurrency",
+        "job_monitor_reserved_concurrency",
+        "wait_before_acting",
+    ):
         if getattr(settings, key) < 0:
             errors.append(f"{key} must be 0 (none) or more")
     if settings.log_retention_days not in LOG_RETENTION_DAYS:

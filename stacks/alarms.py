@@ -89,14 +89,18 @@ class Alarms(Construct):
         dead_letters: sqs.IQueue,
         state_machine: sfn.IStateMachine,
         aftercare: tuple[sfn.IStateMachine, ...],
+        planned: sfn.IStateMachine | None = None,
+        jobs_failed: cw.Alarm | None = None,
     ) -> None:
         """``aftercare``: the state machines that clean up after remediations, reconcile
-        the nodes they leave out of service and start the ones the health label asks for."""
+        the nodes they leave out of service and start the ones the health label asks for;
+        ``planned``: the planned repairs' (where on); ``jobs_failed``: the job monitor's
+        alarm (where on), counted with the Metrics Insights alarms."""
         super().__init__(scope, id)
         self.settings = settings
         self.action = actions.SnsAction(topic)
-        self.insights: list[cw.Alarm] = []
-        """The alarms on Metrics Insights queries (their own quota)."""
+        self.insights: list[cw.Alarm] = [] if jobs_failed is None else [jobs_failed]
+        """The alarms on Metrics Insights queries (their own quota), the job monitor's too."""
         self.faults = [
             self._alarm(
                 f"Fault{fault.namespace}{fault.metric}",
@@ -137,16 +141,7 @@ class Alarms(Construct):
             self._alarm(
                 "RemediationFailures",
                 "remediation-failures",
-                cw.MathExpression(
-                    expression="failed + timedOut + aborted",
-                    using_metrics={
-                        "failed": state_machine.metric_failed(period=PERIOD),
-                        "timedOut": state_machine.metric_timed_out(period=PERIOD),
-                        "aborted": state_machine.metric_aborted(period=PERIOD),
-                    },
-                    period=PERIOD,
-                    label="executions not succeeded",
-                ),
+                self._failures(state_machine, "executions not succeeded"),
                 "A remediation execution failed, timed out or was aborted; the ledger and "
                 "the SNS message say where it stopped.",
             ),
@@ -224,6 +219,32 @@ class Alarms(Construct):
                 "signed with a key that does not hold (a forgery) count apart and do not page.",
             ),
         ]
+
+        if planned is not None:
+            self.pipeline.append(
+                self._alarm(
+                    "PlannedFailures",
+                    "planned-failures",
+                    self._failures(planned, "planned executions not succeeded"),
+                    "A planned repair (an AWS notice's instance to drain and replace before "
+                    "AWS acts) failed, timed out or was aborted before it started its "
+                    "remediation: the instance goes at the notice's deadline undrained. Its "
+                    "execution's input names the instance and the notice.",
+                )
+            )
+
+    @staticmethod
+    def _failures(machine: sfn.IStateMachine, label: str) -> cw.MathExpression:
+        return cw.MathExpression(
+            expression="failed + timedOut + aborted",
+            using_metrics={
+                "failed": machine.metric_failed(period=PERIOD),
+                "timedOut": machine.metric_timed_out(period=PERIOD),
+                "aborted": machine.metric_aborted(period=PERIOD),
+            },
+            period=PERIOD,
+            label=label,
+        )
 
     @staticmethod
     def _stranded(

@@ -131,6 +131,8 @@ class PipelineStack(Stack):
                 self.remediation.aftercare.reconcile,
                 self.remediation.aftercare.requests,
             ),
+            planned=self.planned.state_machine if self.planned else None,
+            jobs_failed=self.jobs.failed_alarm if self.jobs else None,
         )
         self.dashboard = Dashboard(
             self,

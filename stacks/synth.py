@@ -19,6 +19,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from nodemedic.catalog import extra_paths_from_env, load_catalog
+from nodemedic.group_settings import catalog_errors
 from nodemedic.settings import CONTEXT_KEY, ClusterSettings
 from stacks.pipeline import PipelineStack, stack_name
 
@@ -44,10 +45,18 @@ def add_pipelines(
 ) -> list[PipelineStack]:
     """One stack per cluster; with ``nag`` cdk-nag's AwsSolutions checks gate the synth.
 
-    The catalog is the built-in rules plus the files named in NODEMEDIC_CATALOG_EXTRA.
+    The catalog is the built-in rules plus the files named in NODEMEDIC_CATALOG_EXTRA; a
+    setting's ``actions`` that name no rule of it, or make a notify-only rule act, are
+    refused (ValueError, one line each).
     """
     extra = extra_paths_from_env()
     catalog = load_catalog()
+    # Rule ids are known only with the catalog, which the settings are parsed without.
+    refused = [
+        f"cluster {s.name}: {error}" for s in clusters for error in catalog_errors(s, catalog)
+    ]
+    if refused:
+        raise ValueError("\n".join(refused))
     stacks = [
         PipelineStack(app, stack_name(s), settings=s, catalog=catalog, catalog_files=extra)
         for s in clusters

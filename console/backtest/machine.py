@@ -130,7 +130,7 @@ class Machine:
             self.group,
             None if at is None else datetime.fromtimestamp(at, UTC),
             datetime.fromtimestamp(run.now, UTC),
-            self.settings.policy,
+            self.settings.for_group(self.group.name).policy,
         )
         out.would, out.reason = run.planned.action, run.planned.reason
         out.escalated = run.planned.escalated
@@ -313,8 +313,12 @@ class Machine:
     def _mark(self, run: Run) -> None:
         run.out.cordoned_at = run.now
 
-    def _drain(self, run: Run) -> None:
-        """Not simulated: its time is in ``action_seconds``, with the action's."""
+    def _drain(self, run: Run) -> Waits:
+        """The group's ``wait_before_acting``; the drain itself is not simulated: its time
+        is in ``action_seconds``, with the action's."""
+        if run.planned.wait_before_acting:
+            run.now = yield run.now + run.planned.wait_before_acting
+        return None
 
     def _judgement(self, run: Run) -> Waits:
         settled = self.settles_at(run.decision.fault_id, run.now)

@@ -25,6 +25,7 @@ from console.backtest.stamps import parse_time
 from console.inputs import InputError
 from nodemedic.catalog import CatalogError, load_catalog
 from nodemedic.detect.classifier import Classifier
+from nodemedic.group_settings import catalog_errors
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.settings import ClusterSettings, parse_cluster
 
@@ -140,9 +141,13 @@ def run(args: argparse.Namespace) -> int:
         history = _history(args)
         candidate = _candidate(args.catalog) if args.catalog else None
         options: dict[str, Any] = {"group": group, "group_size": args.group_size}
+        catalog = load_catalog()
+        refused = catalog_errors(settings, catalog)
+        if refused:
+            raise InputError(f"settings: {'; '.join(refused)}")
         before = replay(
             history,
-            Classifier(load_catalog()),
+            Classifier(catalog),
             settings,
             action_seconds=args.action_seconds,
             **options,

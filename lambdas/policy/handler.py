@@ -23,16 +23,20 @@ def _group(raw: dict[str, Any]) -> Group | None:
 
 
 def _plan(event: dict[str, Any]) -> dict[str, Any]:
+    """With the policy of the instance's group where it has settings of its own
+    (``group_policies``), else the cluster's."""
     last = event["last_reboot"].get("at")
     # Auto Scaling's answer: the instance's type, a list of one (none outside a group);
     # sent only by a cluster with gpu_reset on, the only one to which a type matters.
     types = event.get("instance_types") or [None]
+    group = _group(event["group"])
+    own = event.get("group_policies", {}).get(group.name) if group is not None else None
     return plan(
         event["decision"],
-        _group(event["group"]),
+        group,
         parse_time(last, "last reboot") if last is not None else None,
         parse_time(event["now"], "now"),
-        Policy.from_mapping(event["policy"]),
+        Policy.from_mapping(own or event["policy"]),
         instance_type=types[0],
     ).to_mapping()
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from nodemedic.contracts.kube import MANUAL_SOURCE, STATUS_OF_ACTION
+from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE, STATUS_OF_ACTION
 from nodemedic.health.gpu_reset import gpu_of
 from nodemedic.health.instance_types import gpu_reset_of
 from nodemedic.remediate import parking
@@ -27,6 +27,8 @@ REPLACEMENT_STATUS = STATUS_OF_ACTION["replace"]
 REFUSED = "refused"
 """The outcome of a manual request where nodemedic does not act (a group outside
 ``node_groups``, ``recovery_mode: None``, ``dry_run``): nothing is done to the node."""
+UNCHANGED_SOURCES = (MANUAL_SOURCE, PLANNED_SOURCE)
+"""Decisions whose action no ``actions`` setting changes (``overridden``)."""
 NO_GROUP = "none"
 """The ``NodeGroup`` dimension and ledger value of an instance outside any Auto Scaling group."""
 MAX_BACKOFF = 8
@@ -58,6 +60,12 @@ class Policy:
     lock_seconds: int = 86400
     force_drain: bool = False
     history_days: int = 90
+    actions: tuple[tuple[str, str], ...] = ()
+    """(rule id or component, action) the fault takes instead of the decision's."""
+    wait_before_acting: int = 0
+    drain_timeout: int = 600
+    drain_rounds: int = 82
+    """``drain_rounds(drain_timeout, poll_seconds)``: the state machine's drain loop bound."""
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
@@ -72,6 +80,10 @@ class Policy:
                 lock_seconds=int(raw["lock_seconds"]),
                 force_drain=bool(raw["force_drain"]),
                 history_days=int(raw["history_days"]),
+                actions=tuple((str(k), str(v)) for k, v in dict(raw["actions"]).items()),
+                wait_before_acting=int(raw["wait_before_acting"]),
+                drain_timeout=int(raw["drain_timeout"]),
+                drain_rounds=int(raw["drain_rounds"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyError(f"bad policy settings: {exc!r}") from exc
@@ -79,6 +91,7 @@ class Policy:
     def to_mapping(self) -> dict[str, Any]:
         values = asdict(self)
         values["node_groups"] = list(self.node_groups)
+        values["actions"] = dict(self.actions)
         return values
 
 
@@ -110,6 +123,14 @@ class Plan:
     purge_at: int
     """When the ledger may let the decision's record go (epoch seconds, its time to live):
     ``history_days`` from now, what ``nodemedic history`` promises to show."""
+    max_parallel: int
+    max_unhealthy_percent: int
+    """The group's limits ``limit`` comes from, for the breaker's notification."""
+    wait_before_acting: int
+    """Seconds the marked node waits before its drain (its group's ``wait_before_acting``)."""
+    drain_timeout: int
+    drain_rounds: int
+    """The group's ``drain_timeout`` and the drain loop's bound from it."""
     gpu: str = ""
     """The PCI bus id of the GPU to reset (``nodemedic.health.gpu_reset``); empty unless
     ``action`` is ``reset``."""
@@ -153,6 +174,7 @@ def execution_timeout(
     fleet_settle: int = 0,
     refill: bool = False,
     approval: int = 0,
+    wait_before_acting: int = 0,
 ) -> int:
     """An upper bound of one remediation's duration: every wait loop at its longest (the
     reboot watch and the wait for termination both bounded by ``reboot_timeout``, the wait
@@ -167,6 +189,7 @@ def execution_timeout(
         + 2 * (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds
         + LOCK_WAIT_ROUNDS * poll_seconds
         + fleet_settle
+        + wait_before_acting
         # A group with spares also waits, as long at most, for the refill to join.
         + (rounds(reboot_timeout, poll_seconds) + 1) * poll_seconds * refill
         + approval
@@ -224,6 +247,21 @@ def _mode(action: str, group: Group | None, policy: Policy) -> tuple[Mode, str, 
     return "act", "", f"{action} (policy: Automatic)"
 
 
+def overridden(decision: Mapping[str, Any], policy: Policy) -> tuple[str, str] | None:
+    """(key, action) of ``policy.actions`` that names the decision's rule or else its
+    component; None where none does, and for decisions no setting may change: a notify-only
+    one (the catalog's, or the classifier's for evidence it cannot trust) must not be made
+    to act, a manual request keeps what the person asked for, and a planned one what AWS's
+    notice calls for (the instance goes whatever is done to it)."""
+    if decision.get("action") == "notify" or decision.get("source") in UNCHANGED_SOURCES:
+        return None
+    actions = dict(policy.actions)
+    for key in (decision.get("fault_id"), decision.get("component")):
+        if isinstance(key, str) and key in actions:
+            return key, actions[key]
+    return None
+
+
 def plan(
     decision: Mapping[str, Any],
     group: Group | None,
@@ -247,6 +285,11 @@ def plan(
         raise PolicyError("decision has no health_status")
     escalated = False
     reason_prefix = ""
+    chosen = overridden(decision, policy)
+    if chosen is not None and chosen[1] != action:
+        key, action = chosen
+        health_status = STATUS_OF_ACTION[action]
+        reason_prefix = f"{decision['action']} made {action} by the setting actions[{key!r}]; "
     gpu = gpu_of(str(decision.get("evidence_line") or "")) if action == "reset" else None
     if action == "reset" and gpu_reset_of(instance_type or "") != "one":
         action, health_status = "reboot", STATUS_OF_ACTION["reboot"]
@@ -285,6 +328,11 @@ def plan(
         lock_expires_epoch=now_epoch + policy.lock_seconds,
         force_drain=policy.force_drain and action == "replace",
         purge_at=now_epoch + policy.history_days * 86400,
+        max_parallel=policy.max_parallel,
+        max_unhealthy_percent=policy.max_unhealthy_percent,
+        wait_before_acting=policy.wait_before_acting,
+        drain_timeout=policy.drain_timeout,
+        drain_rounds=policy.drain_rounds,
         gpu=(gpu or "") if action == "reset" else "",
         reset_since=now_epoch - policy.escalation_window,
     )

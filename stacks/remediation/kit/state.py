@@ -89,6 +89,9 @@ MODE: Final = plan("mode")
 ACTION: Final = plan("action")
 REASON: Final = plan("reason")
 LIMIT: Final = plan("limit")
+MAX_PARALLEL: Final = plan("max_parallel")
+MAX_UNHEALTHY_PERCENT: Final = plan("max_unhealthy_percent")
+"""The node group's limits ``LIMIT`` comes from."""
 NOW_EPOCH: Final = plan("now_epoch")
 LOCK_EXPIRES_EPOCH: Final = plan("lock_expires_epoch")
 FORCE_DRAIN: Final = plan("force_drain")
@@ -96,6 +99,10 @@ FORCE_DRAIN: Final = plan("force_drain")
 HEALTH_STATUS: Final = plan("health_status")
 PLANNED_OUTCOME: Final = plan("outcome")
 PURGE_AT: Final = plan("purge_at")
+WAIT_BEFORE_ACTING: Final = plan("wait_before_acting")
+DRAIN_TIMEOUT: Final = plan("drain_timeout")
+DRAIN_ROUNDS_LIMIT: Final = plan("drain_rounds")
+"""The node group's ``wait_before_acting``, ``drain_timeout`` and drain loop bound."""
 
 # The ledger: what this execution holds ------------------------------------------------------
 

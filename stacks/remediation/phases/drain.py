@@ -1,5 +1,6 @@
-"""Draining: kube ``drain`` rounds until the Node is empty, backing off while a
-PodDisruptionBudget blocks, failing once the rounds ``drain_timeout`` allows are spent."""
+"""Draining: the group's ``wait_before_acting`` first, then kube ``drain`` rounds until the
+Node is empty, backing off while a PodDisruptionBudget blocks, failing once the rounds the
+group's ``drain_timeout`` allows are spent (both from the plan: a group may set its own)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from stacks.remediation.phases.resume import find_jobs
 
 
 def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
-    """Enter ``draining``; once drained, on to ``act``."""
+    """Wait where the group asks, enter ``draining``; once drained, on to ``act``."""
     s = flow.scope
     st = flow.settings
     drain_round = flow.kube(
@@ -22,7 +23,7 @@ def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         {
             "node": text_at(state.NODE_NAME),
             "started_at": text_at(state.DRAIN_STARTED_AT),
-            "timeout_seconds": st.drain_timeout,
+            "timeout_seconds": sfn.JsonPath.number_at(state.DRAIN_TIMEOUT),
             "force": sfn.JsonPath.string_at(state.FORCE_DRAIN),
             "settle_seconds": policy.drain_settle(st.poll_seconds),
         },
@@ -50,8 +51,8 @@ def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         state.NODE_NAME,
     )
     drain_done.when(sfn.Condition.boolean_equals(state.DRAIN_DONE, True), drained).when(
-        sfn.Condition.number_greater_than_equals(
-            state.DRAIN_ROUNDS, policy.drain_rounds(st.drain_timeout, st.poll_seconds)
+        sfn.Condition.number_greater_than_equals_json_path(
+            state.DRAIN_ROUNDS, state.DRAIN_ROUNDS_LIMIT
         ),
         stuck.next(failure),
     ).when(
@@ -75,4 +76,12 @@ def drain(flow: Flow, *, failure: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
         .when(sfn.Condition.number_equals(state.DRAIN_ROUNDS, 0), save_pods.next(drain_done))
         .otherwise(drain_done)
     )
-    return start
+    wait_first = sfn.Wait(
+        s, "Wait before acting", time=sfn.WaitTime.seconds_path(state.WAIT_BEFORE_ACTING)
+    )
+    wait_first.next(start)
+    return (
+        sfn.Choice(s, "Wait first?")
+        .when(sfn.Condition.number_greater_than(state.WAIT_BEFORE_ACTING, 0), wait_first)
+        .otherwise(start)
+    )

@@ -214,6 +214,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                         if st.gpu_reset
                         else {}
                     ),
+                    "group_policies": st.group_policies(),
                 }
             ),
             payload_response_only=True,

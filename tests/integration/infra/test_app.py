@@ -170,9 +170,15 @@ def test_synth_template_is_the_template_cdk_synth_writes(
 
 
 def _context_entry(settings: ClusterSettings) -> dict[str, Any]:
-    """The settings as cdk.json writes them: lists, and ``spares`` as a mapping."""
+    """The settings as cdk.json writes them: lists, and ``spares``, ``actions`` and
+    ``group_overrides`` as mappings."""
     entry = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
     entry["spares"] = dict(settings.spares)
+    entry["actions"] = dict(settings.actions)
+    entry["group_overrides"] = {
+        group: {k: dict(v) if k == "actions" else v for k, v in own}
+        for group, own in settings.group_overrides
+    }
     return entry
 
 
@@ -222,12 +228,11 @@ def test_too_many_insights_alarms_for_one_account_are_announced(
     app = cdk.App(context={**app_context(), **NO_BUNDLING})
     clusters = [
         ClusterSettings(name="a"),
-        ClusterSettings(name="b", node_groups=("p5",), eks_auto_repair="off"),
+        ClusterSettings(name="b", node_groups=("p5",), eks_auto_repair="off", job_monitoring=True),
     ]
     stacks = add_pipelines(app, clusters, nag=False)
-    for stack in stacks:
-        # One per fault metric that makes nodemedic act, and the breaker's.
-        assert len(stack.alarms.insights) == len(stack.alarms.faults) + 1
+    # One per fault metric that makes nodemedic act, and the breaker's; the job monitor's too.
+    assert [len(stack.alarms.insights) - len(stack.alarms.faults) for stack in stacks] == [1, 2]
     total = sum(len(stack.alarms.insights) for stack in stacks)
     for stack in stacks:
         (warning,) = [

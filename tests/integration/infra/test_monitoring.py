@@ -106,6 +106,22 @@ def test_the_pipeline_watches_itself(template: Template) -> None:
     )
 
 
+def test_a_failed_planned_execution_alarms(template: Template) -> None:
+    """The planned machine's own failures: its remediation's alarms never see a start that
+    did not happen."""
+    planned_id, _ = one(template, MACHINE, "PlannedWait")
+    metrics = _alarms(template)["nodemedic-demo-planned-failures"]["Metrics"]
+    watched = {
+        q["MetricStat"]["Metric"]["MetricName"]: q["MetricStat"]["Metric"]["Dimensions"]
+        for q in metrics
+        if "MetricStat" in q
+    }
+    assert set(watched) == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert all(
+        d == [{"Name": "StateMachineArn", "Value": {"Ref": planned_id}}] for d in watched.values()
+    )
+
+
 def test_every_alarm_notifies_the_topic(template: Template) -> None:
     topic_id, _ = one(template, "AWS::SNS::Topic")
     for name, alarm in _alarms(template).items():
@@ -189,8 +205,8 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     }
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
-    # stranded nodes, silent nodes, unproven evidence, failed jobs
-    assert len(alarms) == 10
+    # stranded nodes, silent nodes, unproven evidence, failed planned repairs, failed jobs
+    assert len(alarms) == 11
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:

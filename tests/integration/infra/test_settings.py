@@ -14,7 +14,7 @@ from aws_cdk import assertions
 from aws_cdk import aws_logs as logs
 
 from nodemedic.settings import LOG_RETENTION_DAYS, ClusterSettings, parse_cluster, parse_clusters
-from stacks.synth import synth_template
+from stacks.synth import NO_BUNDLING, add_pipelines, app_context, synth_template
 from tests.support.paths import ROOT
 
 
@@ -151,7 +151,7 @@ def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
             assert rows[field.name] == "(required)"
         elif field.name == "eks_cluster_name":
             assert rows[field.name] == "`name`"  # its default: the cluster's name
-        elif field.name == "spares":
+        elif field.name in ("spares", "actions", "group_overrides"):
             assert rows[field.name] == "`{}`"  # written as a mapping, held as pairs
         else:
             assert rows[field.name] == _as_documented(field.default), field.name
@@ -232,3 +232,25 @@ def test_gpu_reset_lets_the_state_machine_run_only_its_document_and_only_when_on
     assert '"Ref": "' in json.dumps(document), "the stack's own document, no other"
     assert ":document/" in json.dumps(document)
     assert json.dumps(instances).endswith(':instance/*"]]}')
+
+
+def test_the_synth_refuses_actions_the_catalog_does_not_allow() -> None:
+    """Rule ids are known only with the catalog: the synth checks them, every cluster's."""
+    clusters = [
+        parse_cluster({"name": "a", "node_groups": ["p5"], "actions": {"xid-79": "reboot"}}),
+        parse_cluster(
+            {
+                "name": "b",
+                "node_groups": ["p5"],
+                "group_overrides": {"p5": {"actions": {"edac-correctable": "reboot"}}},
+            }
+        ),
+    ]
+    with pytest.raises(ValueError) as refused:
+        add_pipelines(cdk.App(context={**app_context(), **NO_BUNDLING}), clusters, nag=False)
+    assert str(refused.value).splitlines() == [
+        "cluster a: actions: 'xid-79' is neither a rule id of the catalog nor a component "
+        "(gpu, neuron, efa, memory, cpu, storage, kernel)",
+        "cluster b: group_overrides: 'p5': actions: rule 'edac-correctable' only notifies in "
+        "the catalog; it may not reboot a node (the fault says nothing against the node)",
+    ]

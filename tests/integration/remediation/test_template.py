@@ -191,6 +191,7 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
         "$.drain.wait",
         "$.judged.wait",
         "$.judged.settles_in",
+        "$.plan.wait_before_acting",
     }
     assert definition["States"]["Begin drain"]["Parameters"]["wait"] == 7
 
@@ -202,7 +203,18 @@ def test_waits_and_loop_bounds_come_from_the_settings() -> None:
     assert bound("Hold expired?", "$.hold.rounds") == 100
     assert bound("Rebooted?", "$.watch.rounds") == 20
     assert bound("Terminating?", "$.term.rounds") == 20
-    assert bound("Drained?", "$.drain.rounds") == policy.drain_rounds(70, 7)
+    # The drain's bound and timeout are the plan's: a node group may set its own.
+    (drained,) = (
+        r
+        for r in definition["States"]["Drained?"]["Choices"]
+        if r.get("Variable") == "$.drain.rounds"
+    )
+    assert drained["NumericGreaterThanEqualsPath"] == "$.plan.drain_rounds"
+    sent = definition["States"]["Plan"]["Parameters"]["policy"]
+    assert (sent["drain_rounds"], sent["drain_timeout"]) == (policy.drain_rounds(70, 7), 70)
+    assert (
+        definition["States"]["Drain"]["Parameters"]["timeout_seconds.$"] == "$.plan.drain_timeout"
+    )
     # A held decision sweeps stale breaker holders once a minute: every 9th round of 7 s.
     sweep = definition["States"]["Next sweep"]["Parameters"]["sweep_at.$"]
     assert sweep == "States.MathAdd($.hold.rounds, 9)"
@@ -235,7 +247,15 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
         ),
         "force_drain": False,
         "history_days": 90,
+        "actions": {},
+        "wait_before_acting": 0,
+        "drain_timeout": FAST["drain_timeout"],
+        "drain_rounds": policy.drain_rounds(FAST["drain_timeout"], FAST["poll_seconds"]),
     }
+    assert definition["States"]["Plan"]["Parameters"]["group_policies"] == {}
+    # The held mail quotes the limits of the node's group, which the plan carries.
+    held = json.dumps(definition["States"]["Notify held"])
+    assert "$.plan.max_parallel" in held and "$.plan.max_unhealthy_percent" in held
     assert definition["States"]["Ours?"]["Choices"][0]["StringEquals"] == "watch"
 
     # The drain deletes what eviction left only when the plan says so (a replacement, with

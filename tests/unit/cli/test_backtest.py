@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,55 @@ def test_settings_file_is_the_stack_settings(
     doc = json.loads(out)
     assert (doc["cluster"], doc["group"], doc["monitor_only"]) == ("prod", "gpu", True)
     assert {row["action"] for row in doc["rows"]} == {"monitor"}
+
+
+def test_a_group_s_own_action_is_replayed(
+    capsys: pytest.CaptureFixture[str], logs: Path, tmp_path: Path
+) -> None:
+    """Xid 79 replaces by default; the training group reboots it instead."""
+    settings = tmp_path / "cluster.yaml"
+    settings.write_text(
+        "name: prod\nnode_groups: [training]\n"
+        "group_overrides: {training: {actions: {nvidia-xid-79: reboot}}}\n"
+    )
+    code, out, _ = run(capsys, str(logs), "--settings", str(settings), "--format", "json")
+    assert code == 0
+    by_node = {row["node"]: row for row in json.loads(out)["rows"]}
+    assert by_node["gpu-node-1"]["action"] == "reboot"
+    assert "by the setting actions['nvidia-xid-79']" in by_node["gpu-node-1"]["reason"]
+
+
+def test_a_group_s_wait_before_acting_delays_the_action(
+    capsys: pytest.CaptureFixture[str], logs: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "cluster.yaml"
+    acted = []
+    for wait in (0, 900):
+        settings.write_text(
+            "name: prod\nnode_groups: [training]\n"
+            f"group_overrides: {{training: {{wait_before_acting: {wait}}}}}\n"
+        )
+        code, out, _ = run(capsys, str(logs), "--settings", str(settings), "--format", "json")
+        assert code == 0
+        by_node = {row["node"]: row for row in json.loads(out)["rows"]}
+        acted.append(by_node["gpu-node-1"])
+    assert acted[0]["action"] == acted[1]["action"] == "replace"
+    # At once, it waits only for the fault's fleet window to settle (fleet_settle, 60 s).
+    waited = [
+        (datetime.fromisoformat(row["acted"]) - datetime.fromisoformat(row["decided"]))
+        for row in acted
+    ]
+    assert [w.total_seconds() for w in waited] == [60, 900]
+
+
+def test_settings_naming_no_rule_of_the_catalog_exit_2(
+    capsys: pytest.CaptureFixture[str], logs: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "cluster.json"
+    settings.write_text('{"node_groups": ["gpu"], "actions": {"nvidia-xid-7900": "reboot"}}')
+    code, _, err = run(capsys, str(logs), "--settings", str(settings))
+    assert code == 2
+    assert "actions: 'nvidia-xid-7900' is neither a rule id" in err
 
 
 @pytest.mark.parametrize(
