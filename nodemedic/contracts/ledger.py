@@ -44,3 +44,12 @@ STEP_AT_PREFIX: Final = "at_"
 
 def cluster_pk(cluster: str) -> str:
     return CLUSTER_PK_PREFIX + cluster
+
+
+CLASSIFIED_PK: Final = "recorded#classifier"
+"""``recorded#classifier`` / ``<decision_id>``: a decision the classifier started, its
+fields as it started it. Only the classifier's role may write this partition; the
+remediation state machine reads it before it acts (``nodemedic.remediate.recorded``)."""
+PLANNED_PK: Final = "recorded#planned"
+"""``recorded#planned`` / ``<decision_id>``: the same, of a decision the planned Lambda
+made of an AWS notice; only its role may write this partition."""

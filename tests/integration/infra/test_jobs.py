@@ -56,9 +56,17 @@ def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template)
         if {"Ref": role} in p["Properties"]["Roles"]
         for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
-    dynamo = {a for s in statements for a in _list(s["Action"]) if a.startswith("dynamodb:")}
+    allowed = [s for s in statements if s["Effect"] == "Allow"]
+    dynamo = {a for s in allowed for a in _list(s["Action"]) if a.startswith("dynamodb:")}
     assert dynamo == {"dynamodb:Query", "dynamodb:PutItem"}
-    assert all(s["Resource"] != "*" for s in statements if "dynamodb:PutItem" in _list(s["Action"]))
+    assert all(s["Resource"] != "*" for s in allowed if "dynamodb:PutItem" in _list(s["Action"]))
+    # Nor in the recorders' partitions: it would vouch for decisions it did not make.
+    (denied,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert denied["Condition"] == {
+        "ForAnyValue:StringEquals": {
+            "dynamodb:LeadingKeys": ["recorded#classifier", "recorded#planned"]
+        }
+    }
 
 
 def test_a_failed_job_pages(template: Template) -> None:

@@ -189,8 +189,8 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     }
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
-    # stranded nodes, silent nodes, unproven evidence, failed jobs
-    assert len(alarms) == 10
+    # stranded nodes, silent nodes, forged decisions, unproven evidence, failed jobs
+    assert len(alarms) == 11
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
