@@ -32,6 +32,7 @@ from typing import Any
 
 from nodemedic.catalog import Catalog, load_catalog
 from nodemedic.detect.classifier import Classifier
+from nodemedic.remediate.recorded import marker
 from world.observe import Observer, follow
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
@@ -152,7 +153,7 @@ def finished_execution(sfn: Any, arn: str) -> dict[str, Any]:
 
 def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
     """Decision started directly → node cordoned, on fresh nodes."""
-    sfn = world.aws("stepfunctions")
+    sfn, dynamodb = world.aws("stepfunctions"), world.aws("dynamodb")
     used: set[str] = set()
     found = []
     for _ in range(count):
@@ -166,6 +167,8 @@ def baseline(world: World, template: dict[str, Any], count: int) -> list[float]:
             "first_seen": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         began = time.time()
+        # Recorded as the classifier records its starts: the state machine refuses the rest.
+        dynamodb.put_item(TableName=world.ledger_table, Item=marker(record, starts_at=began))
         arn = sfn.start_execution(
             stateMachineArn=world.state_machine_arn, name=decision_id, input=json.dumps(record)
         )["executionArn"]

@@ -24,6 +24,7 @@ from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
     BREAKER_TRIPPED_METRIC,
     CLUSTER_DIMENSION,
+    FORGED_DECISIONS_METRIC,
     METRICS_NAMESPACE,
     REASON_DIMENSION,
     SILENT_METRIC,
@@ -191,6 +192,23 @@ class Alarms(Construct):
                 "Ready nodes whose nodemedic agent shipped no heartbeat for 3 intervals: its "
                 "credentials refused or expired, its pod not running, or the node hung while "
                 "still Ready. Faults on them go unseen; the topic got their names once.",
+            ),
+            self._alarm(
+                "ForgedDecisions",
+                "forged-decisions",
+                cw.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=FORGED_DECISIONS_METRIC,
+                    dimensions_map={CLUSTER_DIMENSION: settings.name},
+                    statistic="Sum",
+                    period=PERIOD,
+                ),
+                "The remediation state machine refused an execution whose decision no "
+                "recorder wrote: someone other than the classifier or the planned Lambda "
+                "called states:StartExecution with a decision of source kmsg, health, "
+                "deep-check or planned, or altered or replayed one. The node was not "
+                "touched. CloudTrail's StartExecution events name the caller; the refused "
+                "executions end in the state 'Refused forged decision' (docs/security.md).",
             ),
             self._alarm(
                 "UnprovenEvidence",

@@ -32,6 +32,7 @@ from stacks.nag import acknowledge
 from stacks.notifications import Notifications
 from stacks.origin import OriginKey
 from stacks.planned import Planned
+from stacks.recorded import record_decisions
 from stacks.remediation import Remediation
 from stacks.silence import hear_silence
 from stacks.unscoped import UNSCOPED_ACTIONS
@@ -107,6 +108,12 @@ class PipelineStack(Stack):
             Planned(self, "Planned", settings=settings, code=code, remediation=state_machine)
             if settings.planned_repairs and settings.node_groups
             else None
+        )
+        record_decisions(
+            self.remediation.ledger,
+            classifier=self.ingest.function,
+            planned=self.planned.function if self.planned else None,
+            others=[state_machine, *([self.jobs.function] if self.jobs else [])],
         )
         self.agent = AgentAccess(self, "Agent", settings=settings, log_group=self.ingest.log_group)
         self.origin = OriginKey(

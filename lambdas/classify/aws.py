@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -17,6 +18,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from botocore.exceptions import ClientError
 
 from lambdas.classify.errors import error_code, is_transient, retryable
+from lambdas.recorded import record_start
 from nodemedic.contracts.ledger import HEARTBEAT_PK
 from nodemedic.detect.batch import Starter
 from nodemedic.remediate.decision import Decision, recent
@@ -100,14 +102,22 @@ class DynamoHeartbeats:
 
 
 def execution_starter(
-    state_machine_arn: str, table_name: str, dedup_window: int, client: Any | None = None
+    state_machine_arn: str,
+    table_name: str,
+    dedup_window: int,
+    ledger_table: str | None,
+    client: Any | None = None,
 ) -> tuple[Starter, IdempotencyConfig]:
     """Start one execution per decision id; repeats within ``dedup_window`` are answered
     from the idempotency record, and a name Step Functions already knows is a duplicate.
+    Each start is recorded in ``ledger_table`` first (``nodemedic.remediate.recorded``),
+    where the state machine looks before it acts; without a ledger (the classifier's own
+    tests) nothing is recorded and the state machine would refuse every decision.
 
     The config comes back too: the handler registers each invocation's context on it, so
     an in-progress record expires with the invocation that wrote it, not an hour later."""
     sfn = client or boto3.client("stepfunctions")
+    dynamodb = boto3.client("dynamodb")
     config = IdempotencyConfig(
         event_key_jmespath="decision_id",
         expires_after_seconds=dedup_window,
@@ -117,6 +127,8 @@ def execution_starter(
 
     def start_execution(request: dict[str, Any]) -> dict[str, Any]:
         decision = request["decision"]
+        if ledger_table:
+            record_start(dynamodb, ledger_table, decision, starts_at=time.time())
         try:
             sfn.start_execution(
                 stateMachineArn=state_machine_arn,

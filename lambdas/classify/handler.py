@@ -58,9 +58,9 @@ class MalformedPayload(ValueError):
 
 @cache
 def _dependencies(
-    state_machine_arn: str, table: str, window: int
+    state_machine_arn: str, table: str, window: int, ledger: str | None
 ) -> tuple[DynamoHitCounter, Starter, IdempotencyConfig]:
-    return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window)
+    return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window, ledger)
 
 
 @cache
@@ -202,7 +202,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("rejected payload", extra={"reason": str(exc)})
         raise MalformedPayload(str(exc)) from exc
     counter, start, idempotency = _dependencies(
-        config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW
+        config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW, config.ledger_table
     )
     idempotency.register_lambda_context(context)
     origin = _origin(identity, config.identity_certificates, fresh=True)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lambdas.environment import EnvError, cached, required
-from nodemedic.contracts.env import ENV_PLANNED, ENV_STATE_MACHINE_ARN
+from nodemedic.contracts.env import ENV_LEDGER_TABLE, ENV_PLANNED, ENV_STATE_MACHINE_ARN
 
 
 @dataclass(frozen=True)
@@ -19,10 +19,13 @@ class PlannedEnv:
     node_groups: tuple[str, ...]
     spot_groups: tuple[str, ...]
     lead_time: int
+    ledger_table: str
+    """Where each decision is recorded before it starts (``nodemedic.remediate.recorded``)."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> PlannedEnv:
         arn, text = required(environ, ENV_STATE_MACHINE_ARN), required(environ, ENV_PLANNED)
+        ledger = required(environ, ENV_LEDGER_TABLE)
         try:
             raw = json.loads(text)
             return cls(
@@ -31,6 +34,7 @@ class PlannedEnv:
                 node_groups=tuple(str(g) for g in raw["node_groups"]),
                 spot_groups=tuple(str(g) for g in raw["spot_groups"]),
                 lead_time=int(raw["lead_time"]),
+                ledger_table=ledger,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EnvError(f"{ENV_PLANNED} is not the planned settings: {exc!r}") from exc

@@ -18,6 +18,7 @@ from typing import Any, Final
 import boto3
 
 from lambdas.planned.env import PlannedEnv, planned_env
+from lambdas.recorded import record_start
 from nodemedic.remediate.planned import Notice, acts_on, notice_of, planned_decision
 
 BATCH: Final = 50
@@ -66,13 +67,18 @@ def plan_notice(
     ]
 
 
-def start(decisions: list[dict[str, Any]], env: PlannedEnv, sfn: Any) -> list[str]:
+def start(
+    decisions: list[dict[str, Any]], env: PlannedEnv, *, sfn: Any, dynamodb: Any
+) -> list[str]:
     """Start the planned state machine once per decision; the ids handed on. Named by the
     decision id: Step Functions answers a start of a running execution's name and input
     with that execution, and refuses one whose execution ended (a notice delivered again
-    after its repair), so a notice seen twice is planned once."""
+    after its repair), so a notice seen twice is planned once. Each is recorded first for
+    the remediation it starts at ``act_at`` (``nodemedic.remediate.recorded``)."""
     handed = []
     for decision in decisions:
+        act_at = datetime.fromisoformat(decision["act_at"]).timestamp()
+        record_start(dynamodb, env.ledger_table, decision, starts_at=act_at)
         try:
             sfn.start_execution(
                 stateMachineArn=env.state_machine_arn,
@@ -97,5 +103,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         autoscaling=boto3.client("autoscaling"),
         now=datetime.now(UTC),
     )
-    handed = start(decisions, env, boto3.client("stepfunctions"))
+    handed = start(
+        decisions, env, sfn=boto3.client("stepfunctions"), dynamodb=boto3.client("dynamodb")
+    )
     return {"notice": notice.fault_id, "planned": handed}

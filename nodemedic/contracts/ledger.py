@@ -56,3 +56,10 @@ def cluster_pk(cluster: str) -> str:
 APPROVAL_TOKEN: Final = "approval_token"  # noqa: S105 (an attribute's name)
 """On a decision record awaiting a person's answer: the Step Functions task token that
 ``nodemedic approve|deny`` answers (``nodemedic.remediate.approval``)."""
+CLASSIFIED_PK: Final = "recorded#classifier"
+"""``recorded#classifier`` / ``<decision_id>``: a decision the classifier started, its
+fields as it started it. Only the classifier's role may write this partition; the
+remediation state machine reads it before it acts (``nodemedic.remediate.recorded``)."""
+PLANNED_PK: Final = "recorded#planned"
+"""``recorded#planned`` / ``<decision_id>``: the same, of a decision the planned Lambda
+made of an AWS notice; only its role may write this partition."""

@@ -70,3 +70,9 @@ NODES_METRIC: Final = "Nodes"
 each node group by their health label, published by the reconcile at every run
 (``nodemedic.remediate.census``)."""
 NODES_DIMENSIONS: Final = (CLUSTER_DIMENSION, NODE_GROUP_DIMENSION, "Status")
+
+FORGED_DECISIONS_METRIC: Final = "ForgedDecisions"
+"""Count (dimension Cluster only): 1 for each execution the remediation state machine
+refused because no recorder of its source wrote the decision it was started with (a
+``StartExecution`` by someone else than the classifier or the planned Lambda); its alarm
+pages."""

@@ -20,8 +20,10 @@ from typing import Any
 
 import boto3
 
+from lambdas.recorded import record_start
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.remediate.decision import Identity, decide
+from nodemedic.remediate.recorded import recorder
 from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.origin import CERTIFICATE
@@ -77,6 +79,8 @@ NODE_GROUPS = (
     "trn1-spread",
     "trn1-mixed",
     "p5-forged",
+    "p5-forged-start",
+    "p5-forged-replay",
     "p5-manual",
     "p5-manual-held",
     "p5-labelled",
@@ -318,7 +322,11 @@ class Pipeline:
             "detail": detail,
         }
 
-    def start(self, record: dict[str, Any]) -> str:
+    def start(self, record: dict[str, Any], *, recorded: bool = True) -> str:
+        """Start ``record`` as its maker does: recorded first (``lambdas.recorded``) unless
+        a person asks for it, or not ``recorded``, as anyone else who may start it would."""
+        if recorded and recorder(record["source"]) is not None:
+            record_start(self.dynamodb, self.table, record, starts_at=time.time())
         arn: str = self.sfn.start_execution(
             stateMachineArn=self.arn, name=record["decision_id"], input=json.dumps(record)
         )["executionArn"]

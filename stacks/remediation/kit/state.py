@@ -51,6 +51,18 @@ REBOOT_SK: Final = "$.keys.reboot"
 INSTANCE_IDS: Final = "$.keys.instance_ids"
 """``[instance_id]``: what the Auto Scaling and EC2 calls and the breaker's set take."""
 
+RECORDED: Final = "$.recorded"
+"""The GetItem result of the decision's marker (``nodemedic.remediate.recorded``): ``{}``
+for a decision that was never recorded."""
+RECORDED_AS: Final = "$.recorded_as"
+"""``{name, count, schema}``: the execution's name, and the marker's numbers as numbers."""
+
+
+def recorded(field: str) -> str:
+    """A field of the decision's marker, as GetItem gives it (``.S``, ``.N``, ``.BOOL``)."""
+    return f"{RECORDED}.Item.{field}"
+
+
 # Where the node is -------------------------------------------------------------------------
 
 ASG: Final = "$.asg"

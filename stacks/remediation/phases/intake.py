@@ -1,9 +1,11 @@
 """Intake: check the decision, record it, find its node group and plan.
 
 ``"Valid decision?"`` is the one check of the input's shape (every field of the contract,
-schema 1); the plan checks the values it acts on. ``"Plan"`` is the one call of the policy
-Lambda before acting: it gets plain values (the group, the last reboot's time), which the
-state machine reshapes from the kube Lambda's and DynamoDB's answers itself.
+schema 1); ``"Recorded by whom?"`` (``recorded``) checks that the process that makes
+decisions of its source started it; the plan checks the values it acts on. ``"Plan"`` is
+the one call of the policy Lambda before acting: it gets plain values (the group, the last
+reboot's time), which the state machine reshapes from the kube Lambda's and DynamoDB's
+answers itself.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from stacks.remediation.kit.render import (
 )
 from stacks.remediation.kit.signals import metrics
 from stacks.remediation.phases import deepcheck
+from stacks.remediation.phases.recorded import recorded
 
 RECORDED_FIELDS = (
     "decision_id",
@@ -100,7 +103,7 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     plan = _plan(flow)
     group = _node_group(flow, plan)
     record.next(_request(flow, group))
-    begin.next(deepcheck.verdict(flow, then=record))
+    begin.next(recorded(flow, then=deepcheck.verdict(flow, then=record)))
     plan.next(
         sfn.Choice(s, "Notify only?")
         .when(

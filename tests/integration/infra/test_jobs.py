@@ -58,15 +58,23 @@ def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template)
         if {"Ref": role} in p["Properties"]["Roles"]
         for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
-    dynamo = {a for s in statements for a in _list(s["Action"]) if a.startswith("dynamodb:")}
+    allowed = [s for s in statements if s["Effect"] == "Allow"]
+    dynamo = {a for s in allowed for a in _list(s["Action"]) if a.startswith("dynamodb:")}
     assert dynamo == {"dynamodb:Query", "dynamodb:PutItem"}
-    ledger = [s for s in statements if any(a.startswith("dynamodb:") for a in _list(s["Action"]))]
+    ledger = [s for s in allowed if any(a.startswith("dynamodb:") for a in _list(s["Action"]))]
     assert all(s["Resource"] != "*" for s in ledger)
     # Its own partitions only: no node's lock, breaker or decision record.
     assert all(
         s["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [JOB_LEADING_KEYS]}}
         for s in ledger
     )
+    # Nor in the recorders' partitions: it would vouch for decisions it did not make.
+    (denied,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert denied["Condition"] == {
+        "ForAnyValue:StringEquals": {
+            "dynamodb:LeadingKeys": ["recorded#classifier", "recorded#planned"]
+        }
+    }
 
 
 def test_the_job_monitor_enters_the_cluster_as_its_own_group(template: Template) -> None:

@@ -205,8 +205,9 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     }
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
-    # stranded nodes, silent nodes, unproven evidence, failed planned repairs, failed jobs
-    assert len(alarms) == 11
+    # stranded nodes, silent nodes, forged decisions, unproven evidence, failed planned
+    # repairs, failed jobs
+    assert len(alarms) == 12
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:

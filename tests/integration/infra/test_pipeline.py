@@ -20,6 +20,7 @@ from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from stacks.bundling import RUNTIME
 from stacks.guardrails import guard_remediation
 from stacks.pipeline import PipelineStack
+from stacks.recorded import LEDGER_WRITES
 from stacks.synth import NO_BUNDLING, synth_template
 from tests.support.paths import ROOT
 from tests.support.templates import (
@@ -162,18 +163,25 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
     ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     granted: dict[str, list[Any]] = {}
+    ledger: dict[str, Any] = {}
     for statement in statements(template, _role_of(classifier)):
         assert statement["Effect"] == "Allow"
         resource = statement["Resource"]
         if resource == {"Fn::GetAtt": [ledger_id, "Arn"]}:
-            # The ledger: heartbeats only.
-            assert actions(statement) == ["dynamodb:UpdateItem"]
-            assert statement["Condition"] == {
-                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
-            }
+            # The ledger: heartbeats, and the markers of the decisions it starts; only there.
+            (action,) = actions(statement)
+            ledger[action] = statement["Condition"]
             continue
         for action in actions(statement):
             granted[action] = resource if isinstance(resource, list) else [resource]
+    assert ledger == {
+        "dynamodb:UpdateItem": {
+            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
+        },
+        "dynamodb:PutItem": {
+            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["recorded#classifier"]}
+        },
+    }
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
     for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
         assert granted[f"dynamodb:{action}"] == [{"Fn::GetAtt": [table_id, "Arn"]}]
@@ -350,6 +358,46 @@ def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
     ]
     for arn in allow["Resource"]:
         assert render(arn).rsplit("/", 1)[1] in SETTINGS.node_groups
+
+
+MARKERS = ["recorded#classifier", "recorded#planned"]
+"""The recorders' partitions of the ledger (``nodemedic.contracts.ledger``)."""
+
+
+def test_only_its_recorder_may_write_a_decisions_marker(template: Template) -> None:
+    """Every role that may write the ledger: the classifier and the planned Lambda in their
+    own partition only; any other (the state machine, the job monitor) is denied both."""
+    ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
+    ledger = {"Fn::GetAtt": [ledger_id, "Arn"]}
+    writes = {a.lower() for a in LEDGER_WRITES}
+    partitions: dict[str, set[str]] = {}
+    for role_id, granted in _roles(template).items():
+        on_ledger = [s for s in granted if ledger in _listed(s.get("Resource"))]
+        for statement in on_ledger:
+            if statement["Effect"] != "Allow" or not _lower(statement) & writes:
+                continue
+            condition = statement.get("Condition", {}).get("ForAllValues:StringEquals", {})
+            keys = condition.get("dynamodb:LeadingKeys")
+            if keys is None:
+                (denied,) = [s for s in on_ledger if s["Effect"] == "Deny"]
+                assert _lower(denied) == writes, role_id
+                assert denied["Condition"] == {
+                    "ForAnyValue:StringEquals": {"dynamodb:LeadingKeys": MARKERS}
+                }
+            partitions.setdefault(role_id, set()).update(keys or ["*"])
+    _, classifier = _function(template, "lambdas.classify.handler.handler")
+    _, planned = _function(template, "lambdas.planned.handler.handler")
+    recorders = {role: found & set(MARKERS) for role, found in partitions.items()}
+    assert {role: found for role, found in recorders.items() if found} == {
+        _role_of(classifier): {"recorded#classifier"},
+        _role_of(planned): {"recorded#planned"},
+    }
+    _, machine = one(template, MACHINE, REMEDIATION)
+    assert partitions[machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]] == {"*"}
+
+
+def _listed(resource: Any) -> list[Any]:
+    return resource if isinstance(resource, list) else [resource]
 
 
 def test_without_node_groups_remediation_may_reboot_and_replace_nothing() -> None:

@@ -15,7 +15,8 @@ def _statements(template: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [
         s
         for r in template["Resources"].values()
-        if r["Type"] == "AWS::IAM::Policy"
+        # A role's statements past the inline size limit go to managed policies (CDK's overflow).
+        if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
         for s in r["Properties"]["PolicyDocument"]["Statement"]
         if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     ]

@@ -152,6 +152,10 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
             assert catchers[-1]["Next"] == "Record duplicate"
             continue
         # Before the decision is recorded: nothing for the failure phase to close.
+        if name in ("Read classifier marker", "Read planned marker", "Publish forged decision"):
+            # A marker that cannot be read proves nothing: refused, the node untouched.
+            assert catchers[-1]["Next"] in ("Publish forged decision", "Refused forged decision")
+            continue
         if name == "Admit checked node":  # the node stays tainted; the execution fails
             assert catchers[-1]["Next"] == "Admission failed"
             continue

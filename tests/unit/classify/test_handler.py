@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
 import pytest
 
 from lambdas.environment import EnvError
+from lambdas.recorded import record_start
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
+from nodemedic.remediate.recorded import KEPT_DAYS, marker
 from tests.support.classify import CONTEXT, World, executions
 from tests.support.payloads import decoded, wrap
 
@@ -30,6 +33,24 @@ def test_a_fault_line_starts_one_remediation_for_the_node_that_wrote_it(aws: Wor
     # The "fallen off the bus" line is the same failure: one replacement, not two.
     [superseded] = result["superseded"]
     assert "nvidia-gpu-fallen-off-bus" in superseded
+
+
+def test_each_start_is_recorded_first_and_a_second_decision_of_its_id_keeps_the_first(
+    aws: World, ledger: str
+) -> None:
+    result = aws["handler"](wrap(decoded("xid79-with-noise.json")), CONTEXT)
+    [decision] = executions(aws)
+    key = {"pk": {"S": "recorded#classifier"}, "sk": {"S": decision["decision_id"]}}
+    dynamodb = boto3.client("dynamodb")
+    recorded = dynamodb.get_item(TableName=ledger, Key=key)["Item"]
+    assert recorded == marker(
+        decision, starts_at=int(recorded["purge_at"]["N"]) - KEPT_DAYS * 86400
+    )
+    assert result["started"] == [decision["decision_id"]]
+
+    record_start(dynamodb, ledger, decision | {"count": 3}, starts_at=0)
+
+    assert dynamodb.get_item(TableName=ledger, Key=key)["Item"] == recorded
 
 
 def test_the_same_batch_delivered_twice_is_acted_on_once(aws: World) -> None:
