@@ -84,7 +84,8 @@ def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_
     again = _delivered(pipeline, event)  # AWS Health delivers at least once
 
     (decision_id,) = answer["planned"]
-    assert answer == again
+    # The same execution (delivered within the second: the same input), or none started.
+    assert again["notice"] == answer["notice"] and again["planned"] in ([], [decision_id])
     assert answer["notice"] == "planned-instance-retirement"
     assert [e["name"] for e in _planned_executions(pipeline)].count(decision_id) == 1
     ended = _remediated(pipeline, decision_id)
