@@ -25,6 +25,8 @@ out; what the replacements do lives with the behaviour they stand for:
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``start_executions``,
                                             here)
+``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
+                                            targets (``lambda_targets``, here)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -38,8 +40,10 @@ world (or hypervisor) in the same process is an error, not two worlds sharing on
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -151,6 +155,9 @@ SFN_PARAMETERS = Target(
     "_normalise_parameters",
     "(self, parameters, boto_service_name=None, service_action_name=None)",
 )
+SEND_TO_TARGETS = Target(
+    "moto.events.models.Rule", "send_to_targets", "(self, original_event, transform_input=True)"
+)
 TARGETS = (
     REBOOT_INSTANCES,
     TERMINATE_INSTANCES,
@@ -161,6 +168,7 @@ TARGETS = (
     *EXECUTION_ENDINGS,
     FROM_ERROR,
     SFN_PARAMETERS,
+    SEND_TO_TARGETS,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)
@@ -369,4 +377,43 @@ def start_executions() -> Iterator[None]:
         self._to_boto_request(parameters, operation.input_shape)
 
     with _replaced({SFN_PARAMETERS: normalise}):
+        yield
+
+
+@contextlib.contextmanager
+def lambda_targets() -> Iterator[None]:
+    """Let an EventBridge rule invoke the functions it targets.
+
+    moto's ``PutEvents`` matches an event against each rule's pattern and sends it to the
+    targets moto knows (log groups, queues, buses), but raises ``NotImplementedError`` for a
+    function: the rules of the planned repairs target one. moto also matches every event
+    to a schedule's rule, which has no pattern (and state machines as targets); on AWS a
+    schedule's rule matches no event. The replacement passes schedules over, invokes each
+    function target of a matching rule with the event (or the target's constant ``Input``),
+    as EventBridge does, asynchronously on AWS and here before ``PutEvents`` answers, and
+    hands the other targets to moto's own code.
+    """
+    from moto.awslambda.models import lambda_backends
+    from moto.utilities.arns import parse_arn
+
+    original = SEND_TO_TARGETS.current()
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        if self.scheduled_expression:
+            return
+        functions = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
+        if functions and self.event_pattern.matches_event(original_event):
+            backend = lambda_backends[self.account_id][self.region_name]
+            for target in functions:
+                body = target.get("Input") or json.dumps(original_event)
+                backend.get_function(target["Arn"]).invoke(
+                    body, {"x-amz-invocation-type": "Event"}, {}
+                )
+        others = [t for t in self.targets if t not in functions]
+        if others:
+            rest = copy.copy(self)
+            rest.targets = others
+            original(rest, original_event, transform_input)
+
+    with _replaced({SEND_TO_TARGETS: send_to_targets}):
         yield

@@ -25,6 +25,7 @@ from world.inprocess import handlers_in_process
 from world.motopatch import (
     atomic_writes,
     final_stops,
+    lambda_targets,
     runtime_causes,
     start_executions,
 )
@@ -70,6 +71,7 @@ def moto_server() -> Iterator[str]:
         stack.enter_context(final_stops())
         stack.enter_context(runtime_causes())
         stack.enter_context(start_executions())
+        stack.enter_context(lambda_targets())
         stack.enter_context(definitions_parsed_once())
         yield endpoint
 
