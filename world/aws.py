@@ -6,9 +6,10 @@ topics and their policies, queues, log groups and subscription filters, Lambda f
 (a placeholder zip: the code runs in-process, see ``inprocess.py``) and their
 permissions, alarms, the dashboard, EventBridge rules (held, never fired), and the state
 machines with their definitions' ``Fn::Join``/``Ref``/``Fn::GetAtt``/``Fn::Sub`` resolved
-against the moto resources, then the stack's outputs. One creator per resource type
-(``resources.py``); a type moto cannot hold is skipped only with a reason
-(``resources.SKIPPED``); any other unknown type, and any intrinsic function
+against the moto resources, then the stack's outputs, which a stack of that name holds in
+moto's CloudFormation, where the CLI finds a cluster's resources (``--cluster``). One
+creator per resource type (``resources.py``); a type moto cannot hold is skipped only with
+a reason (``resources.SKIPPED``); any other unknown type, and any intrinsic function
 ``cloudformation.py`` does not know, is an error, not a silently wrong value.
 
 ``node_group`` adds what the stack does not create but acts on: an Auto Scaling group of
@@ -26,6 +27,7 @@ Public interface (used by the tests and the local demo):
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from functools import cache
@@ -84,7 +86,18 @@ def deploy(
         name: str(resolver.resolve(output["Value"]))
         for name, output in template.get("Outputs", {}).items()
     }
+    _hold_outputs(client("cloudformation"), stack_name, deployment.outputs)
     return deployment
+
+
+def _hold_outputs(cloudformation: Any, stack_name: str, outputs: Mapping[str, str]) -> None:
+    """A stack with no resources of its own (they are created above, one by one) and the
+    template's outputs, resolved: what ``nodemedic approve --cluster`` and the other cluster
+    commands read (``console.cli.stack.stack_output``)."""
+    held = {name: {"Value": value} for name, value in outputs.items()}
+    cloudformation.create_stack(
+        StackName=stack_name, TemplateBody=json.dumps({"Resources": {}, "Outputs": held})
+    )
 
 
 def _clients(region: str, endpoint_url: str | None) -> Client:

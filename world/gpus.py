@@ -1,7 +1,7 @@
 """The simulated nodes' GPUs, as SSM Run Command finds them.
 
 moto records ``SendCommand`` and answers every invocation ``Success``. The local world runs
-the command instead (``motopatch.commands_run``): the ``aws:runShellScript`` steps of the
+the command instead (``motoservices.commands_run``): the ``aws:runShellScript`` steps of the
 command's document (the stack's, deployed into moto) run in a shell on this machine, with
 the parameters put in as SSM does, and a stand-in ``nvidia-smi`` (``world/data/nvidia-smi``)
 first on the ``PATH`` that answers as the instance's GPU behaves. So the GPU reset the state
@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from moto.ssm.models import ssm_backends
 
-from world import motopatch
+from world import motoservices
 
 Behaviour = Literal["healthy", "busy", "reset-fails", "unhealthy"]
 STAND_IN = Path(__file__).with_name("data")
@@ -109,5 +109,5 @@ def _ended(code: int, stdout: str, stderr: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def nodes_run_commands(gpus: Gpus) -> Iterator[None]:
-    with motopatch.commands_run(gpus.run):
+    with motoservices.commands_run(gpus.run):
         yield

@@ -22,10 +22,13 @@ out; what the replacements do lives with the behaviour they stand for:
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
-``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``)
+``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``,
+                                            ``motoservices.py``)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``start_executions``,
                                             here)
+``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
+                                            targets (``motoservices.py``)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -161,6 +164,9 @@ SEND_COMMAND = Target(
     "max_errors, notification_config, output_s3_bucket_name, output_s3_key_prefix, "
     "output_s3_region, parameters, service_role_arn, targets)",
 )
+SEND_TO_TARGETS = Target(
+    "moto.events.models.Rule", "send_to_targets", "(self, original_event, transform_input=True)"
+)
 TARGETS = (
     REBOOT_INSTANCES,
     SEND_COMMAND,
@@ -172,6 +178,7 @@ TARGETS = (
     *EXECUTION_ENDINGS,
     FROM_ERROR,
     SFN_PARAMETERS,
+    SEND_TO_TARGETS,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)
@@ -200,7 +207,7 @@ def _signature(function: Callable[..., Any]) -> str:
 
 
 @contextlib.contextmanager
-def _replaced(replacements: Mapping[Target, Any]) -> Iterator[None]:
+def replaced(replacements: Mapping[Target, Any]) -> Iterator[None]:
     """Set each target to its replacement; put moto's back on the way out."""
     busy = sorted(str(t) for t in replacements if t in _replacing)
     if busy:
@@ -242,29 +249,13 @@ def machine_calls(
         set_health(self, instance_id, health_status)
         health_set(self, instance_id, health_status)
 
-    with _replaced(
+    with replaced(
         {
             REBOOT_INSTANCES: reboot_instances,
             TERMINATE_INSTANCES: terminate_instances,
             SET_INSTANCE_HEALTH: set_instance_health,
         }
     ):
-        yield
-
-
-@contextlib.contextmanager
-def commands_run(run: CommandHook) -> Iterator[None]:
-    """While active, SSM ``SendCommand`` has each instance run the command (moto answers
-    ``Success``, no output); ``GetCommandInvocation`` reads what the node made of it."""
-    send = SEND_COMMAND.current()
-
-    def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
-        command = send(self, *args, **kwargs)
-        for ran in command.invocations:
-            ran.update(run(ran["InstanceId"], command))
-        return command
-
-    with _replaced({SEND_COMMAND: send_command}):
         yield
 
 
@@ -281,7 +272,7 @@ def lambda_invocations(invoke: Invoke) -> Iterator[None]:
         self.save_logs(logs + body)
         return body, is_error, logs
 
-    with _replaced({INVOKE_LAMBDA: invoke_lambda}):
+    with replaced({INVOKE_LAMBDA: invoke_lambda}):
         yield
 
 
@@ -294,7 +285,7 @@ def definition_parsing(parse: Callable[[Parse, str], tuple[Any, Any]]) -> Iterat
     def parse_definition(definition: str) -> tuple[Any, Any]:
         return parse(moto_parse, definition)
 
-    with _replaced({PARSE_DEFINITION: staticmethod(parse_definition)}):
+    with replaced({PARSE_DEFINITION: staticmethod(parse_definition)}):
         yield
 
 
@@ -315,7 +306,7 @@ def atomic_writes() -> Iterator[None]:
 
         return write
 
-    with _replaced({target: serialized(target.current()) for target in DYNAMODB_WRITES}):
+    with replaced({target: serialized(target.current()) for target in DYNAMODB_WRITES}):
         yield
 
 
@@ -339,7 +330,7 @@ def final_stops() -> Iterator[None]:
 
         return end
 
-    with _replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
+    with replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
         yield
 
 
@@ -365,7 +356,7 @@ def runtime_causes() -> Iterator[None]:
         _log.error("%s in state %r", type(ex).__name__, getattr(self, "name", "?"), exc_info=ex)
         return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
 
-    with _replaced({FROM_ERROR: from_error}):
+    with replaced({FROM_ERROR: from_error}):
         yield
 
 
@@ -395,5 +386,5 @@ def start_executions() -> Iterator[None]:
         operation = api.operation_model(action[:1].upper() + action[1:])
         self._to_boto_request(parameters, operation.input_shape)
 
-    with _replaced({SFN_PARAMETERS: normalise}):
+    with replaced({SFN_PARAMETERS: normalise}):
         yield

@@ -22,12 +22,8 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from world.aws import QUICK_EC2
 from world.inprocess import handlers_in_process
-from world.motopatch import (
-    atomic_writes,
-    final_stops,
-    runtime_causes,
-    start_executions,
-)
+from world.motopatch import atomic_writes, final_stops, runtime_causes, start_executions
+from world.motoservices import lambda_targets
 from world.stepfunctions import definitions_parsed_once
 
 REGION = "us-east-1"
@@ -70,6 +66,7 @@ def moto_server() -> Iterator[str]:
         stack.enter_context(final_stops())
         stack.enter_context(runtime_causes())
         stack.enter_context(start_executions())
+        stack.enter_context(lambda_targets())
         stack.enter_context(definitions_parsed_once())
         yield endpoint
 

@@ -29,6 +29,7 @@ from typing import Any
 from nodemedic.contracts.kube import HEALTH_LABEL, LABEL_PREFIX
 from nodemedic.contracts.logs import split_signature
 from nodemedic.contracts.stack import FLEET_HELD_STATE
+from nodemedic.remediate.approval import AWAITING
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
 from world.inbox import Notification
 from world.timeline import FaultRun, Step
@@ -143,7 +144,7 @@ class Observer:
         return Step(seen.at, ", ".join(parts))
 
     def _drained(self, run: FaultRun) -> Step | None:
-        entered = self._state_entered(run, "Drained")
+        entered = self.state_entered(run, "Drained")
         if entered is None:
             return None
         moved = self._rescheduled(run)
@@ -175,7 +176,7 @@ class Observer:
         return None
 
     def _held(self, run: FaultRun) -> Step | None:
-        entered = self._state_entered(run, FLEET_HELD_STATE)
+        entered = self.state_entered(run, FLEET_HELD_STATE)
         if entered is None:
             return None
         run.outcome = FLEET_OUTCOME
@@ -211,7 +212,7 @@ class Observer:
             self._histories[arn] = events
         return events
 
-    def _state_entered(self, run: FaultRun, name: str) -> float | None:
+    def state_entered(self, run: FaultRun, name: str) -> float | None:
         for event in self.history(run):
             details = event.get("stateEnteredEventDetails")
             if details and details.get("name") == name:
@@ -244,9 +245,9 @@ class Observer:
 
 def _final(message: Notification) -> bool:
     """The remediation's outcome, not a notice on the way: the breaker's page when the
-    decision trips it, or its notice that it holds the decision (one held until its hold
-    ran out is reported ``held`` too, with its duration)."""
-    if message.outcome in (None, "tripped"):
+    decision trips it, its request for approval, or its notice that it holds the decision
+    (one held until its hold ran out is reported ``held`` too, with its duration)."""
+    if message.outcome in (None, "tripped", AWAITING):
         return False
     return message.outcome != "held" or "seconds" in message.body
 

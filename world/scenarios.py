@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from world import default, jobscenario, lifecycle, spread, storm
+from world import default, jobscenario, lifecycle, planned, spread, storm
 from world.kit import Result
 from world.world import NODE_GROUP, Say, World
 
@@ -19,6 +19,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "spread": spread.run_spread,
     "jobs": jobscenario.run_jobs,
     "lifecycle": lifecycle.run_lifecycle,
+    "planned": planned.run_planned,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
@@ -34,13 +35,20 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "replacements_per_hour": 10,
         "replacements_per_day": 20,
     },
+    "planned": {
+        "approval": "replace",
+        "approval_timeout": 120,
+        "planned_lead_time": planned.LEAD_TIME,
+    },
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
 jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
 job breaker lets through in a real cluster's window (three). The lifecycle gates every
 rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not
-15 minutes) and has room for its five replaces."""
+15 minutes) and has room for its five replaces. The planned scenario asks a person before
+each replacement, gives up after two minutes, not four hours, and starts a planned repair
+20 s before a notice's deadline, not an hour."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
 }

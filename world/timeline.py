@@ -111,6 +111,8 @@ class FaultRun:
             "started": "execution started",
             "marked": "node marked",
             "drained": "drained",
+            "asked": "approval asked",
+            "approved": "approved",
             "notified": "notified",
             "held": "held",
         }[step]

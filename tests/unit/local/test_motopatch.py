@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.paths import ROOT
-from world import motopatch
+from world import motopatch, motoservices
 from world.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 
 INSTALLED = importlib.metadata.version("moto")
@@ -96,7 +96,8 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.final_stops(),
         motopatch.runtime_causes(),
         motopatch.start_executions(),
-        motopatch.commands_run(lambda instance, command: {}),
+        motoservices.commands_run(lambda instance, command: {}),
+        motoservices.lambda_targets(),
     ]
 
 
@@ -176,3 +177,54 @@ def test_a_task_s_unexpected_exception_is_named_in_its_cause_and_logged_with_its
     (record,) = [r for r in caplog.records if r.name == motopatch.__name__]
     assert "Renew lease" in record.getMessage()
     assert record.exc_info is not None and record.exc_info[1] is raised
+
+
+def test_put_events_invokes_the_function_a_matching_rule_targets_and_no_other() -> None:
+    """The planned repairs' path: a notice put on the bus reaches the rule's function."""
+    import io
+    import json
+    import zipfile
+
+    import boto3
+    from moto import mock_aws
+
+    invoked: list[tuple[str, Any]] = []
+
+    def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
+        invoked.append((function.function_name, event))
+        return "{}", False, ""
+
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context): return event")
+    with (
+        mock_aws(),
+        motopatch.lambda_invocations(invoke),
+        motoservices.lambda_targets(),
+    ):
+        role = boto3.client("iam", region_name="us-east-1").create_role(
+            RoleName="r", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
+        )["Role"]["Arn"]
+        function = boto3.client("lambda", region_name="us-east-1").create_function(
+            FunctionName="planned",
+            Runtime="python3.11",
+            Role=role,
+            Handler="handler.handler",
+            Code={"ZipFile": code.getvalue()},
+        )["FunctionArn"]
+        events = boto3.client("events", region_name="us-east-1")
+        events.put_rule(Name="notices", EventPattern=json.dumps({"source": ["aws.health"]}))
+        events.put_targets(Rule="notices", Targets=[{"Id": "planned", "Arn": function}])
+        events.put_rule(Name="every-minute", ScheduleExpression="rate(1 minute)")
+        events.put_targets(Rule="every-minute", Targets=[{"Id": "tick", "Arn": function}])
+        for source in ("aws.health", "aws.ec2"):
+            events.put_events(
+                Entries=[{"Source": source, "DetailType": "AWS Health Event", "Detail": "{}"}]
+            )
+
+    ((name, event),) = invoked
+    assert (name, event["source"], event["detail-type"]) == (
+        "planned",
+        "aws.health",
+        "AWS Health Event",
+    )

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import EVENTS, ROOT
-from world import agents, kubeapi
+from world import agents, kubeapi, planned
 
 PACKAGE = Path(kubeapi.__file__).parent
 READ_AT_RUN_TIME = {
     "the agents' recorded nvidia-smi report": agents.RECORDED_NVIDIA_SMI,
     "its source note": agents.RECORDED_NVIDIA_SMI.with_name("SOURCES.md"),
     "the kube-apiserver build": kubeapi.BUILD_SCRIPT,
+    "the planned demo's retirement notice": planned.NOTICE,
 }
 
 
@@ -38,3 +39,10 @@ def test_the_shipped_nvidia_smi_report_is_a_copy_of_the_recording_in_the_test_co
     recording = EVENTS / "nvidia-smi" / shipped.name
     assert shipped != recording, "the agents read the test corpus, not a copy in the package"
     assert shipped.read_bytes() == recording.read_bytes(), f"copy {recording} to {shipped} again"
+
+
+def test_the_planned_demo_s_notice_is_a_copy_of_the_documented_payload() -> None:
+    shipped = planned.NOTICE
+    documented = EVENTS / "aws-notices" / shipped.name
+    assert shipped != documented, "the demo reads the test corpus, not a copy in the package"
+    assert shipped.read_bytes() == documented.read_bytes(), f"copy {documented} to {shipped} again"
