@@ -22,7 +22,10 @@ out; what the replacements do lives with the behaviour they stand for:
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
-``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``)
+``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``);
+                                            only the instances named run it, as SSM's
+                                            do (moto's own sends a command with no
+                                            ``Targets`` to every instance of the region)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``start_executions``,
                                             here)
@@ -254,12 +257,20 @@ def machine_calls(
 
 @contextlib.contextmanager
 def commands_run(run: CommandHook) -> Iterator[None]:
-    """While active, SSM ``SendCommand`` has each instance run the command (moto answers
-    ``Success``, no output); ``GetCommandInvocation`` reads what the node made of it."""
+    """While active, SSM ``SendCommand`` has each instance it names run the command (moto
+    answers ``Success``, no output); ``GetCommandInvocation`` reads what the node made of
+    it."""
     send = SEND_COMMAND.current()
 
     def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # moto's Command extends the list it is given with every instance its Targets match,
+        # and no Targets matches every instance of the region.
+        named = list(kwargs["instance_ids"])
         command = send(self, *args, **kwargs)
+        if not command.targets:
+            command.instance_ids = named
+            command.target_count = command.completed_count = len(named)
+            command.invocations = [i for i in command.invocations if i["InstanceId"] in named]
         for ran in command.invocations:
             ran.update(run(ran["InstanceId"], command))
         return command
