@@ -33,7 +33,7 @@ Say = Callable[[str], None]
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
-SCENARIO_NAMES = ("default", "jobs", "lifecycle", "spread", "storm")
+SCENARIO_NAMES = ("default", "jobs", "lifecycle", "reset", "spread", "storm")
 """``world.scenarios.SCENARIOS``' names, for ``--help`` and ``--scenario``'s choices without
 loading the scenarios (seconds: moto, kubernetes, the CDK); a unit test holds the two equal."""
 
@@ -48,8 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "replacement limit, trips the breaker, which recovers; jobs: simulated training "
         "watched with HyperPod's rules, and a node replaced under an opted-in job; "
         "lifecycle: deep checks gate new and rebooted nodes, a spare, a label-driven "
-        "replace, the history "
-        "(default: %(default)s)",
+        "replace, the history; reset: an Xid 46's GPU reset through SSM, the node given "
+        "back without a reboot (default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(
