@@ -7,14 +7,21 @@ Pending until a node takes it: the node itself after a reboot, the replacement a
 replace, the spare at once where the group keeps one. Paths, each a fault of the catalog:
 
 - ``reboot``: an Xid 48 (today's reboot path, the baseline every other path is beside);
+- ``reset``: an Xid 46 (NVIDIA: RESET_GPU) with ``gpu_reset`` on, on machines whose GPUs
+  reset one at a time: the GPU reset through SSM Run Command, the node given back at the
+  same boot;
 - ``replace``: a Neuron DMA error, no spare: the replacement launches and joins;
 - ``spare``: the same fault in a group with a spare in Standby (``spares: 1``).
 
-The reboot and the replace run in one world, the spare in a second (its group keeps a
-spare); the launch and join of an instance is simulated (``--launch-seconds``), the rest
-is the real pipeline. On AWS each stage takes longer: docs/scale.md has the figures.
+The reboot, the reset and the replace run in one world, the spare in a second (its group
+keeps a spare). Where the reset is measured, the first world has ``gpu_reset`` on and
+``RESETTABLE_TYPE`` machines: the reboot and the replace act there as anywhere (an Xid 48
+is a reboot, a DMA error a replace, whatever ``gpu_reset`` says). The launch and join of an
+instance is simulated (``--launch-seconds``), and so are the GPU and its ``nvidia-smi``
+(``world.gpus``); the rest is the real pipeline. On AWS each stage takes longer:
+docs/scale.md has the figures.
 
-    python -m bench.recovery [--paths reboot,replace,spare] [--launch-seconds 30]
+    python -m bench.recovery [--paths reboot,reset,replace,spare] [--launch-seconds 30]
 """
 
 from __future__ import annotations
@@ -31,18 +38,25 @@ from kubernetes import client
 
 from bench.mttr import next_machine
 from bench.storm import executions
+from nodemedic.settings import ClusterSettings
+from world.gpureset import XID_46
 from world.kit import DMA_ERROR
 from world.lifecycle import REBOOT
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import Fault, inject
-from world.world import NODE_GROUP, World, demo_settings
+from world.world import INSTANCE_TYPE, NODE_GROUP, RESETTABLE_TYPE, World, demo_settings
 
 WAIT = 180.0
 """Seconds a path may take from the line to the job running again before the run fails."""
 POLL = 0.1
 NODES = 4
-PATHS: dict[str, Fault] = {"reboot": REBOOT, "replace": DMA_ERROR, "spare": DMA_ERROR}
+PATHS: dict[str, Fault] = {
+    "reboot": REBOOT,
+    "reset": XID_46,
+    "replace": DMA_ERROR,
+    "spare": DMA_ERROR,
+}
 STEPS = ("cordoned", "in service", "job running")
 
 
@@ -114,11 +128,16 @@ def measure(
 ) -> list[Recovery]:
     """Each path once; the paths without a spare share a world, the spare has its own."""
     found: list[Recovery] = []
-    worlds = [
-        ([p for p in paths if p != "spare"], demo_settings()),
-        ([p for p in paths if p == "spare"], demo_settings(spares=((NODE_GROUP, 1),))),
+    shared = [p for p in paths if p != "spare"]
+    worlds: list[tuple[list[str], ClusterSettings, str]] = [
+        (shared, *resetting("reset" in shared)),
+        (
+            [p for p in paths if p == "spare"],
+            demo_settings(spares=((NODE_GROUP, 1),)),
+            INSTANCE_TYPE,
+        ),
     ]
-    for number, (group, settings) in enumerate(worlds):
+    for number, (group, settings, instance_type) in enumerate(worlds):
         if not group:
             continue
         where = workdir / f"world-{number}"
@@ -132,6 +151,7 @@ def measure(
                 workers=NODES,
                 say=say,
                 launch_seconds=launch,
+                instance_type=instance_type,
             ) as world,
         ):
             used: set[str] = set()
@@ -144,10 +164,21 @@ def measure(
     return found
 
 
+def resetting(resets: bool) -> tuple[ClusterSettings, str]:
+    """The settings and the machines' type of a world where the reset path is measured
+    (``resets``), or of one where it is not."""
+    if resets:
+        return demo_settings(gpu_reset=True), RESETTABLE_TYPE
+    return demo_settings(), INSTANCE_TYPE
+
+
 def report(found: list[Recovery], launch: float) -> None:
+    resets = any(r.path == "reset" for r in found)
     print(
         f"Time to recovery in the local world ({NODES} nodes, a worker of the job on each; "
-        f"launch and join simulated in {launch:g}s), seconds from the fault line written"
+        f"launch and join simulated in {launch:g}s"
+        + (f"; reset on {RESETTABLE_TYPE}, its GPU and nvidia-smi simulated" if resets else "")
+        + "), seconds from the fault line written"
     )
     print(f"  {'path':<10}" + "".join(f"{step:>14}" for step in STEPS) + "   job running vs reboot")
     base = next((r for r in found if r.path == "reboot"), None)

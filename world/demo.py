@@ -33,7 +33,7 @@ Say = Callable[[str], None]
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
-SCENARIO_NAMES = ("default", "jobs", "lifecycle", "planned", "spread", "storm")
+SCENARIO_NAMES = ("default", "jobs", "lifecycle", "planned", "reset", "spread", "storm")
 """``world.scenarios.SCENARIOS``' names, for ``--help`` and ``--scenario``'s choices without
 loading the scenarios (seconds: moto, kubernetes, the CDK); a unit test holds the two equal."""
 
@@ -49,7 +49,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "watched with HyperPod's rules, and a node replaced under an opted-in job; "
         "lifecycle: deep checks gate new and rebooted nodes, a spare, a label-driven "
         "replace, the history; planned: an AWS Health retirement notice replaced before "
-        "its deadline, and a replacement approved with `nodemedic approve` "
+        "its deadline, and a replacement approved with `nodemedic approve`; reset: an Xid "
+        "46's GPU reset through SSM, the node given back without a reboot "
         "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")

@@ -23,7 +23,9 @@ out; what the replacements do lives with the behaviour they stand for:
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
 ``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``,
-                                            ``motoservices.py``)
+                                            ``motoservices.py``); only the instances named
+                                            run it, as SSM's do (moto's own sends a command
+                                            with no ``Targets`` to every instance)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``start_executions``,
                                             here)

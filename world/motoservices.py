@@ -55,12 +55,20 @@ def lambda_targets() -> Iterator[None]:
 
 @contextlib.contextmanager
 def commands_run(run: CommandHook) -> Iterator[None]:
-    """While active, SSM ``SendCommand`` has each instance run the command (moto answers
-    ``Success``, no output); ``GetCommandInvocation`` reads what the node made of it."""
+    """While active, SSM ``SendCommand`` has each instance it names run the command (moto
+    answers ``Success``, no output); ``GetCommandInvocation`` reads what the node made of
+    it."""
     send = SEND_COMMAND.current()
 
     def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # moto's Command extends the list it is given with every instance its Targets match,
+        # and no Targets matches every instance of the region.
+        named = list(kwargs["instance_ids"])
         command = send(self, *args, **kwargs)
+        if not command.targets:
+            command.instance_ids = named
+            command.target_count = command.completed_count = len(named)
+            command.invocations = [i for i in command.invocations if i["InstanceId"] in named]
         for ran in command.invocations:
             ran.update(run(ran["InstanceId"], command))
         return command

@@ -10,6 +10,8 @@ started        the Step Functions execution's start date
 marked         the Node watch event showing it cordoned / tainted / labelled
 drained        the execution history's ``Drained`` state
 rebooted       the Node watch event showing it Ready with a new boot id
+GPU reset      the Node watch event showing it given back at the same boot id, after it
+               was marked and SSM ran the reset with success
 replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy``
 notified       the SQS ``SentTimestamp`` of the SNS message about the instance
 =============  ==================================================================
@@ -152,6 +154,8 @@ class Observer:
 
     def _acted(self, run: FaultRun) -> Step | None:
         instance_id = run.machine.instance_id
+        if run.fault.expect == "reset":
+            return self._reset(run)
         if run.fault.expect == "reboot":
             seen = self.world.watch.first(
                 instance_id,
@@ -167,6 +171,21 @@ class Observer:
         if not unhealthy:
             return None
         return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
+
+    def _reset(self, run: FaultRun) -> Step | None:
+        marked = run.steps.get("marked")
+        if marked is None or (run.machine.instance_id, "Success") not in self.world.gpus.resets:
+            return None
+        seen = self.world.watch.first(
+            run.machine.instance_id,
+            marked.at,
+            lambda s: s.ready and not _marked(s) and s.boot_id == run.boot_id,
+        )
+        if seen is None:
+            return None
+        return Step(
+            seen.at, f"verified, node given back; boot id {run.boot_id[:8]} unchanged (no reboot)"
+        )
 
     def _notified(self, run: FaultRun) -> Step | None:
         for message in self.world.inbox.about(run.machine.instance_id):

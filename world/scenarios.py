@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from world import default, jobscenario, lifecycle, planned, spread, storm
+from world import default, gpureset, jobscenario, lifecycle, planned, spread, storm
 from world.kit import Result
-from world.world import NODE_GROUP, Say, World
+from world.world import NODE_GROUP, RESETTABLE_TYPE, Say, World
 
 SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "default": default.run_default,
@@ -20,6 +20,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "jobs": jobscenario.run_jobs,
     "lifecycle": lifecycle.run_lifecycle,
     "planned": planned.run_planned,
+    "reset": gpureset.run_reset,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
@@ -40,6 +41,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "approval_timeout": 120,
         "planned_lead_time": planned.LEAD_TIME,
     },
+    "reset": {"gpu_reset": True},
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
@@ -48,9 +50,12 @@ job breaker lets through in a real cluster's window (three). The lifecycle gates
 rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not
 15 minutes) and has room for its five replaces. The planned scenario asks a person before
 each replacement, gives up after two minutes, not four hours, and starts a planned repair
-20 s before a notice's deadline, not an hour."""
+20 s before a notice's deadline, not an hour. The reset scenario turns the GPU reset rung on
+(off by default: docs/deploy.md, "GPU reset")."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
+    "reset": {"instance_type": RESETTABLE_TYPE},
 }
 """A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
-taint and run the deep check at start."""
+taint and run the deep check at start; the reset's machines are of a type whose GPUs reset
+one at a time."""

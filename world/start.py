@@ -17,7 +17,8 @@
   kernel log file and shipping to the moto Logs endpoint. What moto's EC2 and Auto
   Scaling calls do to the machines is played by ``hypervisor.py``: a reboot brings the
   Node back with a new boot id and a new agent, an ``Unhealthy`` instance is terminated
-  and its replacement joins the cluster as a new Node.
+  and its replacement joins the cluster as a new Node. An SSM command sent to an instance
+  (the GPU reset) runs on this machine against the instance's simulated GPU (``gpus.py``).
 
 Everything started is stopped on the way out, whatever ends the block.
 """
@@ -41,6 +42,7 @@ from nodemedic.settings import ClusterSettings
 from world.agents import AgentFleet, AgentSettings
 from world.aws import deploy, node_group
 from world.cloudformation import Deployment
+from world.gpus import nodes_run_commands
 from world.hypervisor import Hypervisor, machines
 from world.identity import MetadataService, local_authority
 from world.inbox import Inbox
@@ -84,13 +86,15 @@ def local_world(
     agent_processes: bool = True,
     deep_checks: bool = False,
     launch_seconds: float = TERMINATE_SECONDS,
+    instance_type: str = INSTANCE_TYPE,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
     settings ask of the group in Standby besides; ``agent_processes`` False starts no agent:
     the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
     ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
-    replacement's Node joining."""
+    replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
+    each type's Node devices)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -112,7 +116,13 @@ def local_world(
         # the control plane's processes die with the thread that started them.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aws-side") as pool:
             aws_side: Future[tuple[Deployment, list[Machine]]] = pool.submit(
-                _build_aws, settings, workdir, endpoint, nodes + spares, timings
+                _build_aws,
+                settings,
+                workdir,
+                endpoint,
+                nodes + spares,
+                timings,
+                instance_type=instance_type,
             )
             cluster = stack.enter_context(
                 _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
@@ -121,7 +131,7 @@ def local_world(
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
             f"deployed in {timings['deploy']:.1f}s ({len(deployment.resources)} resources); "
-            f"node group {NODE_GROUP}: {len(first_machines)} x {INSTANCE_TYPE}"
+            f"node group {NODE_GROUP}: {len(first_machines)} x {instance_type}"
         )
         stack.enter_context(
             mock.patch.dict(os.environ, {"KUBECONFIG": str(cluster.remediator_kubeconfig)})
@@ -165,7 +175,9 @@ def local_world(
             machines={m.instance_id: m for m in first_machines},
             timings=timings,
             deep_checks=deep_checks,
+            instance_type=instance_type,
         )
+        stack.enter_context(nodes_run_commands(world.gpus))
         boots = {m.instance_id: world.register(m).status.node_info.boot_id for m in first_machines}
         job.create([m.node for m in first_machines if m.instance_id not in standing])
         job.start()
@@ -223,6 +235,8 @@ def _build_aws(
     endpoint: str,
     size: int,
     timings: dict[str, float],
+    *,
+    instance_type: str,
 ) -> tuple[Deployment, list[Machine]]:
     from stacks.pipeline import stack_name
     from stacks.synth import synth_template
@@ -243,7 +257,7 @@ def _build_aws(
         size,
         region=REGION,
         endpoint_url=endpoint,
-        instance_type=INSTANCE_TYPE,
+        instance_type=instance_type,
         availability_zone=ZONE,
     )
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)

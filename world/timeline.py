@@ -29,7 +29,7 @@ NOTIFY_STEPS = ("written", "shipped", "classified", "started", "notified")
 FLEET_STEPS = ("written", "shipped", "classified", "started", "held")
 """A fault held as part of a fleet event: its node is given back, and the event's one mail
 is about all of them, not about each."""
-ACTIONS = ("replace", "reboot", "notify", "nothing", "held", "fleet")
+ACTIONS = ("replace", "reboot", "reset", "notify", "nothing", "held", "fleet")
 _INJECTED = re.compile(r"^(?P<rule>\S+) -> .*?: (?P<line>.*)$")
 
 
@@ -40,7 +40,8 @@ class Fault:
     kind: str
     value: str
     expect: str
-    """``replace``, ``reboot``, ``notify``, ``nothing``, ``held`` (a replacement the breaker
+    """``replace``, ``reboot``, ``reset`` (its GPU reset in place, the node given back at
+    the same boot), ``notify``, ``nothing``, ``held`` (a replacement the breaker
     holds until its hold runs out, the node left untouched) or ``fleet`` (held, part of a
     fleet event)."""
     title: str
@@ -56,7 +57,7 @@ class Fault:
 
     @property
     def steps(self) -> tuple[str, ...]:
-        if self.expect in ("replace", "reboot"):
+        if self.expect in ("replace", "reboot", "reset"):
             return STEPS
         if self.expect in ("notify", "held"):
             return NOTIFY_STEPS
@@ -103,7 +104,7 @@ class FaultRun:
 
     def label(self, step: str) -> str:
         if step == "acted":
-            return "rebooted" if self.fault.expect == "reboot" else "replaced"
+            return {"reboot": "rebooted", "reset": "GPU reset"}.get(self.fault.expect, "replaced")
         return {
             "written": "line written",
             "shipped": "shipped",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes import client
+
 from nodemedic.contracts.kube import FLEET_LABEL, HEALTH_LABEL, TAINT_KEY
 from nodemedic.contracts.ledger import DECISION_SK_PREFIX
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
@@ -22,6 +24,7 @@ def verdict_line(run: FaultRun) -> str:
 _OUTCOMES = {
     "replace": "replaced",
     "reboot": "rebooted",
+    "reset": "reset",
     "notify": "notified",
     "held": "held",
     "fleet": FLEET_OUTCOME,
@@ -37,6 +40,7 @@ def verify(world: World, run: FaultRun) -> None:
     check = {
         "replace": _replaced,
         "reboot": _rebooted,
+        "reset": _reset,
         "notify": _untouched,
         "held": _untouched,
         "nothing": _nothing,
@@ -74,6 +78,31 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
         return [*problems, f"node {name} is gone"]
     if node.status.node_info.boot_id == run.boot_id:
         problems.append(f"{name} still has boot id {run.boot_id}")
+    return problems + _in_service(world, run, node)
+
+
+def _reset(world: World, run: FaultRun) -> list[str]:
+    """Its GPU reset through SSM and verified: the node given back at the same boot."""
+    instance_id, name = run.machine.instance_id, run.machine.node
+    problems = []
+    for event in ("reboot", "unhealthy"):
+        if world.machine_events(instance_id, event):
+            problems.append(f"{instance_id} had a {event}")
+    ran = [status for i, status in world.gpus.resets if i == instance_id]
+    if ran != ["Success"]:
+        problems.append(f"the GPU reset commands on {instance_id} ended {ran}, not one Success")
+    node = world.node(name)
+    if node is None:
+        return [*problems, f"node {name} is gone"]
+    if node.status.node_info.boot_id != run.boot_id:
+        problems.append(f"{name} has boot id {node.status.node_info.boot_id}, not {run.boot_id}")
+    return problems + _in_service(world, run, node)
+
+
+def _in_service(world: World, run: FaultRun, node: client.V1Node) -> list[str]:
+    """Uncordoned, untainted, labelled schedulable, its instance running."""
+    name = run.machine.node
+    problems = []
     if node.spec.unschedulable:
         problems.append(f"{name} is still cordoned")
     if any(t.key == TAINT_KEY for t in node.spec.taints or []):
@@ -81,8 +110,8 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
     label = (node.metadata.labels or {}).get(HEALTH_LABEL)
     if label != "Schedulable":
         problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
-    if world.instance_state(instance_id) != "running":
-        problems.append(f"{instance_id} is not running")
+    if world.instance_state(run.machine.instance_id) != "running":
+        problems.append(f"{run.machine.instance_id} is not running")
     return problems
 
 

@@ -27,6 +27,7 @@ from nodemedic.settings import ClusterSettings
 from world import deepcheck
 from world.agents import AgentFleet
 from world.cloudformation import Deployment
+from world.gpus import Gpus
 from world.inbox import Inbox
 from world.kubeapi import LocalCluster
 from world.kubelet import SimulatedKubelet
@@ -36,7 +37,14 @@ from world.workload import TrainingJob
 
 NODE_GROUP = "accelerated"
 INSTANCE_TYPE = "p5.48xlarge"
-DEVICES = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+RESETTABLE_TYPE = "g6.12xlarge"
+"""A type whose GPUs reset one at a time (``nodemedic.health.instance_types``), for the
+worlds that show the GPU reset rung: a p5 cannot, so its reset is a reboot."""
+DEVICES = {
+    INSTANCE_TYPE: {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
+    RESETTABLE_TYPE: {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"},
+}
+"""What each machine's Node advertises, per instance type the world builds."""
 REBOOT_SECONDS = 1.0
 """How long a rebooting machine's Node stays NotReady."""
 REGISTERED_UNCHECKED = {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}
@@ -116,6 +124,10 @@ class World:
     ``pass`` once it is empty."""
     spares: list[str] = field(default_factory=list)
     """The instances the world put in Standby as the group's spares (setting ``spares``)."""
+    instance_type: str = INSTANCE_TYPE
+    """Every machine's, the group's launch template's."""
+    gpus: Gpus = field(default_factory=Gpus)
+    """The machines' GPUs, as the SSM commands sent to them find them."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def aws(self, service: str) -> Any:
@@ -175,8 +187,8 @@ class World:
             machine.instance_id,
             az=machine.zone,
             nodegroup=NODE_GROUP,
-            instance_type=INSTANCE_TYPE,
-            devices=DEVICES,
+            instance_type=self.instance_type,
+            devices=DEVICES[self.instance_type],
             labels=REGISTERED_UNCHECKED if gated else None,
             taints=[{"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"}] if gated else (),
         )

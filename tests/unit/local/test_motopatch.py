@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.metadata
+import json
 import re
 import threading
 import tomllib
@@ -14,10 +15,13 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from tests.support.paths import ROOT
 from world import motopatch, motoservices
+from world.aws import QUICK_EC2
 from world.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 
 INSTALLED = importlib.metadata.version("moto")
@@ -228,3 +232,41 @@ def test_put_events_invokes_the_function_a_matching_rule_targets_and_no_other() 
         "aws.health",
         "AWS Health Event",
     )
+
+
+def test_a_command_runs_on_the_instances_it_names_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's own ``send_command`` runs a command without ``Targets`` on every instance of
+    the region; SSM runs it on its ``InstanceIds``."""
+    for name, value in QUICK_EC2.items():
+        monkeypatch.setenv(name, value)
+    ran: list[str] = []
+
+    def run(instance_id: str, command: Any) -> dict[str, Any]:
+        ran.append(instance_id)
+        return {}
+
+    with mock_aws(), motoservices.commands_run(run):
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        started = ec2.run_instances(ImageId="ami-0a1b2c3d4e5f60718", MinCount=3, MaxCount=3)
+        named, *_ = (i["InstanceId"] for i in started["Instances"])
+        ssm = boto3.client("ssm", region_name="us-east-1")
+        ssm.create_document(
+            Name="probe",
+            DocumentType="Command",
+            Content=json.dumps(
+                {
+                    "schemaVersion": "2.2",
+                    "mainSteps": [
+                        {
+                            "action": "aws:runShellScript",
+                            "name": "probe",
+                            "inputs": {"runCommand": ["true"]},
+                        }
+                    ],
+                }
+            ),
+        )
+        sent = ssm.send_command(DocumentName="probe", InstanceIds=[named])["Command"]
+
+    assert ran == [named]
+    assert sent["InstanceIds"] == [named]

@@ -1,0 +1,47 @@
+"""The GPU reset rung end to end (``nodemedic demo --scenario reset``): an Xid 46 on a node
+running a worker of the job, in a cluster with ``gpu_reset`` on and machines that can reset
+one GPU, is answered by a reset through SSM, not a reboot: the node keeps its boot id, is
+given back, and the job's worker, evicted by the drain, runs on it again. As many workers as
+nodes, so the evicted worker can only come back on the reset node."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.e2e import run_scenario, workers_running_again
+from world.kit import Result
+from world.scenarios import SETTINGS, WORLDS
+from world.world import World, demo_settings
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+NODES = 3
+WORLD_SETTINGS = demo_settings(**SETTINGS["reset"])
+WORLD_OPTIONS = {**WORLDS["reset"], "nodes": NODES, "workers": NODES}
+
+
+@pytest.fixture(scope="module")
+def result(world: World) -> Result:
+    return run_scenario(world, "reset")
+
+
+def test_the_gpu_was_reset_and_the_node_given_back_without_a_reboot(
+    world: World, result: Result
+) -> None:
+    (run,) = result.runs
+    assert result.ok, (run.problems, result.problems)
+    assert run.outcome == "reset"
+    instance_id = run.machine.instance_id
+    assert world.gpus.resets == [(instance_id, "Success")]
+    assert world.machine_events(instance_id, "reboot") == []
+    node = world.node(run.machine.node)
+    assert node is not None
+    assert node.status.node_info.boot_id == run.boot_id
+    assert not node.spec.unschedulable
+
+
+def test_the_evicted_worker_runs_again_on_the_reset_node(world: World, result: Result) -> None:
+    (run,) = result.runs
+    node = run.machine.node
+    assert workers_running_again(world, timeout=30)[node] == ["Running"]
+    back = [p for p in world.job.placements if p.node == node and p.at >= run.written_at]
+    assert back, f"no worker was placed on {node} again after the line"
