@@ -25,6 +25,9 @@ GROUP_SETTINGS: Final = (
     "max_unhealthy_percent",
     "escalation_window",
     "force_drain",
+    "approval",
+    "approval_timeout",
+    "approval_timeout_default",
 )
 """The cluster settings a node group may set for its own nodes."""
 OVERRIDE_ACTIONS: Final = ("notify", "reboot", "replace")
@@ -46,6 +49,17 @@ def mapping_of(value: Any, kind: type) -> bool:
 def pairs(value: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """An object of cdk.json as the settings keep it: sorted pairs, hashable."""
     return tuple(sorted(value.items()))
+
+
+def each_group(settings: ClusterSettings) -> tuple[ClusterSettings, ...]:
+    """The cluster's own settings, then those of each group that has settings of its own."""
+    return (settings, *(settings.for_group(group) for group, _ in settings.group_overrides))
+
+
+def asks_approval(settings: ClusterSettings) -> bool:
+    """Whether the cluster or any of its groups has an action wait for a person: the state
+    machine has the approval phase's states only then."""
+    return any(own.approval != "none" for own in each_group(settings))
 
 
 def action_errors(actions: tuple[tuple[str, str], ...]) -> list[str]:

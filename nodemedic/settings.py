@@ -207,11 +207,10 @@ class ClusterSettings:
     (the EKS node monitoring agent's ``minRepairWaitTimeMins``, in seconds): its pods keep
     running meanwhile (a training job can checkpoint) and new ones go elsewhere. 0: at once."""
     group_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-    """(node group, its own settings): settings a group of ``node_groups`` sets for its nodes
-    (``nodemedic.group_settings.GROUP_SETTINGS``: actions, wait_before_acting, drain_timeout,
-    max_parallel, max_unhealthy_percent, escalation_window, force_drain). In cdk.json
-    ``{"p5-training": {"actions": {"edac-uncorrectable": "reboot"}, "wait_before_acting":
-    600}}``. A group's ``actions`` add to (and win over) the cluster's."""
+    """(node group, its own settings): what a group of ``node_groups`` sets for its nodes of
+    the settings ``nodemedic.group_settings.GROUP_SETTINGS`` names. In cdk.json
+    ``{"p5-training": {"actions": {"edac-uncorrectable": "reboot"}, "approval": "replace"}}``.
+    A group's ``actions`` add to (and win over) the cluster's."""
 
     def __post_init__(self) -> None:
         errors = settings_values.value_errors(self, choices())
@@ -257,8 +256,7 @@ class ClusterSettings:
 
     @property
     def lock_seconds(self) -> int:
-        """The longest one remediation runs (the state machine's timeout): the node lock's
-        lease; the longest of any group's."""
+        """The longest any group's remediation runs: the state machine's timeout, the lease."""
         return max(
             execution_timeout(
                 breaker_hold=self.breaker_hold,
@@ -268,9 +266,9 @@ class ClusterSettings:
                 fleet_settle=self.fleet_settle,
                 refill=bool(self.spare_groups),
                 wait_before_acting=own.wait_before_acting,
-                approval=self.approval_timeout if self.approval != "none" else 0,
+                approval=own.approval_timeout if own.approval != "none" else 0,
             )
-            for own in (self, *(self.for_group(group) for group, _ in self.group_overrides))
+            for own in group_settings.each_group(self)
         )
 
     @property
@@ -280,8 +278,7 @@ class ClusterSettings:
 
     @property
     def policy(self) -> Policy:
-        """What the policy Lambda's ``plan`` is given: the state machine and the backtest
-        read it here."""
+        """What the policy Lambda's ``plan`` is given (the state machine's, the backtest's)."""
         return Policy(
             recovery_mode=self.recovery_mode,
             dry_run=self.dry_run,
@@ -296,6 +293,9 @@ class ClusterSettings:
             wait_before_acting=self.wait_before_acting,
             drain_timeout=self.drain_timeout,
             drain_rounds=drain_rounds(self.drain_timeout, self.poll_seconds),
+            approval=self.approval,
+            approval_timeout=self.approval_timeout,
+            approval_timeout_default=self.approval_timeout_default,
         )
 
     @property

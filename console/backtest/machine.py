@@ -19,7 +19,7 @@ from typing import Final
 
 from console.backtest.ledger import Key, Store, Write
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import approval, breaker, fleet, ledger, phases
+from nodemedic.remediate import breaker, fleet, ledger, phases
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.policy import Group, Plan, plan
 from nodemedic.settings import ClusterSettings
@@ -331,7 +331,7 @@ class Machine:
     def _approval(self, run: Run) -> None:
         """A person's answer is no part of the history: the backtest takes it as given at
         once, and says the action would have waited for one."""
-        if approval.asks(self.settings.approval, run.planned.action):
+        if run.planned.approval:
             run.out.reason += "; asks approval first (assumed given at once)"
 
     def _reboot_or_replace(self, run: Run) -> Waits:

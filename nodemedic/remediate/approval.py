@@ -1,11 +1,11 @@
 """Approval: a drained node waits for a person before the irreversible step.
 
-Where the cluster's ``approval`` asks for it, the remediation mails a request (the fault,
-its evidence, the last reboot for it, the planned action) and waits on a Step Functions task
-token that it keeps on the decision's ledger record
-(``nodemedic.contracts.ledger.APPROVAL_TOKEN``). ``nodemedic
-approve|deny`` finds the token there and answers with ``answer``: the caller's identity and
-reason, which the flow records. A denial, and an unanswered request whose
+Where the ``approval`` of the cluster, or of the node's group, asks for it (the plan says
+so: ``Plan.approval``), the remediation mails a request (the fault, its evidence, the last
+reboot for it, the planned action) and waits on a Step Functions task token that it keeps
+on the decision's ledger record (``nodemedic.contracts.ledger.APPROVAL_TOKEN``).
+``nodemedic approve|deny`` finds the token there and answers with ``answer``: the caller's
+identity and reason, which the flow records. A denial, and an unanswered request whose
 ``approval_timeout_default`` is ``hold``, end as a failure does (``ApprovalDenied``,
 ``ApprovalTimeout``): the node stays cordoned, drained and counted by the breaker
 (``nodemedic.remediate.parking``) until a person gives it back or hands it off.
@@ -28,9 +28,12 @@ TIMED_OUT_BY: Final = "approval_timeout"
 """Who approved a request left unanswered where ``approval_timeout_default`` proceeds."""
 
 
-def asks(approval: str, action: str) -> bool:
-    """Whether the cluster's ``approval`` setting asks a person before ``action``."""
-    return approval == "any" or (approval == "replace" and action == "replace")
+def asks(approval: str, action: str, *, replaceable: bool = True) -> bool:
+    """Whether an ``approval`` setting (the cluster's, or the node group's own) asks a
+    person before ``action``. A planned replacement of an instance AWS ends anyway
+    (``replaceable`` false) only drains it: ``replace`` has nothing irreversible to ask
+    about there."""
+    return approval == "any" or (approval == "replace" and action == "replace" and replaceable)
 
 
 def answer(by: str, reason: str) -> dict[str, str]:

@@ -35,9 +35,9 @@ DRAIN: Final = "drain"
 FLEET_JUDGEMENT: Final = "fleet judgement"
 """Right before the irreversible step: the window settles and is judged."""
 APPROVAL: Final = "approval"
-"""Where the cluster asks for it, a person's answer before the irreversible step: approved
-(or unanswered, where that proceeds) goes on; denied (or unanswered, where that holds)
-fails, the node held (``approval``)."""
+"""Where the node's group (or else the cluster) asks for it, a person's answer before the
+irreversible step: approved (or unanswered, where that proceeds) goes on; denied (or
+unanswered, where that holds) fails, the node held (``approval``)."""
 REBOOT_OR_REPLACE: Final = "reboot or replace"
 """The plan's action, a reboot escalated to a replacement when the node does not come back
 healthy or a stronger decision upgraded it; where ``gpu_reset`` is on, a GPU reset first,

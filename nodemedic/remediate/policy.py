@@ -17,7 +17,7 @@ from typing import Any, Literal
 from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE, STATUS_OF_ACTION
 from nodemedic.health.gpu_reset import gpu_of
 from nodemedic.health.instance_types import gpu_reset_of
-from nodemedic.remediate import parking
+from nodemedic.remediate import approval, parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates
 
@@ -66,6 +66,11 @@ class Policy:
     drain_timeout: int = 600
     drain_rounds: int = 82
     """``drain_rounds(drain_timeout, poll_seconds)``: the state machine's drain loop bound."""
+    approval: str = "none"
+    approval_timeout: int = 14400
+    approval_timeout_default: str = "hold"
+    """Which actions wait for a person, how long, and what an unanswered request comes to
+    (``nodemedic.remediate.approval``)."""
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
@@ -84,14 +89,23 @@ class Policy:
                 wait_before_acting=int(raw["wait_before_acting"]),
                 drain_timeout=int(raw["drain_timeout"]),
                 drain_rounds=int(raw["drain_rounds"]),
+                approval=str(raw.get("approval", "none")),
+                approval_timeout=int(raw.get("approval_timeout", 14400)),
+                approval_timeout_default=str(raw.get("approval_timeout_default", "hold")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyError(f"bad policy settings: {exc!r}") from exc
 
     def to_mapping(self) -> dict[str, Any]:
+        """The policy as the state machine bakes it in; without the approval settings where
+        nothing is asked (``from_mapping``'s defaults), so a cluster that never asks keeps
+        its template as it was before approval existed."""
         values = asdict(self)
         values["node_groups"] = list(self.node_groups)
         values["actions"] = dict(self.actions)
+        if self.approval == "none":
+            for key in ("approval", "approval_timeout", "approval_timeout_default"):
+                del values[key]
         return values
 
 
@@ -137,6 +151,11 @@ class Plan:
     reset_since: int = 0
     """A GPU reset since then (epoch seconds, ``escalation_window`` ago) makes this one a
     reboot (``ledger.RESET_FRESH``)."""
+    approval: bool = False
+    """A person answers before the action (the group's ``approval`` asks for it)."""
+    approval_timeout: int = 14400
+    approval_timeout_default: str = "hold"
+    """The group's: how long the request waits, and what no answer comes to."""
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
@@ -335,4 +354,10 @@ def plan(
         drain_rounds=policy.drain_rounds,
         gpu=(gpu or "") if action == "reset" else "",
         reset_since=now_epoch - policy.escalation_window,
+        approval=mode == "act"
+        and approval.asks(
+            policy.approval, action, replaceable=decision.get("replaceable") is not False
+        ),
+        approval_timeout=policy.approval_timeout,
+        approval_timeout_default=policy.approval_timeout_default,
     )

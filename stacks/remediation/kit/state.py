@@ -115,6 +115,11 @@ WAIT_BEFORE_ACTING: Final = plan("wait_before_acting")
 DRAIN_TIMEOUT: Final = plan("drain_timeout")
 DRAIN_ROUNDS_LIMIT: Final = plan("drain_rounds")
 """The node group's ``wait_before_acting``, ``drain_timeout`` and drain loop bound."""
+APPROVAL: Final = plan("approval")
+APPROVAL_TIMEOUT: Final = plan("approval_timeout")
+APPROVAL_TIMEOUT_DEFAULT: Final = plan("approval_timeout_default")
+"""Whether the action waits for a person, and the node group's ``approval_timeout`` and
+``approval_timeout_default``."""
 
 # The ledger: what this execution holds ------------------------------------------------------
 

@@ -24,8 +24,9 @@ report). JSONPath query language, native integrations everywhere except the Kube
 6. fleet recheck (``fleet.recheck``): a decision the breaker held reads its window again.
 7. mark (``mark``), 8. drain (``drain``; the jobs to resume found first, ``resume``).
 9. fleet judgement (``fleet.judge``): the window settles and is judged.
-9a. approval (``approval``): where the cluster's ``approval`` asks for it, the request is
-    mailed and the flow waits for ``nodemedic approve|deny`` (or ``approval_timeout``).
+9a. approval (``approval``): where the plan says so (the node group's ``approval``, else
+    the cluster's), the request is mailed and the flow waits for ``nodemedic approve|deny``
+    (or the group's ``approval_timeout``).
 10. reboot or replace (``repair``): ``reset`` (``gpu_reset`` on: one GPU reset through SSM
     Run Command, the node given back once it verifies, else rebooted), ``reboot`` (watch for
     a new boot id, escalate to replace when none comes, the fault recurs or a stronger

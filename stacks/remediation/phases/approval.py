@@ -1,27 +1,29 @@
-"""Approval: where the cluster's ``approval`` asks for it, the drained node waits for a
-person's answer before it is rebooted or replaced (``nodemedic.remediate.approval``).
+"""Approval: where the plan says so (the ``approval`` of the node's group, else the
+cluster's, asks for its action), the drained node waits for a person's answer before it is
+rebooted or replaced (``nodemedic.remediate.approval``).
 
 The request is mailed, then the flow keeps its task token on the decision's record with a
 ``.waitForTaskToken`` UpdateItem (an AWS SDK integration: DynamoDB's optimized one has no
-callback pattern) and waits up to ``approval_timeout``. ``nodemedic approve`` writes who
+callback pattern) and waits up to the group's ``approval_timeout``. ``nodemedic approve`` writes who
 answers and why on the record, then answers with SendTaskSuccess, ``deny`` with
 SendTaskFailure (error ``ApprovalDenied``, the cause naming who and why).
 A denial and a hold on timeout go to the failure phase, which keeps the node cordoned and
-counted. With ``approval: none`` the phase has no state at all."""
+counted. Where neither the cluster nor any group asks (``approval: none``) the phase has no
+state at all."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic import group_settings
 from nodemedic.contracts.ledger import APPROVAL_TOKEN
 from nodemedic.remediate import approval as rules
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
-from stacks.remediation.kit.render import Value, formatted, record_key
+from stacks.remediation.kit.render import dynamo_text, formatted, record_key
 from stacks.remediation.kit.signals import notify
 
 ANSWER: Final = "$.approval"
@@ -29,9 +31,8 @@ ANSWER: Final = "$.approval"
 
 
 def approval(flow: Flow, *, then: sfn.IChainable, failure: sfn.IChainable) -> sfn.IChainable:
-    """Ask where the setting says so, then ``then`` (the repair) or ``failure``."""
-    st = flow.settings
-    if st.approval == "none":
+    """Ask where the plan says so, then ``then`` (the repair) or ``failure``."""
+    if not group_settings.asks_approval(flow.settings):
         return then
     s = flow.scope
     start = flow.step("Start awaiting approval", rules.AWAITING)
@@ -49,32 +50,24 @@ def approval(flow: Flow, *, then: sfn.IChainable, failure: sfn.IChainable) -> sf
         flow.record(
             "Record approval timeout",
             record_state=rules.TIMED_OUT,
-            values={"approval_default": Value.from_string(st.approval_timeout_default)},
+            values={"approval_default": dynamo_text(state.APPROVAL_TIMEOUT_DEFAULT)},
         )
     )
     wait.add_catch(timed_out, errors=[sfn.Errors.TIMEOUT], result_path=sfn.JsonPath.DISCARD)
-    if st.approval_timeout_default == "proceed":
-        timed_out.next(then)
-    else:
-        timed_out.next(
-            flow.found_error(
-                "Held unanswered",
-                rules.TIMEOUT_ERROR,
-                f"no answer within approval_timeout ({st.approval_timeout} s): held",
-            )
-        ).next(failure)
-    if st.approval == "any":
-        return start
-    repair_asked = sfn.Condition.and_(
-        sfn.Condition.string_equals(state.ACTION, "replace"),
-        sfn.Condition.not_(
-            sfn.Condition.and_(
-                sfn.Condition.is_boolean(state.decision("replaceable")),
-                sfn.Condition.boolean_equals(state.decision("replaceable"), False),
-            )
-        ),
+    held = flow.found_error(
+        "Held unanswered",
+        rules.TIMEOUT_ERROR,
+        "no answer within approval_timeout ({} s): held",
+        state.APPROVAL_TIMEOUT,
     )
-    return sfn.Choice(s, "Approval asked?").when(repair_asked, start).otherwise(then)
+    held.next(failure)
+    timed_out.next(
+        sfn.Choice(s, "Proceed unanswered?")
+        .when(sfn.Condition.string_equals(state.APPROVAL_TIMEOUT_DEFAULT, "proceed"), then)
+        .otherwise(held)
+    )
+    asked = sfn.Condition.boolean_equals(state.APPROVAL, True)
+    return sfn.Choice(s, "Approval asked?").when(asked, start).otherwise(then)
 
 
 def _request(flow: Flow) -> sfn.IChainable:
@@ -90,8 +83,8 @@ def _request(flow: Flow) -> sfn.IChainable:
             "reason": sfn.JsonPath.string_at(state.REASON),
             "last_reboot": sfn.JsonPath.object_at(state.LAST_REBOOT),
             "escalation": sfn.JsonPath.object_at(state.ESCALATION),
-            "timeout_seconds": flow.settings.approval_timeout,
-            "on_timeout": flow.settings.approval_timeout_default,
+            "timeout_seconds": sfn.JsonPath.number_at(state.APPROVAL_TIMEOUT),
+            "on_timeout": sfn.JsonPath.string_at(state.APPROVAL_TIMEOUT_DEFAULT),
             "summary": formatted(
                 "{} {} ({}, group {}) for {}? nodemedic approve|deny {} --reason TEXT --cluster {}",
                 state.ACTION,
@@ -123,7 +116,7 @@ def _await(flow: Flow) -> tasks.CallAwsService:
             "ExpressionAttributeNames": {"#token": APPROVAL_TOKEN},
             "ExpressionAttributeValues": {":token": {"S": sfn.JsonPath.task_token}},
         },
-        task_timeout=sfn.Timeout.duration(Duration.seconds(flow.settings.approval_timeout)),
+        task_timeout=sfn.Timeout.at(state.APPROVAL_TIMEOUT),
         result_path=ANSWER,
     )
     return flow.guard(task)

@@ -3,7 +3,8 @@ proceeds once approved, and the ledger and ``nodemedic history`` name who approv
 denial, or a request left unanswered where that holds, leaves the node cordoned, drained
 and counted; one left unanswered where that proceeds is replaced. A held node handed off to
 a vendor is no remediation's while it is away (a new fault on it is a duplicate, the
-reconcile neither renews nor strands it), and taken back it is held as before.
+reconcile neither renews nor strands it), and taken back it is held as before. A node group
+may ask where its cluster does not: its replacements wait, another group's do not.
 
 The world is ``tests.support.flow``'s; the CLI's answers run in-process against it.
 """
@@ -25,7 +26,7 @@ from console.cli.remediations import entry
 from nodemedic.contracts.kube import TAINT_KEY
 from nodemedic.contracts.ledger import APPROVAL_TOKEN
 from nodemedic.remediate import approval, handoff
-from nodemedic.settings import ClusterSettings
+from nodemedic.settings import ClusterSettings, parse_cluster
 from tests.support.flow import NEURON, World, asg_instance, our_taints
 from tests.support.kube import wait_for
 from tests.support.remediation import FAST, REGION, TICK, Pipeline, decision
@@ -48,13 +49,22 @@ PROCEEDING = ClusterSettings(
     approval_timeout_default="proceed",
     **FAST,
 )
+GROUPED = parse_cluster(
+    {
+        "name": "grouped",
+        "node_groups": ["trn1-asked", "trn1-unasked"],
+        **FAST,
+        "group_overrides": {"trn1-asked": {"approval": "replace", "approval_timeout": 120}},
+    }
+)
+"""Asks no one, but for one group's replacements, which wait up to two minutes."""
 CALLER = "arn:aws:sts::123456789012:user/moto"
 """Who moto's STS says the caller is."""
 
 
 @pytest.fixture(scope="module")
 def extra_clusters() -> tuple[ClusterSettings, ...]:
-    return (ASKING, PROCEEDING)
+    return (ASKING, PROCEEDING, GROUPED)
 
 
 def _awaiting(pipeline: Pipeline, record: dict[str, Any]) -> dict[str, Any]:
@@ -223,3 +233,26 @@ def test_a_handed_off_node_is_no_remediations_until_it_is_taken_back(world: Worl
     assert (closed["state"], closed["taken_back_by"]) == (handoff.TAKEN_BACK_STATE, CALLER)
     with pytest.raises(NotHeld):
         take_back(dynamodb, pipeline.table, sick, by=CALLER, now=1_790_000_700)
+
+
+def test_a_group_s_own_approval_holds_its_replacement_and_no_other_group_s(world: World) -> None:
+    pipeline = world.pipelines["grouped"]
+    asked, _, _ = world.group("trn1-asked", 3, **NEURON)
+    other, _, _ = world.group("trn1-unasked", 3, **NEURON)
+    record = decision(asked, cluster="grouped")
+    execution = pipeline.start(record)
+    _awaiting(pipeline, record)
+    (request,) = [m for m in pipeline.messages(asked) if m.get("outcome") == approval.AWAITING]
+    assert (request["timeout_seconds"], request["on_timeout"]) == (120, "hold")
+
+    # Meanwhile a replacement in a group that asks no one proceeds at once.
+    assert pipeline.run(decision(other, cluster="grouped"))["status"] == "SUCCEEDED"
+    assert asg_instance(other)["HealthStatus"].upper() == "UNHEALTHY"
+    assert not [m for m in pipeline.messages(other) if m.get("outcome") == approval.AWAITING]
+    assert asg_instance(asked)["HealthStatus"].upper() == "HEALTHY", "still waiting"
+
+    _answer(pipeline, record, "approve", "the group's owner agrees")
+
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+    assert asg_instance(asked)["HealthStatus"].upper() == "UNHEALTHY"
+    assert (pipeline.ledger(record) or {})["approved_by"] == CALLER

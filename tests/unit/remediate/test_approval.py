@@ -3,10 +3,15 @@ node's lock that no decision, sweep or lease takes from the vendor until it is t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from lambdas.policy.handler import handler as policy_handler
+from nodemedic.group_settings import asks_approval
 from nodemedic.remediate import approval, handoff, ledger, parking
-from nodemedic.settings import ClusterSettings
+from nodemedic.remediate.policy import Policy
+from nodemedic.settings import ClusterSettings, parse_cluster
 
 PARKED_LOCK = {
     "pk": "i-0abc",
@@ -67,3 +72,76 @@ def test_asking_lengthens_the_lock_by_the_approval_timeout_only_where_it_asks() 
 
     assert asking.lock_seconds == plain.lock_seconds + 7200
     assert unasked.lock_seconds == plain.lock_seconds
+
+
+CAREFUL = {
+    "name": "c",
+    "node_groups": ["p5-careful", "p5-other"],
+    "group_overrides": {
+        "p5-careful": {
+            "approval": "replace",
+            "approval_timeout": 7200,
+            "approval_timeout_default": "proceed",
+        }
+    },
+}
+"""A cluster that asks no one, but one group that has its replacements approved."""
+REPLACE = {"action": "replace", "health_status": "UnschedulablePendingReplacement"}
+
+
+def _planned(settings: ClusterSettings, group: str, **decision: Any) -> dict[str, Any]:
+    event = {
+        "op": "plan",
+        "decision": {**REPLACE, "fault_id": "edac-uncorrectable", **decision},
+        "group": {"found": True, "name": group, "size": 8},
+        "last_reboot": {},
+        "now": "2026-11-27T10:00:00Z",
+        "policy": settings.policy.to_mapping(),
+        "group_policies": settings.group_policies(),
+    }
+    return policy_handler(event, None)
+
+
+def test_the_plan_carries_the_group_s_own_approval() -> None:
+    settings = parse_cluster(CAREFUL)
+
+    careful = _planned(settings, "p5-careful")
+    assert (careful["approval"], careful["approval_timeout"]) == (True, 7200)
+    assert careful["approval_timeout_default"] == "proceed"
+    assert _planned(settings, "p5-other")["approval"] is False
+    rebooted = _planned(settings, "p5-careful", action="reboot", health_status="x")
+    assert rebooted["approval"] is False, "replace asks before replacements only"
+    assert asks_approval(settings) and not asks_approval(ClusterSettings(name="c"))
+
+
+def test_a_group_may_ask_no_one_where_the_cluster_asks() -> None:
+    settings = parse_cluster(
+        {**CAREFUL, "approval": "any", "group_overrides": {"p5-careful": {"approval": "none"}}}
+    )
+    assert _planned(settings, "p5-careful")["approval"] is False
+    assert _planned(settings, "p5-other", action="reboot", health_status="x")["approval"] is True
+
+
+@pytest.mark.parametrize(("setting", "asked"), [("replace", False), ("any", True)])
+def test_a_planned_end_without_replacement_is_asked_only_where_any_action_is(
+    setting: str, asked: bool
+) -> None:
+    settings = parse_cluster({**CAREFUL, "approval": setting, "group_overrides": {}})
+    assert _planned(settings, "p5-other", replaceable=False)["approval"] is asked
+
+
+def test_a_monitor_only_plan_asks_no_one() -> None:
+    settings = parse_cluster({**CAREFUL, "dry_run": True})
+    assert _planned(settings, "p5-careful")["approval"] is False
+
+
+def test_the_lock_covers_the_longest_wait_of_any_group_s_approval() -> None:
+    plain = ClusterSettings(name="c", node_groups=("p5-careful", "p5-other"))
+    assert parse_cluster(CAREFUL).lock_seconds == plain.lock_seconds + 7200
+
+
+def test_a_cluster_that_asks_no_one_bakes_in_the_policy_it_always_did() -> None:
+    """The state machine's template stays as it was before approval existed."""
+    mapping = ClusterSettings(name="c").policy.to_mapping()
+    assert not {"approval", "approval_timeout", "approval_timeout_default"} & set(mapping)
+    assert Policy.from_mapping(mapping) == ClusterSettings(name="c").policy

@@ -84,6 +84,9 @@ def test_the_lock_outlasts_the_longest_group() -> None:
         ({"p5": {"wait_before_acting": -1}}, "'p5': wait_before_acting must be 0 (none) or more"),
         ({"p5": {"actions": {"gpu": "reset"}}}, "'p5': actions: 'gpu' must be notify or reboot"),
         ({"p5": {"actions": ["gpu"]}}, "'p5': actions must map rule ids or components"),
+        ({"p5": {"approval": "reboot"}}, "'p5': approval must be none or replace or any"),
+        ({"p5": {"approval_timeout": 0}}, "'p5': approval_timeout must be at least 1"),
+        ({"p5": {"approval_timeout_default": "go"}}, "'p5': approval_timeout_default must be"),
         (["p5"], "group_overrides must map node groups to objects"),
     ],
 )
