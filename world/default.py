@@ -4,10 +4,10 @@ Neuron DMA error (replace), an Xid 48 (reboot with a new boot id), a benign driv
 
 from __future__ import annotations
 
-from world.kit import DMA_ERROR, FAULT_TIMEOUT, Result, targets
-from world.observe import Observer, follow
-from world.timeline import Fault, format_step, inject
-from world.verdict import verdict_line, verify
+from world.kit import DMA_ERROR, Result, targets
+from world.observe import Observer
+from world.timeline import Fault, inject
+from world.verdict import judged
 from world.world import Say, World
 
 DEFAULT = (
@@ -26,12 +26,5 @@ def run_default(world: World, say: Say) -> Result:
         say(f"{fault.title} on {machine.node} ({machine.instance_id}); expect: {fault.expect}")
         run = inject(world, machine, fault)
         runs.append(run)
-        follow(
-            observer,
-            [run],
-            lambda r, step: say("  " + format_step(r, step)),
-            timeout=FAULT_TIMEOUT,
-        )
-        verify(world, run)
-        say(f"  => {verdict_line(run)}")
+        judged(world, observer, run, say)
     return Result("default", runs)

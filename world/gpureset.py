@@ -11,10 +11,10 @@ from __future__ import annotations
 from kubernetes import client
 
 from nodemedic.remediate.drainpolicy import chosen, policy_of
-from world.kit import FAULT_TIMEOUT, Result, targets
-from world.observe import Observer, follow
-from world.timeline import Fault, format_step, inject
-from world.verdict import verdict_line, verify
+from world.kit import Result, targets
+from world.observe import Observer
+from world.timeline import Fault, inject
+from world.verdict import judged
 from world.world import Machine, Say, World
 
 XID_46 = Fault("xid", "46", "reset", "GPU stopped processing (Xid 46, NVIDIA: RESET_GPU)")
@@ -29,14 +29,7 @@ def run_reset(world: World, say: Say) -> Result:
     )
     say(f"  its worker of {world.job.name} drains under the policy {_drain_policy(world, machine)}")
     run = inject(world, machine, XID_46)
-    follow(
-        Observer(world),
-        [run],
-        lambda r, step: say("  " + format_step(r, step)),
-        timeout=FAULT_TIMEOUT,
-    )
-    verify(world, run)
-    say(f"  => {verdict_line(run)}")
+    judged(world, Observer(world), run, say)
     return Result("reset", [run])
 
 

@@ -39,12 +39,12 @@ from world.jobplans import (
     RESUMED,
     UNTOUCHED,
 )
-from world.kit import DMA_ERROR, FAULT_TIMEOUT, Result
-from world.observe import Observer, follow
+from world.kit import DMA_ERROR, Result
+from world.observe import Observer
 from world.passes import Passes
-from world.timeline import format_step, inject
+from world.timeline import inject
 from world.training import NAMESPACE, Training
-from world.verdict import verdict_line, verify
+from world.verdict import judged
 from world.workload import JOB_LABEL
 from world.world import Say, World
 
@@ -200,14 +200,7 @@ def _resumed(scene: _Scene, result: Result) -> None:
     say(f"{DMA_ERROR.title} on {machine.node}, which runs a rank of each; expect: replace")
     run = inject(world, machine, DMA_ERROR)
     result.runs.append(run)
-    follow(
-        Observer(world),
-        [run],
-        lambda r, step: say("  " + format_step(r, step)),
-        timeout=FAULT_TIMEOUT,
-    )
-    verify(world, run)
-    say(f"  => {verdict_line(run)}")
+    judged(world, Observer(world), run, say)
     resumed = lambda: len(training.runs(RESUMED.name)) >= 2  # noqa: E731
     _watch(scene, resumed, timeout=MONITOR_TIMEOUT)
     starts = training.runs(RESUMED.name)

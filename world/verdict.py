@@ -10,8 +10,10 @@ from kubernetes import client
 from nodemedic.contracts.kube import FLEET_LABEL, HEALTH_LABEL, TAINT_KEY
 from nodemedic.contracts.ledger import DECISION_SK_PREFIX
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
-from world.timeline import FaultRun
-from world.world import World
+from world.kit import FAULT_TIMEOUT
+from world.observe import Observer, follow
+from world.timeline import FaultRun, format_step
+from world.world import Say, World
 
 
 def verdict_line(run: FaultRun) -> str:
@@ -175,3 +177,11 @@ def _nothing(world: World, run: FaultRun) -> list[str]:
 
 def _out(seen: Any) -> bool:
     return bool(seen.unschedulable or seen.tainted)
+
+
+def judged(world: World, observer: Observer, run: FaultRun, say: Say) -> None:
+    """Follow one injected fault to its end, each step said as it happens, then check what
+    came of it and say the verdict: how most scenarios show a fault."""
+    follow(observer, [run], lambda r, step: say("  " + format_step(r, step)), timeout=FAULT_TIMEOUT)
+    verify(world, run)
+    say(f"  => {verdict_line(run)}")

@@ -9,7 +9,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from nodemedic.contracts.metrics import FAULT_TO_ACTION_METRIC
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
-from stacks.remediation.kit.render import text_at
+from stacks.remediation.kit.render import Value, dynamo_text, text_at
 from stacks.remediation.kit.signals import one_metric
 
 
@@ -38,6 +38,26 @@ def mark_node(
         result_path=state.time_of(when),
         timed=True,
     )
+
+
+def give_way(
+    flow: Flow, record: str, mark_as: str, *, health_status: str, when: str, then: sfn.IChainable
+) -> sfn.IChainable:
+    """Record why an action gave way to a stronger one (``state.ESCALATION_REASON``), label
+    the Node for it and go on to it: a reset that became a reboot, a reboot a replacement."""
+    recorded = flow.guard(
+        flow.record(
+            record,
+            values={
+                "escalated": Value.from_boolean(True),
+                "escalation": dynamo_text(state.ESCALATION_REASON),
+            },
+        )
+    )
+    recorded.next(
+        mark_node(flow, mark_as, cordon=True, health_status=health_status, when=when)
+    ).next(then)
+    return recorded
 
 
 def mark(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:

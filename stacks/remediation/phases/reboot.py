@@ -18,7 +18,6 @@ from nodemedic.remediate.expressions import Update
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import CONDITIONAL_CHECK_FAILED, Flow
 from stacks.remediation.kit.render import (
-    Value,
     dynamo_now,
     dynamo_text,
     entered_at,
@@ -27,13 +26,20 @@ from stacks.remediation.kit.render import (
     reboot_key,
     text_at,
 )
-from stacks.remediation.phases.mark import mark_node
+from stacks.remediation.phases.mark import give_way
 
 
 def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sfn.IChainable:
     """Enter ``rebooting``; a node back with its fault gone goes on to the ``report``."""
     s = flow.scope
-    escalate = _escalate(flow, replace)
+    escalate = give_way(
+        flow,
+        "Record escalation",
+        "Mark for replacement",
+        health_status=policy.REPLACEMENT_STATUS,
+        when="marked_for_replacement",
+        then=replace,
+    )
     flagged = _flagged(flow, escalate)
     marker = flow.guard(
         tasks.DynamoPutItem(
@@ -184,26 +190,3 @@ def _hold(flow: Flow, cleared: dict[str, str], report: sfn.IChainable) -> sfn.IC
         .otherwise(passed)
     )
     return hold
-
-
-def _escalate(flow: Flow, replace: sfn.IChainable) -> sfn.IChainable:
-    """Record why, label the Node for replacement, replace it."""
-    record = flow.guard(
-        flow.record(
-            "Record escalation",
-            values={
-                "escalated": Value.from_boolean(True),
-                "escalation": dynamo_text(state.ESCALATION_REASON),
-            },
-        )
-    )
-    record.next(
-        mark_node(
-            flow,
-            "Mark for replacement",
-            cordon=True,
-            health_status=policy.REPLACEMENT_STATUS,
-            when="marked_for_replacement",
-        )
-    ).next(replace)
-    return record

@@ -30,7 +30,7 @@ from stacks.remediation.kit.render import (
     lock_key,
     text_at,
 )
-from stacks.remediation.phases.mark import mark_node
+from stacks.remediation.phases.mark import give_way
 from stacks.unscoped import unscoped
 
 RESET_OUTCOME = "reset"
@@ -42,7 +42,14 @@ def reset(flow: Flow, *, report: sfn.IChainable, reboot: sfn.IChainable) -> sfn.
     """Enter ``resetting``; a GPU reset and verified goes on to the ``report``, any other
     way to the ``reboot``."""
     s = flow.scope
-    fallback = _fallback(flow, reboot)
+    fallback = give_way(
+        flow,
+        "Record reset fallback",
+        "Mark for reboot",
+        health_status=STATUS_OF_ACTION["reboot"],
+        when="marked_for_reboot",
+        then=reboot,
+    )
     again = flow.put(
         "Reset again",
         state.ESCALATION,
@@ -185,26 +192,3 @@ def _watch(
         )
     )
     return begin
-
-
-def _fallback(flow: Flow, reboot: sfn.IChainable) -> sfn.IChainable:
-    """Record why the reset gave way, label the Node for a reboot, reboot it."""
-    record = flow.guard(
-        flow.record(
-            "Record reset fallback",
-            values={
-                "escalated": Value.from_boolean(True),
-                "escalation": dynamo_text(state.ESCALATION_REASON),
-            },
-        )
-    )
-    record.next(
-        mark_node(
-            flow,
-            "Mark for reboot",
-            cordon=True,
-            health_status=STATUS_OF_ACTION["reboot"],
-            when="marked_for_reboot",
-        )
-    ).next(reboot)
-    return record
