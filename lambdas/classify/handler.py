@@ -47,7 +47,7 @@ from nodemedic.contracts.metrics import (
 from nodemedic.detect.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.origin.identity import load_certificates
-from nodemedic.origin.signing import unproven
+from nodemedic.origin.signing import Proven, proof
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
 from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
 
@@ -77,7 +77,7 @@ def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin
     read, must not prove them (``LogsRegistrations``)."""
     registry = _registrations(identity.cluster, certificates_pem)
     instance_id = identity.instance_id
-    return lambda event: unproven(
+    return lambda event: proof(
         registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
     )
 
@@ -223,7 +223,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.ledger_table,
         identity,
         events,
-        lambda event: not config.enforce_origin or heard(event) is None,
+        lambda event: not config.enforce_origin or isinstance(heard(event), Proven),
     )
     metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)

@@ -9,6 +9,10 @@ uncordons it). A node whose verdict never comes (an agent without ``--deep-check
 a check that hangs) would wait unseen; the reconcile asks for the overdue ones, and each
 wait is told once: the node's own annotation remembers it, so no ledger item outlives a
 deleted node.
+
+A held node is admitted only by a pass of its current boot (``not_its_boot``): between the
+reboot and the new boot's registration, the previous boot's key still proves lines, and
+whoever kept it could otherwise sign a pass for a node whose check never ran.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.gate_record import record_hold, record_pass
+from lambdas.kube.gate_record import Noted, record_hold, record_pass
 from lambdas.kube.nodes import (
+    boot_id_of,
     clear_condition,
     cordoned,
     each_node,
@@ -33,6 +38,7 @@ from lambdas.kube.nodes import (
     update_node,
 )
 from lambdas.kube.silence import summary
+from lambdas.observability import logger
 from nodemedic.contracts.kube import (
     DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
@@ -49,6 +55,22 @@ from nodemedic.contracts.kube import (
 from nodemedic.remediate.decision import iso
 
 VERDICTS = ("Passed", "Failed")
+
+
+def not_its_boot(key_boot_id: str | None, *current: str | None) -> str | None:
+    """Why a pass whose key is of boot ``key_boot_id`` may not admit a held node whose
+    current boot each of ``current`` names (None: that source does not know it), or None
+    when it may. Every source that knows must agree with the key: the boot the reboot's
+    watch saw come back cannot be the old one, the Node's bootID is the kubelet's now. A
+    pass that names no boot (an older classifier's, docs/upgrade.md) is judged on its time
+    only, as before."""
+    if key_boot_id is None:
+        return None
+    known = {boot for boot in current if boot}
+    if known == {key_boot_id}:
+        return None
+    now = ", ".join(sorted(known)) or "unknown"
+    return f"the pass is signed with the key of boot {key_boot_id}, the node's boot is {now}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,7 @@ def deep_check_verdict(
     at: datetime.datetime,
     ledger: str,
     release_hold: bool = False,
+    key_boot_id: str | None = None,
 ) -> dict[str, Any]:
     """The deep check's verdict on the instance's Node. Passed admits it: label ``Passed``,
     health ``Schedulable``, the health-check taint off, but only a Node that still carries
@@ -79,24 +102,29 @@ def deep_check_verdict(
     before says nothing of the node since. Its cordon goes only with ``release_hold`` (no
     other remediation holds the node's lock) on a node a reboot held for this check
     (``DEEP_CHECK_HELD_ANNOTATION``), and only where nodemedic put it: anyone else's cordon
-    is theirs. Every pass is noted in the record first, admitted or not: a hold that comes
-    later reads it there. Failed labels it ``Failed``; its replacement is the decision's
-    normal path. ``changed`` False: labels, taints and cordon are as they were;
-    ``uncordoned``: the hold's cordon was lifted."""
-    held_since = record_pass(ledger, instance_id, at) if passed else None
+    is theirs. A held node only by a pass whose key is of its current boot (``key_boot_id``,
+    ``not_its_boot``; ``refused`` says why not). Every pass is noted in the record first,
+    admitted or not: a hold that comes later reads it there. Failed labels it ``Failed``;
+    its replacement is the decision's normal path. ``changed`` False: labels, taints and
+    cordon are as they were; ``uncordoned``: the hold's cordon was lifted."""
+    hold = record_pass(ledger, instance_id, at, key_boot_id) if passed else Noted(None, None)
     node = find_node(core, instance_id)
     if node is None:
-        return {"node": None, "changed": False, "uncordoned": False}
+        return {"node": None, "changed": False, "uncordoned": False, "refused": None}
     changed = lifted_cordon = False
+    refused: str | None = None
 
     def change(now: Any) -> dict[str, Any]:
-        nonlocal changed, lifted_cordon
+        nonlocal changed, lifted_cordon, refused
         keys = {t.key for t in now.spec.taints or []}
         if not passed:
             changed = True
             return {"metadata": {"labels": {DEEP_CHECK_LABEL: "Failed"}}}
-        fresh = held_since is None or at >= held_since
-        changed = fresh and DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
+        fresh = hold.at is None or at >= hold.at
+        if fresh and hold.at is not None:
+            refused = not_its_boot(key_boot_id, hold.boot, boot_id_of(now))
+        admissible = fresh and refused is None
+        changed = admissible and DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
         if not changed:
             return {"metadata": {}}
         held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
@@ -116,7 +144,17 @@ def deep_check_verdict(
         }
 
     update_node(core, node.metadata.name, change)
-    return {"node": node.metadata.name, "changed": changed, "uncordoned": lifted_cordon}
+    if refused:
+        logger.warning(
+            "deep check pass refused",
+            extra={"instance_id": instance_id, "node": node.metadata.name, "reason": refused},
+        )
+    return {
+        "node": node.metadata.name,
+        "changed": changed,
+        "uncordoned": lifted_cordon,
+        "refused": refused,
+    }
 
 
 def hold_for_deep_check(
@@ -128,20 +166,24 @@ def hold_for_deep_check(
     decision_id: str,
     rebooted_at: datetime.datetime,
     ledger: str,
+    boot_id: str | None = None,
 ) -> tuple[str, bool]:
     """The rebooted node's fault cleared, but not given back: nodemedic's taint and fault
     labels off, the health-check taint on, ``InProgress``, still cordoned, the wait's start
     and the holding decision annotated, and the hold noted in the gate's record in
-    ``ledger`` as begun at ``rebooted_at``. Unless the record says its deep check already
-    passed after ``rebooted_at`` (the pass came before the watch saw the node back, and
-    could admit nothing then): the node is then given back, ``Passed``. Returns when the
-    wait began, and whether the node waits."""
+    ``ledger`` as begun at ``rebooted_at`` for boot ``boot_id`` (the one the reboot's watch
+    saw come back; the Node's when not given). Unless the record says its deep check already
+    passed after ``rebooted_at`` with the key of that boot (the pass came before the watch
+    saw the node back, and could admit nothing then): the node is then given back,
+    ``Passed``. Returns when the wait began, and whether the node waits."""
     since = iso(datetime.datetime.now(datetime.UTC))
     instance_id = ""
+    node_boot: str | None = None
 
     def hold(node: Any) -> dict[str, Any]:
-        nonlocal instance_id
+        nonlocal instance_id, node_boot
         instance_id = instance_of(node.spec.provider_id or "")
+        node_boot = boot_id_of(node)
         taints = other_taints(core, node)
         if not any(t["key"] == DEEP_CHECK_TAINT_KEY for t in taints):
             taints.append({"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"})
@@ -178,8 +220,16 @@ def hold_for_deep_check(
 
     # Held first, noted second: a pass noted after this note finds the node held.
     update_node(core, name, hold)
-    passed_at = record_hold(ledger, instance_id, rebooted_at, decision_id)
-    held = passed_at is None or passed_at < rebooted_at
+    passed = record_hold(ledger, instance_id, rebooted_at, decision_id, boot_id or node_boot)
+    refused = None
+    if passed.at is not None and passed.at >= rebooted_at:
+        refused = not_its_boot(passed.boot, boot_id, node_boot)
+        if refused:
+            logger.warning(
+                "deep check pass refused",
+                extra={"instance_id": instance_id, "node": name, "reason": refused},
+            )
+    held = passed.at is None or passed.at < rebooted_at or refused is not None
     if not held:
         update_node(core, name, admit)
     then = "awaiting the post-repair deep check" if held else "its deep check since passed"

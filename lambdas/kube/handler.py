@@ -53,6 +53,11 @@ class Fields:
     def optional_text(self, name: str) -> str | None:
         return None if self._get(name) is None else self.text(name)
 
+    def added_text(self, name: str) -> str | None:
+        """None when absent or null: a field added to an op after the state machine that
+        calls it (one of the release before, mid-deploy, leaves it out)."""
+        return None if self._event.get(name) is None else self.text(name)
+
     def optional_texts(self, name: str) -> list[str] | None:
         """None when absent or null; else a list of non-empty strings."""
         if self._event.get(name) is None:
@@ -185,6 +190,7 @@ def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         at=f.time("at"),
         ledger=env().ledger("deep_check"),
         release_hold=f.optional_flag("release_hold"),
+        key_boot_id=f.added_text("key_boot_id"),
     )
 
 
@@ -198,6 +204,7 @@ def _hold_for_deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
         decision_id=f.text("decision_id"),
         rebooted_at=f.time("rebooted_at"),
         ledger=env().ledger("hold_for_deep_check"),
+        boot_id=f.added_text("boot_id"),
     )
     return {"node": node, "since": since, "held": held}
 

@@ -122,7 +122,7 @@ def locate(core: client.CoreV1Api, instance_id: str) -> Located:
     node = find_node(core, instance_id)
     if node is None:
         return Located(node=None, boot_id=None, ready=False)
-    return Located(node=node.metadata.name, boot_id=_boot_id(node), ready=is_ready(node))
+    return Located(node=node.metadata.name, boot_id=boot_id_of(node), ready=is_ready(node))
 
 
 def mark(
@@ -285,7 +285,7 @@ def boot_state(core: client.CoreV1Api, name: str, boot_id: str | None) -> BootSt
     except NodeNotFound:
         return BootState(ready=False, boot_id=None, rebooted=False)
     ready = is_ready(node)
-    now = _boot_id(node)
+    now = boot_id_of(node)
     return BootState(ready=ready, boot_id=now, rebooted=ready and now != boot_id)
 
 
@@ -364,7 +364,8 @@ def is_ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
 
 
-def _boot_id(node: Any) -> str | None:
+def boot_id_of(node: Any) -> str | None:
+    """The boot the kubelet reports (``status.nodeInfo.bootID``, the kernel's boot_id)."""
     info = node.status.node_info if node.status else None
     return info.boot_id if info else None
 

@@ -22,7 +22,9 @@ GATE_PK: Final = "deep-check"
 """``deep-check`` / ``<instance-id>``: the post-reboot gate's record, which only the kube
 Lambda's ``deep_check`` and ``hold_for_deep_check`` ops write (no node credential reaches
 the ledger): ``passed_at``, the last pass's line time, and ``held_since``, when the node's
-last hold began (its reboot), both ISO 8601 UTC, and ``held_by``, the holding decision."""
+last hold began (its reboot), both ISO 8601 UTC, ``held_by``, the holding decision, and
+``passed_boot`` / ``held_boot``, the boot whose key proved the pass and the boot the reboot's
+watch saw come back (each absent when not known)."""
 REBOOT_SK_PREFIX: Final = "reboot#"
 """``<instance-id>`` / ``reboot#<fault_id>``: the last reboot for a fault (escalation)."""
 RESET_SK_PREFIX: Final = "reset#"

@@ -16,7 +16,7 @@ from typing import Protocol, get_args
 from nodemedic.catalog import Action, Rule, acted
 from nodemedic.contracts.logs import DEEP_CHECK_PASSED_FAULT, split_signature
 from nodemedic.detect.classifier import Classifier, Fault, unparsable_lines
-from nodemedic.origin.signing import Unproven
+from nodemedic.origin.signing import Proven, Unproven
 from nodemedic.remediate.decision import Decision, Identity, decide, distrusted, evidence
 
 
@@ -57,9 +57,9 @@ class HitCounter(Protocol):
 
 Starter = Callable[[Decision], bool]
 """Starts the remediation of a decision; False when it was already started."""
-Origin = Callable[[LogEvent], Unproven | None]
-"""Why an event is not proven to come from the instance whose stream holds it, or None
-(``nodemedic.origin.signing.unproven``)."""
+Origin = Callable[[LogEvent], Unproven | Proven]
+"""Why an event is not proven to come from the instance whose stream holds it, or the boot
+whose key proved it (``nodemedic.origin.signing.proof``)."""
 ACTING: frozenset[str] = frozenset({"reset", "reboot", "replace"})
 ADMITTING: frozenset[str] = frozenset({DEEP_CHECK_PASSED_FAULT})
 """Rules whose decision puts a node into service (its notify admits the node): their lines
@@ -142,13 +142,15 @@ def process_batch(
     ``origin`` (None: not checked) proves each reboot or replace line that nothing else
     caps, and each line of an ``ADMITTING`` rule; where ``enforce_origin``, an unproven one
     is at most notified, with the reason, and counted apart (an admitting one is dropped).
+    An admitting line's decision names the boot whose key proved it (``key_boot_id``): a
+    pass signed by a boot that is over must not admit the rebooted node.
     A threshold counts distinct lines (``LogEvent.line_id``), not deliveries or copies. A
     line that is not what its stream carries (``unparsable_lines``) is reported and has no
     fault; the others are classified as if it were not there.
     A GPU reset is a reboot unless the cluster's ``gpu_reset`` is on.
     """
     result = BatchResult(lines=len(events))
-    by_rule: dict[tuple[str, bool, bool, str | None], _Hits] = {}
+    by_rule: dict[tuple[str, bool, bool, str | None, str | None], _Hits] = {}
     messages = [split_signature(event.message)[1] for event in events]
     result.unparsable = [
         Unparsable(events[index].event_id, why, evidence(messages[index]))
@@ -158,23 +160,25 @@ def process_batch(
         result.faults += 1
         event = events[index]
         untrusted = distrusted(fault, accept_injected)
-        why = None
+        why = boot = None
         admitting = fault.rule.id in ADMITTING
         acting = fault.rule.action in ACTING or admitting
         if origin is not None and acting and not (untrusted or fault.previous_boot):
-            unproven = origin(event)
-            if unproven is not None:
+            found = origin(event)
+            if isinstance(found, Unproven):
                 result.unproven.append(event.event_id)
-                if not unproven.forged:
+                if not found.forged:
                     result.unverifiable.append(event.event_id)
-                why = unproven.reason if enforce_origin else None
+                why = found.reason if enforce_origin else None
+            elif admitting:
+                boot = found.boot_id
         if why is not None and admitting:
             continue
-        key = (fault.rule.id, untrusted, fault.previous_boot, why)
+        key = (fault.rule.id, untrusted, fault.previous_boot, why, boot)
         hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
         hits.times[event.line_id] = event.timestamp_ms / 1000
     decisions: list[tuple[Decision, float]] = []
-    for (rule_id, untrusted, _, why), hits in by_rule.items():
+    for (rule_id, untrusted, _, why, boot), hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times.values())
         if rule.threshold is not None:
@@ -192,6 +196,7 @@ def process_batch(
             accept_injected=accept_injected,
             unproven=why,
             gpu_reset=gpu_reset,
+            key_boot_id=boot,
         )
         if decision is None:
             continue

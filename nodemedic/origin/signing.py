@@ -188,17 +188,25 @@ class Unproven:
     capped until someone looks."""
 
 
-def unproven(
+@dataclass(frozen=True)
+class Proven:
+    """A line's signature holds against its instance's key of boot ``boot_id``: the boot
+    that wrote it, as far as the key can tell (a gate compares it with the node's boot)."""
+
+    boot_id: str
+
+
+def proof(
     registrations: Registrations,
     instance_id: str,
     timestamp_ms: int,
     message: str,
     *,
     fresh: bool = False,
-) -> Unproven | None:
-    """Why ``message`` (an event of ``instance_id``'s stream) is not proven to come from
-    that instance, or None when its signature checks out against the key of the boot that
-    wrote it then (``fresh``: see ``Registrations.find``)."""
+) -> Unproven | Proven:
+    """Whether ``message`` (an event of ``instance_id``'s stream) is proven to come from
+    that instance: its signature checks out against the key of the boot that wrote it then
+    (``fresh``: see ``Registrations.find``)."""
     signature, text = split_signature(message)
     if signature is None:
         return Unproven("unsigned", forged=False)
@@ -213,7 +221,20 @@ def unproven(
         return Unproven(f"key {found_id} is not registered by {instance_id}", forged=True)
     if not hmac.compare_digest(found_mac, mac(registration.key, instance_id, timestamp_ms, text)):
         return Unproven(f"signature does not match key {found_id}", forged=True)
-    return None
+    return Proven(registration.boot_id)
+
+
+def unproven(
+    registrations: Registrations,
+    instance_id: str,
+    timestamp_ms: int,
+    message: str,
+    *,
+    fresh: bool = False,
+) -> Unproven | None:
+    """Why ``message`` is not proven to come from ``instance_id`` (``proof``), or None."""
+    found = proof(registrations, instance_id, timestamp_ms, message, fresh=fresh)
+    return found if isinstance(found, Unproven) else None
 
 
 def first_per_boot(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
@@ -78,9 +78,21 @@ class Decision:
     first_seen: str
     count: int
     schema: int = SCHEMA
+    key_boot_id: str | None = None
+    """The boot whose registered key proved the line (``nodemedic.origin.signing.Proven``),
+    on the decision of a deep check's pass only: the post-reboot gate admits a held node
+    only for a pass of its current boot. Absent from the record when None."""
 
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        return {k: v for k, v in record.items() if v is not None or k not in OPTIONAL_FIELDS}
+
+
+OPTIONAL_FIELDS: Final = ("key_boot_id",)
+"""Fields a decision record carries only where they apply, added to the contract after
+schema 1: a record without them is still whole (an older classifier's, a person's)."""
+REQUIRED_FIELDS: Final = tuple(f.name for f in fields(Decision) if f.name not in OPTIONAL_FIELDS)
+"""Every field a schema 1 decision record has (the state machine's ``Valid decision?``)."""
 
 
 def window_of(at: datetime, window: int) -> int:
@@ -174,6 +186,7 @@ def decide(
     accept_injected: bool = False,
     unproven: str | None = None,
     gpu_reset: bool = False,
+    key_boot_id: str | None = None,
 ) -> Decision | None:
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
     asks for nothing to be done. A line marked injected is at most notified unless
@@ -183,7 +196,8 @@ def decide(
     on it would reboot or replace the node again for a crash that is already over. A line
     whose origin is ``unproven`` (the reason; None when proven or not required) is at most
     notified too: it may have been written by any holder of the agents' credential. A GPU
-    reset is a reboot unless ``gpu_reset`` (``catalog.acted``)."""
+    reset is a reboot unless ``gpu_reset`` (``catalog.acted``). ``key_boot_id``: the boot
+    whose key proved the line, carried by the decision (``Decision.key_boot_id``)."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
@@ -229,6 +243,7 @@ def decide(
         source=identity.source,
         first_seen=iso(first_seen),
         count=count,
+        key_boot_id=key_boot_id,
     )
 
 

@@ -46,8 +46,8 @@ class World:
     watch: NodeWatch
     nodes: dict[str, str] = field(default_factory=dict)
     """Instance id → Node name."""
-    keys: dict[tuple[str, str], bytes] = field(default_factory=dict)
-    """(cluster, instance id) → the key its agent registered (``key``)."""
+    keys: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
+    """(cluster, instance id, boot id) → the key its agent registered (``key``)."""
     gpus: Gpus = field(default_factory=Gpus)
     """The instances' GPUs, as the SSM commands sent to them find them."""
 
@@ -88,19 +88,21 @@ class World:
 
     def key(self, cluster: str, instance_id: str) -> bytes:
         """The signing key the instance's agent registered for its current boot with the
-        cluster (registered on first use, as the agent does at start)."""
-        known = self.keys.get((cluster, instance_id))
+        cluster (registered on first use, as the agent does at start): after a reboot, the
+        new boot's key."""
+        node = self.node(instance_id)
+        assert node is not None, f"{instance_id} has no Node"
+        boot_id = node.status.node_info.boot_id
+        known = self.keys.get((cluster, instance_id, boot_id))
         if known is None:
-            node = self.node(instance_id)
-            assert node is not None, f"{instance_id} has no Node"
             known = register(
                 boto3.client("logs", region_name=REGION),
                 boto3.client("kms", region_name=REGION),
                 cluster,
                 instance_id,
-                node.status.node_info.boot_id,
+                boot_id,
             )
-            self.keys[(cluster, instance_id)] = known
+            self.keys[(cluster, instance_id, boot_id)] = known
         return known
 
     def ship(self, cluster: str, instance_id: str, line: str) -> None:
@@ -144,15 +146,24 @@ def neuron_line(instance_id: str, error: str = "DMA_ERROR") -> str:
     )
 
 
-def ship_verdict(world: World, instance_id: str, status: str, reason: str, *, signed: bool) -> None:
+def ship_verdict(
+    world: World,
+    instance_id: str,
+    status: str,
+    reason: str,
+    *,
+    signed: bool,
+    key: bytes | None = None,
+) -> None:
     """The deep check's verdict line as the agent ships it (agent.deepcheck.verdict), signed
-    with the node's registered key, or written unsigned by anyone holding the agents'
-    credential."""
+    with the key its node registered for its current boot (or with ``key``, one kept from
+    an earlier boot), or written unsigned by anyone holding the agents' credential."""
     line = json.dumps(
         {"check": DEEP_CHECK_VERDICT, "device": "node", "status": status, "reason": reason}
         | {"figures": {"passed": 3}, "ts": "2026-11-22T18:30:00Z"}
     )
     now_ms = int(time.time() * 1000)
-    message = sign(world.key("demo", instance_id), instance_id, now_ms, line) if signed else line
+    key = key or world.key("demo", instance_id)
+    message = sign(key, instance_id, now_ms, line) if signed else line
     logs = boto3.client("logs", region_name=REGION)
     put(logs, "demo", deep_check_stream(instance_id), message, now_ms)

@@ -97,6 +97,7 @@ NODE_GROUPS = (
     "p5-ungated",
     "p5-huge",
     "p5-gate-outage",
+    "p5-gate-old-key",
     "p5-maintenance",
     "p5-maintenance-gated",
     "p5-ours",

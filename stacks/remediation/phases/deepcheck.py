@@ -32,6 +32,9 @@ VERDICT: Final = "$.deep_check"
 HOLD: Final = "$.hold"
 """``{release}``: whether a pass may lift the cordon a reboot left for it."""
 LOCK: Final = "$.checked_lock"
+KEY_BOOT: Final = "$.key_boot"
+"""``{boot}``: the boot whose key proved the pass (``Decision.key_boot_id``), null when the
+decision does not say (an older classifier's)."""
 ADMISSION_RETRIES: Final = 5
 """Retries of a pass's admission, ``poll_seconds`` apart then twice as long each time."""
 
@@ -60,6 +63,22 @@ def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         .otherwise(flow.put("Release hold", HOLD, release=True).next(then))
     )
     return read
+
+
+def _key_boot(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+    """The pass's key's boot, for the admission: null where the decision has none, since a
+    path to a field the input lacks would stop the execution (``OPTIONAL_FIELDS``)."""
+    named = flow.put(
+        "Key's boot", KEY_BOOT, boot=sfn.JsonPath.string_at(state.decision("key_boot_id"))
+    )
+    unnamed = flow.put("Key's boot unknown", KEY_BOOT, boot=None)
+    named.next(then)
+    unnamed.next(then)
+    return (
+        sfn.Choice(flow.scope, "Pass names its key's boot?")
+        .when(sfn.Condition.is_present(state.decision("key_boot_id")), named)
+        .otherwise(unnamed)
+    )
 
 
 def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
@@ -91,6 +110,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         "Passed",
         retries=ADMISSION_RETRIES,
         release_hold=sfn.JsonPath.string_at(f"{HOLD}.release"),
+        key_boot_id=sfn.JsonPath.string_at(f"{KEY_BOOT}.boot"),
     )
     # The node stays behind its taint: the failed execution is what people see.
     admit.add_catch(sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed"))
@@ -107,7 +127,7 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
                 from_deep_check,
                 sfn.Condition.string_equals(state.FAULT_ID, DEEP_CHECK_PASSED_FAULT),
             ),
-            _released(flow, then=admit),
+            _key_boot(flow, then=_released(flow, then=admit)),
         )
         .when(
             sfn.Condition.and_(

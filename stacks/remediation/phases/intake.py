@@ -10,14 +10,12 @@ answers itself.
 
 from __future__ import annotations
 
-import dataclasses
-
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts.kube import MANUAL_SOURCE
 from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
-from nodemedic.remediate.decision import SCHEMA, Decision
+from nodemedic.remediate.decision import REQUIRED_FIELDS, SCHEMA
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import (
@@ -59,7 +57,7 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
     complete = sfn.Condition.and_(
-        *[sfn.Condition.is_present(state.incoming(f.name)) for f in dataclasses.fields(Decision)],
+        *[sfn.Condition.is_present(state.incoming(name)) for name in REQUIRED_FIELDS],
         sfn.Condition.is_numeric(state.incoming("schema")),
         sfn.Condition.number_equals(state.incoming("schema"), SCHEMA),
         sfn.Condition.is_numeric(state.incoming("count")),

@@ -177,6 +177,7 @@ def _hold(flow: Flow, cleared: dict[str, str], report: sfn.IChainable) -> sfn.IC
             **cleared,
             "decision_id": text_at(state.decision("decision_id")),
             "rebooted_at": text_at(state.REBOOTED_AT),
+            "boot_id": text_at(state.NEW_BOOT_ID),
         },
         result_path=state.GATE,
     )

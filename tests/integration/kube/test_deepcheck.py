@@ -77,6 +77,7 @@ def test_a_pass_takes_the_health_check_taint_off_and_labels_the_node_schedulable
         "node": node.name,
         "changed": True,
         "uncordoned": False,
+        "refused": None,
     }
 
     seen = core.read_node(node.name)
@@ -105,6 +106,7 @@ def test_a_pass_leaves_a_node_not_waiting_for_it_as_it_is(
         "node": node.name,
         "changed": False,
         "uncordoned": False,
+        "refused": None,
     }
 
     seen = core.read_node(node.name)
@@ -228,7 +230,7 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     stale = invoke(_verdict(node, "Passed", at=_at(-86_400)) | {"release_hold": True})
 
-    assert stale == {"node": node.name, "changed": False, "uncordoned": False}
+    assert stale == {"node": node.name, "changed": False, "uncordoned": False, "refused": None}
     seen = core.read_node(node.name)
     assert seen.spec.unschedulable
     assert DEEP_CHECK_TAINT_KEY in [t.key for t in seen.spec.taints]
@@ -236,5 +238,75 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     fresh = invoke(_verdict(node, "Passed") | {"release_hold": True})
 
-    assert fresh == {"node": node.name, "changed": True, "uncordoned": True}
+    assert fresh == {"node": node.name, "changed": True, "uncordoned": True, "refused": None}
     assert not core.read_node(node.name).spec.unschedulable
+
+
+OLD_BOOT = "boot-before-the-reboot"
+
+
+def _boot(core: client.CoreV1Api, node: Node) -> str:
+    booted: str = core.read_node(node.name).status.node_info.boot_id
+    return booted
+
+
+def test_a_pass_signed_by_the_boot_before_the_reboot_does_not_admit_the_held_node(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """Until the new boot registers, the old boot's key still proves lines: a pass it
+    signed after the reboot is logged after the hold began, and must admit nothing."""
+    _rebooting(core, node)
+    booted = _boot(core, node)
+    assert invoke(_hold(node, _at(-30)) | {"boot_id": booted})["held"] is True
+    admit = {"release_hold": True}
+
+    old = invoke(_verdict(node, "Passed") | admit | {"key_boot_id": OLD_BOOT})
+
+    assert old["changed"] is False
+    assert old["refused"] == (
+        f"the pass is signed with the key of boot {OLD_BOOT}, the node's boot is {booted}"
+    )
+    seen = core.read_node(node.name)
+    assert seen.spec.unschedulable
+    assert DEEP_CHECK_TAINT_KEY in [t.key for t in seen.spec.taints]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+    current = invoke(_verdict(node, "Passed") | admit | {"key_boot_id": booted})
+
+    assert current == {"node": node.name, "changed": True, "uncordoned": True, "refused": None}
+    assert not core.read_node(node.name).spec.unschedulable
+
+
+def test_the_node_writing_back_its_old_boot_id_does_not_make_the_old_key_s_pass_its_own(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """The hold keeps the boot the reboot's watch saw come back; the Node's bootID is the
+    kubelet's to write, and whoever kept the old key may hold its credential too."""
+    _rebooting(core, node)
+    invoke(_hold(node, _at(-30)) | {"boot_id": _boot(core, node)})
+    core.patch_node_status(node.name, {"status": {"nodeInfo": {"bootID": OLD_BOOT}}})
+
+    old = invoke(_verdict(node, "Passed") | {"key_boot_id": OLD_BOOT})
+
+    assert old["changed"] is False and old["refused"]
+    assert core.read_node(node.name).metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+
+@pytest.mark.parametrize("key_boot", ["old", "current"])
+def test_a_pass_in_before_the_hold_spares_the_check_only_when_of_the_node_s_boot(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, key_boot: str
+) -> None:
+    _rebooting(core, node)
+    booted = _boot(core, node)
+    rebooted_at = _at(-30)
+    signed = OLD_BOOT if key_boot == "old" else booted
+    invoke(_verdict(node, "Passed", at=_at(-5)) | {"key_boot_id": signed})
+
+    answer = invoke(_hold(node, rebooted_at) | {"boot_id": booted})
+
+    assert answer["held"] is (key_boot == "old")
+    seen = core.read_node(node.name)
+    assert bool(seen.spec.unschedulable) is (key_boot == "old")
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == (
+        "InProgress" if key_boot == "old" else "Passed"
+    )

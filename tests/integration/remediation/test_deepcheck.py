@@ -59,6 +59,7 @@ def test_a_failed_deep_check_replaces_the_node_and_an_unsigned_one_does_not(
         "node": world.nodes[sick],
         "changed": True,
         "uncordoned": False,
+        "refused": None,
     }
     assert world.node(sick) is None
     assert asg_instance(sick)["LifecycleState"] == "Terminating"

@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from moto.sns.models import Topic
 
+from lambdas.classify.origin import EARLY_READ
 from lambdas.kube import gate
 from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
@@ -91,6 +92,49 @@ def test_a_rebooted_node_stays_cordoned_until_its_post_repair_deep_check_passes(
     print(f"post-reboot gate: verdict shipped -> schedulable in {waited:.2f} s")
 
 
+def _boot(world: World, instance_id: str) -> str:
+    node = world.node(instance_id)
+    assert node is not None
+    booted: str = node.status.node_info.boot_id
+    return booted
+
+
+def test_a_pass_signed_with_the_key_of_the_boot_before_the_reboot_does_not_admit_the_node(
+    world: World,
+) -> None:
+    """Until the new boot registers its key, the old boot's still proves lines: whoever
+    kept it (root on the node before the reboot) can sign a pass stamped after the reboot.
+    It admits nothing; the new boot's own pass does."""
+    gpu, _, _ = world.group("p5-gate-old-key", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    kept = world.key("demo", gpu)
+    _, outcome = _rebooted(world, "demo", gpu)
+    assert outcome == AWAITING_DEEP_CHECK_OUTCOME
+
+    ship_verdict(world, gpu, "ok", "Passed", signed=True, key=kept)
+
+    old = wait_for(lambda: pipeline.executions(gpu)[1:])[0]
+    assert pipeline.finish(old)["status"] == "SUCCEEDED"
+    (answer,) = pipeline.outputs(old, "Admit checked node")
+    assert answer["deep_check"]["changed"] is False
+    assert answer["deep_check"]["refused"].startswith("the pass is signed with the key of boot")
+    held = world.node(gpu)
+    assert held is not None and held.spec.unschedulable and _checking(held)
+    assert held.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+
+    # The new boot's pass: past the classifier's early read of the registrations, in a
+    # second of its own (a decision keeps whole seconds).
+    time.sleep(EARLY_READ)
+    time.sleep(1.05 - time.time() % 1)
+    ship_verdict(world, gpu, "ok", "Passed", signed=True)
+
+    current = wait_for(lambda: pipeline.executions(gpu)[2:])[0]
+    assert pipeline.finish(current)["status"] == "SUCCEEDED"
+    given = world.node(gpu)
+    assert given is not None and not given.spec.unschedulable and not _checking(given)
+    assert given.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+
+
 def _passed_meanwhile(world: World, pipeline: Pipeline, instance_id: str) -> None:
     """The node's pass shipped and its execution (the second for the instance, after the
     reboot's) run to its end, while the reboot's execution waits where the caller stopped it."""
@@ -110,11 +154,14 @@ def test_a_pass_in_before_the_watch_sees_the_node_back_is_not_waited_for(
     gpu, _, _ = world.group("p5-gate-early", 3, **GPU)
     pipeline = world.pipelines["demo"]
     reboot = REBOOT_INSTANCES.current()
+    booted = _boot(world, gpu)
 
     def reboot_then_pass(self: Any, instance_ids: list[str]) -> Any:
         answer = reboot(self, instance_ids)
-        # The reboot's execution waits in its reboot call, before its watch, for the pass,
-        # logged as a boot takes: in a later second (a decision keeps whole seconds).
+        # The reboot's execution waits in its reboot call, before its watch, for the pass
+        # of the new boot, signed with its key: once the kubelet reports that boot, and in
+        # a later second (a decision keeps whole seconds).
+        wait_for(lambda: _boot(world, gpu) != booted, what="the new boot")
         time.sleep(1.05 - time.time() % 1)
         _passed_meanwhile(world, pipeline, gpu)
         return answer

@@ -13,6 +13,7 @@ import pytest
 
 from agent.origin import sealed_registration, signer
 from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES, ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import identity_stream, node_log_group, origin_key_alias
 from nodemedic.contracts.metrics import (
     FORGED_REASON,
@@ -65,12 +66,14 @@ def put(logs: Any, stream: str, message: str, create: bool = True) -> None:
     )
 
 
-def deliver(aws: World, message: str, stream_of: str = VICTIM) -> dict[str, Any]:
+def deliver(
+    aws: World, message: str, stream_of: str = VICTIM, source: str = "kmsg"
+) -> dict[str, Any]:
     payload = {
         "messageType": "DATA_MESSAGE",
         "owner": "123456789012",
         "logGroup": node_log_group(CLUSTER),
-        "logStream": f"{stream_of}/kmsg",
+        "logStream": f"{stream_of}/{source}",
         "subscriptionFilters": ["nodemedic"],
         "logEvents": [{"id": "1", "timestamp": AT, "message": message}],
     }
@@ -83,7 +86,21 @@ def test_a_line_signed_by_the_victims_agent_replaces_it(enforced: World) -> None
     [decision] = executions(enforced)
     assert decision["evidence_line"] == XID79
     assert decision["action"] == "replace"
+    assert "key_boot_id" not in decision  # a deep check's pass's only
     assert result["unproven"] == [] and result["capped"] == []
+
+
+def test_a_proven_deep_check_pass_names_the_boot_whose_key_proved_it(enforced: World) -> None:
+    """The post-reboot gate compares it with the node's boot: a pass the previous boot's
+    key signed must not admit the rebooted node."""
+    verdict = {"check": DEEP_CHECK_VERDICT, "device": "node", "status": "ok", "reason": "Passed"}
+    line = json.dumps(verdict | {"figures": {}, "ts": "2025-11-22T18:31:00Z"})
+
+    deliver(enforced, signer(KEYS[VICTIM], VICTIM)(AT, line), source="deep-check")
+
+    [decision] = executions(enforced)
+    assert decision["fault_id"] == "deep-check-passed"
+    assert decision["key_boot_id"] == "boot-1"
 
 
 def test_a_forged_unsigned_line_is_only_notified_with_the_reason(enforced: World) -> None:
