@@ -20,14 +20,19 @@ from typing import Any, Final
 
 from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE
 from nodemedic.contracts.ledger import CLASSIFIED_PK, HISTORY_TTL_ATTRIBUTE, PLANNED_PK
-from nodemedic.remediate.decision import Decision
+from nodemedic.remediate.decision import OPTIONAL_FIELDS, Decision
 
 NUMBERS: Final = ("count", "schema")
 """The decision's fields that are numbers; every other field of ``Decision`` is text."""
 FLAGS: Final = ("replaceable",)
 """Fields beside ``Decision``'s that the flow acts on, true or false where a decision has
 them (a planned one: ``nodemedic.remediate.planned``), kept and compared as well."""
-TEXTS: Final = tuple(f.name for f in dataclasses.fields(Decision) if f.name not in NUMBERS)
+TEXTS: Final = tuple(
+    f.name for f in dataclasses.fields(Decision) if f.name not in (*NUMBERS, *OPTIONAL_FIELDS)
+)
+OPTIONAL_TEXTS: Final = OPTIONAL_FIELDS
+"""Text fields only some decisions have (a deep check pass's ``key_boot_id``): kept where
+the decision has one, and compared where either side has one."""
 KEPT_DAYS: Final = 7
 """How long a marker outlives the start it stands for (its ``purge_at``): the execution
 reads it within seconds; a week is far below the 90 days an execution name stays taken."""
@@ -55,5 +60,8 @@ def marker(record: Mapping[str, Any], *, starts_at: float) -> dict[str, dict[str
     }
     item.update({name: {"S": str(record[name])} for name in TEXTS})
     item.update({name: {"N": str(int(record[name]))} for name in NUMBERS})
+    item.update(
+        {name: {"S": str(record[name])} for name in OPTIONAL_TEXTS if record.get(name) is not None}
+    )
     item.update({name: {"BOOL": bool(record[name])} for name in FLAGS if name in record})
     return item

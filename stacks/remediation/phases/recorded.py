@@ -22,7 +22,7 @@ from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE
 from nodemedic.contracts.ledger import CLASSIFIED_PK, PLANNED_PK
 from nodemedic.contracts.metrics import FORGED_DECISIONS_METRIC
 from nodemedic.remediate import ledger
-from nodemedic.remediate.recorded import FLAGS, NUMBERS, TEXTS
+from nodemedic.remediate.recorded import FLAGS, NUMBERS, OPTIONAL_TEXTS, TEXTS
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import Value, dynamo_text, text_at
@@ -108,6 +108,22 @@ def _as_recorded() -> sfn.Condition:
         )
         for name in FLAGS
     ]
+    optional = [
+        sfn.Condition.or_(
+            sfn.Condition.and_(
+                sfn.Condition.is_not_present(state.recorded(name)),
+                sfn.Condition.is_not_present(state.decision(name)),
+            ),
+            sfn.Condition.and_(
+                sfn.Condition.is_string(state.recorded(f"{name}.S")),
+                sfn.Condition.is_string(state.decision(name)),
+                sfn.Condition.string_equals_json_path(
+                    state.decision(name), state.recorded(f"{name}.S")
+                ),
+            ),
+        )
+        for name in OPTIONAL_TEXTS
+    ]
     return sfn.Condition.and_(
         sfn.Condition.string_equals_json_path(
             state.decision("decision_id"), f"{state.RECORDED_AS}.name"
@@ -128,4 +144,5 @@ def _as_recorded() -> sfn.Condition:
             for name in NUMBERS
         ],
         *flags,
+        *optional,
     )

@@ -9,7 +9,14 @@ import pytest
 
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.manual import manual_decision
-from nodemedic.remediate.recorded import KEPT_DAYS, NUMBERS, TEXTS, marker, recorder
+from nodemedic.remediate.recorded import (
+    KEPT_DAYS,
+    NUMBERS,
+    OPTIONAL_TEXTS,
+    TEXTS,
+    marker,
+    recorder,
+)
 
 RECORD = Decision(
     decision_id="i-0123456789abcdef0-0a1b2c3d4e5f-nvidia-xid-79",
@@ -65,3 +72,12 @@ def test_a_manual_decision_has_no_marker() -> None:
     )
     with pytest.raises(ValueError, match="manual"):
         marker(request, starts_at=0)
+
+
+def test_a_pass_keeps_the_boot_that_proved_it_and_other_decisions_have_none() -> None:
+    """``key_boot_id`` is on a deep check's pass only: a marker of any other decision must
+    not need it, and a pass's marker keeps it, so the state machine compares it too."""
+    assert "key_boot_id" not in RECORD and "key_boot_id" not in marker(RECORD, starts_at=0)
+    passed = RECORD | {"source": "deep-check", "key_boot_id": "e2dc7a0e-e8e8-4bbb-b54d"}
+    assert marker(passed, starts_at=0)["key_boot_id"] == {"S": "e2dc7a0e-e8e8-4bbb-b54d"}
+    assert OPTIONAL_TEXTS == ("key_boot_id",)
