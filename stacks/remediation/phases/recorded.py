@@ -92,38 +92,8 @@ def recorded(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
 def _as_recorded() -> sfn.Condition:
     """Every field of the decision as its marker holds it, and the execution named by its
     id: a genuine decision cannot be replayed, nor a recorded one altered."""
-    flags = [
-        sfn.Condition.or_(
-            sfn.Condition.and_(
-                sfn.Condition.is_not_present(state.recorded(name)),
-                sfn.Condition.is_not_present(state.decision(name)),
-            ),
-            sfn.Condition.and_(
-                sfn.Condition.is_boolean(state.recorded(f"{name}.BOOL")),
-                sfn.Condition.is_boolean(state.decision(name)),
-                sfn.Condition.boolean_equals_json_path(
-                    state.decision(name), state.recorded(f"{name}.BOOL")
-                ),
-            ),
-        )
-        for name in FLAGS
-    ]
-    optional = [
-        sfn.Condition.or_(
-            sfn.Condition.and_(
-                sfn.Condition.is_not_present(state.recorded(name)),
-                sfn.Condition.is_not_present(state.decision(name)),
-            ),
-            sfn.Condition.and_(
-                sfn.Condition.is_string(state.recorded(f"{name}.S")),
-                sfn.Condition.is_string(state.decision(name)),
-                sfn.Condition.string_equals_json_path(
-                    state.decision(name), state.recorded(f"{name}.S")
-                ),
-            ),
-        )
-        for name in OPTIONAL_TEXTS
-    ]
+    flags = [_absent_or_equal(name, "BOOL") for name in FLAGS]
+    optional = [_absent_or_equal(name, "S") for name in OPTIONAL_TEXTS]
     return sfn.Condition.and_(
         sfn.Condition.string_equals_json_path(
             state.decision("decision_id"), f"{state.RECORDED_AS}.name"
@@ -145,4 +115,24 @@ def _as_recorded() -> sfn.Condition:
         ],
         *flags,
         *optional,
+    )
+
+
+def _absent_or_equal(name: str, kind: str) -> sfn.Condition:
+    """A field only some decisions have: on neither side, or of the same ``kind`` (``BOOL``,
+    ``S``) and equal on both."""
+    typed, equal = {
+        "BOOL": (sfn.Condition.is_boolean, sfn.Condition.boolean_equals_json_path),
+        "S": (sfn.Condition.is_string, sfn.Condition.string_equals_json_path),
+    }[kind]
+    return sfn.Condition.or_(
+        sfn.Condition.and_(
+            sfn.Condition.is_not_present(state.recorded(name)),
+            sfn.Condition.is_not_present(state.decision(name)),
+        ),
+        sfn.Condition.and_(
+            typed(state.recorded(f"{name}.{kind}")),
+            typed(state.decision(name)),
+            equal(state.decision(name), state.recorded(f"{name}.{kind}")),
+        ),
     )
