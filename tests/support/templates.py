@@ -49,6 +49,18 @@ def statements(template: Template, role_id: str) -> Iterator[dict[str, Any]]:
             yield from props["PolicyDocument"]["Statement"]
 
 
+POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+"""Where a role's statements are: CDK moves those past the inline size limit to managed
+policies of its own (its overflow), so a grant can be in either."""
+
+
+def policy_statements(template: Template) -> Iterator[dict[str, Any]]:
+    """Every statement of every policy the template holds, inline or managed."""
+    for resource in template["Resources"].values():
+        if resource["Type"] in POLICY_TYPES:
+            yield from resource["Properties"]["PolicyDocument"]["Statement"]
+
+
 def actions(statement: dict[str, Any]) -> list[str]:
     action = statement["Action"]
     return [action] if isinstance(action, str) else list(action)

@@ -7,19 +7,13 @@ from typing import Any
 
 from stacks.synth import synth_template
 from tests.support.remediation import ACTING, UNSET, state_machine_definition
+from tests.support.templates import actions, policy_statements
 
 SPARE_STATES = {"Group keeps spares?", "Exit standby", "Admit spare", "Enter standby"}
 
 
 def _statements(template: dict[str, Any], action: str) -> list[dict[str, Any]]:
-    return [
-        s
-        for r in template["Resources"].values()
-        # A role's statements past the inline size limit go to managed policies (CDK's overflow).
-        if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
-        for s in r["Properties"]["PolicyDocument"]["Statement"]
-        if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-    ]
+    return [s for s in policy_statements(template) if action in actions(s)]
 
 
 def test_standby_calls_are_allowed_only_on_the_groups_that_keep_spares(

@@ -17,6 +17,7 @@ from tests.support.remediation import (
     lambda_target,
     state_machine_definition,
 )
+from tests.support.templates import policy_statements
 
 NATIVE = {
     "arn:${AWS::Partition}:states:::dynamodb:putItem",
@@ -272,13 +273,11 @@ def test_the_plan_receives_the_cluster_safety_settings() -> None:
 def test_set_instance_health_is_allowed_on_the_managed_node_groups_only(
     default_template: dict[str, Any],
 ) -> None:
-    statements = [
-        statement
-        for resource in default_template["Resources"].values()
-        if resource["Type"] == "AWS::IAM::Policy"
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-    ]
-    (health,) = (s for s in statements if s["Action"] == "autoscaling:setInstanceHealth")
+    (health,) = (
+        s
+        for s in policy_statements(default_template)
+        if s["Action"] == "autoscaling:setInstanceHealth"
+    )
     arns = [json.dumps(arn) for arn in health["Resource"]]
     assert len(arns) == len(NODE_GROUPS)
     for arn, group in zip(arns, NODE_GROUPS, strict=True):
