@@ -67,11 +67,17 @@ def fault_metrics(catalog: Catalog) -> list[FaultMetric]:
 
 def breaker_tripped(cluster: str) -> cw.Metric:
     """Trips of the cluster's breaker, one datum per trip."""
+    return cluster_metric(BREAKER_TRIPPED_METRIC, cluster, "Sum")
+
+
+def cluster_metric(metric: str, cluster: str, statistic: str) -> cw.Metric:
+    """A pipeline metric published with the dimension ``Cluster`` alone (the breaker's
+    trips, the reconcile's gauges, refused forgeries)."""
     return cw.Metric(
         namespace=METRICS_NAMESPACE,
-        metric_name=BREAKER_TRIPPED_METRIC,
+        metric_name=metric,
         dimensions_map={CLUSTER_DIMENSION: cluster},
-        statistic="Sum",
+        statistic=statistic,
         period=PERIOD,
     )
 
@@ -182,13 +188,7 @@ class Alarms(Construct):
             self._alarm(
                 "SilentNodes",
                 "silent-nodes",
-                cw.Metric(
-                    namespace=METRICS_NAMESPACE,
-                    metric_name=SILENT_METRIC,
-                    dimensions_map={CLUSTER_DIMENSION: settings.name},
-                    statistic="Maximum",
-                    period=PERIOD,
-                ),
+                cluster_metric(SILENT_METRIC, settings.name, "Maximum"),
                 "Ready nodes whose nodemedic agent shipped no heartbeat for 3 intervals: its "
                 "credentials refused or expired, its pod not running, or the node hung while "
                 "still Ready. Faults on them go unseen; the topic got their names once.",
@@ -196,13 +196,7 @@ class Alarms(Construct):
             self._alarm(
                 "ForgedDecisions",
                 "forged-decisions",
-                cw.Metric(
-                    namespace=METRICS_NAMESPACE,
-                    metric_name=FORGED_DECISIONS_METRIC,
-                    dimensions_map={CLUSTER_DIMENSION: settings.name},
-                    statistic="Sum",
-                    period=PERIOD,
-                ),
+                cluster_metric(FORGED_DECISIONS_METRIC, settings.name, "Sum"),
                 "The remediation state machine refused an execution whose decision no "
                 "recorder wrote: someone other than the classifier or the planned Lambda "
                 "called states:StartExecution with a decision of source kmsg, health, "
@@ -271,13 +265,7 @@ class Alarms(Construct):
         """The reconcile's count, plus every failed, timed-out or aborted aftercare run
         (each series filled with 0 where it has no data, so that one alone can alarm)."""
         using: dict[str, cw.IMetric] = {
-            "stranded": cw.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=STRANDED_METRIC,
-                dimensions_map={CLUSTER_DIMENSION: settings.name},
-                statistic="Maximum",
-                period=PERIOD,
-            )
+            "stranded": cluster_metric(STRANDED_METRIC, settings.name, "Maximum")
         }
         for i, machine in enumerate(aftercare):
             using[f"failed{i}"] = machine.metric_failed(period=PERIOD)

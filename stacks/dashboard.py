@@ -41,7 +41,7 @@ from nodemedic.contracts.metrics import (
 from nodemedic.contracts.stack import dashboard_name
 from nodemedic.detect.filterpattern import filter_terms
 from nodemedic.settings import ClusterSettings
-from stacks.alarms import breaker_tripped
+from stacks.alarms import breaker_tripped, cluster_metric
 from stacks.insights import insights_query, search_expressions
 
 PERIOD = Duration.minutes(5)
@@ -268,14 +268,7 @@ class Dashboard(Construct):
         unheard = cw.GraphWidget(
             title="Silent nodes (no heartbeat) and stranded nodes (tainted, no remediation)",
             left=[
-                cw.Metric(
-                    namespace=METRICS_NAMESPACE,
-                    metric_name=metric,
-                    dimensions_map={CLUSTER_DIMENSION: cluster},
-                    statistic="Maximum",
-                    period=PERIOD,
-                    label=metric,
-                )
+                cluster_metric(metric, cluster, "Maximum").with_(label=metric)
                 for metric in (SILENT_METRIC, STRANDED_METRIC)
             ],
             left_y_axis=cw.YAxisProps(label="nodes", show_units=False, min=0),
