@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,11 @@ _SOURCE = re.compile(r"SOURCE '([^']+)'")
 Json = dict[str, Any]
 
 
+@cache
 def cloudwatch_body() -> Json:
     """The CloudWatch dashboard body of a placeholder cluster with every widget on (job
-    monitoring included), Region references left out."""
+    monitoring included), Region references left out. Synthesized once per process (a
+    synthesis takes seconds); callers read it, never change it."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_logs as logs
     from aws_cdk.assertions import Template
