@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agent.cli import configure_agent, configure_inject, run_agent, run_inject
+from agent.cli import configure_agent, run_agent
+from agent.injectcli import configure_inject, run_inject
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""``nodemedic agent`` and ``nodemedic inject``: argument parsing and start-up checks.
+"""``nodemedic agent``: argument parsing and start-up checks.
 
 Every knob has a documented default that suits a production node; the local mode and the
 tests override the endpoint, identity, kernel log source and timings.
@@ -21,6 +21,8 @@ from agent.batch import MAX_BATCH_EVENTS
 from agent.checks import names, options
 from agent.config import Config
 from agent.deepcheck.tools import OPTIONS as DEEP_CHECK_OPTIONS
+from agent.poddevices import SERVICE_ACCOUNT, Kube, Publisher, start
+from agent.podresources import SOCKET
 from nodemedic.contracts.env import ENV_CLUSTER
 
 DEFAULT_METRICS_PORT = 9810
@@ -209,6 +211,30 @@ def configure_agent(parser: argparse.ArgumentParser) -> None:
     )
     for option in DEEP_CHECK_OPTIONS:
         deep.add_argument(option.flag, type=option.parse, default=option.default, help=option.help)
+    pods = parser.add_argument_group("device record (agent.poddevices)")
+    pods.add_argument(
+        "--pod-devices",
+        action="store_true",
+        help="publish which pod holds which device (the kubelet's PodResources) on this "
+        "node's Node, so that a GPU reset drains only its pods; needs --node-name and the "
+        "pod's service-account token (default: off)",
+    )
+    pods.add_argument(
+        "--node-name",
+        default=os.environ.get("NODE_NAME", ""),
+        help="this node's name in Kubernetes (default: $NODE_NAME)",
+    )
+    pods.add_argument(
+        "--pod-resources-socket",
+        default=SOCKET,
+        help="the kubelet's PodResources socket (default: %(default)s)",
+    )
+    pods.add_argument(
+        "--kube-credentials",
+        type=Path,
+        default=SERVICE_ACCOUNT,
+        help="folder of the service-account token and ca.crt (default: %(default)s)",
+    )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-address",
@@ -275,6 +301,11 @@ def _problem(args: argparse.Namespace) -> str | None:
             f"unknown check(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}",
         ),
         (not Path(args.kmsg).exists(), f"{args.kmsg} does not exist"),
+        (args.pod_devices and not args.node_name, "--pod-devices needs --node-name or NODE_NAME"),
+        (
+            args.pod_devices and not os.environ.get("KUBERNETES_SERVICE_HOST"),
+            "--pod-devices needs KUBERNETES_SERVICE_HOST, as Kubernetes sets it in a pod",
+        ),
     ]
     return next((message for failed, message in problems if failed), None)
 
@@ -334,67 +365,16 @@ def run_agent(args: argparse.Namespace) -> int:
         for result in results:
             print(result.to_json())
         return DEEP_CHECK_EXIT[results[-1].reason]
+    if args.pod_devices:
+        publisher = Publisher(
+            args.node_name,
+            Kube.in_cluster(args.kube_credentials),
+            args.nvidia_smi,
+            args.pod_resources_socket,
+        )
+        start(publisher, stop)
     agent.run(stop)
     return 0
 
 
 DEEP_CHECK_EXIT = {"Passed": 0, "Failed": 1, "NothingChecked": 3}
-
-
-def configure_inject(parser: argparse.ArgumentParser) -> None:
-    from agent.inject import KINDS
-
-    parser.epilog = (
-        "An injected line is not a kernel line: /dev/kmsg records it with the facility "
-        "LOG_USER, --record writes that facility too, and a plain line has none, so the agent "
-        "ships it marked injected. It cordons, drains, reboots or replaces a node only in a "
-        "cluster whose setting accept_injected_faults is on (the demo's cluster turns it on); "
-        "anywhere else its fault is at most notified."
-    )
-    parser.add_argument("kind", choices=KINDS, help="xid <code> | neuron <TYPE> | rule <rule-id>")
-    parser.add_argument("value", help="Xid code, Neuron error type (e.g. DMA_ERROR) or rule id")
-    parser.add_argument(
-        "--to",
-        type=Path,
-        default=Path(_defaults()["kmsg"]),
-        help="/dev/kmsg (root) or a file the agent follows (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--record",
-        action="store_true",
-        help="append to a file as a raw kmsg record (facility LOG_USER) instead of a plain line",
-    )
-    parser.add_argument("--count", type=count, default=1, help="how many times")
-    parser.add_argument(
-        "--catalog",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra rule file(s), as for the classifier",
-    )
-
-
-def run_inject(args: argparse.Namespace) -> int:
-    from agent.inject import LEVELS, InjectError, append_file, find_rule, line_for, write_device
-    from agent.kmsg import is_device
-    from nodemedic.catalog import CatalogError, load_catalog
-
-    try:
-        rule = find_rule(load_catalog(args.catalog), args.kind, args.value)
-        line = line_for(rule)
-    except (InjectError, CatalogError) as exc:
-        print(f"nodemedic inject: {exc}", file=sys.stderr)
-        return 2
-    level = LEVELS[rule.severity]
-    try:
-        for _ in range(args.count):
-            if args.to.exists() and is_device(str(args.to)):
-                write_device(args.to, line, level)
-                written = f"<{level}>{line}"
-            else:
-                written = append_file(args.to, line, level, args.record)
-            print(f"{rule.id} -> {args.to}: {written}")
-    except PermissionError:
-        print(f"nodemedic inject: no permission to write {args.to} (root needed)", file=sys.stderr)
-        return 1
-    return 0

@@ -35,7 +35,14 @@ from world import motoservices
 Behaviour = Literal["healthy", "busy", "reset-fails", "unhealthy"]
 STAND_IN = Path(__file__).with_name("data")
 """Where the stand-in ``nvidia-smi`` is: this folder goes first on the command's ``PATH``."""
-FIRST_GPU = "00000000:2B:00.0"
+
+
+def bus_id(index: int) -> str:
+    """The PCI bus id of a simulated node's GPU ``index`` (the device plugin's index id)."""
+    return f"00000000:{0x2B + 0x11 * index:02X}:00.0"
+
+
+FIRST_GPU = bus_id(0)
 
 
 class Gpus:

@@ -10,7 +10,8 @@ pod no scheduler has bound Pending, as a real one never sees it.
 Its device manager hands each running pod the devices its containers' limits ask for
 (ids ``0``, ``1``, ... per resource, as the NVIDIA device plugin's ``index`` strategy
 names GPUs) and publishes them on the Node as the node's agent does from the real
-kubelet's PodResources API (``nodemedic.io/pod-devices``, docs/deploy.md).
+kubelet's PodResources API, with the agent's own code (``agent.poddevices``; the GPUs'
+bus ids are ``world.gpus``'): ``nodemedic.io/pod-devices``, docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from typing import Any
 
 from kubernetes import client
 
+from agent.poddevices import GPU_RESOURCE, record
+from agent.podresources import Allocation
 from nodemedic.contracts.kube import NODEGROUP_LABEL, POD_DEVICES_KEY
+from world.gpus import bus_id
 from world.kubeapi import KUBE_VERSION
 from world.passes import Passes
 
@@ -72,15 +76,14 @@ class _Node:
         return any(self.held.pop(key, {}).values())
 
     def record(self) -> str:
-        """The Node's device record: the devices each pod holds."""
-        return json.dumps(
-            {
-                pod: [i for ids in held.values() for i in ids]
-                for pod, held in sorted(self.held.items())
-                if any(held.values())
-            },
-            sort_keys=True,
-        )
+        """The Node's device record, as the node's agent makes it from the kubelet's
+        allocation (``agent.poddevices``): each GPU by its index and its bus id."""
+        allocations = []
+        for key, held in self.held.items():
+            namespace, _, pod = key.partition("/")
+            allocations += [Allocation(namespace, pod, r, tuple(ids)) for r, ids in held.items()]
+        gpus = range(self.devices.get(GPU_RESOURCE, 0))
+        return json.dumps(record(allocations, {str(i): bus_id(i) for i in gpus}))
 
 
 def provider_id(az: str, instance_id: str) -> str:

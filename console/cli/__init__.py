@@ -19,7 +19,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "triage": ("console.cli.triage", "configure", "run", "classify kernel logs offline"),
     "catalog": ("console.cli.catalog", "configure", "run", "list rules, print the filter"),
     "agent": ("agent.cli", "configure_agent", "run_agent", "run the node agent"),
-    "inject": ("agent.cli", "configure_inject", "run_inject", "write a realistic fault line"),
+    "inject": ("agent.injectcli", "configure_inject", "run_inject", "write a realistic fault line"),
     "breaker": ("console.cli.breaker", "configure", "run", "read or reset the cluster's breaker"),
     "reboot": ("console.cli.manual", "configure", "run", "reboot a node by hand"),
     "replace": ("console.cli.manual", "configure", "run", "replace a node by hand"),

@@ -148,6 +148,9 @@ class Plan:
     gpu: str = ""
     """The PCI bus id of the GPU to reset (``nodemedic.health.gpu_reset``); empty unless
     ``action`` is ``reset``."""
+    devices: tuple[str, ...] | None = None
+    """What the drain frees (``gpu``, by its bus id, for a reset: only the pods the Node's
+    device record names as its holders); None: every pod."""
     reset_since: int = 0
     """A GPU reset since then (epoch seconds, ``escalation_window`` ago) makes this one a
     reboot (``ledger.RESET_FRESH``)."""
@@ -353,6 +356,7 @@ def plan(
         drain_timeout=policy.drain_timeout,
         drain_rounds=policy.drain_rounds,
         gpu=(gpu or "") if action == "reset" else "",
+        devices=(gpu,) if action == "reset" and gpu else None,
         reset_since=now_epoch - policy.escalation_window,
         approval=mode == "act"
         and approval.asks(

@@ -106,6 +106,8 @@ NODE_GROUPS = (
     "g6-reset",
     "g6-reset-fails",
     "g6-reset-twice",
+    "g6-reset-partial",
+    "g6-reset-partial-fails",
     "p5-reset",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""

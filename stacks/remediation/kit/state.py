@@ -246,6 +246,8 @@ the check after the boot had passed already, and the node was given back."""
 GATE_HELD: Final = f"{GATE}.held"
 GPU: Final = plan("gpu")
 """The PCI bus id of the GPU a reset acts on."""
+DRAIN_DEVICES: Final = plan("devices")
+"""What the drain frees: the reset's GPU, or null for every pod."""
 RESET_SINCE: Final = plan("reset_since")
 RESET_COMMAND_ID: Final = f"{time_of('reset')}.command_id"
 RESET_WATCH: Final = "$.reset_watch"

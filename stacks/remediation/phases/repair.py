@@ -38,7 +38,7 @@ def reboot_or_replace(
         # Only a cluster that resets GPUs has a plan that says reset.
         choice.when(
             sfn.Condition.string_equals(state.ACTION, "reset"),
-            reset(flow, report=report, reboot=rebooted),
+            reset(flow, report=report, reboot=rebooted, failure=failure),
         )
     return choice.when(sfn.Condition.string_equals(state.ACTION, "reboot"), rebooted).otherwise(
         replaced

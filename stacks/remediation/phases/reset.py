@@ -1,12 +1,14 @@
 """Resetting one GPU in place (``gpu_reset``): the rung below a reboot.
 
-The drained node runs ``nodemedic.health.gpu_reset`` through SSM Run Command, as the Command
+The drain freed the GPU (only the pods the Node's device record names as its holders: the
+plan's ``devices``); the node runs ``nodemedic.health.gpu_reset`` through SSM Run Command, as the Command
 document the stack ships (docs/security.md): it refuses while a process holds the GPU,
 resets it alone and checks that it answers. A command that succeeds gives the node back; one
 that fails, times out or does not verify reboots the node (``reboot``, and from there the
 replacement), as does a second reset of the same GPU within ``escalation_window``
 (``ledger.RESET_FRESH``) and a stronger decision or a recurrence flagged on the lock
-meanwhile. The ledger's outcome says which rung healed the node: ``reset``, or the reboot's
+meanwhile; before any reboot the pods still on the node's other GPUs are drained too. The
+ledger's outcome says which rung healed the node: ``reset``, or the reboot's
 with the reason the reset gave way in ``escalation``."""
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from stacks.remediation.kit.render import (
     lock_key,
     text_at,
 )
+from stacks.remediation.phases.drain import begin, drain_round, until_drained
 from stacks.remediation.phases.mark import give_way
 from stacks.unscoped import unscoped
 
@@ -38,17 +41,25 @@ RUNNING = ("Pending", "InProgress", "Delayed")
 """SSM's invocation statuses of a command not ended yet."""
 
 
-def reset(flow: Flow, *, report: sfn.IChainable, reboot: sfn.IChainable) -> sfn.IChainable:
+def reset(
+    flow: Flow, *, report: sfn.IChainable, reboot: sfn.IChainable, failure: sfn.IChainable
+) -> sfn.IChainable:
     """Enter ``resetting``; a GPU reset and verified goes on to the ``report``, any other
-    way to the ``reboot``."""
+    way to the ``reboot``, once the pods the drain left on the node's other GPUs are gone
+    too (a reboot stops every pod: each is evicted first, under its PodDisruptionBudget)."""
     s = flow.scope
+    rest = drain_round(flow, "Drain the rest", None)
+    drain_rest = begin(flow, "Begin draining the rest")
+    drain_rest.next(rest).next(
+        until_drained(flow, rest, label=" of the rest", drained=reboot, failure=failure)
+    )
     fallback = give_way(
         flow,
         "Record reset fallback",
         "Mark for reboot",
         health_status=STATUS_OF_ACTION["reboot"],
         when="marked_for_reboot",
-        then=reboot,
+        then=drain_rest,
     )
     again = flow.put(
         "Reset again",
@@ -99,7 +110,7 @@ def reset(flow: Flow, *, report: sfn.IChainable, reboot: sfn.IChainable) -> sfn.
     )
     start = flow.step("Start resetting", "resetting")
     start.next(flow.guard(marker)).next(send).next(
-        _watch(flow, report=report, fallback=fallback, reboot=reboot)
+        _watch(flow, report=report, fallback=fallback, reboot=drain_rest)
     )
     return start
 

@@ -5,14 +5,18 @@ through the same lock, ledger and escalation rules."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from kubernetes import client
 
+from nodemedic.contracts.kube import POD_DEVICES_KEY
 from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, our_taints
+from tests.support.kube import bind_pod, exists, running, wait_for
 from tests.support.remediation import FAST, NODE_GROUPS, decision
 
 RESETS = ClusterSettings(
@@ -130,3 +134,47 @@ def test_an_instance_type_that_cannot_reset_one_gpu_is_rebooted_at_once(world: W
     assert sick not in [i for i, _ in world.gpus.resets]
     assert world.hypervisor.reboots.count(sick) == 1
     _given_back(world, sick)
+
+
+def _two_ranks(world: World, core: client.CoreV1Api, namespace: str, instance_id: str) -> None:
+    """``rank-0`` on the GPU the Xid names (index 0, ``GPU_ID``), ``rank-1`` on another."""
+    node = world.nodes[instance_id]
+    for rank in ("rank-0", "rank-1"):
+        bind_pod(core, namespace, rank, node, limits={"nvidia.com/gpu": "1"})
+        wait_for(
+            lambda: f"{namespace}/{rank}"
+            in ((core.read_node(node).metadata.annotations or {}).get(POD_DEVICES_KEY) or ""),
+            what=f"{rank}'s GPU recorded",
+        )
+    record = core.read_node(node).metadata.annotations[POD_DEVICES_KEY]
+    assert GPU_ID in json.loads(record)[f"{namespace}/rank-0"]
+
+
+def test_a_reset_evicts_only_the_pods_on_its_gpu(
+    world: World, core: client.CoreV1Api, namespace: str
+) -> None:
+    sick, _ = world.group("g6-reset-partial", 2, **G6)
+    _two_ranks(world, core, namespace, sick)
+    record = _reset_decision(sick)
+
+    assert world.pipelines["resets"].run(record)["status"] == "SUCCEEDED"
+
+    assert world.pipelines["resets"].ledger(record)["outcome"] == "reset"  # type: ignore[index]
+    assert not exists(core, namespace, "rank-0")
+    assert running(core, namespace, "rank-1"), "the pod on another GPU never stopped"
+    _given_back(world, sick)
+
+
+def test_a_reset_that_gives_way_to_a_reboot_drains_the_rest_first(
+    world: World, core: client.CoreV1Api, namespace: str
+) -> None:
+    sick, _ = world.group("g6-reset-partial-fails", 2, **G6)
+    world.gpus.behave(sick, "reset-fails", GPU_ID)
+    _two_ranks(world, core, namespace, sick)
+    record = _reset_decision(sick)
+
+    assert world.pipelines["resets"].run(record)["status"] == "SUCCEEDED"
+
+    assert world.pipelines["resets"].ledger(record)["outcome"] == "rebooted"  # type: ignore[index]
+    assert world.hypervisor.reboots.count(sick) == 1
+    assert not exists(core, namespace, "rank-1"), "evicted before the reboot, not killed by it"
