@@ -52,3 +52,17 @@ def test_the_api_server_accepts_what_the_chart_renders(
         )
         for field in ("rules", "roleRef", "subjects"):
             assert served.get(field) == document.get(field), (document["kind"], field)
+
+
+def test_the_api_server_accepts_the_agent_that_publishes_its_pod_devices(
+    admin: client.ApiClient, namespace: str
+) -> None:
+    """``agent.podDevices.enabled``: the DaemonSet with the kubelet's socket, the flags and
+    the pod's own token (its credential: tests/integration/kube/test_pod_devices_policy.py)."""
+    values = {**SCRAPED, "agent.podDevices.enabled": "true"}
+    rendered = documents(render(helm_binary(), values, json_values=IRSA, namespace=namespace))
+    create(admin, [d for d in rendered if d["kind"] in NAMESPACED])
+    (daemonset,) = client.AppsV1Api(admin).list_namespaced_daemon_set(namespace).items
+    pod = daemonset.spec.template.spec
+    assert pod.automount_service_account_token is True
+    assert "pod-resources" in {v.name for v in pod.volumes}
