@@ -82,7 +82,17 @@ def agent_credential(
 
 
 def bound_agent(admin: client.ApiClient, user: str, node: str) -> client.CoreV1Api:
-    """The API as the agent on ``node``: a Pod of the service account ``user`` names, bound
+    """The API as the agent on ``node`` (``bound_token``)."""
+    settings = client.Configuration(
+        host=admin.configuration.host,
+        api_key={"BearerToken": f"Bearer {bound_token(admin, user, node)}"},
+    )
+    settings.ssl_ca_cert = admin.configuration.ssl_ca_cert
+    return client.CoreV1Api(client.ApiClient(settings))
+
+
+def bound_token(admin: client.ApiClient, user: str, node: str) -> str:
+    """The agent's token on ``node``: a Pod of the service account ``user`` names, bound
     to ``node`` (no kubelet needs to run it), and a token bound to that Pod, as the kubelet
     projects into the agent's pod (``automountServiceAccountToken``)."""
     _, _, namespace, account = user.split(":")
@@ -109,11 +119,7 @@ def bound_agent(admin: client.ApiClient, user: str, node: str) -> client.CoreV1A
         )
     )
     token = core.create_namespaced_service_account_token(account, namespace, request)
-    settings = client.Configuration(
-        host=admin.configuration.host, api_key={"BearerToken": f"Bearer {token.status.token}"}
-    )
-    settings.ssl_ca_cert = admin.configuration.ssl_ca_cert
-    return client.CoreV1Api(client.ApiClient(settings))
+    return str(token.status.token)
 
 
 def who(api: client.CoreV1Api) -> client.V1UserInfo:
