@@ -252,6 +252,7 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
     assert args.metrics_address == "127.0.0.1"
     assert args.log_level == "INFO"
     assert (args.dcgm_names, args.metric_prefix) == (True, "")
+    assert args.pod_devices is False
     # ... and the agent's configuration is built from them as on a node.
     config = agent_config(args, "i-0123456789abcdef0", "us-east-1", "boot")
     assert config.deep_check_at_start and config.cluster == REQUIRED["cluster"]
@@ -265,6 +266,7 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
             "agent.metrics.dcgmNames": "false",
             "agent.metrics.metricPrefix": "nodemedic_",
             "agent.neuronMonitorMetrics": "http://127.0.0.1:8000/metrics",
+            "agent.podDevices.enabled": "true",
         },
         json_values={"agent.extraArgs": ["--telemetry-emf", "--check-interval=120"]},
     )
@@ -277,6 +279,9 @@ def test_the_agents_own_parser_accepts_the_charts_arguments(default: str, helm: 
     assert args.log_level == "DEBUG"
     assert (args.dcgm_names, args.metric_prefix) == (False, "nodemedic_")
     assert args.neuron_monitor_metrics == "http://127.0.0.1:8000/metrics"
+    # Kubernetes puts the node's name in for $(NODE_NAME) (the downward API).
+    assert (args.pod_devices, args.node_name) == (True, "$(NODE_NAME)")
+    assert args.pod_resources_socket == "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 def _rbac(rendered: str) -> dict[tuple[str, str], dict[str, Any]]:
