@@ -1,15 +1,15 @@
 """Resetting one GPU in place (``gpu_reset``): the rung below a reboot.
 
 The drain freed the GPU (only the pods the Node's device record names as its holders: the
-plan's ``devices``); the node runs ``nodemedic.health.gpu_reset`` through SSM Run Command, as the Command
-document the stack ships (docs/security.md): it refuses while a process holds the GPU,
-resets it alone and checks that it answers. A command that succeeds gives the node back; one
-that fails, times out or does not verify reboots the node (``reboot``, and from there the
-replacement), as does a second reset of the same GPU within ``escalation_window``
-(``ledger.RESET_FRESH``) and a stronger decision or a recurrence flagged on the lock
-meanwhile; before any reboot the pods still on the node's other GPUs are drained too. The
-ledger's outcome says which rung healed the node: ``reset``, or the reboot's
-with the reason the reset gave way in ``escalation``."""
+plan's ``devices``); the node runs ``nodemedic.health.gpu_reset`` through SSM Run Command,
+as the Command document the stack ships (docs/security.md): it refuses while a process
+holds the GPU, resets it alone and checks that it answers. A command that succeeds gives the
+node back; one that fails, times out or does not verify reboots the node (``reboot``, and
+from there the replacement), as does a second reset of the same GPU within
+``escalation_window`` (``ledger.RESET_FRESH``) and a stronger decision or a recurrence
+flagged on the lock meanwhile; before any reboot the pods still on the node's other GPUs
+are drained too. The ledger's outcome says which rung healed the node: ``reset``, or the
+reboot's with the reason the reset gave way in ``escalation``."""
 
 from __future__ import annotations
 
