@@ -14,9 +14,9 @@ out; what the replacements do lives with the behaviour they stand for:
                                             (``inprocess.py``)
 ``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
                                             execution (``stepfunctions.py``)
-``DynamoDBBackend`` writes                  ``put_item``, ``update_item``, ``delete_item`` and
-                                            ``transact_write_items`` are atomic, as
-                                            DynamoDB's are (``atomic_writes``, here)
+``DynamoHandler.call_action``               one DynamoDB request at a time: a write is
+                                            atomic, as DynamoDB's are, and no read runs
+                                            inside one (``atomic_writes``, here)
 ``Environment.set_error`` and              a stopped execution stays ABORTED, as AWS's
 ``set_timed_out``                           does (``final_stops``, here)
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
@@ -118,31 +118,7 @@ PARSE_DEFINITION = Target(
     "(definition)",
     static=True,
 )
-_DYNAMODB = "moto.dynamodb.models.DynamoDBBackend"
-DYNAMODB_WRITES = (
-    Target(
-        _DYNAMODB,
-        "put_item",
-        "(self, table_name, item_attrs, expected=None, condition_expression=None, "
-        "expression_attribute_names=None, expression_attribute_values=None, overwrite=False, "
-        "return_values_on_condition_check_failure=None)",
-    ),
-    Target(
-        _DYNAMODB,
-        "update_item",
-        "(self, table_name, key, update_expression, expression_attribute_names, "
-        "expression_attribute_values, attribute_updates=None, expected=None, "
-        "condition_expression=None, return_values_on_condition_check_failure=None)",
-    ),
-    Target(
-        _DYNAMODB,
-        "delete_item",
-        "(self, table_name, key, expression_attribute_names=None, "
-        "expression_attribute_values=None, condition_expression=None, "
-        "return_values_on_condition_check_failure=None)",
-    ),
-    Target(_DYNAMODB, "transact_write_items", "(self, transact_items)"),
-)
+DYNAMODB_REQUEST = Target("moto.dynamodb.responses.DynamoHandler", "call_action", "(self)")
 _ENVIRONMENT = "moto.stepfunctions.parser.asl.eval.environment.Environment"
 EXECUTION_ENDINGS = (
     Target(_ENVIRONMENT, "set_error", "(self, error)"),
@@ -176,7 +152,7 @@ TARGETS = (
     SET_INSTANCE_HEALTH,
     INVOKE_LAMBDA,
     PARSE_DEFINITION,
-    *DYNAMODB_WRITES,
+    DYNAMODB_REQUEST,
     *EXECUTION_ENDINGS,
     FROM_ERROR,
     SFN_PARAMETERS,
@@ -184,7 +160,7 @@ TARGETS = (
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)
-_write_lock = threading.RLock()
+_dynamodb_lock = threading.RLock()
 
 
 def changed(target: Target) -> str | None:
@@ -293,22 +269,25 @@ def definition_parsing(parse: Callable[[Parse, str], tuple[Any, Any]]) -> Iterat
 
 @contextlib.contextmanager
 def atomic_writes() -> Iterator[None]:
-    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are: one request at a time.
 
     moto checks a ``ConditionExpression`` and then writes, without a lock; executions run
     in threads, so two conditional writes (two admissions to the breaker, two node locks)
-    could both pass their condition. The breaker and the lock depend on DynamoDB's
-    guarantee, so the local world restores it by serializing the writes.
+    could both pass their condition. Nor are its reads apart from its writes: a
+    ``GetItem`` of a key the table lacks adds an empty entry to the table's dict (a
+    ``defaultdict``), and a ``TransactWriteItems`` deep-copies the table first (to roll it
+    back); the one inside the other failed the transaction with ``RuntimeError:
+    dictionary changed size during iteration`` (the reconcile's lease renewal, beside the
+    reads of the nodes with no lock). The breaker and the lock depend on DynamoDB's
+    guarantee, so the local world restores it by serializing the requests.
     """
+    handle = DYNAMODB_REQUEST.current()
 
-    def serialized(original: Callable[..., Any]) -> Callable[..., Any]:
-        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with _write_lock:
-                return original(self, *args, **kwargs)
+    def call_action(self: Any) -> Any:
+        with _dynamodb_lock:
+            return handle(self)
 
-        return write
-
-    with replaced({target: serialized(target.current()) for target in DYNAMODB_WRITES}):
+    with replaced({DYNAMODB_REQUEST: call_action}):
         yield
 
 

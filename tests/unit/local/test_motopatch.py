@@ -270,3 +270,50 @@ def test_a_command_runs_on_the_instances_it_names_alone(monkeypatch: pytest.Monk
 
     assert ran == [named]
     assert sent["InstanceIds"] == [named]
+
+
+def test_a_read_waits_while_a_transaction_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's ``GetItem`` of a key the table lacks adds an entry to the table's dict, and
+    ``TransactWriteItems`` deep-copies the table before it writes: a read inside that copy
+    failed the transaction (``dictionary changed size during iteration``), as the
+    reconcile's lease renewal did beside its reads of other nodes' locks."""
+    import copy
+
+    from moto.dynamodb.models.table import Table
+
+    readers: list[threading.Thread] = []
+
+    def copy_table(what: Any, memo: Any = None) -> Any:
+        """The transaction's copy of the table, with a read of a missing key let in."""
+        if isinstance(what, Table):
+            reader = threading.Thread(target=_get, args=("i-0b",))
+            readers.append(reader)
+            reader.start()
+            reader.join(timeout=0.5)
+        return copy.deepcopy(what, memo)
+
+    with mock_aws(), motopatch.atomic_writes():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName="ledger",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        monkeypatch.setattr("moto.dynamodb.models.copy", SimpleNamespace(deepcopy=copy_table))
+        boto3.client("dynamodb", region_name="us-east-1").transact_write_items(
+            TransactItems=[{"Put": {"TableName": "ledger", "Item": {"pk": {"S": "i-0a"}}}}]
+        )
+        (reader,) = readers
+        read_inside = not reader.is_alive()
+        reader.join()
+        assert _get("i-0a") == {"pk": {"S": "i-0a"}}
+
+    assert not read_inside, "the read ran inside the transaction"
+
+
+def _get(pk: str) -> dict[str, Any] | None:
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    item: dict[str, Any] | None = dynamodb.get_item(TableName="ledger", Key={"pk": {"S": pk}}).get(
+        "Item"
+    )
+    return item
