@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "lifecycle: deep checks gate new and rebooted nodes, a spare, a label-driven "
         "replace, the history; planned: an AWS Health retirement notice replaced before "
         "its deadline, and a replacement approved with `nodemedic approve`; reset: an Xid "
-        "46's GPU reset through SSM, the node given back without a reboot "
+        "46's GPU reset through SSM, only its GPU's pod drained, the node given back without a "
+        "reboot "
         "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")

@@ -18,11 +18,18 @@ from typing import Any
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
+from agent.poddevices import GPU_RESOURCE
 from world.kubelet import HOSTNAME_LABEL
 from world.passes import Passes
 
 WORKER_LABEL = "training.nodemedic.io/worker"
 JOB_LABEL = "job-name"
+
+
+ONE_GPU = {"limits": {GPU_RESOURCE: "1"}}
+TRAINER = {"name": "trainer", "image": "trainer:1", "resources": ONE_GPU}
+"""A worker's container: it holds a GPU, which the simulated kubelet's device manager gives it
+(the Node's device record says which)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class TrainingJob:
             "metadata": {"labels": {JOB_LABEL: self.name}},
             "spec": {
                 "restartPolicy": "Never",
-                "containers": [{"name": "trainer", "image": "trainer:1"}],
+                "containers": [TRAINER],
             },
         }
         job = dynamic.resources.get(api_version="batch/v1", kind="Job").create(
@@ -139,7 +146,7 @@ class TrainingJob:
     def _create_worker(self, worker: int, node: str | None) -> None:
         spec: dict[str, Any] = {
             "restartPolicy": "Never",
-            "containers": [{"name": "trainer", "image": "trainer:1"}],
+            "containers": [TRAINER],
             "affinity": one_per_node(self.name),
         }
         if node is not None:

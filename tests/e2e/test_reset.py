@@ -7,8 +7,10 @@ nodes, so the evicted worker can only come back on the reset node."""
 from __future__ import annotations
 
 import pytest
+from kubernetes import client
 
 from tests.support.e2e import run_scenario, workers_running_again
+from world.gpureset import BYSTANDER
 from world.kit import Result
 from world.scenarios import SETTINGS, WORLDS
 from world.world import World, demo_settings
@@ -45,3 +47,15 @@ def test_the_evicted_worker_runs_again_on_the_reset_node(world: World, result: R
     assert workers_running_again(world, timeout=30)[node] == ["Running"]
     back = [p for p in world.job.placements if p.node == node and p.at >= run.written_at]
     assert back, f"no worker was placed on {node} again after the line"
+
+
+def test_a_pod_on_another_gpu_of_the_node_runs_on_through_the_reset(
+    world: World, result: Result
+) -> None:
+    (run,) = result.runs
+    core = client.CoreV1Api(world.api)
+    bystander = core.read_namespaced_pod(BYSTANDER, world.job.namespace)
+    assert bystander.spec.node_name == run.machine.node
+    assert bystander.status.phase == "Running"
+    assert bystander.metadata.deletion_timestamp is None
+    assert bystander.status.start_time.timestamp() < run.written_at, "the same pod, never restarted"
