@@ -43,6 +43,8 @@ POLL_SECONDS = 5.0
 the record for at most this long (and then the reset finds its GPU busy and reboots)."""
 GPU_RESOURCE = "nvidia.com/gpu"
 MERGE_PATCH = "application/merge-patch+json"
+FIELD_MANAGER = "nodemedic-agent"
+"""Who wrote the record, as the Node's managedFields say."""
 
 
 class PublishError(RuntimeError):
@@ -103,7 +105,7 @@ class Kube:
         try:
             answer = pool.request(
                 "PATCH",
-                f"{self.server}/api/v1/nodes/{quote(node, safe='')}",
+                f"{self.server}/api/v1/nodes/{quote(node, safe='')}?fieldManager={FIELD_MANAGER}",
                 body=json.dumps({"metadata": {"annotations": dict(annotations)}}),
                 headers={"Authorization": f"Bearer {token}", "Content-Type": MERGE_PATCH},
                 timeout=10.0,

@@ -27,14 +27,16 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
 from world.chart import agent_args_from_chart, helm_binary, render
+from world.gpus import node_report
 from world.kubeapi import die_with_parent
 
-RECORDED_NVIDIA_SMI = Path(__file__).with_name("data") / "nvidia-l4-x2-healthy.xml"
-"""A recorded ``nvidia-smi -q -x`` report of a healthy machine: the agents' health checks
-read it instead of a GPU (``data/SOURCES.md`` says where it comes from)."""
+NODE_REPORT = "nvidia-smi-q-x.xml"
+"""The simulated nodes' ``nvidia-smi -q -x`` (``world.gpus.node_report``), in the fleet's
+folder: the agents' health checks and device records read it instead of a GPU."""
 _STOP_SECONDS = 10.0
 LOCAL_IMAGE = "local/nodemedic-agent"
 """The chart requires an image; the world runs the agent from this checkout instead."""
@@ -55,6 +57,23 @@ class AgentSettings:
     deep_check_at_start: bool = False
     """The chart's ``agent.deepCheckAtStart`` (on by default; the world's nodes run a deep
     check only where it gates them, ``World.deep_checks``)."""
+    gpus: int = 8
+    """GPUs per simulated node, as its ``nvidia-smi`` reports them."""
+    pod_devices: PodDevices | None = None
+    """The chart's ``agent.podDevices.enabled``: each agent publishes its Node's device
+    record; None: off (the simulated kubelet publishes it)."""
+
+
+@dataclass(frozen=True)
+class PodDevices:
+    """What the agents publish their Node's device record with (``world.poddevices``)."""
+
+    server: str
+    """The API server's URL."""
+    socket: Callable[[str], Path]
+    """A Node's PodResources socket, by the Node's name."""
+    credentials: Callable[[str, Path], None]
+    """Writes the service-account token and CA of the agent on a Node into a folder."""
 
 
 def chart_values(s: AgentSettings) -> dict[str, str]:
@@ -66,6 +85,7 @@ def chart_values(s: AgentSettings) -> dict[str, str]:
         # One port per agent and eight agents on one machine: none.
         "agent.metrics.port": "0",
         "agent.deepCheckAtStart": "true" if s.deep_check_at_start else "false",
+        "agent.podDevices.enabled": "true" if s.pod_devices else "false",
     }
 
 
@@ -80,7 +100,7 @@ def extra_args(s: AgentSettings) -> list[str]:
         "--shutdown-grace=2",
         "--check-interval=3600",
         "--checks=nvidia",
-        f"--nvidia-smi=cat {RECORDED_NVIDIA_SMI}",
+        f"--nvidia-smi=cat {s.workdir / NODE_REPORT}",
         *(["--no-sign"] if s.metadata is None else []),
     ]
 
@@ -94,16 +114,37 @@ def chart_args(s: AgentSettings) -> list[str]:
     return agent_args_from_chart(rendered)
 
 
-def node_args(instance_id: str, boot_id: str, kmsg: Path, node_dir: Path) -> list[str]:
+def node_args(
+    instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, devices: tuple[str, Path] | None
+) -> list[str]:
     """What a real node's agent finds on its node (its instance id from IMDS, ``/dev/kmsg``,
-    the boot id, the state hostPath the chart mounts at ``--state-dir``), given for the
-    simulated one: after the chart's flags, so they override them."""
-    return [
+    the boot id, the state hostPath the chart mounts at ``--state-dir``; with ``devices``,
+    its Node's name from the downward API, the kubelet's PodResources socket and the
+    service account's mount), given for the simulated one: after the chart's flags, so they
+    override them."""
+    found = [
         f"--instance-id={instance_id}",
         f"--kmsg={kmsg}",
         f"--boot-id={boot_id}",
         f"--state-dir={node_dir / 'state'}",
     ]
+    if devices is not None:
+        node, socket = devices
+        found += [
+            f"--node-name={node}",
+            f"--pod-resources-socket={socket}",
+            f"--kube-credentials={node_dir / 'serviceaccount'}",
+        ]
+    return found
+
+
+@dataclass(frozen=True)
+class Boot:
+    """One boot of a machine, and the Node it is (empty: not known to the agent)."""
+
+    instance_id: str
+    boot_id: str
+    node: str = ""
 
 
 @dataclass
@@ -117,6 +158,7 @@ class AgentFleet:
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
+        node_report(settings.gpus, settings.workdir / NODE_REPORT)
         self.chart_args = chart_args(settings)
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
@@ -129,9 +171,12 @@ class AgentFleet:
         with self._lock:
             return self._running[instance_id].kmsg
 
-    def start(self, instance_id: str, boot_id: str, extra: Sequence[str] = ()) -> Path:
-        """Start the agent of a machine that booted with ``boot_id``, with ``extra`` agent
-        flags; its kernel log file exists when this returns, the process soon after."""
+    def start(
+        self, instance_id: str, boot_id: str, extra: Sequence[str] = (), node: str = ""
+    ) -> Path:
+        """Start the agent of a machine that booted with ``boot_id`` as Node ``node``, with
+        ``extra`` agent flags; its kernel log file exists when this returns, the process
+        soon after."""
         node_dir = self.settings.workdir / instance_id
         node_dir.mkdir(parents=True, exist_ok=True)
         kmsg = node_dir / f"kmsg-{boot_id}.log"
@@ -141,7 +186,7 @@ class AgentFleet:
         def spawn() -> None:
             try:
                 self._stop_now(instance_id)
-                process = self._spawn(instance_id, boot_id, kmsg, node_dir, extra)
+                process = self._spawn(Boot(instance_id, boot_id, node), kmsg, node_dir, extra)
                 with self._lock:
                     self._running[instance_id] = _Running(process, kmsg)
             finally:
@@ -175,22 +220,29 @@ class AgentFleet:
         for process in running:
             _reap(process)
 
-    def argv(
-        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
-    ) -> list[str]:
+    def argv(self, boot: Boot, kmsg: Path, node_dir: Path, extra: Sequence[str]) -> list[str]:
         """The agent's command line: the chart's flags, then the node's own."""
-        node = node_args(instance_id, boot_id, kmsg, node_dir)
-        return [sys.executable, "-m", "console.cli", "agent", *self.chart_args, *node, *extra]
+        devices = self.settings.pod_devices
+        socket = (boot.node, devices.socket(boot.node)) if devices and boot.node else None
+        own = node_args(boot.instance_id, boot.boot_id, kmsg, node_dir, socket)
+        return [sys.executable, "-m", "console.cli", "agent", *self.chart_args, *own, *extra]
 
     def _spawn(
-        self, instance_id: str, boot_id: str, kmsg: Path, node_dir: Path, extra: Sequence[str]
+        self, boot: Boot, kmsg: Path, node_dir: Path, extra: Sequence[str]
     ) -> subprocess.Popen[bytes]:
         s = self.settings
-        args = self.argv(instance_id, boot_id, kmsg, node_dir, extra)
+        instance_id, node = boot.instance_id, boot.node
+        args = self.argv(boot, kmsg, node_dir, extra)
         environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
         if s.metadata is not None:
             environment[ENV_IMDS_ENDPOINT] = s.metadata(instance_id)
+        if s.pod_devices is not None and node:
+            # What Kubernetes gives every pod: the API server's address, and the mount.
+            server = urlsplit(s.pod_devices.server)
+            environment["KUBERNETES_SERVICE_HOST"] = server.hostname or ""
+            environment["KUBERNETES_SERVICE_PORT"] = str(server.port or 443)
+            s.pod_devices.credentials(node, node_dir / "serviceaccount")
         with (node_dir / "agent.log").open("ab") as log:
             return subprocess.Popen(
                 args,

@@ -19,11 +19,14 @@ Public interface (used by the tests and the local demo):
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import re
 import subprocess
 import threading
+import uuid
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +46,37 @@ def bus_id(index: int) -> str:
 
 
 FIRST_GPU = bus_id(0)
+RECORDED_REPORT = STAND_IN / "nvidia-l4-x2-healthy.xml"
+"""A recorded ``nvidia-smi -q -x`` of a healthy machine (``data/SOURCES.md``)."""
+
+
+def node_report(gpus: int, into: Path) -> Path:
+    """What a simulated node's ``nvidia-smi -q -x`` prints: the recorded report's first
+    GPU once per simulated GPU, each at its bus id (``bus_id``) with a UUID of its own, so
+    that the agent's health check reads a healthy GPU and its device record (which names
+    each GPU by the bus id the report gives it) names the GPUs the SSM commands act on."""
+    root = ET.parse(RECORDED_REPORT).getroot()  # noqa: S314 (the package's own data)
+    first = root.find("gpu")
+    assert first is not None, RECORDED_REPORT
+    for old in root.findall("gpu"):
+        root.remove(old)
+    for index in range(gpus):
+        gpu = copy.deepcopy(first)
+        gpu.set("id", bus_id(index))
+        for field, value in (
+            ("uuid", f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, bus_id(index))}"),
+            ("minor_number", str(index)),
+        ):
+            found = gpu.find(field)
+            assert found is not None, field
+            found.text = value
+        root.append(gpu)
+    attached = root.find("attached_gpus")
+    assert attached is not None
+    attached.text = str(gpus)
+    into.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(into, encoding="utf-8", xml_declaration=True)
+    return into
 
 
 class Gpus:

@@ -9,9 +9,11 @@ pod no scheduler has bound Pending, as a real one never sees it.
 
 Its device manager hands each running pod the devices its containers' limits ask for
 (ids ``0``, ``1``, ... per resource, as the NVIDIA device plugin's ``index`` strategy
-names GPUs) and publishes them on the Node as the node's agent does from the real
-kubelet's PodResources API, with the agent's own code (``agent.poddevices``; the GPUs'
-bus ids are ``world.gpus``'): ``nodemedic.io/pod-devices``, docs/deploy.md.
+names GPUs) and serves them as a kubelet does, over the PodResources API on a unix socket
+per Node (``pod_resources``; ``world.podresources``), which the local world's agents read
+and publish on their Nodes. Where no agent runs (the flow and kube tests) it publishes the
+record itself, made by the agent's own code (``agent.poddevices``; GPU ``i``'s bus id is
+``world.gpus.bus_id(i)``): ``nodemedic.io/pod-devices``, docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import grpc
 from kubernetes import client
 
 from agent.poddevices import GPU_RESOURCE, record
@@ -35,6 +39,7 @@ from nodemedic.contracts.kube import NODEGROUP_LABEL, POD_DEVICES_KEY
 from world.gpus import bus_id
 from world.kubeapi import KUBE_VERSION
 from world.passes import Passes
+from world.podresources import serve
 
 STRATEGIC = "application/strategic-merge-patch+json"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -94,12 +99,19 @@ class SimulatedKubelet:
     """Plays the kubelet of every Node it registered. ``sync`` does one pass; ``start``
     runs passes on a thread every ``interval`` seconds until ``stop``."""
 
-    def __init__(self, api: client.ApiClient, *, interval: float = 0.1) -> None:
+    def __init__(
+        self, api: client.ApiClient, *, interval: float = 0.1, pod_resources: Path | None = None
+    ) -> None:
+        """``pod_resources``: a folder for each Node's PodResources socket (``socket``),
+        which the Node's agent reads and publishes from; None: no socket, and the kubelet
+        publishes the record itself (worlds without agents)."""
         self.core = client.CoreV1Api(api)
         self.interval = interval
         self._nodes: dict[str, _Node] = {}
         self._lock = threading.Lock()
         self._passes = Passes("simulated-kubelet")
+        self._pod_resources = pod_resources
+        self._servers: list[grpc.Server] = []
 
     def register(
         self,
@@ -146,7 +158,10 @@ class SimulatedKubelet:
                 "nodeInfo": _node_info(),
             },
         }
-        if devices:
+        if self._pod_resources is not None:
+            held = self._nodes[name].held
+            self._servers.append(serve(self.socket(name), lambda: dict(held)))
+        elif devices:
             # An accelerator node's agent publishes its (empty) device record at once.
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
@@ -187,7 +202,7 @@ class SimulatedKubelet:
             # A pod deleted at once (grace period 0) is gone before any pass saw it go.
             if any([node.release(key) for key in set(node.held) - listed]):
                 changed.add(node.name)
-        for name in sorted(changed):
+        for name in sorted(changed) if self._pod_resources is None else ():
             self._publish_devices(nodes[name])
 
     def start(self) -> SimulatedKubelet:
@@ -196,6 +211,14 @@ class SimulatedKubelet:
 
     def stop(self) -> None:
         self._passes.stop()
+        for server in self._servers:
+            server.stop(None)
+
+    def socket(self, name: str) -> Path:
+        """The PodResources socket of Node ``name`` (short: a unix socket's path is at most
+        107 bytes)."""
+        assert self._pod_resources is not None, "a kubelet without sockets"
+        return self._pod_resources / f"{self._nodes[name].index}.sock"
 
     def __enter__(self) -> SimulatedKubelet:
         return self.start()

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,9 +39,10 @@ from unittest import mock
 import boto3
 from kubernetes import client
 
+from agent.poddevices import GPU_RESOURCE
 from nodemedic.contracts.jobs import application_log_group
 from nodemedic.settings import ClusterSettings
-from world.agents import AgentFleet, AgentSettings
+from world.agents import AgentFleet, AgentSettings, PodDevices, chart_values
 from world.aws import deploy, node_group
 from world.cloudformation import Deployment
 from world.gpus import nodes_run_commands
@@ -57,10 +60,12 @@ from world.kubeapi import (
 )
 from world.kubelet import SimulatedKubelet
 from world.motoserver import CREDENTIALS, REGION, moto_server
+from world.poddevices import install, write_credentials
 from world.spares import chosen, stand_by
 from world.watch import NodeWatch
 from world.workload import TrainingJob
 from world.world import (
+    DEVICES,
     INSTANCE_TYPE,
     NODE_GROUP,
     Machine,
@@ -137,13 +142,15 @@ def local_world(
             mock.patch.dict(os.environ, {"KUBECONFIG": str(cluster.remediator_kubeconfig)})
         )
         api = stack.enter_context(cluster.api_client())
-        kubelet = stack.enter_context(SimulatedKubelet(api))
+        # Short: a unix socket's path is at most 107 bytes, and a workdir may be long.
+        sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nodemedic-")))
+        kubelet = stack.enter_context(SimulatedKubelet(api, pod_resources=sockets))
         watch = NodeWatch(cluster.api_client).start()
         stack.callback(watch.stop)
         # The instances ``stand_by`` will make spares run no training worker.
         standing = chosen((m.instance_id for m in first_machines), spares)
         job = TrainingJob(api, workers=min(workers, nodes))
-        agents = AgentFleet(
+        agents = _agent_fleet(
             AgentSettings(
                 cluster=settings.name,
                 region=REGION,
@@ -152,7 +159,11 @@ def local_world(
                 environment={**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint},
                 metadata=metadata.endpoint,
                 deep_check_at_start=deep_checks,
-            )
+                gpus=int(DEVICES[instance_type][GPU_RESOURCE]),
+            ),
+            api,
+            cluster.server,
+            kubelet,
         )
         stack.callback(agents.close)
         inbox = Inbox(
@@ -281,3 +292,14 @@ def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float)
                 logGroupName=world.classifier_log_group
             ):
                 missing -= {i for i in missing for e in page["events"] if i in e["message"]}
+
+
+def _agent_fleet(
+    settings: AgentSettings, api: client.ApiClient, server: str, kubelet: SimulatedKubelet
+) -> AgentFleet:
+    """The world's agents, each publishing its Node's device record from ``kubelet``'s
+    sockets with the credential the chart gives it (``world.poddevices``)."""
+    account = install(api, chart_values(settings))
+    credentials = functools.partial(write_credentials, api, account)
+    publishing = PodDevices(server, kubelet.socket, credentials)
+    return AgentFleet(dataclasses.replace(settings, pod_devices=publishing))

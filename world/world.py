@@ -196,7 +196,7 @@ class World:
     def start_agent(self, instance_id: str, boot_id: str) -> None:
         outcome = self.checks.setdefault(instance_id, "pass")
         extra = deepcheck.agent_args(outcome) if self.deep_checks else []
-        self.agents.start(instance_id, boot_id, extra)
+        self.agents.start(instance_id, boot_id, extra, self.machines[instance_id].node)
 
     # What the hypervisor does to a machine. Runs on its timer threads.
 

@@ -6,9 +6,13 @@ nodes, so the evicted worker can only come back on the reset node."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client
 
+from agent.poddevices import FIELD_MANAGER
+from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.e2e import run_scenario, workers_running_again
 from world.gpureset import BYSTANDER
 from world.kit import Result
@@ -59,3 +63,17 @@ def test_a_pod_on_another_gpu_of_the_node_runs_on_through_the_reset(
     assert bystander.status.phase == "Running"
     assert bystander.metadata.deletion_timestamp is None
     assert bystander.status.start_time.timestamp() < run.written_at, "the same pod, never restarted"
+
+
+def test_each_nodes_agent_published_its_device_record(world: World, result: Result) -> None:
+    """From the simulated kubelet's PodResources socket, with the chart's credential: the
+    record's writer is the agent, not the kubelet."""
+    core = client.CoreV1Api(world.api)
+    for machine in world.live_machines():
+        node = core.read_node(machine.node)
+        writers = {
+            entry.manager
+            for entry in node.metadata.managed_fields or []
+            if POD_DEVICES_KEY in json.dumps(entry.fields_v1 or {})
+        }
+        assert writers == {FIELD_MANAGER}, (machine.node, writers)

@@ -18,13 +18,12 @@ from kubernetes.dynamic import DynamicClient
 
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.helm import REQUIRED, render
-from world.chart import documents, helm_binary
+from world.chart import helm_binary
+from world.poddevices import CREDENTIAL_KINDS, credential_objects
 
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 """The user extra a token bound to a pod carries with the pod's node (Kubernetes 1.32+)."""
 POLICY_KINDS = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
-CREDENTIAL_KINDS = frozenset({"ServiceAccount", "ClusterRole", "ClusterRoleBinding", *POLICY_KINDS})
-ROLE = "nodemedic-agent-pod-devices"
 REFUSED_BY_POLICY = "nodemedic's agent"
 """How each of the policy's messages begins."""
 MERGE_PATCH = "application/merge-patch+json"
@@ -43,11 +42,7 @@ def chart_objects(namespace: str, kinds: Collection[str]) -> list[dict[str, Any]
     rendered = render(
         helm_binary(), {**REQUIRED, "agent.podDevices.enabled": "true"}, namespace=namespace
     )
-    return [
-        d
-        for d in documents(rendered)
-        if d["kind"] in kinds and (d["kind"] == "ServiceAccount" or d["metadata"]["name"] == ROLE)
-    ]
+    return credential_objects(rendered, kinds)
 
 
 @contextlib.contextmanager

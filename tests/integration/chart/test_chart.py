@@ -30,7 +30,7 @@ from nodemedic.health.instance_types import TABLE
 from tests.support.helm import ANY_ADDRESS, REQUIRED, SCRAPED, render
 from tests.support.paths import ROOT
 from world import deepcheck
-from world.agents import AgentFleet, AgentSettings, chart_values, extra_args
+from world.agents import AgentFleet, AgentSettings, Boot, PodDevices, chart_values, extra_args
 from world.chart import (
     CHART,
     NAMESPACE,
@@ -367,25 +367,34 @@ WORLD_VALUES = {
     "agent.logLevel",
     "agent.metrics.port",
     "agent.deepCheckAtStart",
+    "agent.podDevices.enabled",
 }
 """The values the world sets with ``--set``, as docs/contracts.md lists them."""
+NODE_DEVICES = {"node_name", "pod_resources_socket", "kube_credentials"}
+"""Where the agents publish their Node's device record: its name (the downward API on a
+node), the kubelet's socket (the hostPath) and the service account's mount."""
 
 
-@pytest.mark.parametrize("deep_checks", [False, True])
+@pytest.mark.parametrize(("deep_checks", "devices"), [(False, False), (True, True)])
 def test_the_local_worlds_agents_run_the_charts_flags_and_only_their_nodes_own(
-    helm: Path, tmp_path: Path, *, deep_checks: bool
+    helm: Path, tmp_path: Path, *, deep_checks: bool, devices: bool
 ) -> None:
+    publishing = PodDevices(
+        "https://127.0.0.1:6443", lambda node: tmp_path / f"{node}.sock", lambda *_: None
+    )
     settings = AgentSettings(
         cluster="demo",
         region="us-east-1",
         endpoint_url="http://127.0.0.1:4566",
         workdir=tmp_path,
         deep_check_at_start=deep_checks,
+        pod_devices=publishing if devices else None,
     )
     fleet = AgentFleet(settings)
     try:
         extra = deepcheck.agent_args("pass") if deep_checks else []
-        argv = fleet.argv("i-0a1b2c3d4e5f60718", "b0", tmp_path / "kmsg", tmp_path / "n", extra)
+        boot = Boot("i-0a1b2c3d4e5f60718", "b0", "ip-10-0-0-1.ec2.internal")
+        argv = fleet.argv(boot, tmp_path / "kmsg", tmp_path / "n", extra)
     finally:
         fleet.close()
     assert set(chart_values(settings)) == WORLD_VALUES
@@ -397,5 +406,8 @@ def test_the_local_worlds_agents_run_the_charts_flags_and_only_their_nodes_own(
     assert argv[4 : 4 + len(installed)] == installed
     world, chart = vars(parse_agent_args(argv[4:])), vars(parse_agent_args(installed))
     changed = {flag for flag, value in world.items() if chart[flag] != value}
-    assert changed == NODE_OWN | (DEEP_CHECK_RUN if deep_checks else set())
+    assert changed == (
+        NODE_OWN | (DEEP_CHECK_RUN if deep_checks else set()) | (NODE_DEVICES if devices else set())
+    )
+    assert world["pod_devices"] is devices
     assert world["deep_check_at_start"] is deep_checks

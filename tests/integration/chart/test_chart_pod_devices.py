@@ -14,8 +14,9 @@ import pytest
 
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.helm import REQUIRED, render
-from tests.support.pod_devices_policy import CREDENTIAL_KINDS, NODE_NAME_EXTRA, ROLE
+from tests.support.pod_devices_policy import NODE_NAME_EXTRA
 from world.chart import agent_container, documents, helm_binary, one
+from world.poddevices import CREDENTIAL_KINDS, ROLE
 
 ON = {**REQUIRED, "agent.podDevices.enabled": "true"}
 SOCKET_DIR = "/var/lib/kubelet/pod-resources"

@@ -20,7 +20,7 @@ from tests.integration.kube.test_drain import drain_event
 from tests.support.kube import Invoke, Node, bind_pod, exists, running, wait_for
 from tests.support.paths import ROOT
 from tests.support.pod_devices_policy import agent_credential, bound_token
-from tests.support.podresources import serve
+from world.podresources import serve
 
 pytestmark = pytest.mark.kube
 

@@ -17,7 +17,6 @@ from nodemedic.contracts.kube import HEALTH_LABEL, POD_DEVICES_KEY
 from tests.support.kube import Invoke, Node
 from tests.support.label_requests import kubelet_of, label_policy
 from tests.support.pod_devices_policy import (
-    CREDENTIAL_KINDS,
     NODE_NAME_EXTRA,
     POLICY_KINDS,
     agent_credential,
@@ -29,6 +28,7 @@ from tests.support.pod_devices_policy import (
     write,
 )
 from world.kubeapi import LocalCluster
+from world.poddevices import CREDENTIAL_KINDS
 
 pytestmark = pytest.mark.kube
 

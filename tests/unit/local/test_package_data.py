@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import EVENTS, ROOT
-from world import agents, kubeapi, planned
+from world import gpus, kubeapi, planned
 
 PACKAGE = Path(kubeapi.__file__).parent
 READ_AT_RUN_TIME = {
-    "the agents' recorded nvidia-smi report": agents.RECORDED_NVIDIA_SMI,
-    "its source note": agents.RECORDED_NVIDIA_SMI.with_name("SOURCES.md"),
+    "the agents' recorded nvidia-smi report": gpus.RECORDED_REPORT,
+    "its source note": gpus.RECORDED_REPORT.with_name("SOURCES.md"),
     "the kube-apiserver build": kubeapi.BUILD_SCRIPT,
     "the planned demo's retirement notice": planned.NOTICE,
 }
@@ -35,7 +35,7 @@ def test_what_the_local_world_reads_is_package_data(path: Path) -> None:
 
 
 def test_the_shipped_nvidia_smi_report_is_a_copy_of_the_recording_in_the_test_corpus() -> None:
-    shipped = agents.RECORDED_NVIDIA_SMI
+    shipped = gpus.RECORDED_REPORT
     recording = EVENTS / "nvidia-smi" / shipped.name
     assert shipped != recording, "the agents read the test corpus, not a copy in the package"
     assert shipped.read_bytes() == recording.read_bytes(), f"copy {recording} to {shipped} again"

@@ -1,4 +1,4 @@
-"""A kubelet's PodResources API for the tests: a device allocation served over gRPC
+"""The simulated kubelets' PodResources API: each node's device allocation served over gRPC
 on a unix socket, as a real kubelet serves ``/var/lib/kubelet/pod-resources/kubelet.sock``,
 so that the node's agent reads it with the client a real node's agent runs
 (``agent.podresources``).
