@@ -18,7 +18,6 @@ the others keep running.
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 from kubernetes import client
 
 from lambdas.kube import drainpolicy
-from nodemedic.contracts.kube import POD_DEVICES_KEY
+from lambdas.kube.devices import pods_holding
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _FIRST_LOOK = 0.1
@@ -111,27 +110,6 @@ def drain(
         result.remaining = _settle(core, node, settle_seconds, holders)
     result.done = result.remaining == 0
     return result
-
-
-def pods_holding(
-    core: client.CoreV1Api, node: str, devices: Sequence[str]
-) -> frozenset[str] | None:
-    """``<namespace>/<pod>`` of the pods the Node's device record says hold one of
-    ``devices``; None (every pod, as a node-level repair drains) when the Node has no record
-    or one that cannot be read (docs/deploy.md, "Partial drain")."""
-    raw = (core.read_node(node).metadata.annotations or {}).get(POD_DEVICES_KEY)
-    try:
-        record = json.loads(raw) if raw else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict):
-        return None
-    wanted = set(devices)
-    return frozenset(
-        pod
-        for pod, held in record.items()
-        if isinstance(held, list) and wanted.intersection(map(str, held))
-    )
 
 
 def _pods(core: client.CoreV1Api, node: str, only: frozenset[str] | None) -> list[Any]:

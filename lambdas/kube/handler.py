@@ -223,7 +223,7 @@ def _delete_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _jobs_on_node(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    jobs = resume.jobs_on_node(core, f.text("node"))
+    jobs = resume.jobs_on_node(core, f.text("node"), f.optional_texts("devices"))
     return {"jobs": jobs, "count": len(jobs)}
 
 

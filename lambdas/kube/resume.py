@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
+from lambdas.kube.devices import pods_holding
 from lambdas.kube.jobs import Job, annotate, read_job, record_event, restart
 from nodemedic.contracts.jobs import (
     JOB_EVENT_REASONS,
@@ -57,11 +58,18 @@ class Resumed:
     message: str = ""
 
 
-def jobs_on_node(core: client.CoreV1Api, node: str) -> list[dict[str, str]]:
-    """The opted-in jobs with pods on ``node``, as ``JobRef`` fields."""
+def jobs_on_node(
+    core: client.CoreV1Api, node: str, devices: Sequence[str] | None = None
+) -> list[dict[str, str]]:
+    """The opted-in jobs with pods on ``node``, as ``JobRef`` fields; with ``devices`` (a
+    GPU-level rung), only those whose pods hold one of them: a job on the node's other GPUs
+    is never drained, so it must not be restarted either."""
     owners: dict[str, JobRef] = {}
     found = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    holders = None if devices is None else pods_holding(core, node, devices)
     for pod in found:
+        if holders is not None and f"{pod.metadata.namespace}/{pod.metadata.name}" not in holders:
+            continue
         for owner in pod.metadata.owner_references or []:
             if owner.controller and (owner.api_version, owner.kind) in RESUMABLE:
                 owners[owner.uid] = JobRef(

@@ -20,7 +20,7 @@ def find_jobs(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
     found = flow.kube(
         "Find jobs to resume",
         "jobs_on_node",
-        {"node": text_at(state.NODE_NAME)},
+        {"node": text_at(state.NODE_NAME), "devices": sfn.JsonPath.list_at(state.DRAIN_DEVICES)},
         result_path=state.JOBS,
         guard=False,
     )

@@ -16,6 +16,7 @@ import yaml
 from kubernetes import client
 
 from nodemedic.contracts.jobs import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION, PYTORCHJOB_API
+from tests.integration.kube.test_partial_drain import device_record
 from tests.support.kube import Invoke, Node, bind_pod, exists, owner, running, wait_for
 
 pytestmark = pytest.mark.kube
@@ -302,3 +303,26 @@ def test_an_opted_in_pytorchjob_restarts_whole_and_fails_past_its_retries(
     assert JOB_FAILED_ANNOTATION in pytorchjob_notes(pytorchjobs, namespace, "llama-70b")
     assert all(exists(core, namespace, p) for p in again), "failing a job deletes none of its pods"
     assert "NodeMedicJobFailed" in reasons(core, namespace, "llama-70b")
+
+
+def test_a_gpu_level_rung_finds_only_the_jobs_holding_its_gpu(
+    invoke: Invoke, admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: Node
+) -> None:
+    """A GPU reset drains only the pods on its GPU: a job on the node's other GPUs is never
+    stopped, so it is not one to restart."""
+    on_gpu = owner(admin, namespace, "Job", "llama-sft", OPTED_IN)
+    beside = owner(admin, namespace, "Job", "llama-eval", OPTED_IN)
+    for ref in (on_gpu, beside):
+        name = f"{ref['name']}-0"
+        bind_pod(core, namespace, name, node.name, owner=ref, limits={"nvidia.com/gpu": "1"})
+        wait_for(
+            lambda n=name: f"{namespace}/{n}" in device_record(core, node),  # type: ignore[misc]
+            what=f"{name}'s GPU recorded",
+        )
+    gpu = device_record(core, node)[f"{namespace}/llama-sft-0"][0]
+
+    whole = invoke({"op": "jobs_on_node", "node": node.name})
+    one_gpu = invoke({"op": "jobs_on_node", "node": node.name, "devices": [gpu]})
+
+    assert sorted(j["name"] for j in whole["jobs"]) == ["llama-eval", "llama-sft"]
+    assert [j["name"] for j in one_gpu["jobs"]] == ["llama-sft"]
