@@ -13,7 +13,7 @@ $(INSTALLED): pyproject.toml
 		|| { echo "nodemedic needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[local,dev,node]'
+	$(BIN)/pip install --quiet -e '.[local,dev]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
