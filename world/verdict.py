@@ -86,10 +86,7 @@ def _rebooted(world: World, run: FaultRun) -> list[str]:
 def _reset(world: World, run: FaultRun) -> list[str]:
     """Its GPU reset through SSM and verified: the node given back at the same boot."""
     instance_id, name = run.machine.instance_id, run.machine.node
-    problems = []
-    for event in ("reboot", "unhealthy"):
-        if world.machine_events(instance_id, event):
-            problems.append(f"{instance_id} had a {event}")
+    problems = _neither_rebooted_nor_replaced(world, instance_id)
     ran = [status for i, status in world.gpus.resets if i == instance_id]
     if ran != ["Success"]:
         problems.append(f"the GPU reset commands on {instance_id} ended {ran}, not one Success")
@@ -104,11 +101,7 @@ def _reset(world: World, run: FaultRun) -> list[str]:
 def _in_service(world: World, run: FaultRun, node: client.V1Node) -> list[str]:
     """Uncordoned, untainted, labelled schedulable, its instance running."""
     name = run.machine.node
-    problems = []
-    if node.spec.unschedulable:
-        problems.append(f"{name} is still cordoned")
-    if any(t.key == TAINT_KEY for t in node.spec.taints or []):
-        problems.append(f"{name} still has the {TAINT_KEY} taint")
+    problems = _unmarked(node)
     label = (node.metadata.labels or {}).get(HEALTH_LABEL)
     if label != "Schedulable":
         problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
@@ -117,22 +110,36 @@ def _in_service(world: World, run: FaultRun, node: client.V1Node) -> list[str]:
     return problems
 
 
+def _neither_rebooted_nor_replaced(world: World, instance_id: str) -> list[str]:
+    """What the hypervisor did to the instance that a node given back must not have had."""
+    return [
+        f"{instance_id} had a {event}"
+        for event in ("reboot", "unhealthy")
+        if world.machine_events(instance_id, event)
+    ]
+
+
+def _unmarked(node: client.V1Node) -> list[str]:
+    """Neither cordoned nor tainted by nodemedic."""
+    name = node.metadata.name
+    problems = []
+    if node.spec.unschedulable:
+        problems.append(f"{name} is still cordoned")
+    if any(t.key == TAINT_KEY for t in node.spec.taints or []):
+        problems.append(f"{name} still has the {TAINT_KEY} taint")
+    return problems
+
+
 def _given_back(world: World, run: FaultRun) -> list[str]:
     """Held for a fleet event: neither rebooted nor replaced, back in service, marked."""
     instance_id, name = run.machine.instance_id, run.machine.node
-    problems = []
-    for event in ("reboot", "unhealthy"):
-        if world.machine_events(instance_id, event):
-            problems.append(f"{instance_id} had a {event}")
+    problems = _neither_rebooted_nor_replaced(world, instance_id)
     if world.instance_state(instance_id) != "running":
         problems.append(f"{instance_id} is not running")
     node = world.node(name)
     if node is None:
         return [*problems, f"node {name} is gone"]
-    if node.spec.unschedulable:
-        problems.append(f"{name} is still cordoned")
-    if any(t.key == TAINT_KEY for t in node.spec.taints or []):
-        problems.append(f"{name} still has the {TAINT_KEY} taint")
+    problems += _unmarked(node)
     if (node.metadata.labels or {}).get(FLEET_LABEL) != run.rule:
         problems.append(f"{name} has no {FLEET_LABEL}={run.rule} label")
     return problems
