@@ -202,7 +202,7 @@ class SimulatedKubelet:
             # A pod deleted at once (grace period 0) is gone before any pass saw it go.
             if any([node.release(key) for key in set(node.held) - listed]):
                 changed.add(node.name)
-        for name in sorted(changed) if self._pod_resources is None else ():
+        for name in sorted(changed):
             self._publish_devices(nodes[name])
 
     def start(self) -> SimulatedKubelet:
@@ -238,7 +238,10 @@ class SimulatedKubelet:
         self.core.patch_node_status(name, {"status": status}, _content_type=STRATEGIC)
 
     def _publish_devices(self, node: _Node) -> None:
-        """What the node's agent does with the kubelet's PodResources list."""
+        """What the node's agent does with the kubelet's PodResources list, where no agent
+        reads it from a socket (``pod_resources``): there the agents publish."""
+        if self._pod_resources is not None:
+            return
         body = {"metadata": {"annotations": {POD_DEVICES_KEY: node.record()}}}
         try:
             self.core.patch_node(node.name, body)
