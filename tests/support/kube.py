@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -9,6 +10,8 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
+
+from nodemedic.contracts.kube import POD_DEVICES_KEY
 
 T = TypeVar("T")
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
@@ -120,3 +123,14 @@ def pdb(
     body = {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": dict(labels)}, **spec}}
     budgets.create(namespace=namespace, body=body)
     return lambda: budgets.get(namespace=namespace, name=name).status
+
+
+def device_record(core: client.CoreV1Api, node: str) -> dict[str, list[str]]:
+    """The Node's device record (``nodemedic.io/pod-devices``), empty while it has none."""
+    notes = core.read_node(node).metadata.annotations or {}
+    return dict(json.loads(notes.get(POD_DEVICES_KEY) or "{}"))
+
+
+def holds(core: client.CoreV1Api, node: str, pod: str) -> bool:
+    """Whether the Node's device record names ``pod`` (``<namespace>/<name>``) a holder."""
+    return pod in device_record(core, node)

@@ -4,24 +4,17 @@ drain policy keeps it until it finishes or its grace ends."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import pytest
 from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
-from nodemedic.contracts.kube import DRAIN_GRACE_KEY, DRAIN_POLICY_KEY, POD_DEVICES_KEY
+from nodemedic.contracts.kube import DRAIN_GRACE_KEY, DRAIN_POLICY_KEY
 from tests.integration.kube.test_drain import drain_event
-from tests.support.kube import Invoke, Node, bind_pod, exists, running, wait_for
+from tests.support.kube import Invoke, Node, bind_pod, device_record, exists, running, wait_for
 
 pytestmark = pytest.mark.kube
-
-
-def device_record(core: client.CoreV1Api, node: Node) -> dict[str, list[str]]:
-    notes = core.read_node(node.name).metadata.annotations or {}
-    record: dict[str, list[str]] = json.loads(notes.get(POD_DEVICES_KEY, "{}"))
-    return record
 
 
 def test_a_gpu_level_round_evicts_only_the_pods_holding_the_gpu(
@@ -30,8 +23,8 @@ def test_a_gpu_level_round_evicts_only_the_pods_holding_the_gpu(
     for name in ("rank-0", "rank-1"):
         bind_pod(core, namespace, name, node.name, limits={"nvidia.com/gpu": "4"})
     bind_pod(core, namespace, "sidecar", node.name)
-    wait_for(lambda: len(device_record(core, node)) == 2, what="both ranks' GPUs recorded")
-    (holder,) = [pod for pod, held in device_record(core, node).items() if "5" in held]
+    wait_for(lambda: len(device_record(core, node.name)) == 2, what="both ranks' GPUs recorded")
+    (holder,) = [pod for pod, held in device_record(core, node.name).items() if "5" in held]
     gpu_five = drain_event(node.name) | {"devices": ["5"]}
 
     first = invoke(gpu_five)
@@ -42,7 +35,7 @@ def test_a_gpu_level_round_evicts_only_the_pods_holding_the_gpu(
     assert not exists(core, *holder.split("/"))
     others = {"rank-0", "rank-1", "sidecar"} - {holder.split("/")[1]}
     assert all(running(core, namespace, name) for name in others)
-    wait_for(lambda: holder not in device_record(core, node), what="the GPU released")
+    wait_for(lambda: holder not in device_record(core, node.name), what="the GPU released")
 
 
 def test_a_gpu_level_round_without_a_device_record_drains_the_node(

@@ -5,7 +5,6 @@ then evicts only the pod on the GPU a fault line names."""
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from kubernetes import client
 from agent.poddevices import GPU_RESOURCE, Kube, Publisher, PublishError
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.integration.kube.test_drain import drain_event
-from tests.support.kube import Invoke, Node, bind_pod, exists, running, wait_for
+from tests.support.kube import Invoke, Node, bind_pod, device_record, exists, running, wait_for
 from tests.support.paths import ROOT
 from tests.support.pod_devices_policy import agent_credential, bound_token
 from world.podresources import serve
@@ -75,8 +74,7 @@ def test_the_agent_publishes_its_nodes_record_and_the_reset_drain_uses_it(
     with agent_credential(admin, namespace, node.name) as user:
         assert _publisher(admin, user, socket, on=node.name, writes=node.name).once()
 
-    record = json.loads(core.read_node(node.name).metadata.annotations[POD_DEVICES_KEY])
-    assert SECOND_GPU in record[f"{namespace}/rank-1"]
+    assert SECOND_GPU in device_record(core, node.name)[f"{namespace}/rank-1"]
     done = invoke(drain_event(node.name, settle=10) | {"devices": [SECOND_GPU]})
     assert done["evicted"] == [f"{namespace}/rank-1"]
     wait_for(lambda: not exists(core, namespace, "rank-1"), what="rank-1 evicted")

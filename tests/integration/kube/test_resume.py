@@ -8,6 +8,7 @@ does, and look at what nodemedic does to them and to the job."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,17 @@ import yaml
 from kubernetes import client
 
 from nodemedic.contracts.jobs import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION, PYTORCHJOB_API
-from tests.integration.kube.test_partial_drain import device_record
-from tests.support.kube import Invoke, Node, bind_pod, exists, owner, running, wait_for
+from tests.support.kube import (
+    Invoke,
+    Node,
+    bind_pod,
+    device_record,
+    exists,
+    holds,
+    owner,
+    running,
+    wait_for,
+)
 
 pytestmark = pytest.mark.kube
 OPTED_IN = {
@@ -315,11 +325,8 @@ def test_a_gpu_level_rung_finds_only_the_jobs_holding_its_gpu(
     for ref in (on_gpu, beside):
         name = f"{ref['name']}-0"
         bind_pod(core, namespace, name, node.name, owner=ref, limits={"nvidia.com/gpu": "1"})
-        wait_for(
-            lambda n=name: f"{namespace}/{n}" in device_record(core, node),  # type: ignore[misc]
-            what=f"{name}'s GPU recorded",
-        )
-    gpu = device_record(core, node)[f"{namespace}/llama-sft-0"][0]
+        wait_for(partial(holds, core, node.name, f"{namespace}/{name}"), what="its GPU recorded")
+    gpu = device_record(core, node.name)[f"{namespace}/llama-sft-0"][0]
 
     whole = invoke({"op": "jobs_on_node", "node": node.name})
     one_gpu = invoke({"op": "jobs_on_node", "node": node.name, "devices": [gpu]})

@@ -5,7 +5,6 @@ through the same lock, ledger and escalation rules."""
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -14,10 +13,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nodemedic.contracts.kube import POD_DEVICES_KEY
 from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, our_taints
-from tests.support.kube import bind_pod, exists, running, wait_for
+from tests.support.kube import bind_pod, device_record, exists, holds, running, wait_for
 from tests.support.remediation import FAST, NODE_GROUPS, decision
 
 RESETS = ClusterSettings(
@@ -137,22 +135,13 @@ def test_an_instance_type_that_cannot_reset_one_gpu_is_rebooted_at_once(world: W
     _given_back(world, sick)
 
 
-def _recorded(core: client.CoreV1Api, node: str) -> dict[str, list[str]]:
-    notes = core.read_node(node).metadata.annotations or {}
-    return dict(json.loads(notes.get(POD_DEVICES_KEY) or "{}"))
-
-
-def _holds(core: client.CoreV1Api, node: str, pod: str) -> bool:
-    return pod in _recorded(core, node)
-
-
 def _two_ranks(world: World, core: client.CoreV1Api, namespace: str, instance_id: str) -> None:
     """``rank-0`` on the GPU the Xid names (index 0, ``GPU_ID``), ``rank-1`` on another."""
     node = world.nodes[instance_id]
     for rank in ("rank-0", "rank-1"):
         bind_pod(core, namespace, rank, node, limits={"nvidia.com/gpu": "1"})
-        wait_for(partial(_holds, core, node, f"{namespace}/{rank}"), what="its GPU recorded")
-    assert GPU_ID in _recorded(core, node)[f"{namespace}/rank-0"]
+        wait_for(partial(holds, core, node, f"{namespace}/{rank}"), what="its GPU recorded")
+    assert GPU_ID in device_record(core, node)[f"{namespace}/rank-0"]
 
 
 def test_a_reset_evicts_only_the_pods_on_its_gpu(
