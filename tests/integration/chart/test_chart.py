@@ -57,6 +57,12 @@ def default(helm: Path) -> str:
 
 
 @pytest.fixture(scope="module")
+def with_jobs(helm: Path) -> str:
+    """A cluster with the setting job_monitoring on, which installs its role too."""
+    return render(helm, {**REQUIRED, "jobMonitorRBAC.create": "true"})
+
+
+@pytest.fixture(scope="module")
 def irsa_scraped(helm: Path) -> str:
     return render(
         helm,
@@ -107,8 +113,8 @@ def test_the_chart_lints_and_refuses_to_render_without_a_cluster_or_an_image(hel
 def test_defaults_render_the_agent_for_pod_identity_and_the_remediator_rbac(default: str) -> None:
     kinds = sorted(d["kind"] for d in documents(default))
     assert kinds == [
-        *["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding"],
-        *["DaemonSet", "ServiceAccount"],
+        # The remediator's role; the job monitor's only with job_monitoring (off by default).
+        *["ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"],
         *["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"],
     ]
     account = one(default, "ServiceAccount")
@@ -293,13 +299,13 @@ def _rbac(rendered: str) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_the_remediator_and_job_monitor_rbac_is_lambdas_kube_rbac_yaml(
-    default: str, helm: Path
+    default: str, with_jobs: str, helm: Path
 ) -> None:
     shipped = {
         (d["kind"], d["metadata"]["name"]): d
         for d in yaml.safe_load_all((ROOT / "lambdas/kube/rbac.yaml").read_text())
     }
-    rendered = _rbac(default)
+    rendered = _rbac(with_jobs)
     for key, document in rendered.items():
         document["metadata"].pop("labels")
         assert document == shipped[key], key
@@ -314,12 +320,11 @@ def test_the_remediator_and_job_monitor_rbac_is_lambdas_kube_rbac_yaml(
         "nodemedic-remediator": REMEDIATOR_GROUP,
         "nodemedic-job-monitor": JOB_MONITOR_GROUP,
     }
-    for value, role in (
-        ("remediatorRBAC", "nodemedic-remediator"),
-        ("jobMonitorRBAC", "nodemedic-job-monitor"),
-    ):
-        without = render(helm, {**REQUIRED, f"{value}.create": "false"})
-        assert {n for _, n in _rbac(without)} == {n for _, n in shipped} - {role}
+    # A role for a feature that is off is not installed: the job monitor's pod delete
+    # only with job_monitoring.
+    assert {n for _, n in _rbac(default)} == {n for _, n in shipped} - {"nodemedic-job-monitor"}
+    without = render(helm, {**REQUIRED, "remediatorRBAC.create": "false"})
+    assert not _rbac(without)
 
 
 def test_the_label_request_policy_speaks_the_contracts_names_and_can_be_left_out(
@@ -343,9 +348,14 @@ def test_the_label_request_policy_speaks_the_contracts_names_and_can_be_left_out
     }
 
 
-def test_scrape_annotations_point_at_the_agents_port(default: str) -> None:
-    template = one(default, "DaemonSet")["spec"]["template"]
-    args = parse_agent_args(agent_args_from_chart(default))
+def test_scrape_annotations_point_at_the_agents_port_only_where_it_can_be_reached(
+    default: str, irsa_scraped: str
+) -> None:
+    """A pod-discovering Prometheus would see a target down on every node if the annotations
+    pointed at the node's loopback, the default address."""
+    assert "annotations" not in one(default, "DaemonSet")["spec"]["template"]["metadata"]
+    template = one(irsa_scraped, "DaemonSet")["spec"]["template"]
+    args = parse_agent_args(agent_args_from_chart(irsa_scraped))
     assert template["metadata"]["annotations"] == {
         "prometheus.io/scrape": "true",
         "prometheus.io/port": str(args.metrics_port),

@@ -29,7 +29,8 @@ def create(api: client.ApiClient, objects: list[dict[str, Any]]) -> list[str]:
 def test_the_api_server_accepts_what_the_chart_renders(
     admin: client.ApiClient, namespace: str
 ) -> None:
-    rendered = documents(render(helm_binary(), SCRAPED, json_values=IRSA, namespace=namespace))
+    values = {**SCRAPED, "jobMonitorRBAC.create": "true"}  # a cluster with job_monitoring on
+    rendered = documents(render(helm_binary(), values, json_values=IRSA, namespace=namespace))
     kinds = create(admin, [d for d in rendered if d["kind"] in NAMESPACED])
     assert kinds == ["V1DaemonSet", "V1Service", "V1ServiceAccount"]
     # Kept privileged, as EKS allows it (the local API server too: --allow-privileged).

@@ -22,6 +22,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end }}
 
+{{/*
+"true" when the agent's metrics endpoint listens on the node's loopback only: nothing off the
+node can scrape it, so neither a ServiceMonitor nor prometheus.io annotations may point at it.
+*/}}
+{{- define "nodemedic.metrics.loopback" -}}
+{{- has .Values.agent.metrics.address (list "127.0.0.1" "localhost" "::1") -}}
+{{- end }}
+
 {{/* Where the container sees the host's paths. */}}
 {{- define "nodemedic.mount.sys" -}}/host/sys{{- end }}
 {{- define "nodemedic.mount.pstore" -}}/host/pstore{{- end }}
