@@ -21,14 +21,14 @@ _SKIP = {"node_modules", "cdk.out", "__pycache__"}
 
 
 def _repository_text() -> str:
-    """Every text file of the repository but the held-out set itself, joined."""
+    """Every text file of the repository but the held-out set's own folder, joined."""
     texts: list[str] = []
     for path in ROOT.rglob("*"):
         parts = path.relative_to(ROOT).parts
         hidden = any(part.startswith(".") for part in parts)  # .git, .venv, tool caches
         if hidden or _SKIP.intersection(parts) or not path.is_file():
             continue
-        if path == HELDOUT or path.stat().st_size > 4_000_000:
+        if HELDOUT.parent in path.parents or path.stat().st_size > 4_000_000:
             continue
         try:
             texts.append(path.read_text(encoding="utf-8"))
