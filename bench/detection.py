@@ -1,11 +1,15 @@
-"""How far the built-in catalog agrees with what other projects do about the same lines.
+"""How far the built-in catalog agrees with what other projects do about the same lines,
+and how well it detects real lines from sources no rule was written from.
 
 The corpus (bench/corpus/*.yaml, README there) holds real kernel lines from peers' public
 test data and rule files, each with the peer's own verdict on nodemedic's scale. For each
 family this prints: lines, lines the peer detects, how many of those nodemedic detects,
 lines whose action matches the peer's, and false actions (a reboot or replace where the
 peer says benign or notify-only), with how many of those are deliberate (the entry says
-why). Run it on two commits to compare catalogs.
+why). Per peer it prints how often nodemedic acts at least as strongly as the peer's test
+expects. Then the recall on bench/heldout (bench/recall.py), per family, for the sources
+the rules were written from and for the held-out ones. Run it on two commits to compare
+catalogs; ``--misses`` lists every disagreement and miss, by family.
 
     python -m bench.detection [--misses]
 """
@@ -15,11 +19,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench.recall import columns, load_lines, recall, recall_table, wrong
 from nodemedic.catalog import Action, Catalog, load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import message_of
@@ -77,6 +83,12 @@ def matches(expect: str, action: str) -> bool:
     return action in ("reboot", "replace") if expect == "act" else action == expect
 
 
+def at_least(expect: str, action: str) -> bool:
+    """nodemedic acts at least as strongly as the peer expects (``act``: a reboot)."""
+    wanted = _STRENGTH["reboot" if expect == "act" else expect]
+    return _STRENGTH[action] >= wanted
+
+
 @dataclass
 class Score:
     lines: int = 0
@@ -123,18 +135,40 @@ def table(scores: dict[str, Score]) -> str:
                 f"{s.false_actions} ({s.deliberate} deliberate)",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
+    return columns(rows)
+
+
+def peer_table(entries: Iterable[Entry], catalog: Catalog) -> str:
+    """Per peer corpus: lines, how many nodemedic detects of those the peer detects, and
+    how many it acts on at least as strongly as the peer's test expects."""
+    classifier = Classifier(catalog)
+    counts: dict[str, list[int]] = {}
+    for entry in entries:
+        action = verdict(classifier, entry.line)
+        row = counts.setdefault(entry.peer, [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += entry.expect != "none"
+        row[2] += entry.expect != "none" and action != "none"
+        row[3] += at_least(entry.expect, action)
+    rows = [("peer", "lines", "peer detects", "detected", "at least the peer's action")]
+    for peer, (lines, detects, detected, strong) in sorted(counts.items()):
+        rows.append(
+            (
+                peer,
+                str(lines),
+                str(detects),
+                f"{detected} ({100 * detected // max(detects, 1)} %)",
+                f"{strong} ({100 * strong // max(lines, 1)} %)",
+            )
+        )
+    return columns(rows)
 
 
 def misses(entries: Sequence[Entry], catalog: Catalog) -> list[str]:
     """The entries whose action differs from the peer's, for people to read."""
     classifier = Classifier(catalog)
     out = []
-    for entry in entries:
+    for entry in sorted(entries, key=lambda e: e.family):
         action = verdict(classifier, entry.line)
         if not matches(entry.expect, action):
             mark = " (deliberate)" if entry.why else ""
@@ -150,9 +184,21 @@ def main() -> None:
     args = parser.parse_args()
     entries, catalog = load_corpus(), load_catalog()
     print(table(score(entries, catalog)))
+    print()
+    print(peer_table(entries, catalog))
     if args.misses:
         print("\nfamily    peer                              expect  action")
         print("\n".join(misses(entries, catalog)))
+    lines, judge = load_lines(), partial(verdict, Classifier(catalog))
+    print("\nrecall on bench/heldout, by the split of each line's source")
+    print(recall_table(recall(lines, judge)))
+    if args.misses:
+        print("\nfamily    split     expect  action")
+        for line in sorted(lines, key=lambda line: (line.family, line.split)):
+            action = judge(line.line)
+            if wrong(line, action):
+                last = line.line.splitlines()[-1]
+                print(f"{line.family:9} {line.split:9} {line.expect:>6} {action:>7}  {last}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ FAMILIES = (
     "neuron",
     "efa",
     "network",
+    "pcie",
     "kernel",
     "storage",
     "health",

@@ -20,8 +20,10 @@ def test_the_corpus_holds_every_family_the_issue_names() -> None:
 @pytest.mark.parametrize(
     "entry", [e for e in ENTRIES if e.expect != "none"], ids=lambda e: e.line[-60:]
 )
-def test_every_line_a_peer_detects_gets_at_least_a_notification(entry: Entry) -> None:
-    assert verdict(CLASSIFIER, entry.line) != "none", (entry.peer, entry.line)
+def test_every_line_a_peer_detects_gets_at_least_a_notification_unless_the_corpus_says_why(
+    entry: Entry,
+) -> None:
+    assert verdict(CLASSIFIER, entry.line) != "none" or entry.why, (entry.peer, entry.line)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodemedic.contracts.logs import previous_boot_message
 from nodemedic.remediate.decision import PREVIOUS_BOOT_NOTE
-from tests.unit.classify.test_service import XID43, run_batch
+from tests.unit.classify.test_service import WRITEBACK, run_batch
 
 PANIC = "Kernel panic - not syncing: Fatal exception in interrupt"
 
@@ -33,5 +33,7 @@ def test_a_panic_of_the_new_boot_still_reboots_beside_the_previous_boots() -> No
 
 
 def test_previous_boot_hits_count_towards_the_threshold_of_the_new_boots() -> None:
-    started, _ = run_batch([previous(XID43), XID43])
-    assert [(d.fault_id, d.action, d.count) for d in started] == [("nvidia-xid-43", "notify", 2)]
+    started, _ = run_batch([previous(WRITEBACK), WRITEBACK])
+    assert [(d.fault_id, d.action, d.count) for d in started] == [
+        ("nfs-writeback-hang", "notify", 2)
+    ]

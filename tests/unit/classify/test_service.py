@@ -13,7 +13,8 @@ NODE = Identity(cluster="trn-prod", instance_id="i-0a1b2c3d4e5f60718", source="k
 XID13 = "NVRM: Xid (PCI:0000:2b:00): 13, pid=4242, name=python3, Graphics Exception: ESR 0x1"
 XID48 = "NVRM: Xid (PCI:0000:2b:00): 48, pid=4242, name=python3, An uncorrectable ECC error"
 DMA = "NEURON_HW_ERR=DMA_ERROR instance-id=i-0a1b2c3d4e5f60718 hostname=ip-10-0-1-23 nd-id=0"
-XID43 = "NVRM: Xid (PCI:0000:2b:00): 43, pid=4242, name=python3, Ch 00000008"
+WRITEBACK = "nfs_wb_all+0x5f/0x120 [nfs]"
+"""A frame of a task hung in NFS writeback: its rule notifies on the second within 10 min."""
 
 
 def injected(line: str) -> str:
@@ -112,7 +113,7 @@ def test_an_injected_line_never_takes_the_place_of_the_kernels_own_fault() -> No
 
 
 def test_injected_lines_do_not_make_up_a_kernel_faults_threshold() -> None:
-    # Xid 43 notifies on its second hit: one kernel line and one injected line are not two.
-    assert run([XID43, injected(XID43)])[0] == []
-    [decision], _ = run([XID43, injected(XID43)], accept_injected=True)
-    assert (decision.fault_id, decision.count) == ("nvidia-xid-43", 2)
+    # One kernel line and one injected line are not the two the rule waits for.
+    assert run([WRITEBACK, injected(WRITEBACK)])[0] == []
+    [decision], _ = run([WRITEBACK, injected(WRITEBACK)], accept_injected=True)
+    assert (decision.fault_id, decision.count) == ("nfs-writeback-hang", 2)

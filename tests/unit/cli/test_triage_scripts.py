@@ -79,11 +79,11 @@ def test_each_input_ends_with_a_verdict_object_no_reader_of_fault_lines_mistakes
 def test_a_rule_waiting_for_its_threshold_is_named_in_the_verdict(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    xid43 = "NVRM: Xid (PCI:0000:38:00): 43, pid=2924364, name=pt_main_thread, Ch 00000008"
-    code, out, _ = triage(capsys, "--format", "json", log(tmp_path, "x.log", xid43))
+    frame = "nfs_wb_all+0x5f/0x120 [nfs]"
+    code, out, _ = triage(capsys, "--format", "json", log(tmp_path, "x.log", frame))
     assert (code, [(v["action"], v["waiting"]) for v in verdicts(out)]) == (
         0,
-        [("none", ["nvidia-xid-43"])],
+        [("none", ["nfs-writeback-hang"])],
     )
 
 

@@ -1,0 +1,122 @@
+"""Recall per family on real lines from sources the rules were, and were not, written from.
+
+bench/heldout/lines.yaml (README there) holds kernel lines from public threads and vendor
+documents, each with its source, family and split: ``written`` for a source a rule was
+written from, ``held-out`` for one no rule was. A rule that learnt its examples instead of
+its fault scores well on the first split and badly on the second, so both are printed:
+per family and split, the lines that need attention, how many of them nodemedic detects
+(at least a notification), and how many healthy lines it would reboot or replace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HELDOUT = Path(__file__).parent / "heldout" / "lines.yaml"
+SPLITS = ("written", "held-out")
+EXPECTATIONS = ("none", "notify", "act")
+"""``none``: healthy, or the detail of a line judged elsewhere; ``notify``: needs at least a
+notification; ``act``: a reboot or replacement is right."""
+
+Judge = Callable[[str], str]
+"""nodemedic's action on a (possibly multi-line) text: ``none``, ``notify``, ``reboot``..."""
+
+
+@dataclass(frozen=True)
+class Line:
+    family: str
+    split: str
+    expect: str
+    source: str
+    line: str
+
+
+def load_lines(path: Path = HELDOUT) -> list[Line]:
+    """Every entry; a malformed one stops the run with its place."""
+    document: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    lines = []
+    for number, raw in enumerate(document["entries"], start=1):
+        where = f"{path.name} entry {number}"
+        if raw.get("split") not in SPLITS or raw.get("expect") not in EXPECTATIONS:
+            raise ValueError(f"{where}: needs split in {SPLITS} and expect in {EXPECTATIONS}")
+        if not raw.get("source") or not raw.get("line") or not raw.get("family"):
+            raise ValueError(f"{where}: needs a family, a line and its source")
+        lines.append(Line(**{key: str(raw[key]) for key in Line.__dataclass_fields__}))
+    return lines
+
+
+@dataclass
+class Recall:
+    needing: int = 0
+    detected: int = 0
+    healthy: int = 0
+    notified: int = 0
+    """Healthy lines that get a notification: noise, though no harm to the node."""
+    false_actions: int = 0
+
+    @property
+    def percent(self) -> int:
+        return 100 * self.detected // max(self.needing, 1)
+
+
+def wrong(line: Line, action: str) -> bool:
+    """A line that needs attention and gets none, or a healthy line that would be rebooted
+    or replaced."""
+    if line.expect == "none":
+        return action in ("reboot", "replace")
+    return action == "none"
+
+
+def recall(lines: Iterable[Line], judge: Judge) -> dict[tuple[str, str], Recall]:
+    """Per (family, split), and ("all", split)."""
+    scores: dict[tuple[str, str], Recall] = {}
+    for line in lines:
+        action = judge(line.line)
+        for key in ((line.family, line.split), ("all", line.split)):
+            score = scores.setdefault(key, Recall())
+            if line.expect == "none":
+                score.healthy += 1
+                score.notified += action == "notify"
+                score.false_actions += wrong(line, action)
+            else:
+                score.needing += 1
+                score.detected += not wrong(line, action)
+    return scores
+
+
+def recall_table(scores: dict[tuple[str, str], Recall]) -> str:
+    rows: list[tuple[str, ...]] = [
+        ("family", "split", "need attention", "detected", "healthy", "notified", "false actions")
+    ]
+    families = [*sorted({family for family, _ in scores if family != "all"}), "all"]
+    for family in families:
+        for split in SPLITS:
+            s = scores.get((family, split))
+            if s is None:
+                continue
+            rows.append(
+                (
+                    family,
+                    split,
+                    str(s.needing),
+                    f"{s.detected} ({s.percent} %)",
+                    str(s.healthy),
+                    str(s.notified),
+                    str(s.false_actions),
+                )
+            )
+    return columns(rows)
+
+
+def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as left-aligned columns."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )

@@ -1,0 +1,77 @@
+"""The held-out lines (bench/heldout) measure the catalog on sources no rule was written
+from: they must stay unseen by the rest of the repository, and the catalog must detect them
+without ever rebooting or replacing a node for a healthy line."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from bench.detection import load_corpus, verdict
+from bench.recall import HELDOUT, Line, load_lines, recall, wrong
+from nodemedic.catalog import load_catalog
+from nodemedic.detect.classifier import Classifier
+from tests.support.paths import ROOT
+
+LINES = load_lines()
+JUDGE = partial(verdict, Classifier(load_catalog()))
+_SKIP = {"node_modules", "cdk.out", "__pycache__"}
+
+
+def _repository_text() -> str:
+    """Every text file of the repository but the held-out set's own folder, joined."""
+    texts: list[str] = []
+    for path in ROOT.rglob("*"):
+        parts = path.relative_to(ROOT).parts
+        hidden = any(part.startswith(".") for part in parts)  # .git, .venv, tool caches
+        if hidden or _SKIP.intersection(parts) or not path.is_file():
+            continue
+        if HELDOUT.parent in path.parents or path.stat().st_size > 4_000_000:
+            continue
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, OSError):
+            continue
+    return "\n".join(texts)
+
+
+def test_no_held_out_line_appears_anywhere_else_in_the_repository() -> None:
+    """A held-out line that a rule's example, a test or a peer corpus already holds was
+    seen when the rules were written: it would measure memory, not generalisation."""
+    text = _repository_text()
+    held_out = [line for line in LINES if line.split == "held-out"]
+    seen = [part for line in held_out for part in line.line.splitlines() if part.strip() in text]
+    assert held_out and seen == []
+
+
+def test_no_held_out_line_is_a_peer_corpus_line() -> None:
+    corpus = {entry.line for entry in load_corpus()}
+    assert not [line.line for line in LINES if line.split == "held-out" and line.line in corpus]
+
+
+HEALTHY = [ln for ln in LINES if ln.expect == "none"]
+WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
+
+
+@pytest.mark.parametrize("line", HEALTHY, ids=lambda ln: ln.line[:60])
+def test_no_healthy_line_reboots_or_replaces_a_node(line: Line) -> None:
+    assert not wrong(line, JUDGE(line.line)), (line.source, line.line)
+
+
+@pytest.mark.parametrize("line", WRITTEN, ids=lambda ln: ln.line[:60])
+def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Line) -> None:
+    assert JUDGE(line.line) != "none", (line.source, line.line)
+
+
+def test_held_out_recall_stays_at_ninety_percent_or_more() -> None:
+    overall = recall(LINES, JUDGE)[("all", "held-out")]
+    assert overall.needing >= 50 and overall.percent >= 90, overall
+
+
+def test_every_entry_names_its_source_and_a_known_split(tmp_path: Path) -> None:
+    bad = tmp_path / "lines.yaml"
+    bad.write_text("entries:\n  - {family: kernel, split: seen, expect: notify, line: x}\n")
+    with pytest.raises(ValueError, match="entry 1: needs split"):
+        load_lines(bad)
