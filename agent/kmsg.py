@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from nodemedic.contracts.logs import shipped_message
-from nodemedic.detect.logformat import KMSG_PREFIX
+from nodemedic.detect.heads import KMSG_PREFIX
 
 _RECORD = re.compile(KMSG_PREFIX.encode())
 _ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
