@@ -75,13 +75,13 @@ _SLOTS = (
     # dmesg --decode's facility and level by name ("kern  :warn  : ").
     rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
     # Talos' "<node>: kern: warning: [<RFC 3339>]: ".
-    rf"[\w.-]++: (?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[{_ISO}\]: ",
+    rf"[\w.-]++: (?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[(?P<talos_iso>{_ISO})\]: ",
     # A time: syslog's (RFC 3164, journalctl short and short-precise), ISO 8601 (rsyslog's
     # file format, journalctl short-iso and short-full, dmesg --time-format=iso, Go's time
     # format with its zone's name) or ctime (OpenWrt's logread).
-    rf"{_MONTH_DAY} {_CLOCK}(?:\.\d+)? "
-    rf"|(?:{_WEEKDAY} )?{_ISO}(?: [+-]\d{{4}})?(?: {_ZONE})? "
-    rf"|{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}} ",
+    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) "
+    rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
+    rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) ",
     # A facility and level by name, as logread and busybox syslogd write them ("kern.warn ").
     rf"(?:{_HOST} )?(?P<facility>{_FACILITY})\.(?:{_LEVEL}) ",
     _TAG,
@@ -89,8 +89,8 @@ _SLOTS = (
     r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
     # dmesg's stamp: seconds since boot (with -d's delta), -T's ctime, -H's relative
     # seconds and minute, or a stamp elided by hand.
-    r"\[ *(?:\d+\.\d+(?: <[ \d.]+>)?|\+\d+\.\d+"
-    rf"|{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}"
+    r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+\.\d+"
+    rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
     # write them put the host and tag after the stamp.
@@ -101,7 +101,9 @@ _SLOTS = (
 HEAD = re.compile("".join(f"(?:{slot})?" for slot in _SLOTS))
 """The head at the start of a line: each slot, in the order tools stack them, is tried
 once. It always matches (an empty head for a bare message), and ``end()`` is where the
-message starts."""
+message starts. Its times (``stamp``) are in groups: ``iso`` (with ``offset`` where the
+zone follows apart) or ``talos_iso``, ``ctime`` or ``dmesg_ctime``, syslog's ``short``
+(no year), seconds since boot in ``mono`` or microseconds in ``ts``."""
 
 
 def strip_head(line: str) -> tuple[str, int | None]:
