@@ -63,14 +63,15 @@ _ZONE = r"(?:UTC|[A-Z]{1,4}T)"
 first (``EDAC``)."""
 _ISO = rf"\d{{4}}-\d\d-\d\d[T ]{_CLOCK}(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 
-_TAG = rf"(?:{_HOST} )?kernel: "
-"""The syslog tag, with the host before it or not."""
+_TAG = rf"(?:{_HOST} )?kernel(?:: | - - (?:-|\[[^\]]*\]) )"
+"""The syslog tag, with the host before it or not; in RFC 5424's form, the app name and
+the nil process id, message id and structured data (or one element of it)."""
 
 _SLOTS = (
     # Indentation of a pasted log.
     r"[ \t]+",
-    # dmesg -r's <priority>, and a /dev/kmsg record's head.
-    r"<(?P<pri>\d{1,3})>",
+    # dmesg -r's <priority> (RFC 5424's, with its version), and a /dev/kmsg record's head.
+    r"<(?P<pri>\d{1,3})>(?:1 )?",
     KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
     # dmesg --decode's facility and level by name ("kern  :warn  : ").
     rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
@@ -207,6 +208,11 @@ FORMS = (
         "rsyslog file format",
         "2025-08-14T06:30:22.460986+00:00 host-1 kernel: ",
         "rsyslog RSYSLOG_FileFormat template",
+    ),
+    Form(
+        "RFC 5424",
+        "<4>1 2026-11-22T18:30:01.123456+00:00 ip-10-0-1-23 kernel - - - ",
+        "RFC 5424 section 6; rsyslog RSYSLOG_SyslogProtocol23Format template",
     ),
     Form(
         "journalctl short-precise",
