@@ -82,8 +82,8 @@ def _journal_line(line: str) -> Message | None:
 def message_of(line: str) -> Message | None:
     """The kernel message in ``line``, the facility its head gives, if any, and how many
     lines it stands for; None for lines that carry no message (a journal banner, a kmsg
-    continuation line holding ``KEY=value`` metadata, a blank line, a pstore record's
-    header). Whitespace around a line is no part of it (a pasted, indented log; the
+    continuation line holding ``KEY=value`` metadata, a blank line, a head alone such as a
+    paste's elided ``[...]``, a pstore record's header). Whitespace around a line is no part of it (a pasted, indented log; the
     trailing space of a kernel that printed one)."""
     text = line.strip()
     if not text or line.startswith("-- ") or (line[0] == " " and _CONTINUATION.match(line)):
@@ -94,6 +94,8 @@ def message_of(line: str) -> Message | None:
     if journal is not None:
         return journal
     text, named = strip_head(text)
+    if not text:
+        return None
     repeated = _REPEATED.match(text) if text.startswith("message repeated ") else None
     if repeated is None:
         return Message(text, named)

@@ -146,3 +146,11 @@ def test_spellings_the_kernel_and_peers_data_carry_are_the_same_fault(
     assert parsed is not None and _verdict(parsed.text) == fault_id
     assert _verdict(line) == fault_id, "as the agent ships the record"
     assert selected(subscription_filter_patterns(CATALOG), line)
+
+
+@pytest.mark.parametrize(
+    "line", ["[...]", "    [    ....    ]", "Nov 22 18:30:01 ip-10-0-1-23 kernel: [ 3947.590120] "]
+)
+def test_a_head_alone_is_no_message(line: str) -> None:
+    """A paste's elided lines carry no message, not an empty one."""
+    assert message_of(line) is None
