@@ -83,8 +83,8 @@ def message_of(line: str) -> Message | None:
     """The kernel message in ``line``, the facility its head gives, if any, and how many
     lines it stands for; None for lines that carry no message (a journal banner, a kmsg
     continuation line holding ``KEY=value`` metadata, a blank line, a head alone such as a
-    paste's elided ``[...]``, a pstore record's header). Whitespace around a line is no part of it (a pasted, indented log; the
-    trailing space of a kernel that printed one)."""
+    paste's elided ``[...]``, a pstore record's header). Whitespace around a line is no
+    part of it (a pasted, indented log; the trailing space of a kernel that printed one)."""
     text = line.strip()
     if not text or line.startswith("-- ") or (line[0] == " " and _CONTINUATION.match(line)):
         return None
