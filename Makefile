@@ -77,6 +77,7 @@ synth: $(INSTALLED) node_modules/.installed
 
 bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.classifier
+	$(BIN)/python -m bench.heads
 	$(BIN)/python -m bench.agent
 	$(BIN)/python -m bench.mttr
 	$(BIN)/python -m bench.recovery

@@ -7,8 +7,9 @@ escapes non-printable bytes (and ``\\``) in the message as ``\\xNN``.
 ``DevKmsgReader`` reads the device itself and accounts for every sequence number: records
 the kernel overwrote before we read them (``EPIPE``, or a gap after a restart) become one
 line of their own, so a loss is evidence too. ``FileKmsgReader`` follows a file the way
-``tail -f`` does, for the local mode and tests; it accepts raw records and plain message
-lines, and numbers lines by position so the checkpoint works the same way.
+``tail -f`` does, for the local mode and tests; it accepts raw records and plain lines
+(a message, or a line of dmesg or syslog, shipped without its head: ``heads``), and numbers
+lines by position so the checkpoint works the same way.
 
 Each line ships with what its record's priority says about who wrote it
 (``contracts.shipped_message``): a record the kernel logged (facility 0) as its bare
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from nodemedic.contracts.logs import shipped_message
-from nodemedic.detect.logformat import KMSG_PREFIX
+from nodemedic.detect.heads import KMSG_PREFIX, strip_head
 
 _RECORD = re.compile(KMSG_PREFIX.encode())
 _ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
@@ -226,7 +227,9 @@ class FileKmsgReader:
             return
         record = parse_record(raw)
         if record is None:
-            text = shipped_message(_text(raw), None)
+            # A line a tool wrote (syslog, dmesg) ships as its message; whatever its head
+            # says of its facility, nothing says the kernel wrote it.
+            text = shipped_message(strip_head(_text(raw))[0], None)
             lines.append(Line(self._line_no, None, text, self._offset))
         else:
             text = shipped_message(record.message, record.facility)

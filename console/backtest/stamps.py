@@ -16,16 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from console.inputs import InputError
+from nodemedic.detect.heads import HEAD
 
-_STAMP = re.compile(
-    r"^(?:<\d+>)?(?:[a-z]+\d? *:[a-z]+ *: )?(?:"
-    r"(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
-    r"|\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]"
-    r"|(?P<short>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)"
-    r"|\[\s*(?P<mono>\d+\.\d+)\]"
-    r"|\d+,\d+,(?P<us>\d+),)"
-)
-"""The time at the head of a line in each format ``logformat.message_of`` reads."""
 _CLOCK = re.compile(r"setting system clock to .*\((?P<epoch>\d+)\)\s*$")
 """The RTC driver's line at boot: the wall clock (epoch seconds) at that uptime."""
 
@@ -40,33 +32,35 @@ def parse_time(text: str) -> float:
 
 
 def stamp(line: str, year: int) -> tuple[float, bool] | None:
-    """The time a line gives itself and whether it counts since boot (else it is epoch
-    seconds), or None."""
-    found = _STAMP.match(line)
-    if found is None:
+    """The time a line's head gives (``heads.HEAD``, the grammar its message is read with)
+    and whether it counts since boot (else it is epoch seconds), or None."""
+    head = HEAD.match(line)
+    if head is None:
         return None
-    iso, ctime, short, _, _ = found.groups()
+    iso = head["iso"] or head["talos_iso"]
     if iso:
-        return parse_time(iso), False
+        return parse_time(iso + (head["offset"] or "")), False
+    ctime = head["ctime"] or head["dmesg_ctime"]
     if ctime:
         at = datetime.strptime(ctime, "%a %b %d %H:%M:%S %Y")
         return at.replace(tzinfo=UTC).timestamp(), False
-    if short:
-        at = datetime.strptime(f"{year} {short}", "%Y %b %d %H:%M:%S")
+    if head["short"]:
+        at = datetime.strptime(f"{year} {head['short'].split('.')[0]}", "%Y %b %d %H:%M:%S")
         return at.replace(tzinfo=UTC).timestamp(), False
-    return _seconds(found), True
+    uptime = _seconds(head)
+    return None if uptime is None else (uptime, True)
 
 
-def _seconds(found: re.Match[str]) -> float:
-    return float(found["mono"]) if found["mono"] else int(found["us"]) / 1e6
+def _seconds(head: re.Match[str]) -> float | None:
+    """The seconds since boot ``head`` gives, if it gives those."""
+    if head["mono"]:
+        return float(head["mono"])
+    return int(head["ts"]) / 1e6 if head["ts"] else None
 
 
 def _uptime(line: str) -> float | None:
-    """The seconds since boot a line gives itself, if it gives those."""
-    found = _STAMP.match(line)
-    if found is None or not (found["mono"] or found["us"]):
-        return None
-    return _seconds(found)
+    head = HEAD.match(line)
+    return None if head is None else _seconds(head)
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """Kernel log text as people paste it → the bare message the rules are written against.
 
-``dmesg``, ``journalctl -k`` (short forms or ``-o json``), syslog files and raw
-``/dev/kmsg`` records wrap the same message in different prefixes; rules match the message
-alone, from its start, so the prefix must go first. A raw record (``dmesg -r``'s
-``<priority>``, a journal record's ``SYSLOG_FACILITY``) also says who logged the line: its
-syslog facility is 0 only for the kernel's own records. Syslog daemons fold a run of the
+``dmesg``, ``journalctl -k`` (short forms or ``-o json``), syslog files, Talos, raw
+``/dev/kmsg`` records wrap the same message in different heads (``heads``, the grammar of
+them); rules match the message alone, from its start, so the head must go first. A head
+(``dmesg -r``'s ``<priority>``, a facility by name, a journal record's ``SYSLOG_FACILITY``)
+may also say who logged the line: its syslog facility is 0 only for the kernel's own
+records. Syslog daemons fold a run of the
 same line into ``message repeated N times: [ ... ]``: the message is the line inside, and
 it stands for N lines.
 """
@@ -17,58 +18,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-KMSG_PREFIX = r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;"
-"""The ``priority,sequence,timestamp_us,flags;`` head of a /dev/kmsg record (the agent
-matches it on raw bytes, before the ``\\xNN`` escapes are decoded)."""
-_KMSG = re.compile(KMSG_PREFIX)
-_DMESG = re.compile(
-    r"^(?:<(?P<pri>\d+)>)?\[\s*(?:\d+\.\d+|[A-Z][a-z]{2} [^\]]+)\]\s?(?:\[\s*[TC]\d+\]\s?)?"
-)
-"""``[ 12.345678] `` or ``[Sun Nov 22 18:30:01 2026] ``, after ``dmesg -r``'s ``<priority>``
-and before the caller id (``[    T123] ``) of a kernel built with CONFIG_PRINTK_CALLER."""
-_JOURNAL = re.compile(
-    r"^(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
-    r"|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?|\[\s*\d+\.\d+\])"
-    r" \S+ )?kernel: "
-)
-"""The journal's (and syslog's) ``<time> <host> kernel: ``: ``short``, ``short-precise``,
-``short-iso`` or ``short-monotonic`` time; or the bare ``kernel: `` a tool leaves when it
-cuts the time and host (``grep``-ed syslog, a peer's test data)."""
-_CALLER = re.compile(r"^\[\s*[TC]\d+\]\s?")
-"""The caller id of a kernel built with CONFIG_PRINTK_CALLER where no time precedes it: a
-syslog daemon reading the kernel's buffer writes ``kernel: [T92772] nfs: ...``."""
+from nodemedic.detect.heads import FACILITIES, strip_head
+
 _REPEATED = re.compile(r"^message repeated (?P<times>\d+) times: \[ ?(?P<message>.*)\]$")
 """rsyslog's (and syslog-ng's) fold of a run of one line: ``message repeated 9 times: [
 <the line's message>]`` (rsyslog prints the message with the space that led it)."""
 _CONTINUATION = re.compile(r"^ [A-Z][A-Z0-9_]*=")
 """A ``/dev/kmsg`` continuation line: `` SUBSYSTEM=pci``, metadata of the record before."""
-
-_DECODED = re.compile(
-    r"^(?:(?P<facility>[a-z]+[0-7]?) *:(?P<level>[a-z]+) *: )?"
-    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+(?:Z|[+-]\d\d:?\d\d) )?"
-)
-"""``dmesg --decode``'s ``kern  :warn  : `` (facility and level by name) and
-``--time-format=iso``'s ``2025-01-02T03:04:05,123456+00:00 ``, alone or together."""
-_FACILITIES = {
-    name: number
-    for number, name in enumerate(
-        [
-            "kern",
-            "user",
-            "mail",
-            "daemon",
-            "auth",
-            "syslog",
-            "lpr",
-            "news",
-            "uucp",
-            "cron",
-            "authpriv",
-            "ftp",
-        ]
-    )
-} | {f"local{n}": 16 + n for n in range(8)}
-_LEVELS = {"emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"}
 
 _PSTORE_HEADER = re.compile(r"^(?:[A-Z][a-z]+#\d+ Part\d+|====\d+\.\d+(?:-[CD])?)$")
 """The line pstore puts before each record of a dump (``Panic#2 Part1``), and the
@@ -110,7 +66,7 @@ def journal_message(record: Mapping[str, object]) -> Message | None:
     transport = record.get("_TRANSPORT")
     if transport is None:
         return Message(text, None)
-    return Message(text, _FACILITIES["kern" if transport == "kernel" else "user"])
+    return Message(text, FACILITIES["kern" if transport == "kernel" else "user"])
 
 
 def _journal_line(line: str) -> Message | None:
@@ -123,54 +79,28 @@ def _journal_line(line: str) -> Message | None:
     return journal_message(record) if isinstance(record, dict) else None
 
 
-def _without_head(line: str) -> tuple[str, str | None]:
-    """``line`` without dmesg's time (and the priority before it, returned) or a caller id."""
-    found = _DMESG.match(line) or _CALLER.match(line)
-    if found is None:
-        return line, None
-    return line[found.end() :], found.groupdict().get("pri")
-
-
 def message_of(line: str) -> Message | None:
-    """The kernel message in ``line``, the facility its priority gives, if any, and how
-    many lines it stands for; None for lines that carry no message (a journal banner, a
-    kmsg continuation line holding ``KEY=value`` metadata, a blank line, a pstore record's
-    header). Whitespace before a line is no part of it (a pasted, indented log)."""
-    if not line.strip() or line.startswith("-- ") or _CONTINUATION.match(line):
+    """The kernel message in ``line``, the facility its head gives, if any, and how many
+    lines it stands for; None for lines that carry no message (a journal banner, a kmsg
+    continuation line holding ``KEY=value`` metadata, a blank line, a head alone such as a
+    paste's elided ``[...]``, a pstore record's header). Whitespace around a line is no
+    part of it (a pasted, indented log; the trailing space of a kernel that printed one)."""
+    text = line.strip()
+    if not text or line.startswith("-- ") or (line[0] == " " and _CONTINUATION.match(line)):
         return None
-    line = line.lstrip()
-    if _PSTORE_HEADER.match(line):
+    if _PSTORE_HEADER.match(text):
         return None
-    journal = _journal_line(line)
+    journal = _journal_line(text)
     if journal is not None:
         return journal
-    priority = None
-    for prefix in (_KMSG, _JOURNAL):
-        found = prefix.match(line)
-        if found:
-            priority = found.groupdict().get("pri")
-            line = line[found.end() :]
-            break
-    facility = None
-    decoded = _DECODED.match(line)
-    named = decoded["facility"] if decoded else None
-    if (
-        decoded
-        and decoded.end()
-        and (not named or (named in _FACILITIES and decoded["level"] in _LEVELS))
-    ):
-        facility = _FACILITIES.get(named or "")
-        line = line[decoded.end() :]
-    line, dmesg_priority = _without_head(line)
-    priority = priority or dmesg_priority
-    if priority is not None:
-        facility = int(priority) >> 3
-    line = line.rstrip("\r\n")
-    repeated = _REPEATED.match(line)
+    text, named = strip_head(text)
+    if not text:
+        return None
+    repeated = _REPEATED.match(text) if text.startswith("message repeated ") else None
     if repeated is None:
-        return Message(line, facility)
-    inner, _ = _without_head(repeated["message"].lstrip())
-    return Message(inner, facility, int(repeated["times"]))
+        return Message(text, named)
+    inner, _ = strip_head(repeated["message"].strip())
+    return Message(inner, named, int(repeated["times"]))
 
 
 def messages(lines: Iterable[str]) -> Iterator[LogLine]:

@@ -24,6 +24,7 @@ QUICK = {
     "bench.classifier": Quick(
         ("--lines", "2000"), r"naive re\.search loop: +[\d,]+ lines/s", False
     ),
+    "bench.heads": Quick(("--lines", "2000"), r"baseline, bare messages: +[\d,]+ lines/s", False),
     "bench.agent": Quick(
         ("--lines", "2000", "--burst", "2000", "--idle-seconds", "1", "--ship-lines", "2000"),
         r"stock boto3 logs client \(before\) +[\d.]+ MB",

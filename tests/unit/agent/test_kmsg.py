@@ -258,3 +258,18 @@ def test_reads_the_real_dev_kmsg_the_same_way_as_a_file(tmp_path: Path) -> None:
     assert [line.message for line in from_device] == [line.message for line in from_file]
     assert all(line.ts_us is not None for line in from_device)
     assert [line.seq for line in from_device] == sorted(line.seq for line in from_device)
+
+
+def test_a_plain_line_ships_without_the_head_a_tool_wrote_and_still_marked(
+    tmp_path: Path,
+) -> None:
+    """A file of dmesg or syslog lines (the local mode following /var/log/kern.log) ships
+    the messages the rules read; the head's facility does not make a line the kernel's."""
+    xid = "NVRM: Xid (PCI:0000:2b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    path = tmp_path / "kern.log"
+    path.write_text(
+        f"Nov 22 18:30:01 ip-10-0-1-23 kernel: [ 3947.590120] {xid}\n"
+        f"<4>[ 3947.590120] {xid}\n"
+        f"k3s-node5.lab: kern: warning: [2023-08-18T13:36:47.378241465Z]: {xid}\n"
+    )
+    assert [line.message for line in read_all(FileKmsgReader(str(path)))] == [plain(xid)] * 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,23 @@ def test_lines_before_the_first_time_take_it_and_a_file_with_none_is_refused() -
     assert {e.at for e in found.streams["node-1", "kmsg"]} == {1795370401.0}  # 18:00:01
     with pytest.raises(InputError, match="node-2: no line gives a time"):
         read_lines(History(), [xid], "node-2", year=2026)
+
+
+@pytest.mark.parametrize(
+    ("head", "at"),
+    [
+        ("k3s-node5.lab: kern: warning: [2026-11-22T18:00:01.5Z]: ", "2026-11-22T18:00:01.5+00:00"),
+        ("Sun Nov 22 20:00:01 2026 kern.warn kernel: [ 12.345678] ", "2026-11-22T20:00:01+00:00"),
+        ("2026-11-22 20:00:01 +0200 CEST kern.warn kernel: ", "2026-11-22T18:00:01+00:00"),
+        ("[Sun Nov 22 18:00:01 2026] ip-10-0-1-23 kernel: ", "2026-11-22T18:00:01+00:00"),
+        ("Nov 22 18:00:01.250000 ip-10-0-1-23 kernel: ", "2026-11-22T18:00:01+00:00"),
+    ],
+)
+def test_a_line_is_placed_at_the_time_its_head_gives(head: str, at: str) -> None:
+    """The times of Talos, OpenWrt's logread, Go's time format and dmesg -T with a host,
+    read by the grammar the message is read with (``nodemedic.detect.heads``)."""
+    found = History()
+    xid = fault_line("nvidia-xid-79")
+    read_lines(found, [head + xid], "node-1", year=2026)
+    [event] = found.streams["node-1", "kmsg"]
+    assert (event.message, event.at) == (xid, datetime.fromisoformat(at).timestamp())

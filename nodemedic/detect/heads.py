@@ -1,0 +1,251 @@
+"""The heads that tools write before a kernel message, as one grammar, each from a source.
+
+The kernel prints a message. Whatever writes it down puts a head before it: ``dmesg``'s
+stamp, a syslog daemon's time, host and tag, ``/dev/kmsg``'s record head, Talos' facility
+and RFC 3339 time, a serial console's name. Rules match the bare message from its start, so
+the head must go, whatever its form; a head left on hides the fault (the same Xid line
+detected bare is missed behind a head the grammar does not know).
+
+Tools stack a few kinds of pieces: a time, a host and the ``kernel:`` tag, a facility and
+level, dmesg's bracketed stamp, a caller id. ``HEAD`` strips them in one regex match, each
+piece an optional slot tried once in the order tools stack them, so a line costs about the
+same whatever its form. Each piece is spelled tightly enough (a level from syslog's list, a
+stamp of digits, a zone's name) that a kernel message's own start is never taken for one:
+``[Hardware Error]: ``, ``[drm] ``, ``audit: ``, ``nfs: server`` and ``EDAC MC0:`` stay.
+
+What is not a head is the matcher's: trailing whitespace (a rule must not demand the end of
+the line right after its text), the capitals the kernel or a peer's data spell differently
+(a rule's character class, ``Kernel [Pp]anic``), and a line continuing another (SXid's
+``Data {...}``, judged by its head line's rule).
+
+``FORMS`` lists each form with a head as its source shows it; the tests strip every one of
+them before every catalog example.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+KMSG_PREFIX = r"^(?P<pri>\d+),(?P<seq>\d+),(?P<ts>\d+),[^;]*;"
+"""The ``priority,sequence,timestamp_us,flags;`` head of a /dev/kmsg record (the agent
+matches it on raw bytes, before the ``\\xNN`` escapes are decoded)."""
+
+FACILITIES = {
+    name: number
+    for number, name in enumerate(
+        [
+            "kern",
+            "user",
+            "mail",
+            "daemon",
+            "auth",
+            "syslog",
+            "lpr",
+            "news",
+            "uucp",
+            "cron",
+            "authpriv",
+            "ftp",
+        ]
+    )
+} | {f"local{n}": 16 + n for n in range(8)}
+"""Syslog's facility names (RFC 5424 table 1, as syslog(3) spells them)."""
+_FACILITY = "|".join(FACILITIES)
+_LEVEL = "emerg|alert|crit|err|warning|warn|notice|info|debug"
+"""Syslog's level names, and ``warning`` as logread and Talos spell ``warn``."""
+_HOST = r"[\w.-]++"
+_MONTH_DAY = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d"
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_CLOCK = r"\d\d:\d\d:\d\d"
+_ZONE = r"(?:UTC|[A-Z]{1,4}T)"
+"""A zone's name (``UTC``, ``CEST``): a word in capitals that is not one would be a message's
+first (``EDAC``)."""
+_ISO = rf"\d{{4}}-\d\d-\d\d[T ]{_CLOCK}(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+
+_TAG = rf"(?:{_HOST} )?kernel(?:: | - - (?:-|\[[^\]]*\]) )"
+"""The syslog tag, with the host before it or not; in RFC 5424's form, the app name and
+the nil process id, message id and structured data (or one element of it)."""
+
+_SLOTS = (
+    # Indentation of a pasted log.
+    r"[ \t]+",
+    # dmesg -r's <priority> (RFC 5424's, with its version), and a /dev/kmsg record's head.
+    r"<(?P<pri>\d{1,3})>(?:1 )?",
+    KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
+    # dmesg --decode's facility and level by name ("kern  :warn  : ").
+    rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
+    # Talos' "<node>: kern: warning: [<RFC 3339>]: ".
+    rf"[\w.-]++: (?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[(?P<talos_iso>{_ISO})\]: ",
+    # A time: syslog's (RFC 3164, journalctl short and short-precise), ISO 8601 (rsyslog's
+    # file format, journalctl short-iso and short-full, dmesg --time-format=iso, Go's time
+    # format with its zone's name) or ctime (OpenWrt's logread).
+    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) "
+    rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
+    rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) ",
+    # A facility and level by name, as logread and busybox syslogd write them ("kern.warn ").
+    rf"(?:{_HOST} )?(?P<facility>{_FACILITY})\.(?:{_LEVEL}) ",
+    _TAG,
+    # A serial console's or hypervisor's name before dmesg's stamp.
+    r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
+    # dmesg's stamp: seconds since boot (with -d's delta), -T's ctime, -H's relative
+    # seconds and minute, or a stamp elided by hand.
+    r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+\.\d+"
+    rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
+    r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
+    # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
+    # write them put the host and tag after the stamp.
+    _TAG,
+    # The caller id of a kernel built with CONFIG_PRINTK_CALLER.
+    r"\[ *[TC]\d+\] ?",
+)
+HEAD = re.compile("".join(f"(?:{slot})?" for slot in _SLOTS))
+"""The head at the start of a line: each slot, in the order tools stack them, is tried
+once. It always matches (an empty head for a bare message), and ``end()`` is where the
+message starts. Its times (``stamp``) are in groups: ``iso`` (with ``offset`` where the
+zone follows apart) or ``talos_iso``, ``ctime`` or ``dmesg_ctime``, syslog's ``short``
+(no year), seconds since boot in ``mono`` or microseconds in ``ts``."""
+
+
+def strip_head(line: str) -> tuple[str, int | None]:
+    """``line`` without its head, and the syslog facility the head names (a priority's, or
+    a facility by name); None where it names none."""
+    head = HEAD.match(line)
+    if head is None or not head.end():  # a bare message: one failed try per piece
+        return line, None
+    priority = head["pri"] or head["kpri"]
+    if priority is not None:
+        return line[head.end() :], int(priority) >> 3
+    named = head["facility"] or head["decoded"] or head["talos"]
+    return line[head.end() :], None if named is None else FACILITIES[named]
+
+
+class Form(NamedTuple):
+    name: str
+    head: str
+    """A head of this form as its source shows it; the message follows it."""
+    source: str
+
+
+FORMS = (
+    Form("dmesg", "[ 3947.590120] ", "util-linux dmesg(1), default output"),
+    Form("dmesg -r", "<4>[ 3947.590120] ", "util-linux dmesg(1) --raw"),
+    Form("dmesg -d", "[ 3947.590120 <    0.000041>] ", "util-linux dmesg(1) --show-delta"),
+    Form("dmesg -H", "[  +0.000041] ", "util-linux dmesg(1) --human (relative stamps)"),
+    Form("dmesg -H minute", "[Nov22 18:30] ", "util-linux dmesg(1) --human (first of a minute)"),
+    Form("dmesg -T", "[Fri Aug 30 11:43:09 2024] ", "leptonai/gpud PR #46, xid/README.md"),
+    Form(
+        "dmesg -T with host",
+        "[Sun Dec  1 14:54:40 2024] ny2g1r12hh2 kernel: ",
+        "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher_test.go",
+    ),
+    Form(
+        "dmesg --decode --time-format=iso",
+        "kern  :warn  : 2025-01-02T03:04:05,123456+00:00 ",
+        "util-linux dmesg(1) --decode, --time-format iso",
+    ),
+    Form(
+        "caller id", "[ 3947.590120] [T92772] ", "kernel CONFIG_PRINTK_CALLER (lib/Kconfig.debug)"
+    ),
+    Form(
+        "elided stamp",
+        "[...] ",
+        "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher.go comments",
+    ),
+    Form(
+        "elided stamp, padded",
+        "[    ....    ] ",
+        "NVIDIA/open-gpu-kernel-modules issue #120 (a dmesg paste)",
+    ),
+    Form(
+        "console name before the stamp",
+        "cloud-hypervisor [  764.649502] ",
+        "a cloud-hypervisor guest's serial console as pasted (issue 35's field lines)",
+    ),
+    Form("/dev/kmsg record", "4,1234,5678901234,-;", "Documentation/ABI/testing/dev-kmsg"),
+    Form(
+        "syslog",
+        "Mar 27 19:52:25 scott-linux-main kernel: ",
+        "NVIDIA Developer Forums, 'System keeps crashing and then GPU fans go into overspeed.'",
+    ),
+    Form(
+        "syslog with a dmesg stamp",
+        "Nov 22 18:30:01 ip-10-0-1-23 kernel: [ 3947.590120] ",
+        "kubernetes/node-problem-detector config/kernel-monitor-filelog.json",
+    ),
+    Form(
+        "syslog without host",
+        "Mar 29 15:38:59 kernel: ",
+        "kubernetes/node-problem-detector pkg/systemlogmonitor/logwatchers/filelog tests",
+    ),
+    Form("syslog without host or tag", "Mar 29 15:38:59 ", "issue 35's field lines (forum pastes)"),
+    Form(
+        "syslog without date",
+        "ny2g1r12hh2 kernel: ",
+        "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher_test.go",
+    ),
+    Form(
+        "syslog tag alone",
+        "kernel: ",
+        "NVIDIA/open-gpu-kernel-modules issue #1150 (a grep of syslog)",
+    ),
+    Form(
+        "syslog with facility",
+        "Jan  1 01:00:54 fritz kern.err kernel: [    8.940000] ",
+        "Freetz-NG/freetz-ng issue #3 (busybox syslogd -S)",
+    ),
+    Form(
+        "logread",
+        "Tue Feb  1 19:02:25 2022 kern.warn kernel: [11134.332928] ",
+        "openwrt/mt76 issue #646 (OpenWrt logread)",
+    ),
+    Form(
+        "ISO syslog with facility",
+        "2016-07-31 16:26:53 +0000 UTC kern.warn kernel: ",
+        "issue 35's field lines (Go's time format, logread's facility)",
+    ),
+    Form(
+        "rsyslog file format",
+        "2025-08-14T06:30:22.460986+00:00 host-1 kernel: ",
+        "rsyslog RSYSLOG_FileFormat template",
+    ),
+    Form(
+        "RFC 5424",
+        "<4>1 2026-11-22T18:30:01.123456+00:00 ip-10-0-1-23 kernel - - - ",
+        "RFC 5424 section 6; rsyslog RSYSLOG_SyslogProtocol23Format template",
+    ),
+    Form(
+        "journalctl short-precise",
+        "Nov 22 18:30:01.123456 ip-10-0-1-23 kernel: ",
+        "systemd journalctl(1) --output short-precise",
+    ),
+    Form(
+        "journalctl short-iso",
+        "2026-11-22T18:30:01+0000 ip-10-0-1-23 kernel: ",
+        "systemd journalctl(1) --output short-iso",
+    ),
+    Form(
+        "journalctl short-full",
+        "Sun 2026-11-22 18:30:01 UTC ip-10-0-1-23 kernel: ",
+        "systemd journalctl(1) --output short-full",
+    ),
+    Form(
+        "journalctl short-monotonic",
+        "[ 3947.590120] ip-10-0-1-23 kernel: ",
+        "systemd journalctl(1) --output short-monotonic",
+    ),
+    Form(
+        "Talos",
+        "k3s-node5.lab: kern: warning: [2023-08-18T13:36:47.378241465Z]: ",
+        "siderolabs/pkgs issue #792 (talosctl dmesg)",
+    ),
+    Form(
+        "Talos, padded level, IP node",
+        "172.20.0.5: kern:    info: [2025-09-13T20:46:45.810476849Z]: ",
+        "siderolabs/pkgs issue #792, talos-rpi5/talos-builder issue #11 (talosctl dmesg)",
+    ),
+    Form(
+        "indented paste", "    [ 3947.590120] ", "NVIDIA Developer Forums posts (pasted, indented)"
+    ),
+)
+"""Every form the grammar reads, with a real head of it and where that head is seen."""
