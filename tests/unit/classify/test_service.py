@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodemedic.contracts.logs import shipped_message
-from nodemedic.detect.batch import BatchResult, LogEvent, process_batch
+from nodemedic.remediate.batch import BatchResult, LogEvent, process_batch
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.remediate.decision import Decision, Identity, recent
 
