@@ -11,7 +11,8 @@ import pytest
 from lambdas.policy.handler import handler
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE
-from nodemedic.group_settings import GROUP_SETTINGS, catalog_errors
+from nodemedic.settings import GROUP_SETTINGS
+from nodemedic.settings.groups import catalog_errors
 from nodemedic.remediate.policy import Group, Policy, plan
 from nodemedic.settings import ClusterSettings, parse_cluster
 
