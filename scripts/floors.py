@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Container
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +75,9 @@ def imports(name: str, path: Path, known: Container[str]) -> set[str]:
     return found
 
 
+@cache
 def module_graph() -> Graph:
+    """Each module and the modules it imports, read once per process."""
     modules = sources()
     return {name: imports(name, path, modules) for name, path in modules.items()}
 
@@ -93,3 +96,83 @@ def room_of(module: str, depth: int) -> str:
     """The room a dotted module name is in: its first ``depth`` parts' last one."""
     parts = module.split(".")
     return parts[depth - 1] if len(parts) >= depth else ""
+
+
+HOLDS: dict[str, tuple[str, str]] = {
+    "contracts": (
+        "every name that crosses a process boundary: log group and stream names, environment "
+        "variables, metric names, ledger keys, labels, taints, conditions",
+        "everywhere",
+    ),
+    "catalog": (
+        "the fault catalog: rules as data by family, the loader, the rule file's JSON Schema "
+        "(`rules.schema.json`)",
+        "Lambda, agent, CLI, synth",
+    ),
+    "health": (
+        "health verdicts the agent and triage share: the health result line, nvidia-smi's "
+        "rules, the device count, the instance type → devices table (`make instance-devices`), "
+        "the GPU reset's script and its rules",
+        "agent, CLI, synth",
+    ),
+    "origin": (
+        "proof of origin: AWS's identity certificates, the identity document, line signing",
+        "Lambda, agent",
+    ),
+    "detect": (
+        "kernel log formats, the classifier, the subscription filter generator",
+        "Lambda (classifier only), agent, CLI, synth",
+    ),
+    "dumps": ("the dumps triage reads, one module per format, recognised by content", "CLI"),
+    "remediate": (
+        "the batch logic (lines → decisions started), decision records, the remediation "
+        "policy, the ledger rules, the breaker, the phases' one order",
+        "Lambda, synth, CLI",
+    ),
+    "jobs": ("job log monitoring: rules, monitor, job breaker, records, auto-resume", "Lambda"),
+    "settings": (
+        "every cluster setting, declared once (`settings/cluster.py`: type, default, bounds, "
+        "doc), its checks and its parser",
+        "synth, CLI, the local world",
+    ),
+    "schemas": (
+        "the JSON Schemas of the rule files and the settings, generated (`make generated`)",
+        "a developer's machine",
+    ),
+    "nodemedic": ("the domain: the rooms above", "everywhere"),
+    "agent": (
+        "the node agent (`nodemedic agent`, `nodemedic inject`); health checks in "
+        "`agent/checks/`, deep checks in `agent/deepcheck/`, the GPU reset's node-side script",
+        "the node",
+    ),
+    "lambdas": (
+        "Lambda handlers only (thin: parse, call the domain, return), one folder per function; "
+        "each reads its environment through one typed model, `<function>/env.py`; what two "
+        "functions share lives beside them (`lambdas/*.py`), never in a handler",
+        "Lambda",
+    ),
+    "stacks": (
+        "CDK constructs and stacks; the remediation state machine in `stacks/remediation/` "
+        "(`phases/`, `kit/`, `machines/`)",
+        "`cdk synth`",
+    ),
+    "app": ("the CDK app: one stack per cluster of the settings", "`cdk synth`"),
+    "console": (
+        "the one command line (`console/cli/`), the backtest (`console/backtest/`), the "
+        "dashboard's drawing (`console/dashboard/`), reading the files people hand over "
+        "(`console/inputs.py`)",
+        "people's machines",
+    ),
+    "world": (
+        "the local world (extra `local`): moto as AWS, a real Kubernetes control plane, "
+        "simulated kubelets, the demo",
+        "a laptop, the tests",
+    ),
+    "bench": ("benchmarks (`make bench`)", "a developer's machine"),
+    "scripts": (
+        "generators run by hand (`make xid-rules`, `make instance-devices`, `make generated`) "
+        "and this order",
+        "a developer's machine",
+    ),
+}
+"""What each room holds and where it runs: the floor table of docs/contracts.md."""
