@@ -138,9 +138,54 @@ def command_list() -> str:
     )
 
 
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "NVIDIA": ("nvidia", "xid", "dcgm", "dcgmi", "gpu", "gpus", "gpureset"),
+    "Neuron": ("neuron",),
+    "EFA": ("efa", "fi_info"),
+}
+"""Each accelerator family and the names its files carry."""
+FAMILY_FLOORS = ("nodemedic", "agent", "lambdas", "stacks", "console", "world")
+
+
+def _of_family(path: str, names: tuple[str, ...]) -> bool:
+    """Whether a file's path names the family: a whole word of it, so that ``default.py``
+    is no EFA file."""
+    return any(re.search(rf"(^|[/_.-]){re.escape(n)}([/_.-]|$)", path) for n in names)
+
+
+def family_table() -> str:
+    """Each family's files, floor by floor, from the tracked files' names."""
+    tracked = [
+        path.relative_to(ROOT).as_posix()
+        for floor in FAMILY_FLOORS
+        for path in sorted((ROOT / floor).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+    rows = [
+        "| family | " + " | ".join(f"`{floor}/`" for floor in FAMILY_FLOORS) + " |",
+        "|---|" + "---|" * len(FAMILY_FLOORS),
+    ]
+    for family, names in FAMILIES.items():
+        cells = [
+            ", ".join(
+                f"`{path.removeprefix(floor + '/')}`"
+                for path in tracked
+                if path.startswith(floor + "/") and _of_family(path.removeprefix(floor), names)
+            )
+            for floor in FAMILY_FLOORS
+        ]
+        rows.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 BLOCKS: dict[str, dict[str, Block]] = {
     "deploy.md": {"settings": settings_table},
-    "contracts.md": {"floors": floor_table, "lambdas": lambda_list, "commands": command_list},
+    "contracts.md": {
+        "floors": floor_table,
+        "lambdas": lambda_list,
+        "commands": command_list,
+        "families": family_table,
+    },
 }
 
 

@@ -55,3 +55,13 @@ def test_every_room_is_described() -> None:
             assert f"{room}" in table
     assert "| `lambdas/` |" in table
     assert "| `nodemedic/remediate/` |" in table
+
+
+def test_a_family_is_listed_by_whole_words_of_its_files_names() -> None:
+    assert generate_docs._of_family("/checks/efa.py", ("efa",))
+    assert generate_docs._of_family("/dumps/fi_info.py", ("fi_info",))
+    assert not generate_docs._of_family("/default.py", ("efa",))
+    table = generate_docs.family_table()
+    assert "| EFA | " in table
+    assert "`checks/efa.py`" in table.split("| EFA | ")[1]
+    assert "`health/gpu_reset.py`" in table.split("| NVIDIA | ")[1].split("\n")[0]
