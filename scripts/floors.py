@@ -112,7 +112,7 @@ HOLDS: dict[str, tuple[str, str]] = {
     "health": (
         "health verdicts the agent and triage share: the health result line, nvidia-smi's "
         "rules, the device count, the instance type → devices table (`make instance-devices`), "
-        "the GPU reset's script and its rules",
+        "the GPU reset's rules and its node-side script (`gpu-reset.py`, shipped through SSM)",
         "agent, CLI, synth",
     ),
     "origin": (
@@ -142,7 +142,7 @@ HOLDS: dict[str, tuple[str, str]] = {
     "nodemedic": ("the domain: the rooms above", "everywhere"),
     "agent": (
         "the node agent (`nodemedic agent`, `nodemedic inject`); health checks in "
-        "`agent/checks/`, deep checks in `agent/deepcheck/`, the GPU reset's node-side script",
+        "`agent/checks/`, deep checks in `agent/deepcheck/`",
         "the node",
     ),
     "lambdas": (
