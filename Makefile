@@ -66,10 +66,12 @@ instance-devices: $(INSTALLED)
 	$(BIN)/python scripts/generate_instance_devices.py
 
 # The files generated from the settings and the stack: rules.schema.json and
-# settings.schema.json (nodemedic/schemas.py) and the pipeline's Grafana dashboard
-# (stacks/grafana.py); a unit test fails while a committed one is stale.
+# settings.schema.json (nodemedic/schemas.py), the docs' generated blocks (the settings
+# table, the floors, the Lambdas, the commands: scripts/generate_docs.py) and the
+# pipeline's Grafana dashboard (stacks/grafana.py); a unit test fails while one is stale.
 generated: $(INSTALLED) node_modules/.installed
 	$(BIN)/python -m nodemedic.schemas
+	$(BIN)/python -m scripts.generate_docs
 	$(BIN)/python -m stacks.grafana
 
 synth: $(INSTALLED) node_modules/.installed

@@ -13,37 +13,21 @@ cannot drift from the loaders (tests/unit/catalog/test_schemas.py):
 
 from __future__ import annotations
 
-import ast
-import inspect
 import json
+import re
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from nodemedic import catalog, group_settings, settings, settings_values
+from nodemedic import catalog
+from nodemedic.settings import CONTEXT_KEY, GROUP_SETTINGS, ClusterSettings, declare
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ROOT = Path(__file__).resolve().parent
 RULES_SCHEMA = ROOT / "catalog" / "rules.schema.json"
 SETTINGS_SCHEMA = ROOT / "settings.schema.json"
+LINK = re.compile(r"\[([^\]]+)\]\([^)]+\)")
 Schema = dict[str, Any]
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of ``cls``, one line."""
-    body = ast.parse(inspect.getsource(cls)).body[0]
-    assert isinstance(body, ast.ClassDef)
-    docs = {}
-    for statement, following in zip(body.body, body.body[1:], strict=False):
-        if (
-            isinstance(statement, ast.AnnAssign)
-            and isinstance(statement.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            docs[statement.target.id] = " ".join(following.value.value.split())
-    return docs
 
 
 def _rule_property(name: str, hint: Any) -> Schema:
@@ -96,66 +80,58 @@ def rules_schema() -> Schema:
     }
 
 
-def _setting_property(name: str, hint: Any, kind: type) -> Schema:
-    if name == "spares":
-        number = {"type": "integer", "minimum": 0, "maximum": settings_values.MAX_SPARES}
-        return {"type": "object", "additionalProperties": number}
-    if name == "actions":
-        action = {"enum": list(group_settings.OVERRIDE_ACTIONS)}
-        return {"type": "object", "additionalProperties": action}
+_BY_KIND: dict[type, Schema] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    str: {"type": "string"},
+    tuple: {"type": "array", "items": {"type": "string"}},
+}
+
+
+def _setting_property(name: str) -> Schema:
+    """The schema of one setting, read from its declaration: its type, its choices, its
+    bounds and the schema words it declares."""
+    spec = declare.specs(ClusterSettings)[name]
     if name == "group_overrides":
-        hints = get_type_hints(settings.ClusterSettings)
-        kinds = {f.name: type(f.default) for f in fields(settings.ClusterSettings)}
-        own = {
-            key: _setting_property(key, hints[key], kinds[key])
-            for key in group_settings.GROUP_SETTINGS
-        }
+        own = {key: _setting_property(key) for key in GROUP_SETTINGS}
         group = {"type": "object", "properties": own, "additionalProperties": False}
         return {"type": "object", "additionalProperties": group}
-    if name == "node_groups":
-        group = {"type": "string", "minLength": 1, "maxLength": settings_values.MAX_GROUP_NAME}
-        group["pattern"] = "^[^" + "".join(settings_values.IAM_WILDCARDS) + "]*$"
-        return {"type": "array", "items": group, "uniqueItems": True}
-    if name == "notification_emails":
-        email = {"type": "string", "pattern": settings_values.EMAIL.pattern}
-        return {"type": "array", "items": email}
-    by_kind: dict[type, Schema] = {
-        bool: {"type": "boolean"},
-        int: {"type": "integer"},
-        str: {"type": "string"},
-        tuple: {"type": "array", "items": {"type": "string"}},
-    }
-    schema = by_kind[kind]
-    if get_origin(hint) is Literal:
-        schema["enum"] = list(get_args(hint))
-    if name == "name":
-        schema["pattern"] = settings_values.NAME.pattern
-    if name == "eks_cluster_name":
-        schema["pattern"] = f"^$|{settings_values.EKS_NAME.pattern}"
-    if name in settings_values.AT_LEAST_ONE:
-        schema["minimum"] = 1
-    if name == "max_unhealthy_percent":
-        schema.update(minimum=0, maximum=100)
-    if name in ("classifier_reserved_concurrency", "wait_before_acting"):
-        schema["minimum"] = 0
-    if name == "log_retention_days":
-        schema["enum"] = list(settings_values.LOG_RETENTION_DAYS)
-    return schema
+    if spec.mapping is not None:
+        schema: Schema = {"type": "object"}
+    else:
+        schema = dict(_BY_KIND[declare.kinds(ClusterSettings)[name]])
+    allowed = declare.choices(ClusterSettings).get(name) or spec.one_of
+    if allowed:
+        schema["enum"] = list(allowed)
+    if spec.minimum is not None:
+        schema["minimum"] = spec.minimum
+    if spec.maximum is not None:
+        schema["maximum"] = spec.maximum
+    return {**schema, **spec.schema}
+
+
+def description(text: str) -> str:
+    """A setting's doc as plain text: its links' words without their targets."""
+    return LINK.sub(r"\1", text)
 
 
 def settings_schema() -> Schema:
-    docs = field_docs(settings.ClusterSettings)
-    hints = get_type_hints(settings.ClusterSettings)
+    docs = declare.docs(ClusterSettings)
     properties = {}
-    for setting in fields(settings.ClusterSettings):
-        default = setting.default
-        kind = str if default is MISSING else type(default)
-        schema = _setting_property(setting.name, hints[setting.name], kind)
-        if setting.name in ("spares", "actions", "group_overrides"):
+    for setting in fields(ClusterSettings):
+        schema = _setting_property(setting.name)
+        if (
+            declare.specs(ClusterSettings)[setting.name].mapping
+            or setting.name == "group_overrides"
+        ):
             schema["default"] = {}
-        elif default is not MISSING:
+        elif setting.default is not MISSING:
+            default = setting.default
             schema["default"] = list(default) if isinstance(default, tuple) else default
-        properties[setting.name] = {"description": docs.get(setting.name, ""), **schema}
+        properties[setting.name] = {
+            "description": description(docs.get(setting.name, "")),
+            **schema,
+        }
     cluster: Schema = {
         "type": "object",
         "properties": properties,
@@ -166,7 +142,7 @@ def settings_schema() -> Schema:
         "$schema": DRAFT,
         "title": "nodemedic clusters",
         "description": (
-            f"The CDK context value {settings.CONTEXT_KEY!r}: the clusters nodemedic "
+            f"The CDK context value {CONTEXT_KEY!r}: the clusters nodemedic "
             "watches, with their settings (docs/deploy.md). Synth also checks what a "
             "schema cannot say: a day's limit is at least the hour's, spares are of listed "
             "node groups, the fleet settings are possible, names are unique."

@@ -19,8 +19,8 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from nodemedic.catalog import extra_paths_from_env, load_catalog
-from nodemedic.group_settings import catalog_errors
 from nodemedic.settings import CONTEXT_KEY, ClusterSettings
+from nodemedic.settings.groups import catalog_errors
 from stacks.pipeline import PipelineStack, stack_name
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -221,42 +221,51 @@ build_kube() {
     keep_gomod kubernetes
 }
 
-build_etcd() {
-    local dir="$WORK/etcd" out=$1 upstream
-    new_module "$dir" etcd
+# One Go command of one upstream module, built as its own main module: the go directive its
+# upstream asks for, the module resolved, the binary built with the flags LDFLAGS_FN prints
+# (run once the module is resolved: helm's flags read the resolved client-go), its version
+# checked, its go.mod and go.sum kept beside the binaries.
+build_command() { # build_command NAME MODULE VERSION PACKAGE LDFLAGS_FN OUT EXPECTED ARGS...
+    local name=$1 module=$2 version=$3 package=$4 ldflags_fn=$5 out=$6 want=$7
+    local dir="$WORK/$name" upstream ldflags
+    shift 7
+    new_module "$dir" "$name"
     cd "$dir"
-    upstream=$(dep_gomod "go.etcd.io/etcd/server/v3@v$ETCD_VERSION")
-    printf 'module nodemedic.invalid/build-kube/etcd\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' \
-        "$(gomod_go_version "$upstream")" "$ETCD_VERSION" >go.mod
-    timed "modules: etcd" resolve go.etcd.io/etcd/server/v3
-    # The etcd command is the main package at the root of the server module.
-    timed etcd go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module" \
-        -o "$out/etcd" go.etcd.io/etcd/server/v3
-    check_version "$out/etcd" "etcd Version: $ETCD_VERSION" --version
-    keep_gomod etcd
+    upstream=$(dep_gomod "$module@v$version")
+    printf 'module nodemedic.invalid/build-kube/%s\n\ngo %s\n\nrequire %s v%s\n' \
+        "$name" "$(gomod_go_version "$upstream")" "$module" "$version" >go.mod
+    timed "modules: $name" resolve "$package"
+    ldflags=$("$ldflags_fn")
+    timed "$name" go build -trimpath -ldflags "$ldflags" -o "$out/$name" "$package"
+    check_version "$out/$name" "$want" "$@"
+    keep_gomod "$name"
 }
 
-build_helm() {
-    local dir="$WORK/helm" out=$1 upstream
-    new_module "$dir" helm
-    cd "$dir"
-    upstream=$(dep_gomod "helm.sh/helm/v3@v$HELM_VERSION")
-    printf 'module nodemedic.invalid/build-kube/helm\n\ngo %s\n\nrequire helm.sh/helm/v3 v%s\n' \
-        "$(gomod_go_version "$upstream")" "$HELM_VERSION" >go.mod
-    timed "modules: helm" resolve helm.sh/helm/v3/cmd/helm
-    # As helm's Makefile: the default Kubernetes version of `helm template` and of the
-    # deprecation lint follows the client-go helm is built with (v0.37.x -> 1.37).
+etcd_ldflags() { printf '%s' "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module"; }
+
+# As helm's Makefile: the default Kubernetes version of `helm template` and of the
+# deprecation lint follows the client-go helm is built with (v0.37.x -> 1.37).
+helm_ldflags() {
     local client_go major minor ldflags
-    client_go=$(go list -m -f '{{.Version}}' k8s.io/client-go)
+    client_go=$(go list -m -f '{{.Version}}' k8s.io/client-go) || die "go list k8s.io/client-go failed"
     client_go=${client_go#v0.}
     major=1 minor=${client_go%%.*}
     ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION"
     ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
     ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
     ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
-    timed helm go build -trimpath -ldflags "$ldflags" -o "$out/helm" helm.sh/helm/v3/cmd/helm
-    check_version "$out/helm" "v$HELM_VERSION" version --short
-    keep_gomod helm
+    printf '%s' "$ldflags"
+}
+
+build_etcd() {
+    # The etcd command is the main package at the root of the server module.
+    build_command etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3 \
+        etcd_ldflags "$1" "etcd Version: $ETCD_VERSION" --version
+}
+
+build_helm() {
+    build_command helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+        helm_ldflags "$1" "v$HELM_VERSION" version --short
 }
 
 check_version() { # check_version BINARY EXPECTED ARGS...

@@ -21,8 +21,8 @@ from itertools import count as counter
 from console.backtest.machine import Machine, Outcome, Steps
 from console.backtest.read import Event, History
 from nodemedic.catalog import Source
-from nodemedic.detect.batch import LogEvent, process_batch
 from nodemedic.detect.classifier import Classifier
+from nodemedic.remediate.batch import LogEvent, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Decision, Identity, recent
 from nodemedic.remediate.policy import Group
 from nodemedic.settings import ClusterSettings

@@ -25,9 +25,9 @@ from console.backtest.stamps import parse_time
 from console.inputs import InputError
 from nodemedic.catalog import CatalogError, load_catalog
 from nodemedic.detect.classifier import Classifier
-from nodemedic.group_settings import catalog_errors
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.settings import ClusterSettings, parse_cluster
+from nodemedic.settings.groups import catalog_errors
 
 DEFAULT_CLUSTER = "backtest"
 

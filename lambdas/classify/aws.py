@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from lambdas.classify.errors import error_code, is_transient, retryable
 from lambdas.recorded import record_start
 from nodemedic.contracts.ledger import HEARTBEAT_PK
-from nodemedic.detect.batch import Starter
+from nodemedic.remediate.batch import Starter
 from nodemedic.remediate.decision import Decision, recent
 from nodemedic.remediate.silence import AGENT_STATE, HEARD_AT, NOTIFIED_AT
 

@@ -11,19 +11,12 @@ or gone) are raised as they are.
 
 from __future__ import annotations
 
-import binascii
 import time
-import zlib
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
-from aws_lambda_powertools.utilities.data_classes.cloud_watch_logs_event import (
-    CloudWatchLogsLogEvent,
-)
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -31,6 +24,7 @@ from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_s
 from lambdas.classify.env import env
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, publish_count, tracer
+from lambdas.subscription import MalformedPayload, decode_payload
 from nodemedic.contracts.logs import IDENTITY_STREAM_RE
 from nodemedic.contracts.metrics import (
     CLUSTER_DIMENSION,
@@ -44,16 +38,12 @@ from nodemedic.contracts.metrics import (
     UNPROVEN_METRIC,
     UNVERIFIABLE_REASON,
 )
-from nodemedic.detect.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.origin.identity import load_certificates
 from nodemedic.origin.signing import Proven, proof
+from nodemedic.remediate.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
 from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
-
-
-class MalformedPayload(ValueError):
-    """The event is not a CloudWatch Logs subscription payload from a nodemedic agent."""
 
 
 @cache
@@ -80,48 +70,6 @@ def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin
     return lambda event: proof(
         registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
     )
-
-
-MESSAGE_TYPES = ("DATA_MESSAGE", "CONTROL_MESSAGE")
-LATEST_MS = int(datetime(9999, 12, 31, tzinfo=UTC).timestamp() * 1000)
-"""Event times past this cannot be dates (a decision's ``first_seen`` is one)."""
-
-
-def _log_event(raw: CloudWatchLogsLogEvent) -> LogEvent:
-    timestamp = raw.timestamp
-    if type(timestamp) is not int or not 0 <= timestamp <= LATEST_MS:
-        raise ValueError(f"event timestamp {timestamp!r} is not epoch milliseconds")
-    event_id: object = raw.get_id
-    # CloudWatch Logs sends the id as a string of digits; moto sends the number.
-    if not isinstance(raw.message, str) or type(event_id) not in (str, int):
-        raise TypeError(f"event id and message must be text: {event_id!r}, {raw.message!r}")
-    return LogEvent(str(event_id), timestamp, raw.message)
-
-
-def decode_payload(event: dict[str, Any]) -> tuple[str, str, str, list[LogEvent]]:
-    try:
-        data = CloudWatchLogsEvent(event).parse_logs_data()
-        if not isinstance(data.raw_event["logEvents"], list):
-            raise TypeError("logEvents is not a list")
-        events = [_log_event(e) for e in data.log_events]
-        if data.message_type not in MESSAGE_TYPES:
-            raise ValueError(f"messageType {data.message_type!r} is not one of {MESSAGE_TYPES}")
-        if not isinstance(data.log_group, str) or not isinstance(data.log_stream, str):
-            raise TypeError(f"logGroup and logStream must be text: {data.log_group!r}")
-        return data.message_type, data.log_group, data.log_stream, events
-    except (
-        KeyError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        binascii.Error,
-        zlib.error,
-        EOFError,
-        # JSON nested past the parser's recursion limit: no payload CloudWatch Logs makes
-        # (its own JSON nests three deep), and the parser unwinds cleanly.
-        RecursionError,
-    ) as exc:
-        raise MalformedPayload(f"not a CloudWatch Logs subscription payload: {exc!r}") from exc
 
 
 _RECENT = Recent()

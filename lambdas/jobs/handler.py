@@ -20,7 +20,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.classify.handler import MalformedPayload, decode_payload
 from lambdas.jobs.checkpoint import record_checkpoint
 from lambdas.jobs.env import JobsEnv, env
 from lambdas.jobs.service import Acted, Cluster, measure, monitor
@@ -29,6 +28,7 @@ from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs
 from lambdas.kube.owners import job_of_pod
 from lambdas.observability import logger, metrics, publish, tracer
+from lambdas.subscription import MalformedPayload, decode_payload
 from nodemedic.contracts.jobs import (
     APPLICATION_LOG_GROUP_RE,
     FAULT_DETECTION_SECONDS_METRIC,

@@ -1,41 +1,29 @@
-"""The GPU reset as the node runs it: refuse while a process holds the GPU, reset it alone,
-verify it answers again.
+"""The GPU reset's rules: which GPU an Xid line names, which processes hold it, and the SSM
+Command document that ships the node-side script (``gpu-reset.py`` beside this module).
 
-The stack ships this module's own source as an SSM Command document (``document``), which
-the state machine runs on the node through SSM Run Command: the host has ``nvidia-smi`` and
-a Python 3 (Amazon Linux 2023's 3.9), not nodemedic, so the module imports only the standard
-library and runs on 3.9. What it prints last is one JSON line, ``{"gpu", "result",
-"detail"}``, and its exit status says how it went (``EXIT``); the state machine reads the
-command's status: anything but success falls back to a reboot.
-
-NVIDIA's man page (``nvidia-smi --gpu-reset``): "There can't be any applications using these
-devices"; persistence mode counts as one (NVSentinel found the reset refused "In use by
-another client" while it is on), so it is turned off for the reset and back on after; and
-"Following a reset, it is recommended that the health of each reset GPU be verified before
-further use"."""
+The script is its own file: it calls ``nvidia-smi`` through ``subprocess`` and runs on the
+node, which this module never does. On the node it runs on the host's Python 3 (Amazon
+Linux 2023's 3.9), without nodemedic: the document feeds the host's Python this module's
+source, then the script's without its import of this module, as one program. So this module
+imports only the standard library and runs on 3.9, and the script adds nothing the host
+lacks."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-EXIT = {"reset": 0, "busy": 3, "failed": 4, "unhealthy": 5, "usage": 2}
-"""The script's exit status per result: the command fails for every result but ``reset``."""
-COMPUTE_APPS = (
-    "nvidia-smi",
-    "--query-compute-apps=gpu_bus_id,pid,process_name,used_memory",
-    "--format=csv,noheader",
-)
-"""Every compute process of every GPU, one CSV row each, no header."""
 _XID_PCI = re.compile(
     r"\bPCI:(?P<domain>[0-9a-fA-F]{4,8}):(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\b"
 )
 HEREDOC = "NODEMEDIC_GPU_RESET"
-"""The here-document's delimiter: no line of this module is it."""
+"""The here-document's delimiter: no line of this module or the script is it."""
+SCRIPT = Path(__file__).with_name("gpu-reset.py")
+"""The node-side script, shipped with this module (package data)."""
+SCRIPT_IMPORT = f"from {__name__} import compute_apps, holding, normalized\n"
+"""The script's import of this module, which the program leaves out (spelt from the module's
+name, so that the program holds no import of nodemedic)."""
 
 
 class ComputeApp(NamedTuple):
@@ -66,7 +54,8 @@ def normalized(address: str) -> str:
 
 
 def compute_apps(text: str) -> list[ComputeApp]:
-    """The rows of ``COMPUTE_APPS``' output; no row (no process on any GPU) is empty."""
+    """The rows of ``--query-compute-apps`` output (the script's ``COMPUTE_APPS``); no row (no
+    process on any GPU) is empty."""
     apps = []
     for row in text.splitlines():
         if not row.strip() or row.startswith("No running"):
@@ -82,48 +71,6 @@ def holding(apps: list[ComputeApp], gpu: str) -> list[ComputeApp]:
     return [app for app in apps if app.gpu == gpu]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
-
-
-def _said(done: subprocess.CompletedProcess[str]) -> str:
-    return " ".join((done.stdout + done.stderr).split())[:300]
-
-
-def reset(gpu: str) -> tuple[str, str]:
-    """(result, detail): refuse while ``gpu`` is in use, reset it, check that it answers."""
-    listed = _run(*COMPUTE_APPS)
-    if listed.returncode != 0:
-        return "failed", f"the compute apps query failed: {_said(listed)}"
-    busy = holding(compute_apps(listed.stdout), gpu)
-    if busy:
-        return "busy", "in use by " + ", ".join(f"{a.name} (pid {a.pid})" for a in busy)
-    persistent = _run(
-        "nvidia-smi", "-i", gpu, "--query-gpu=persistence_mode", "--format=csv,noheader"
-    )
-    was_on = persistent.stdout.strip() == "Enabled"
-    if was_on:
-        _run("nvidia-smi", "-i", gpu, "-pm", "0")
-    done = _run("nvidia-smi", "-r", "-i", gpu)
-    if was_on:
-        _run("nvidia-smi", "-i", gpu, "-pm", "1")
-    if done.returncode != 0:
-        return "failed", f"nvidia-smi -r exited {done.returncode}: {_said(done)}"
-    check = _run(
-        "nvidia-smi",
-        "-i",
-        gpu,
-        "--query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total",
-        "--format=csv,noheader",
-    )
-    cells = [c.strip() for c in check.stdout.split(",")]
-    if check.returncode != 0 or len(cells) != 2 or normalized(cells[0]) != gpu:
-        return "unhealthy", f"the GPU does not answer after the reset: {_said(check)}"
-    if cells[1] not in ("0", "[N/A]", "N/A"):
-        return "unhealthy", f"{cells[1]} uncorrected ECC errors after the reset"
-    return "reset", _said(done)
-
-
 PARAMETER = "gpu"
 ALLOWED = r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$"
 """What SSM lets through as the ``gpu`` parameter: ``bus_id``'s form and nothing else, so no
@@ -136,10 +83,19 @@ def _placeholder(name: str) -> str:
     return "{" * 2 + f" {name} " + "}" * 2
 
 
+def program() -> str:
+    """What the node runs: this module's source, then the script's without its import of
+    this module (the host has no nodemedic; the names it imports are defined above it)."""
+    script = SCRIPT.read_text(encoding="utf-8")
+    if SCRIPT_IMPORT not in script:
+        raise ValueError(f"{SCRIPT.name} no longer imports {SCRIPT_IMPORT!r}")
+    return Path(__file__).read_text(encoding="utf-8") + script.replace(SCRIPT_IMPORT, "")
+
+
 def document() -> dict[str, Any]:
-    """The SSM Command document the stack ships: this module fed to the host's Python with
+    """The SSM Command document the stack ships: ``program`` fed to the host's Python with
     the GPU's PCI bus id, its one parameter."""
-    source = Path(__file__).read_text(encoding="utf-8")
+    source = program()
     return {
         "schemaVersion": "2.2",
         "description": "nodemedic: reset one GPU in place once no process holds it, and "
@@ -166,17 +122,3 @@ def document() -> dict[str, Any]:
             }
         ],
     }
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(json.dumps({"gpu": None, "result": "usage", "detail": "usage: - <pci bus id>"}))
-        return EXIT["usage"]
-    gpu = normalized(argv[0])
-    result, detail = reset(gpu)
-    print(json.dumps({"gpu": gpu, "result": result, "detail": detail}))
-    return EXIT[result]
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -10,55 +10,23 @@ console does not stand on the world.
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Container
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
+import pytest
+
+from scripts.floors import (
+    DOMAIN,
+    HOUSE,
+    Graph,
+    below,
+    imports,
+    level,
+    module_graph,
+    room_of,
+    sources,
+)
 from tests.support.paths import ROOT
-
-PACKAGES = ("nodemedic", "agent", "lambdas", "stacks", "console", "world", "bench", "scripts")
-MODULES = ("app",)
-"""The repository's floors: its packages and its top-level modules (``app.py``)."""
-Graph = dict[str, set[str]]
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def sources() -> dict[str, Path]:
-    """Every module of the floors, by dotted name."""
-    files = [ROOT / f"{m}.py" for m in MODULES]
-    for package in PACKAGES:
-        files += sorted((ROOT / package).rglob("*.py"))
-    return {module_name(path): path for path in files}
-
-
-def imports(name: str, path: Path, known: Container[str]) -> set[str]:
-    """The modules ``name`` imports, wherever the statement is; ``from p import m`` names
-    the module ``p.m`` where ``known`` has one."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                anchor = parts[: len(parts) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                submodule = f"{base}.{alias.name}"
-                found.add(submodule if submodule in known else base)
-    return found
-
-
-def module_graph() -> Graph:
-    modules = sources()
-    return {name: imports(name, path, modules) for name, path in modules.items()}
 
 
 def floor(module: str) -> str:
@@ -66,11 +34,35 @@ def floor(module: str) -> str:
 
 
 def floor_graph(modules: Graph) -> Graph:
-    floors = set(PACKAGES) | set(MODULES)
+    floors = {package for level in HOUSE for package in level}
     graph: Graph = {f: set() for f in floors}
     for module, imported in modules.items():
         graph[floor(module)] |= {floor(m) for m in imported if floor(m) in floors} - {floor(module)}
     return graph
+
+
+def upward(floors: tuple[tuple[str, ...], ...], arrows: Graph) -> list[str]:
+    """Each import of a room on its own floor or above: ``room -> room``. A room without a
+    floor is left to ``test_every_room_of_the_domain_has_its_floor``."""
+    rooms = {room for floor in floors for room in floor}
+    return sorted(
+        f"{room} -> {other}"
+        for room, others in arrows.items()
+        if room in rooms
+        for other in others
+        if other != room and other not in below(floors, room)
+    )
+
+
+def domain_graph(modules: Graph) -> Graph:
+    """The domain's rooms and the rooms each imports."""
+    rooms: Graph = {room: set() for floor in DOMAIN for room in floor}
+    for module, imported in modules.items():
+        room = room_of(module, 2)
+        if floor(module) == "nodemedic" and room:
+            imports = {room_of(m, 2) for m in imported if floor(m) == "nodemedic"} - {""}
+            rooms.setdefault(room, set()).update(imports)
+    return rooms
 
 
 def cycle(graph: Graph) -> list[str] | None:
@@ -103,6 +95,55 @@ def test_the_floors_import_in_one_direction() -> None:
 
 def test_the_domain_imports_nothing_of_the_house() -> None:
     assert floor_graph(module_graph())["nodemedic"] == set()
+
+
+def test_each_floor_imports_only_the_floors_below_it() -> None:
+    """Packages on one floor stand side by side: the Lambdas do not import the agent."""
+    assert upward(HOUSE, floor_graph(module_graph())) == []
+
+
+def test_each_room_of_the_domain_imports_only_the_rooms_below_it() -> None:
+    assert upward(DOMAIN, domain_graph(module_graph())) == []
+
+
+def test_every_room_of_the_domain_has_its_floor() -> None:
+    """A new subpackage of ``nodemedic`` gets its place in ``scripts/floors.py`` first."""
+    rooms = {room_of(module, 2) for module in sources() if floor(module) == "nodemedic"}
+    assert rooms - {""} <= {room for floor in DOMAIN for room in floor}
+
+
+def test_a_lambda_handler_imports_no_other_handler() -> None:
+    """Each function's entry point stands alone: what two handlers share lives below them."""
+    found = sorted(
+        f"{module} -> {m}"
+        for module, imported in module_graph().items()
+        if floor(module) == "lambdas"
+        for m in imported
+        if m.startswith("lambdas.") and m.endswith(".handler") and m != module
+    )
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("floors", "arrows", "found"),
+    [
+        (HOUSE, {"lambdas": {"agent"}}, ["lambdas -> agent"]),
+        (HOUSE, {"world": {"console", "nodemedic"}}, []),
+        (DOMAIN, {"detect": {"remediate", "catalog"}}, ["detect -> remediate"]),
+        (DOMAIN, {"catalog": {"origin"}}, ["catalog -> origin"]),
+    ],
+)
+def test_an_import_on_the_same_floor_or_upwards_is_found(
+    floors: tuple[tuple[str, ...], ...], arrows: Graph, found: list[str]
+) -> None:
+    assert upward(floors, arrows) == found
+
+
+def test_the_floors_name_every_room_once() -> None:
+    for floors in (HOUSE, DOMAIN):
+        rooms = [room for floor in floors for room in floor]
+        assert len(rooms) == len(set(rooms))
+        assert all(level(floors, room) >= 0 for room in rooms)
 
 
 def test_the_console_names_the_demo_and_does_not_import_it() -> None:

@@ -18,9 +18,9 @@ from typing import Final
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
-from nodemedic import group_settings
 from nodemedic.contracts.ledger import APPROVAL_TOKEN
 from nodemedic.remediate import approval as rules
+from nodemedic.settings import groups as group_settings
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import dynamo_text, formatted, record_key

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.cli import DEFAULT_METRICS_PORT, agent_config, configure_agent
+from agent.cli import agent_config, configure_agent
+from agent.flags import DEFAULT_METRICS_PORT
 from agent.metrics import LIVENESS_PATH
 from nodemedic.contracts.kube import (
     HEALTH_LABEL,

@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
-from lambdas.classify.handler import MalformedPayload
 from lambdas.jobs.handler import handler
+from lambdas.subscription import MalformedPayload
 from nodemedic.contracts.env import ENV_CLUSTER, ENV_JOB_BREAKER, ENV_LEDGER_TABLE, ENV_TOPIC_ARN
 from nodemedic.contracts.jobs import (
     JOB_BREAKER_SK,

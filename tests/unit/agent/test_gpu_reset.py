@@ -4,7 +4,11 @@ stand-ins, ``tests/events/nvidia-smi-compute-apps/SOURCES.md``)."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +79,40 @@ def test_the_document_feeds_this_module_and_nothing_but_a_bus_id_to_the_hosts_py
     assert allowed.match(normalized("0000:2b:00.0"))
     assert not allowed.match("0000:2b:00.0'; reboot; '")
     assert not allowed.match("0000:2b:00")
+
+
+def test_the_shipped_program_runs_on_a_python_without_nodemedic(tmp_path: Path) -> None:
+    """The document's program is the rules and the node-side script as one: run where no
+    nodemedic is installed (a bare environment, from stdin as SSM feeds it), it resets an
+    idle GPU and refuses one a process holds, with the script's exit statuses."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(
+        '#!/bin/sh\ncase "$*" in\n'
+        '  *query-compute-apps*) echo "00000000:53:00.0, 50377, python3, 100 MiB";;\n'
+        '  *pci.bus_id*) echo "00000000:2B:00.0, 0";;\n'
+        "  *) echo ok;;\nesac\n"
+    )
+    fake.chmod(0o755)
+    (step,) = document()["mainSteps"]
+    program = step["inputs"]["runCommand"][1]
+    environment = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+
+    def run(gpu: str) -> tuple[int, dict[str, str]]:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-", gpu],
+            input=program,
+            capture_output=True,
+            text=True,
+            env=environment,
+            cwd=tmp_path,
+            check=False,
+        )
+        return done.returncode, json.loads(done.stdout.splitlines()[-1])
+
+    assert run("0000:2b:00.0") == (
+        0,
+        {"gpu": "00000000:2B:00.0", "result": "reset", "detail": "ok"},
+    )
+    code, said = run("00000000:53:00.0")
+    assert (code, said["result"]) == (3, "busy")
+    assert "pid 50377" in said["detail"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodemedic.contracts.logs import shipped_message
-from nodemedic.detect.batch import BatchResult, LogEvent, process_batch
 from nodemedic.detect.classifier import default_classifier
+from nodemedic.remediate.batch import BatchResult, LogEvent, process_batch
 from nodemedic.remediate.decision import Decision, Identity, recent
 
 NODE = Identity(cluster="trn-prod", instance_id="i-0a1b2c3d4e5f60718", source="kmsg")

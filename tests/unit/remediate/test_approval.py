@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from lambdas.policy.handler import handler as policy_handler
-from nodemedic.group_settings import asks_approval
 from nodemedic.remediate import approval, handoff, ledger, parking
 from nodemedic.remediate.policy import Policy
 from nodemedic.settings import ClusterSettings, parse_cluster
+from nodemedic.settings.groups import asks_approval
 
 PARKED_LOCK = {
     "pk": "i-0abc",

@@ -11,9 +11,9 @@ import pytest
 from lambdas.policy.handler import handler
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE
-from nodemedic.group_settings import GROUP_SETTINGS, catalog_errors
 from nodemedic.remediate.policy import Group, Policy, plan
-from nodemedic.settings import ClusterSettings, parse_cluster
+from nodemedic.settings import GROUP_SETTINGS, ClusterSettings, parse_cluster
+from nodemedic.settings.groups import catalog_errors
 
 NOW = datetime(2026, 11, 22, 18, 30, tzinfo=UTC)
 TRAINING = {

@@ -1,7 +1,9 @@
 """One subscription batch (the lines of one node's stream) → decisions started.
 
 Plain logic: the counter and the starter are passed in, so the same code runs in the
-Lambda (DynamoDB, Step Functions) and in tests with in-memory stand-ins.
+Lambda (DynamoDB, Step Functions) and in tests with in-memory stand-ins. It lives in
+``remediate`` because it is where a classified line becomes a decision: it stands on the
+classifier (``detect``) and on the decision record, and detection stands on neither.
 """
 
 from __future__ import annotations
