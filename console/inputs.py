@@ -16,13 +16,14 @@ no line at all is text is refused as binary data.
 from __future__ import annotations
 
 import gzip
+import io
 import re
 import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import cast
 
 STDIN = "-"
 """The path that names standard input."""
@@ -39,11 +40,13 @@ class InputError(Exception):
     """An input that cannot be used; the message is one line for the user."""
 
 
-def _open(path: str) -> IO[bytes]:
+def _open(path: str) -> io.BufferedIOBase:
     """The input's bytes; ``LogFile`` closes the file (a context manager cannot, as it
     outlives this call)."""
+    if path == STDIN:
+        return cast(io.BufferedIOBase, sys.stdin.buffer)
     try:
-        stream: IO[bytes] = sys.stdin.buffer if path == STDIN else Path(path).open("rb")  # noqa: SIM115
+        stream: io.BufferedIOBase = Path(path).open("rb")  # noqa: SIM115
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a log file") from None
     except OSError as exc:
@@ -71,9 +74,9 @@ class LogFile:
         self.text_lines = 0
         self.lines_read = 0
         self._raw = _open(path)
-        self._stream: IO[bytes] = self._raw
         head = self._peek()
-        if head[:2] == _GZIP_MAGIC:
+        self._stream: io.BufferedIOBase = self._raw
+        if head == _GZIP_MAGIC:
             self._stream = gzip.GzipFile(fileobj=self._raw, mode="rb")
         self._blocks = self._decoded()
         self._first: list[str] | None = None
@@ -87,19 +90,22 @@ class LogFile:
         self.close()
 
     def close(self) -> None:
-        if self._raw is not sys.stdin.buffer:
+        if self.path != STDIN:
             self._raw.close()
 
     def _peek(self) -> bytes:
-        peek = getattr(self._raw, "peek", None)
+        """The first bytes, left to be read again (a stand-in stdin may lack ``peek``)."""
+        if not isinstance(self._raw, io.BufferedReader):
+            self._raw = io.BufferedReader(cast(io.RawIOBase, self._raw))
         try:
-            return bytes(peek(2)[:2]) if peek is not None else b""
+            return self._raw.peek(2)[:2]
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
     def _read(self) -> bytes:
+        """What the input has now, up to a block: a pipe's lines are told as they come."""
         try:
-            return self._stream.read(_BLOCK)
+            return self._stream.read1(_BLOCK)
         except (OSError, EOFError, zlib.error) as exc:
             if self._stream is self._raw:
                 raise InputError(f"{self.path}: cannot read: {exc}") from None

@@ -197,8 +197,11 @@ class _Report:
         self.reported += 1
 
 
+_PASSED_OVER = {"nul_bytes": "NUL bytes", "lines_not_text": "lines that are not text"}
+
+
 def _skipped(skipped: dict[str, int]) -> str:
-    return " and ".join(f"{count} {what.replace('_', ' ')}" for what, count in skipped.items())
+    return " and ".join(f"{count} {_PASSED_OVER[what]}" for what, count in skipped.items())
 
 
 def judge(path: str, classifier: Classifier, expected: Devices | None, report: _Report) -> Judged:
