@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast, get_args, get_origin, get_type_hints
 
+import re2
 import yaml
 
 from nodemedic.contracts.env import ENV_CATALOG_EXTRA
@@ -120,6 +121,9 @@ class Rule:
     example: str
     match: tuple[tuple[str, frozenset[str]], ...] = ()
     threshold: Threshold | None = None
+    builtin: bool = False
+    """One of the shipped rules, reviewed and tested with the catalog; any other rule's
+    pattern is one RE2 runs (``linear_error``) and the classifier matches it with RE2."""
 
     @property
     def condition_status(self) -> str:
@@ -190,8 +194,30 @@ def _match(raw: object, compiled: re.Pattern[str]) -> tuple[tuple[str, frozenset
     return tuple(sorted(pairs))
 
 
-def rule_errors(raw: Mapping[str, Any]) -> list[str]:
-    """Every mistake in one rule, so a file is mended in one go, not one error a run."""
+_LINEAR = re2.Options()
+_LINEAR.log_errors = False
+
+
+def linear_error(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be matched in time linear in the line; None when it can.
+
+    A rule's pattern runs on every kernel line of every node. Python's ``re`` backtracks:
+    ``^pcieport (\\w+\\s?)+$`` takes longer than a Lambda's timeout on one 80-character
+    line, stalling every fault in the batch with it. RE2 matches in time linear in the
+    line whatever the pattern, and refuses what it cannot match that way (a backreference,
+    a lookaround), which is the reason given.
+    """
+    try:
+        re2.compile(pattern, options=_LINEAR)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else ""
+        return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+    return None
+
+
+def rule_errors(raw: Mapping[str, Any], *, builtin: bool = False) -> list[str]:
+    """Every mistake in one rule, so a file is mended in one go, not one error a run. A
+    rule that is not ``builtin`` must have a pattern RE2 can match (``linear_error``)."""
     errors = []
     unknown = set(raw) - FIELDS
     if unknown:
@@ -206,6 +232,12 @@ def rule_errors(raw: Mapping[str, Any]) -> list[str]:
             compiled = re.compile(str(raw["pattern"]))
         except re.error as exc:
             errors.append(f"pattern does not compile: {exc}")
+    why = None if compiled is None or builtin else linear_error(str(raw["pattern"]))
+    if why is not None:
+        errors.append(
+            f"pattern cannot be matched in linear time (RE2: {why}): write it without "
+            "backreferences or lookarounds"
+        )
     for key, allowed in CHOICES.items():
         if key not in missing and raw[key] not in allowed:
             errors.append(f"{key} must be one of {', '.join(allowed)}, not {raw[key]!r}")
@@ -223,10 +255,10 @@ def rule_errors(raw: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def parse_rule(raw: Mapping[str, Any]) -> Rule:
+def parse_rule(raw: Mapping[str, Any], *, builtin: bool = False) -> Rule:
     """Validate one rule, so a typo fails at load time instead of silently never matching;
     the ValueError names every mistake, separated by "; "."""
-    errors = rule_errors(raw)
+    errors = rule_errors(raw, builtin=builtin)
     if errors:
         raise ValueError("; ".join(errors))
     pattern = str(raw["pattern"])
@@ -245,10 +277,11 @@ def parse_rule(raw: Mapping[str, Any]) -> Rule:
         namespace=str(raw.get("namespace") or METRICS_NAMESPACE),
         summary=str(raw.get("summary") or ""),
         example=str(raw.get("example") or ""),
+        builtin=builtin,
     )
 
 
-def parse_rules(text: str, origin: str) -> list[Rule]:
+def parse_rules(text: str, origin: str, *, builtin: bool = False) -> list[Rule]:
     """The rules of one file; CatalogError naming every mistake of every rule, one line
     each (``<origin>: rule <id>: <mistake>``)."""
     try:
@@ -265,10 +298,10 @@ def parse_rules(text: str, origin: str) -> list[Rule]:
         if not isinstance(raw, Mapping):
             errors.append(f"{origin}: rule {label}: expected a mapping")
             continue
-        mistakes = rule_errors(raw)
+        mistakes = rule_errors(raw, builtin=builtin)
         errors += [f"{origin}: rule {label}: {mistake}" for mistake in mistakes]
         if not mistakes:
-            rules.append(parse_rule(raw))
+            rules.append(parse_rule(raw, builtin=builtin))
     if errors:
         raise CatalogError("\n".join(errors))
     return rules
@@ -289,11 +322,12 @@ def merge(base: Sequence[Rule], extra: Iterable[Rule]) -> tuple[Rule, ...]:
 
 
 def merge_families(files: Iterable[tuple[str, str]]) -> tuple[Rule, ...]:
-    """The rules of ``(origin, text)`` files, one after the other; an id must be used once."""
+    """The built-in rules of ``(origin, text)`` files, one after the other; an id must be
+    used once."""
     rules: list[Rule] = []
     origins: dict[str, str] = {}
     for origin, text in files:
-        for rule in parse_rules(text, origin):
+        for rule in parse_rules(text, origin, builtin=True):
             if rule.id in origins:
                 raise CatalogError(
                     f"{origin}: rule {rule.id}: id already used in {origins[rule.id]}"
