@@ -18,7 +18,7 @@ from typing import NamedTuple
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
-from nodemedic.detect.logformat import LogLine, messages
+from nodemedic.detect.logformat import LogLine, message_of
 from nodemedic.remediate.decision import INJECTED_ACTION
 
 ACTIONS = ("none", "notify", "reboot", "replace")
@@ -211,19 +211,44 @@ def _line(entry: LogLine) -> str:
     return entry.message if entry.raw.lstrip().startswith("{") else entry.raw
 
 
+def _entries(chunk: list[str], offset: int, picked: Iterable[int]) -> list[LogLine]:
+    """The messages of the ``picked`` lines of a chunk that starts after line ``offset``."""
+    return [
+        LogLine(offset + n + 1, raw, *parsed)
+        for n in picked
+        if (parsed := message_of(raw := chunk[n].rstrip("\r\n"))) is not None
+    ]
+
+
+def _picked(chunk: list[str], classifier: Classifier) -> Iterable[int]:
+    """The lines of a chunk that may have a fault: a rule's needle or a health result or
+    journal record (JSON, whose escapes may hide a needle) in the line as read. Only they
+    are parsed: most of a whole log is passed over at C speed."""
+    suspects = classifier.suspects(chunk)
+    if suspects is None:
+        return range(len(chunk))
+    records = [n for n, line in enumerate(chunk) if line.lstrip()[:1] == "{"]
+    return sorted({*suspects, *records}) if records else sorted(suspects)
+
+
 def kernel_findings(
     path: str, lines: Iterable[str], classifier: Classifier, check: KernelLogCheck
 ) -> Iterator[list[Finding]]:
     """The faults of one file in line order, a chunk of lines at a time (a list for each,
     empty for a clean chunk). Kernel lines and health results are each classified in bulk,
-    as the Lambda does, so a large log is read at storm speed."""
-    entries = messages(lines)
-    while chunk := list(islice(entries, _CHUNK)):
-        if not check.settled:
-            for entry in chunk:
+    as the Lambda does, so a large log is read at storm speed; once the lines are known
+    for a kernel log, only those that may have a fault are parsed at all."""
+    lines, offset, dense = iter(lines), 0, False
+    while chunk := list(islice(lines, _CHUNK)):
+        if check.settled and not dense:
+            entries = _entries(chunk, offset, _picked(chunk, classifier))
+        else:
+            entries = _entries(chunk, offset, range(len(chunk)))
+            for entry in entries:
                 check.see(entry)
+        offset += len(chunk)
         by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": []}
-        for entry in chunk:
+        for entry in entries:
             by_source["health" if looks_like_health(entry.message) else "kmsg"].append(entry)
         found = [
             (entries_of[index], fault)
@@ -231,8 +256,11 @@ def kernel_findings(
             if entries_of
             for index, fault in classifier.classify_lines(map(_as_shipped, entries_of), source)
         ]
-        if len(by_source["health"]) and len(by_source["kmsg"]):
+        if by_source["health"] and by_source["kmsg"]:
             found.sort(key=lambda pair: pair[0].line_no)
+        # Where most lines are faults (a storm), the search for needles in the lines as
+        # read only doubles the classifier's own: parse every line of the next chunk.
+        dense = len(found) * 2 > len(chunk)
         yield [
             Finding(
                 path=path,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib import import_module
@@ -294,7 +294,7 @@ class _Index:
 
     def faults(self, lines: Sequence[str], texts: Sequence[str]) -> Iterator[tuple[int, Fault]]:
         """(index, fault) for each of ``lines`` (matched as ``texts``) that has a fault."""
-        found = self._needles_found(texts)
+        found = self.needles_found(texts)
         numbers: Iterable[int] = (
             sorted(found) if not self.always else (i for i, text in enumerate(texts) if text)
         )
@@ -310,7 +310,7 @@ class _Index:
             return found[0]
         return sorted({g for groups in found for g in groups}.union(self.always), key=_first)
 
-    def _needles_found(self, texts: Sequence[str]) -> dict[int, list[tuple[_Group, ...]]]:
+    def needles_found(self, texts: Sequence[str]) -> dict[int, list[tuple[_Group, ...]]]:
         """For each text that holds a needle, the group tuples of the needles it holds."""
         text = "\n".join(texts)
         starts = list(accumulate(map(_plus_newline, map(len, texts)), initial=0))
@@ -372,6 +372,14 @@ class Classifier:
         A line whose first matching rule has ``action: ignore`` has no fault.
         """
         return self._indexes[source].fault(line, _text(line, source))
+
+    def suspects(self, texts: Sequence[str]) -> Collection[int] | None:
+        """The indexes of ``texts`` that may hold a kernel line's fault, found at C speed:
+        those holding a needle; None where any may (a rule without a needle). Any text that
+        holds a kernel message (a log line with its prefix) will do: a rule's needle is in
+        the message, so in the line."""
+        index = self._indexes["kmsg"]
+        return None if index.always else index.needles_found(texts).keys()
 
     def classify_lines(
         self, lines: Iterable[str], source: Source = "kmsg"
