@@ -8,9 +8,11 @@ short form, syslog):
 - fault-dense lines: every line a fault line, as a node in a storm logs.
 
 Each is judged by a ``nodemedic triage`` process of its own, whose CPU time (user + system)
-and peak RSS the kernel reports at its exit. With ``--baseline REV``, the same command of
-the tree at git revision REV runs on the same files in the same run, alternating with this
-tree's (A B A B), and the best pass of each side is kept.
+and peak RSS the kernel reports at its exit. The baseline, measured in the same run on the
+same file, is the bare classifier: ``Classifier.classify_lines`` on every line's message,
+read whole beforehand. With ``--baseline REV``, the same command of the tree at git
+revision REV runs on the same files too, alternating with this tree's (A B A B), and the
+best pass of each side is kept.
 
     python -m bench.triage [--lines 1000000] [--baseline REV]
 """
@@ -22,9 +24,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench.classifier import corpus
+from nodemedic.catalog import load_catalog
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.logformat import messages
 
 ROOT = Path(__file__).parents[1]
 PREFIXES = (
@@ -66,6 +72,15 @@ def measure(tree: Path, log: Path) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def bare(log: Path, classifier: Classifier) -> float:
+    """CPU seconds of the bare classifier on the messages of ``log``'s lines."""
+    texts = [entry.message for entry in messages(log.read_text().splitlines())]
+    start = time.process_time()
+    for _ in classifier.classify_lines(texts):
+        pass
+    return time.process_time() - start
+
+
 def export(rev: str, into: Path) -> Path:
     """The packages triage runs on at ``rev``, exported (not checked out: the working tree
     stays as it is)."""
@@ -98,9 +113,11 @@ def main() -> None:
                     cpu, rss = measure(tree, log)
                     previous = best.get(side, (float("inf"), 0.0))
                     best[side] = (min(previous[0], cpu), max(previous[1], rss))
+            cpu = bare(log, Classifier(load_catalog()))
+            print(f"  {name:<6} {'bare classifier':<15} {args.lines / cpu:>10,.0f} lines/CPU-s")
             for side, (cpu, rss) in best.items():
                 print(
-                    f"  {name:<6} {side:<12} {args.lines / cpu:>10,.0f} lines/CPU-s"
+                    f"  {name:<6} {side:<15} {args.lines / cpu:>10,.0f} lines/CPU-s"
                     f"  {cpu:>7.1f} CPU-s  peak RSS {rss:>6.0f} MiB"
                 )
             log.unlink()
