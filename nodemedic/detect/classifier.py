@@ -18,9 +18,7 @@ from functools import cache, partial
 from importlib import import_module
 from itertools import accumulate, islice
 from operator import add
-from typing import Any, NamedTuple, Protocol, get_args
-
-import re2
+from typing import Any, NamedTuple, get_args
 
 from nodemedic.catalog import Catalog, Rule, Source, acted, load_catalog
 from nodemedic.contracts.logs import (
@@ -32,6 +30,7 @@ from nodemedic.contracts.logs import (
     split_previous_boot,
     split_signature,
 )
+from nodemedic.detect.matching import Found, Searcher, compiled
 
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")
@@ -44,30 +43,6 @@ of text and ``/dev/kmsg`` hands out at most 8 KiB per record, escapes included
 (CONSOLE_EXT_LOG_MAX), so no real line is longer; a longer one is cut before matching,
 which bounds what one line costs: a pattern such as ``\(device (?P<dev>[^)]+)\)`` takes
 time quadratic in the length of a line that repeats its prefix without the ``)``."""
-
-
-class Found(Protocol):
-    """What a rule uses of a match, ``re``'s or RE2's."""
-
-    def group(self, name: str, /) -> str | None: ...
-
-    def groupdict(self) -> dict[str, str | None]: ...
-
-
-class Searcher(Protocol):
-    def search(self, text: str, /) -> Found | None: ...
-
-
-def compiled(rules: Sequence[Rule]) -> Searcher:
-    """The pattern the ``rules`` share, compiled to match: with ``re`` where all are
-    built-in (reviewed; ``re`` matches a line several times faster), else with RE2, so a
-    user's rule costs time linear in the line (``catalog.linear_error`` refused at load
-    any pattern RE2 cannot run)."""
-    pattern = rules[0].pattern
-    if all(rule.builtin for rule in rules):
-        return re.compile(pattern)
-    searcher: Searcher = re2.compile(pattern)
-    return searcher
 
 
 class Fault(NamedTuple):
@@ -179,7 +154,7 @@ class _Group:
         return None
 
 
-def _group(rules: list[tuple[int, Rule]]) -> _Group:
+def _group(rules: list[tuple[int, Rule]], user: frozenset[str]) -> _Group:
     """The rules of one pattern; those after the first that constrains nothing can never
     win, so only the ones before it need the same single group for a lookup."""
     plain = next((n for n, (_, rule) in enumerate(rules) if not rule.match), len(rules))
@@ -193,7 +168,7 @@ def _group(rules: list[tuple[int, Rule]]) -> _Group:
     pattern = rules[0][1].pattern
     return _Group(
         first=rules[0][0],
-        regex=compiled([rule for _, rule in rules]),
+        regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
         needle=required_literal(pattern),
         rules=tuple(rules),
         key=key,
@@ -358,7 +333,11 @@ class Classifier:
         self._indexes: dict[Source, _Index] = {}
         for source in get_args(Source):
             groups = sorted(
-                (_group(rules) for (src, _), rules in grouped.items() if src == source),
+                (
+                    _group(rules, catalog.user)
+                    for (src, _), rules in grouped.items()
+                    if src == source
+                ),
                 key=_first,
             )
             self._indexes[source] = _Index(
