@@ -36,8 +36,9 @@ _MIDDLE = ("fault_id", "component", "action", "injected", "format", "kind", "fil
 line of one rule in one input, so encoded once."""
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
+    """One fault line of an input: a named tuple, as a storm makes one a line."""
+
     path: str
     line_no: int
     line: str
@@ -134,9 +135,10 @@ class Tally:
     injected: int = 0
 
     def add(self, finding: Finding) -> None:
-        key = (finding.fault.fault_id, finding.injected)
+        key = (finding.fault.rule.id, finding.injected)
+        if key not in self.first:
+            self.first[key] = finding
         self.hits[key] += finding.repeats
-        self.first.setdefault(key, finding)
         self.counts[finding.acted] += 1
         self.faults += 1
         self.injected += finding.injected
@@ -268,7 +270,7 @@ def kernel_findings(
                 line=_line(entry),
                 fault=fault,
                 repeats=entry.repeats,
-                injected=fault.injected,
+                injected=fault.line[:1] == "[" and fault.injected,
             )
             for entry, fault in found
         ]
