@@ -93,7 +93,7 @@ def test_a_pattern_that_needs_backtracking_is_refused_with_its_reason(
     err = capsys.readouterr().err
     assert "rule site-psu-failure" in err and "linear time" in err and reason in err
     monkeypatch.setenv(ENV_CATALOG_EXTRA, str(mine))
-    with pytest.raises(CatalogError, match="site-psu-failure.*linear time"):
+    with pytest.raises(CatalogError, match=r"site-psu-failure.*linear time"):
         load_catalog()
 
 
@@ -108,9 +108,9 @@ def test_a_user_pattern_costs_linear_time_on_a_line_it_would_backtrack_on(
     )
     log = tmp_path / "dmesg.txt"
     log.write_text(f"[  764.649502] {AER}\n[  764.649503] pcieport link up\n")
+    command = ["triage", "--format", "json", "--catalog", str(mine), str(log)]
     done = subprocess.run(
-        [sys.executable, "-m", "console.cli", "triage", "--format", "json"]
-        + ["--catalog", str(mine), str(log)],
+        [sys.executable, "-m", "console.cli", *command],
         capture_output=True,
         text=True,
         timeout=30,
