@@ -41,7 +41,6 @@ PREFIXES = (
 )
 INPUTS = {"boot": 0.001, "dense": 1.0}
 """Input name → the share of its lines that are fault lines."""
-PASSES = 2
 
 
 def write_log(path: Path, lines: int, fault_share: float) -> None:
@@ -104,6 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--baseline", metavar="REV", help="also run triage of this revision")
+    parser.add_argument("--passes", type=int, default=2, help="runs of each side (A B A B)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         trees = {"this tree": ROOT}
@@ -114,7 +114,7 @@ def main() -> None:
             log = Path(folder) / f"{name}.log"
             write_log(log, args.lines, share)
             best: dict[str, tuple[float, float]] = {}
-            for _ in range(PASSES):
+            for _ in range(args.passes):
                 for side, tree in trees.items():
                     cpu, rss = measure(tree, log)
                     previous = best.get(side, (float("inf"), 0.0))
