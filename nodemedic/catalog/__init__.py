@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast, get_args, get_origin, get_type_hints
 
-import re2
 import yaml
 
 from nodemedic.contracts.env import ENV_CATALOG_EXTRA
@@ -198,8 +197,6 @@ def _match(raw: object, compiled: re.Pattern[str]) -> tuple[tuple[str, frozenset
 _YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader where PyYAML has it: the catalog is read at every cold start and
 every ``nodemedic`` command, and the pure-Python parser takes half a second on it."""
-_LINEAR = re2.Options()
-_LINEAR.log_errors = False
 
 
 def linear_error(pattern: str) -> str | None:
@@ -211,8 +208,14 @@ def linear_error(pattern: str) -> str | None:
     line whatever the pattern, and refuses what it cannot match that way (a backreference,
     a lookaround), which is the reason given.
     """
+    # Imported here: only a user's rule needs it, and the node agent's image, which reads
+    # the built-in catalog alone, does not ship RE2.
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
     try:
-        re2.compile(pattern, options=_LINEAR)
+        re2.compile(pattern, options=options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else ""
         return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)

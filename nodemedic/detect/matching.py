@@ -7,8 +7,6 @@ import re
 from importlib import import_module
 from typing import Any, Protocol
 
-import re2
-
 # The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
 sre_parse: Any = import_module("re._parser")
 
@@ -36,6 +34,8 @@ def compiled(pattern: str, *, linear: bool) -> Searcher:
     with ``re``, which matches a line several times faster than RE2 from Python."""
     if not linear:
         return re.compile(pattern)
+    import re2  # only a user's rule needs it (``catalog.linear_error`` says why)
+
     searcher: Searcher = re2.compile(pattern)
     return searcher
 
