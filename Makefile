@@ -85,6 +85,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.coldstart
 	$(BIN)/python -m bench.backtest
+	$(BIN)/python -m bench.triage
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm

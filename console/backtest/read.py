@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from console.backtest.stamps import Uptime, parse_time, stamp
-from console.inputs import InputError, read_text
+from console.inputs import InputError, LogFile
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
 from nodemedic.detect.logformat import journal_message, message_of
@@ -58,10 +58,17 @@ Stream = tuple[str, Source]
 class History:
     streams: dict[Stream, list[Event]] = field(default_factory=dict)
     lines: int = 0
+    refused: list[str] = field(default_factory=list)
+    """Why each file that could not be read was left out (the others are replayed)."""
 
     def add(self, node: str, source: Source, event: Event) -> None:
         self.streams.setdefault((node, source), []).append(event)
         self.lines += 1
+
+    def merge(self, other: History) -> None:
+        for stream, events in other.streams.items():
+            self.streams.setdefault(stream, []).extend(events)
+        self.lines += other.lines
 
 
 _TAGGED = re.compile(r"^(?P<at>\d{4}-\d\d-\d\dT\S+) (?P<stream>i-[0-9a-f]{8,17}/\S+) (?P<msg>.*)$")
@@ -237,21 +244,17 @@ def read_sources(
     shared: list[str] = []
     for source in sources:
         for path in _files(source):
-            text = read_text(str(path))
-            document = _events_document(text)
-            if document is not None:
-                read_events(history, document)
-                continue
             node = node_of(path)
-            files.add(node)
-            given = boots.get(node, boot)
-            if (
-                read_lines(
-                    history, text.splitlines(), node, boot=given, year=year, origin=str(path)
-                )
-                and node not in boots
-            ):
-                shared.append(str(path))
+            try:
+                read, used_boot = _read_file(path, boots.get(node, boot), year)
+            except InputError as exc:
+                history.refused.append(str(exc))
+                continue
+            history.merge(read)
+            if used_boot is not None:
+                files.add(node)
+                if used_boot and node not in boots:
+                    shared.append(str(path))
     if len(shared) > 1:
         raise InputError(
             f"{', '.join(shared)}: lines timed since boot, and one --boot-time for all of "
@@ -262,8 +265,26 @@ def read_sources(
     if unknown:
         raise InputError(f"--boot-time {unknown[0]}=...: no file of that node in the input")
     if not history.lines:
-        raise InputError("no log lines in the input")
+        raise InputError("; ".join(history.refused) or "no log lines in the input")
     return history
+
+
+def _read_file(path: Path, boot: float | None, year: int) -> tuple[History, bool | None]:
+    """One file's history, and whether ``boot`` placed a line of it (None: the file is a
+    log group's events, no node's own log). A file is read whole, so that a bad one adds
+    nothing; NUL runs and lines that are not text are passed over (``inputs.LogFile``)."""
+    found = History()
+    with LogFile(str(path)) as log:
+        text = log.text()
+        log.refuse_binary()
+    document = _events_document(text)
+    if document is not None:
+        read_events(found, document)
+        return found, None
+    used = read_lines(
+        found, text.split("\n"), node_of(path), boot=boot, year=year, origin=str(path)
+    )
+    return found, used
 
 
 def _events_document(text: str) -> list[Any] | None:

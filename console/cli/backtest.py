@@ -173,4 +173,8 @@ def run(args: argparse.Namespace) -> int:
         table(doc, sys.stdout)
     if args.html is not None:
         args.html.write_text(page(doc, before.nodes), encoding="utf-8")
-    return 0
+    for why in history.refused:
+        print(
+            f"nodemedic backtest: {why} (left out; the other files are replayed)", file=sys.stderr
+        )
+    return 2 if history.refused else 0

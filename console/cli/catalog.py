@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from nodemedic.catalog import CatalogError, Rule, load_catalog
-from nodemedic.detect.classifier import Classifier, anchored
+from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import subscription_filter_patterns
+from nodemedic.detect.matching import anchored
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

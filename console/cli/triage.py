@@ -25,75 +25,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TextIO
+from typing import TextIO
 
-from console.inputs import InputError, read_text
-from nodemedic.catalog import Catalog, CatalogError, Source, load_catalog
-from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
-from nodemedic.detect.classifier import Classifier, Fault
-from nodemedic.detect.logformat import LogLine, messages
+from console.findings import (
+    ACTIONS,
+    KERNEL_LOG,
+    Finding,
+    JsonRecords,
+    KernelLogCheck,
+    Tally,
+    Verdict,
+    kernel_findings,
+)
+from console.inputs import InputError, LogFile
+from nodemedic.catalog import Catalog, CatalogError, load_catalog
+from nodemedic.detect.classifier import Classifier
 from nodemedic.dumps import FORMATS, DumpFormat, dump_format
 from nodemedic.health.instance_types import Devices, devices_of
-from nodemedic.remediate.decision import INJECTED_ACTION
 
-ACTIONS = ("none", "notify", "reboot", "replace")
-"""A verdict's action, from the weakest to the strongest."""
 EXIT_CODES = {"none": 0, "notify": 1, "reboot": 3, "replace": 4}
 """``--exit-code``: the strongest action of all inputs; 2 stays bad input, with or without
 the flag, and wins over any action (an input was not judged)."""
 BAD_INPUT = 2
-KERNEL_LOG = "kernel-log"
-"""The ``format`` of dmesg, journalctl -k, /dev/kmsg records and agent health results."""
-_BARE_MESSAGE = re.compile(r"^[A-Za-z][\w.\-]*(?: [\w.:\-\[\]]+){0,2}: \S")
-"""A kernel message without a prefix starts with its driver or subsystem: ``NVRM: ``,
-``nvidia-nvlink: ``, ``pci 0000:00:1f.0: ``."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    line_no: int
-    line: str
-    fault: Fault
-    format: str = KERNEL_LOG
-    repeats: int = 1
-    """How many lines the line stands for (syslog's ``message repeated N times``)."""
-
-    def to_json(self) -> dict[str, object]:
-        """The stable ``--format json`` record; other tools parse it, so keys only grow.
-        ``action`` is the rule's; ``injected`` says the line was not the kernel's (a raw
-        record of another facility), which caps it at notify unless the cluster accepts
-        injected faults. For a dump, ``line`` is the health result the agent would ship and
-        ``line_no`` the dump's first line naming its device (0: the whole node). ``kind``
-        tells it from the verdict object that ends each input, ``file`` is the path as
-        given (``-``: stdin)."""
-        return {
-            "line_no": self.line_no,
-            "line": self.line,
-            "fault_id": self.fault.fault_id,
-            "component": self.fault.component,
-            "action": self.fault.action,
-            "injected": self.fault.injected,
-            "format": self.format,
-            "kind": "fault",
-            "file": self.path,
-            "repeats": self.repeats,
-        }
-
-
-class Verdict(NamedTuple):
-    action: str
-    """One of ``ACTIONS``."""
-    notes: list[str]
-    """Each rule's part, for people."""
-    waiting: list[str]
-    """The faults whose rules wait for more evidence (a threshold not met)."""
 
 
 @dataclass(frozen=True)
@@ -103,76 +59,34 @@ class Judged:
     path: str
     format: str
     lines: int
-    findings: list[Finding]
+    tally: Tally
+    skipped: dict[str, int]
 
     @property
     def verdict(self) -> Verdict:
-        return verdict(self.findings)
+        return self.tally.verdict()
 
     def to_json(self) -> dict[str, object]:
         """The verdict object that ends an input's ``--format json`` records: one key,
         ``verdict``, so that nothing a fault line has (``fault_id``, ``action``, ...) is met
         at its top level and a reader of fault lines passes it over. ``action`` is one of
-        ``ACTIONS``; ``counts`` the fault lines by their rule's action."""
+        ``ACTIONS``; ``counts`` the fault lines by the action each asks for (an injected
+        line's is notify at most, as in the verdict), ``injected`` how many of them the
+        kernel did not log, ``skipped`` what of the file was not text."""
         judged = self.verdict
-        counts = Counter(f.fault.action for f in self.findings)
         return {
             "verdict": {
                 "file": self.path,
                 "format": self.format,
                 "action": judged.action,
                 "lines": self.lines,
-                "faults": len(self.findings),
-                "counts": {action: counts[action] for action in ACTIONS[1:]},
+                "faults": self.tally.faults,
+                "counts": {action: self.tally.counts[action] for action in ACTIONS[1:]},
                 "waiting": judged.waiting,
+                "injected": self.tally.injected,
+                "skipped": self.skipped,
             }
         }
-
-
-def _looks_like_health(message: str) -> bool:
-    return message.startswith("{") and '"check"' in message
-
-
-def _as_shipped(entry: LogLine) -> str:
-    """The message as the agent ships it: marked injected where the line's own priority
-    says another facility than the kernel's logged it (the formats without a priority,
-    dmesg and the journal's ``kernel:`` lines, are taken for the kernel's)."""
-    if entry.facility is None or entry.facility == KERNEL_FACILITY:
-        return entry.message
-    return shipped_message(entry.message, entry.facility)
-
-
-def find_faults(path: str, lines: Iterable[str], classifier: Classifier) -> list[Finding]:
-    """The faults of one file in line order. Kernel lines and health results are each
-    classified in bulk, as the Lambda does, so a large log is read at storm speed."""
-    by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": []}
-    for entry in messages(lines):
-        by_source["health" if _looks_like_health(entry.message) else "kmsg"].append(entry)
-    findings = [
-        Finding(
-            path=path,
-            line_no=entries[index].line_no,
-            line=entries[index].raw,
-            fault=fault,
-            repeats=entries[index].repeats,
-        )
-        for source, entries in by_source.items()
-        for index, fault in classifier.classify_lines(map(_as_shipped, entries), source)
-    ]
-    return sorted(findings, key=lambda finding: finding.line_no)
-
-
-def _is_kernel_log(entries: list[LogLine], found: bool) -> bool:
-    """Whether the lines are a kernel log: none carries a message (empty, or a quiet
-    journal's ``-- No entries --``), some carry a kernel log's prefix or are health results,
-    a rule recognised one, or most read like bare kernel messages. Indentation is no
-    prefix: an indented text is not taken for a log for that."""
-    if not entries or found:
-        return True
-    if any(e.raw.strip() != e.message or _looks_like_health(e.message) for e in entries):
-        return True
-    bare = sum(1 for e in entries if _BARE_MESSAGE.match(e.message))
-    return bare > 0 and bare * 2 >= len([e for e in entries if not e.message.startswith("#")])
 
 
 def _line_of(lines: list[str], device: str) -> int:
@@ -200,64 +114,131 @@ def dump_faults(
             line=shipped[index],
             fault=fault,
             format=dump.name,
+            injected=fault.injected,
         )
         for index, fault in classifier.classify_lines(shipped, "health")
     ]
 
 
-def judge(path: str, classifier: Classifier, expected: Devices | None) -> Judged:
-    """One input's format, length and faults; raises InputError for a file in none."""
-    text = read_text(path)
-    lines = text.splitlines()
-    dump = dump_format(text)
-    if dump is not None:
-        return Judged(
-            path, dump.name, len(lines), dump_faults(path, text, dump, classifier, expected)
-        )
-    findings = find_faults(path, lines, classifier)
-    if not _is_kernel_log(list(messages(lines)), bool(findings)):
-        known = ", ".join([KERNEL_LOG] + [f.name for f in FORMATS])
-        raise InputError(f"{path}: not in a format triage reads ({known})")
-    return Judged(path, KERNEL_LOG, len(lines), findings)
+class _Report:
+    """One input's faults told as they are found, then its verdict: JSON records, or a
+    table in columns as wide as the catalog's widest cell (after a line naming the input
+    when there are several, or when it is a dump)."""
 
+    def __init__(self, out: TextIO, json_format: bool, many: bool, catalog: Catalog) -> None:
+        self.out, self.json, self.many = out, json_format, many
+        self.records = JsonRecords()
+        self.widths = [
+            6,
+            max(len(rule.id) for rule in catalog.rules),
+            max(len(rule.component) for rule in catalog.rules),
+            max(map(len, ACTIONS)),
+        ]
+        self.reported = 0
+        self._started = False
 
-def verdict(findings: list[Finding]) -> Verdict:
-    """The strongest action any rule asks for, and the explanation of each rule's part.
+    def start(self, path: str, format: str) -> None:
+        """Called before an input's first output; the table's head waits for a fault or
+        the verdict, so that an input refused part-way leaves no head behind."""
+        self.path, self.format, self._started = path, format, False
 
-    Thresholds are counted over the whole input, as triage has no reliable clock (a line
-    syslog folded counts as the lines it stands for); injected lines count apart from
-    kernel lines and ask for notify at most, as in a cluster that does not accept injected
-    faults.
-    """
-    hits: Counter[tuple[str, bool]] = Counter()
-    first: dict[tuple[str, bool], Finding] = {}
-    for finding in findings:
-        key = (finding.fault.fault_id, finding.fault.injected)
-        hits[key] += finding.repeats
-        first.setdefault(key, finding)
-    action, notes, waiting = "none", [], []
-    for (fault_id, injected), finding in first.items():
-        rule = finding.fault.rule
-        needed = rule.threshold.count if rule.threshold else 1
-        seen = hits[fault_id, injected]
-        if seen < needed:
-            waiting.append(fault_id)
-            notes.append(
-                f"{fault_id}: seen {seen}x, acts at {needed} within "
-                f"{rule.threshold.window if rule.threshold else 0}s: no action yet"
-            )
-            continue
-        asked = wanted = finding.fault.action
-        if injected and wanted != INJECTED_ACTION:
-            wanted = INJECTED_ACTION
-            notes.append(
-                f"{fault_id}: {asked} asked by a line the kernel did not log (injected): "
-                f"{wanted} unless the cluster sets accept_injected_faults"
-            )
+    def _head(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self.json:
+            return
+        if self.reported:
+            self.out.write("\n")
+        if self.many or self.format != KERNEL_LOG:
+            self.out.write(f"{self.path}: read as {self.format}\n")
+
+    def findings(self, found: list[Finding]) -> None:
+        if not found:
+            return
+        if self.json:
+            self.out.write("".join(self.records.encode(f) + "\n" for f in found))
         else:
-            notes.append(f"{fault_id} ({rule.summary or rule.component}): {wanted}")
-        action = max(action, wanted, key=ACTIONS.index)
-    return Verdict(action, notes, waiting)
+            if not self._started:
+                self._head()
+                self._row(("line", "fault", "component", "action", "evidence"))
+            for f in found:
+                self._row(
+                    (
+                        str(f.line_no),
+                        f.fault.fault_id,
+                        f.fault.component,
+                        f.fault.action,
+                        _evidence(f),
+                    )
+                )
+        self.out.flush()
+
+    def _row(self, row: tuple[str, str, str, str, str]) -> None:
+        cells = [row[0].rjust(self.widths[0])]
+        cells += [cell.ljust(width) for cell, width in zip(row[1:4], self.widths[1:], strict=True)]
+        self.out.write("  ".join([*cells, row[4]]) + "\n")
+
+    def end(self, judged: Judged) -> None:
+        if self.json:
+            self.out.write(json.dumps(judged.to_json()) + "\n")
+        else:
+            if not self._started:
+                self._head()
+                self.out.write("no faults found\n")
+            action, notes, waiting = judged.verdict
+            saying = _SAYING["waiting" if action == "none" and waiting else action]
+            self.out.write(f"\nverdict: {saying}\n")
+            for note in notes:
+                self.out.write(f"  - {note}\n")
+            if judged.skipped:
+                self.out.write(f"  (read through {_skipped(judged.skipped)})\n")
+        self.out.flush()
+        self.reported += 1
+
+
+_PASSED_OVER = {"nul_bytes": "NUL bytes", "lines_not_text": "lines that are not text"}
+
+
+def _skipped(skipped: dict[str, int]) -> str:
+    return " and ".join(f"{count} {_PASSED_OVER[what]}" for what, count in skipped.items())
+
+
+def judge(path: str, classifier: Classifier, expected: Devices | None, report: _Report) -> Judged:
+    """One input's format, length and faults, each fault told to ``report`` as it is
+    found; raises InputError for a file in none of the formats."""
+    with LogFile(path) as log:
+        dump = dump_format(log.head())
+        report.start(path, dump.name if dump else KERNEL_LOG)
+        tally = Tally()
+        if dump is not None:
+            text = log.text()
+            found = dump_faults(path, text, dump, classifier, expected)
+            lines = len(text.splitlines())
+            _tell(found, tally, report)
+        else:
+            check = KernelLogCheck()
+            for found in kernel_findings(path, log.lines(), classifier, check):
+                _tell(found, tally, report)
+            log.refuse_binary()
+            if not check.holds(tally.faults > 0):
+                known = ", ".join([KERNEL_LOG] + [f.name for f in FORMATS])
+                raise InputError(f"{path}: not in a format triage reads ({known})")
+            lines = log.lines_read
+        skipped = {"nul_bytes": log.nul_bytes, "lines_not_text": log.skipped_lines}
+    return Judged(
+        path,
+        report.format,
+        lines,
+        tally,
+        {what: count for what, count in skipped.items() if count},
+    )
+
+
+def _tell(found: list[Finding], tally: Tally, report: _Report) -> None:
+    for finding in found:
+        tally.add(finding)
+    report.findings(found)
 
 
 _SAYING = {
@@ -270,31 +251,10 @@ _SAYING = {
 
 
 def _evidence(finding: Finding) -> str:
-    line = f"(injected) {finding.line}" if finding.fault.injected else finding.line
+    line = f"(injected) {finding.line}" if finding.injected else finding.line
     if finding.repeats > 1:
         line = f"({finding.repeats}x) {line}"
     return line if len(line) <= 100 else line[:97] + "..."
-
-
-def _table(judged: Judged, out: TextIO) -> None:
-    """The faults of one input, in columns as wide as their widest cell, and its verdict."""
-    if not judged.findings:
-        out.write("no faults found\n")
-    else:
-        rows = [
-            (str(f.line_no), f.fault.fault_id, f.fault.component, f.fault.action, _evidence(f))
-            for f in judged.findings
-        ]
-        header = ("line", "fault", "component", "action", "evidence")
-        widths = [max(len(row[n]) for row in [header, *rows]) for n in range(4)]
-        for row in [header, *rows]:
-            cells = [row[0].rjust(widths[0])]
-            cells += [cell.ljust(width) for cell, width in zip(row[1:4], widths[1:], strict=True)]
-            out.write("  ".join([*cells, row[4]]) + "\n")
-    action, notes, waiting = judged.verdict
-    out.write(f"\nverdict: {_SAYING['waiting' if action == 'none' and waiting else action]}\n")
-    for note in notes:
-        out.write(f"  - {note}\n")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -321,19 +281,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _report(judged: Judged, out: TextIO, json_format: bool, many: bool) -> None:
-    """One input's faults and verdict: JSON records, or a table (after a line naming the
-    input when there are several, or when it is a dump)."""
-    if json_format:
-        for finding in judged.findings:
-            out.write(json.dumps(finding.to_json()) + "\n")
-        out.write(json.dumps(judged.to_json()) + "\n")
-        return
-    if many or judged.format != KERNEL_LOG:
-        out.write(f"{judged.path}: read as {judged.format}\n")
-    _table(judged, out)
-
-
 def run(args: argparse.Namespace) -> int:
     expected = devices_of(args.instance_type) if args.instance_type else None
     if args.instance_type and expected is None:
@@ -347,18 +294,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"nodemedic triage: {exc}", file=sys.stderr)
         return BAD_INPUT
     classifier = Classifier(catalog)
-    many, failed, reported, strongest = len(args.files) > 1, False, 0, "none"
+    report = _Report(sys.stdout, args.format == "json", len(args.files) > 1, catalog)
+    failed, strongest = False, "none"
     for path in args.files:
         try:
-            judged = judge(path, classifier, expected)
+            judged = judge(path, classifier, expected, report)
         except InputError as exc:
+            sys.stdout.flush()
             print(f"nodemedic triage: {exc}", file=sys.stderr)
             failed = True
             continue
-        if reported and args.format == "table":
-            sys.stdout.write("\n")
-        _report(judged, sys.stdout, args.format == "json", many)
-        reported += 1
+        report.end(judged)
         strongest = max(strongest, judged.verdict.action, key=ACTIONS.index)
     if failed:
         return BAD_INPUT

@@ -10,12 +10,10 @@ kernel lines, which hold no needle, are passed over at C speed without one Pytho
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from importlib import import_module
 from itertools import accumulate, islice
 from operator import add
 from typing import Any, NamedTuple, get_args
@@ -30,11 +28,15 @@ from nodemedic.contracts.logs import (
     split_previous_boot,
     split_signature,
 )
+from nodemedic.detect.matching import (
+    PREFIX,
+    Found,
+    Searcher,
+    compiled,
+    prefixes,
+    required_literal,
+)
 
-# The stdlib's own regex parser, only to find the literals a pattern requires (3.11+).
-sre_parse: Any = import_module("re._parser")
-
-_MIN_NEEDLE = 3
 _CHUNK = 1024
 MAX_LINE = 8192
 r"""Characters of a line the rules are matched against. A kernel record holds at most 1 KiB
@@ -53,7 +55,7 @@ class Fault(NamedTuple):
 
     rule: Rule
     line: str
-    found: re.Match[str]
+    found: Found
 
     @property
     def groups(self) -> Mapping[str, str]:
@@ -88,59 +90,28 @@ class Fault(NamedTuple):
         return split_previous_boot(split_signature(self.line)[1])[0]
 
 
-def required_literal(pattern: str) -> str | None:
-    """The longest literal that every match of ``pattern`` contains, or None.
-
-    Only top-level literal runs count: anything inside a repeat or an alternation may be
-    absent from a match. Case-insensitive patterns give no needle (a plain ``in`` test
-    would wrongly reject lines).
-    """
-    parsed = sre_parse.parse(pattern)
-    if parsed.state.flags & re.IGNORECASE:
-        return None
-    best, run = "", []
-    for op, arg in [*parsed, (None, None)]:
-        if op is sre_parse.LITERAL:
-            run.append(chr(arg))
-            continue
-        if len(run) > len(best):
-            best = "".join(run)
-        run = []
-    return best if len(best) >= _MIN_NEEDLE else None
-
-
-def anchored(pattern: str) -> bool:
-    """Every match of ``pattern`` starts where the text starts: its first top-level element
-    is ``^`` (or ``\\A``), not one branch of a top-level ``|``, and no MULTILINE flag lets
-    ``^`` match after a newline. A kernel rule must be: searched anywhere, its text could
-    be met inside a process name, a file path or a user message that a kernel line quotes
-    after its own head."""
-    parsed = sre_parse.parse(pattern)
-    if parsed.state.flags & re.MULTILINE or not len(parsed):
-        return False
-    return bool(
-        parsed[0]
-        in ((sre_parse.AT, sre_parse.AT_BEGINNING), (sre_parse.AT, sre_parse.AT_BEGINNING_STRING))
-    )
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class _Group:
     """All rules that share one (source, pattern), in catalog order."""
 
     first: int
-    regex: re.Pattern[str]
+    regex: Searcher
     needle: str | None
     rules: tuple[tuple[int, Rule], ...]
     key: str | None
     """When every rule constrains the same single group, a lookup replaces the rule loop."""
     by_value: Mapping[str, tuple[int, Rule]]
+    starts: frozenset[str] | None = None
+    """The first characters every match starts with (``matching.prefixes``), if known."""
     fallback: tuple[int, Rule] | None = None
     """With a lookup, the first rule that constrains nothing (a catch-all after the others:
     the codes no rule names), met where the lookup finds no rule."""
 
-    def first_match(self, line: str) -> tuple[int, Rule, re.Match[str]] | None:
-        """The first of this group's rules that ``line`` meets."""
+    def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
+        """The first of this group's rules that ``line`` meets. A line reached by its first
+        characters may lack the needle: an ``in`` test costs a fraction of a search."""
+        if self.needle is not None and self.needle not in line:
+            return None
         found = self.regex.search(line)
         if found is None:
             return None
@@ -153,7 +124,7 @@ class _Group:
         return None
 
 
-def _group(rules: list[tuple[int, Rule]]) -> _Group:
+def _group(rules: list[tuple[int, Rule]], user: frozenset[str]) -> _Group:
     """The rules of one pattern; those after the first that constrains nothing can never
     win, so only the ones before it need the same single group for a lookup."""
     plain = next((n for n, (_, rule) in enumerate(rules) if not rule.match), len(rules))
@@ -167,8 +138,9 @@ def _group(rules: list[tuple[int, Rule]]) -> _Group:
     pattern = rules[0][1].pattern
     return _Group(
         first=rules[0][0],
-        regex=re.compile(pattern),
+        regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
         needle=required_literal(pattern),
+        starts=prefixes(pattern),
         rules=tuple(rules),
         key=key,
         by_value=by_value,
@@ -255,6 +227,11 @@ class _Index:
     by_needle: Mapping[str, tuple[_Group, ...]]
     always: tuple[_Group, ...]
     """Groups with no needle, in catalog order: candidates for every line."""
+    by_start: Mapping[str, tuple[_Group, ...]]
+    """The groups whose matches start with a few known characters, by those: in bulk, a
+    line reaches them by one lookup of its first characters, not a search of every line."""
+    searched: Mapping[str, tuple[_Group, ...]]
+    """The needles of the other groups, searched for in bulk."""
 
     def fault(self, line: str, text: str) -> Fault | None:
         """The fault of one line (matched as ``text``): for one line, an ``in`` test per
@@ -268,7 +245,11 @@ class _Index:
 
     def faults(self, lines: Sequence[str], texts: Sequence[str]) -> Iterator[tuple[int, Fault]]:
         """(index, fault) for each of ``lines`` (matched as ``texts``) that has a fault."""
-        found = self._needles_found(texts)
+        found = self.needles_found(texts, self.searched)
+        start = self.by_start.get
+        for number, groups in enumerate(map(start, [text[:PREFIX] for text in texts])):
+            if groups is not None:
+                found.setdefault(number, []).append(groups)
         numbers: Iterable[int] = (
             sorted(found) if not self.always else (i for i, text in enumerate(texts) if text)
         )
@@ -284,13 +265,15 @@ class _Index:
             return found[0]
         return sorted({g for groups in found for g in groups}.union(self.always), key=_first)
 
-    def _needles_found(self, texts: Sequence[str]) -> dict[int, list[tuple[_Group, ...]]]:
-        """For each text that holds a needle, the group tuples of the needles it holds."""
+    def needles_found(
+        self, texts: Sequence[str], needles: Mapping[str, tuple[_Group, ...]]
+    ) -> dict[int, list[tuple[_Group, ...]]]:
+        """For each text that holds one of ``needles``, the group tuples of those it holds."""
         text = "\n".join(texts)
         starts = list(accumulate(map(_plus_newline, map(len, texts)), initial=0))
         found: dict[int, list[tuple[_Group, ...]]] = {}
         find = text.find
-        for needle, groups in self.by_needle.items():
+        for needle, groups in needles.items():
             at = find(needle)
             while at >= 0:
                 number = bisect_right(starts, at) - 1
@@ -309,7 +292,7 @@ def _first(group: _Group) -> int:
 def _first_fault(line: str, text: str, candidates: Iterable[_Group]) -> Fault | None:
     """The fault of the first rule (in catalog order) of ``candidates`` that ``text``
     meets; None when there is none or that rule says ``ignore``."""
-    best: tuple[int, Rule, re.Match[str]] | None = None
+    best: tuple[int, Rule, Found] | None = None
     for group in candidates:
         if best is not None and group.first > best[0]:
             break
@@ -332,12 +315,22 @@ class Classifier:
         self._indexes: dict[Source, _Index] = {}
         for source in get_args(Source):
             groups = sorted(
-                (_group(rules) for (src, _), rules in grouped.items() if src == source),
+                (
+                    _group(rules, catalog.user)
+                    for (src, _), rules in grouped.items()
+                    if src == source
+                ),
                 key=_first,
             )
+            by_start: dict[str, list[_Group]] = {}
+            for group in groups:
+                for start in group.starts or ():
+                    by_start.setdefault(start, []).append(group)
             self._indexes[source] = _Index(
                 by_needle=_scan_needles(groups),
-                always=tuple(group for group in groups if group.needle is None),
+                always=tuple(g for g in groups if g.needle is None and g.starts is None),
+                by_start={start: tuple(found) for start, found in by_start.items()},
+                searched=_scan_needles([g for g in groups if g.starts is None]),
             )
 
     def classify(self, line: str, source: Source = "kmsg") -> Fault | None:
@@ -346,6 +339,14 @@ class Classifier:
         A line whose first matching rule has ``action: ignore`` has no fault.
         """
         return self._indexes[source].fault(line, _text(line, source))
+
+    def suspects(self, texts: Sequence[str]) -> Collection[int] | None:
+        """The indexes of ``texts`` that may hold a kernel line's fault, found at C speed:
+        those holding a needle; None where any may (a rule without a needle). Any text that
+        holds a kernel message (a log line with its prefix) will do: a rule's needle is in
+        the message, so in the line."""
+        index = self._indexes["kmsg"]
+        return None if index.always else index.needles_found(texts, index.by_needle).keys()
 
     def classify_lines(
         self, lines: Iterable[str], source: Source = "kmsg"

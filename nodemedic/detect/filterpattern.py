@@ -23,7 +23,7 @@ import re
 from nodemedic.catalog import Catalog, CatalogError
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
-from nodemedic.detect.classifier import required_literal
+from nodemedic.detect.matching import required_literal
 
 MAX_PATTERN_LENGTH = 1024
 """PutSubscriptionFilter's limit on ``filterPattern``."""

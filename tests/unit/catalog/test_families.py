@@ -18,7 +18,7 @@ RULES = ROOT / "nodemedic" / "catalog" / "rules"
 
 
 def family_rules(family: str) -> list[Rule]:
-    return parse_rules((RULES / f"{family}.yaml").read_text(encoding="utf-8"), family)
+    return parse_rules((RULES / f"{family}.yaml").read_text(encoding="utf-8"), family, builtin=True)
 
 
 def test_every_rule_file_is_a_declared_family_with_rules() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from nodemedic.catalog import CatalogError, load_catalog, parse_rules
-from nodemedic.detect.classifier import Classifier, required_literal
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.matching import required_literal
 
 XID = r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+),"
 

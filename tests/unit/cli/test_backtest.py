@@ -278,3 +278,26 @@ def test_a_file_s_own_clock_line_places_its_boot_and_a_later_boot_needs_its_own(
     assert (code, out) == (2, "")
     assert "gpu-node-7.dmesg:4: lines timed since boot" in err
     assert "a later boot" in err
+
+
+def test_a_crashed_nodes_log_is_replayed_and_a_bad_file_is_left_out_alone(
+    capsys: pytest.CaptureFixture[str], logs: Path
+) -> None:
+    """A node that died hard leaves NUL runs after its last lines; a core file among the
+    logs is told and left out, the fleet's other files replayed."""
+    (logs / "gpu-node-1.log").write_bytes(
+        b"2026-11-22T18:00:01,000000+00:00 nvidia: loading out-of-tree module taints kernel.\n"
+        + f"2026-11-22T18:02:11,500000+00:00 {XID79}\n".encode()
+        + b"\0" * 40_000
+        + b"2026-11-22T18:09:00,000000+00:00 Linux version 6.1.0\n"
+    )
+    _write(logs / "core", b"\x7fELF\0\0\0")
+    code, out, err = run(capsys, str(logs), "--format", "json")
+    assert code == 2
+    assert "core: binary data" in err and len(err.strip().splitlines()) == 1
+    replayed = json.loads(out)
+    assert {(row["node"], row["fault_id"]) for row in replayed["rows"]} == {
+        ("gpu-node-1", "nvidia-xid-79"),
+        ("gpu-node-2", "nvidia-xid-48"),
+    }
+    assert replayed["group_size"] == 3, "the healthy node is replayed too"

@@ -63,6 +63,8 @@ def test_each_input_ends_with_a_verdict_object_no_reader_of_fault_lines_mistakes
             "faults": 2,
             "counts": {"notify": 1, "reboot": 0, "replace": 1},
             "waiting": [],
+            "injected": 0,
+            "skipped": {},
         },
         {
             "file": second,
@@ -72,6 +74,8 @@ def test_each_input_ends_with_a_verdict_object_no_reader_of_fault_lines_mistakes
             "faults": 0,
             "counts": {"notify": 0, "reboot": 0, "replace": 0},
             "waiting": [],
+            "injected": 0,
+            "skipped": {},
         },
     ]
 

@@ -15,8 +15,9 @@ import dataclasses
 import pytest
 
 from nodemedic.catalog import Catalog, Rule, load_catalog
-from nodemedic.detect.classifier import Classifier, anchored
+from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import messages
+from nodemedic.detect.matching import anchored
 from scripts.generate_xid_rules import EXAMPLES, read_examples
 from tests.support.paths import EVENTS
 

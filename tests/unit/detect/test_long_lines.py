@@ -17,7 +17,8 @@ from functools import partial
 import pytest
 
 from nodemedic.catalog import Rule
-from nodemedic.detect.classifier import MAX_LINE, default_classifier, required_literal
+from nodemedic.detect.classifier import MAX_LINE, default_classifier
+from nodemedic.detect.matching import required_literal
 
 SIZE = 256 * 1024
 BUDGET = 0.100
