@@ -8,7 +8,7 @@ import csv
 
 import pytest
 
-from console.cli.triage import find_faults
+from console.findings import KernelLogCheck, kernel_findings
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
@@ -58,7 +58,11 @@ def test_each_form_is_stripped_to_the_bare_message_of_every_example(form: Form) 
 @pytest.mark.parametrize("form", FORMS, ids=lambda form: form.name)
 def test_triage_gives_each_form_the_bare_lines_faults(form: Form) -> None:
     lines = [form.head + example + tail for example in EXAMPLES for tail in TAILS]
-    found = {f.line_no - 1: f.fault.fault_id for f in find_faults("-", lines, CLASSIFIER)}
+    found = {
+        f.line_no - 1: f.fault.fault_id
+        for chunk in kernel_findings("-", lines, CLASSIFIER, KernelLogCheck())
+        for f in chunk
+    }
     expected = {
         n: fault.fault_id
         for n, example in enumerate(e for e in EXAMPLES for _ in TAILS)
