@@ -25,6 +25,9 @@ class Found(Protocol):
 
 
 class Searcher(Protocol):
+    @property
+    def pattern(self) -> str: ...
+
     def search(self, text: str, /) -> Found | None: ...
 
 

@@ -121,7 +121,7 @@ def test_faults_are_told_before_the_input_ends(tmp_path: Path) -> None:
         triage.stdin.write(f"[    1.000000] {XID_79}\n" * 3 + chatter)
         triage.stdin.flush()
         deadline = time.monotonic() + 60
-        got = []
+        got: list[str] = []
         while len(got) < 3 and time.monotonic() < deadline:
             try:
                 got.append(told.get(timeout=1))
