@@ -37,6 +37,7 @@ from agent.origin import (
     boot_key,
     keep_registered,
     kms_encrypt,
+    registration_batches,
     sealed_registration,
     signer,
 )
@@ -50,7 +51,6 @@ from nodemedic.contracts.logs import (
     deep_check_stream,
     health_stream,
     heartbeat_message,
-    identity_stream,
     kmsg_stream,
     node_log_group,
     telemetry_stream,
@@ -181,6 +181,8 @@ class Agent:
         self.sign: Signer | None = None
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
+        self.ended_key: str | None = None
+        """The previous boot's key id, until its stream was sent this boot's registration."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
         self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
@@ -302,7 +304,8 @@ class Agent:
         config = self.config
         try:
             document, signature = identity_document()
-            key = boot_key(config.state_dir, config.boot_id)
+            key, ended = boot_key(config.state_dir, config.boot_id)
+            self.ended_key = ended or self.ended_key
             registration = Registration(
                 config.instance_id, config.boot_id, key, document, signature
             )
@@ -319,9 +322,9 @@ class Agent:
                 exc,
             )
             return False
-        batch = Batcher(identity_stream(config.instance_id))
-        batch.add(int(time.time() * 1000), sealed)
-        self._put(batch.flush())
+        for batch in registration_batches(config.instance_id, key, self.ended_key, sealed):
+            self._put(batch)
+        self.ended_key = None
         self.sign = signer(key, config.instance_id)
         self.metrics.signing = 1
         log.info("signing every event with key %s", registration.key_id)

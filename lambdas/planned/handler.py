@@ -5,7 +5,9 @@ names (a Capacity Block's: those EC2 lists in its reservation) are kept where no
 act (their Auto Scaling group in ``node_groups``, a Spot warning's in ``spot_groups``);
 each becomes a decision and starts the planned state machine, named by the decision id, so
 a notice delivered twice starts nothing twice. The output names the notice and the
-decisions handed on.
+decisions handed on. An event of a kind nodemedic acts on that cannot be read is counted
+(``UnreadableNotices``) and logged, and the invocation succeeds: retrying it would read it
+the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +19,18 @@ from typing import Any, Final
 
 import boto3
 
+from lambdas.observability import logger, publish_count
 from lambdas.planned.env import PlannedEnv, planned_env
 from lambdas.recorded import record_start
-from nodemedic.remediate.planned import Notice, acts_on, notice_of, planned_decision
+from nodemedic.contracts.metrics import CLUSTER_DIMENSION, UNREADABLE_NOTICES_METRIC
+from nodemedic.remediate.decision import evidence
+from nodemedic.remediate.planned import (
+    Notice,
+    NoticeError,
+    acts_on,
+    notice_of,
+    planned_decision,
+)
 
 BATCH: Final = 50
 """Instances per DescribeAutoScalingInstances call, its maximum."""
@@ -91,9 +102,25 @@ def start(
     return handed
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def _shown(event: Any) -> str:
+    """The event as a log shows it: cut, escaped, and never an error of its own."""
+    try:
+        text = json.dumps(event, default=str)
+    except (RecursionError, TypeError, ValueError):
+        text = f"<{type(event).__name__} that cannot be written as JSON>"
+    return evidence(text)
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
     env = planned_env()
-    notice = notice_of(event)
+    try:
+        notice = notice_of(event)
+    except NoticeError as exc:
+        # A retry reads the same payload the same way: the invocation succeeds, and the
+        # count and the log say what was dropped (EventBridge keeps no copy).
+        publish_count(UNREADABLE_NOTICES_METRIC, 1, {CLUSTER_DIMENSION: env.cluster})
+        logger.warning("unreadable notice", extra={"reason": str(exc), "event": _shown(event)})
+        return {"notice": None, "planned": [], "unreadable": str(exc)}
     if notice is None:
         return {"notice": None, "planned": []}
     decisions = plan_notice(

@@ -76,7 +76,9 @@ def _fleet(event: dict[str, Any]) -> dict[str, Any]:
     ).to_mapping()
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    if not isinstance(event, dict):
+        raise PolicyError(f"the event is not an object: {type(event).__name__}")
     op = event.get("op")
     try:
         if op == "plan":
@@ -93,8 +95,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return _judge(event)
         if op == "fleet":
             return _fleet(event)
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise PolicyError(f"{op} payload lacks or mistypes {exc}") from exc
+    except PolicyError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError, IndexError) as exc:
+        # A value of the wrong shape anywhere in the payload (a text for a number, an
+        # infinite float, a list of two for one): the task fails with what was wrong.
+        raise PolicyError(f"{op!r} payload lacks or mistypes {exc!r}") from exc
     raise PolicyError(
         f"unknown op {op!r}: expected plan, elapsed, clock, admission, judge or fleet"
     )

@@ -53,6 +53,10 @@ instance holds or can be read, no certificate for the Region. Every fault of tha
 capped to notify until someone fixes it: this class pages."""
 MALFORMED_METRIC: Final = "MalformedPayloads"
 """Published by the classifier for each payload it sends to the dead-letter queue."""
+UNREADABLE_NOTICES_METRIC: Final = "UnreadableNotices"
+"""Published by the planned Lambda for each event of a kind it acts on (an AWS Health
+scheduled change, a Capacity Block or Spot warning) whose payload cannot be read: logged
+with the event, and dropped."""
 UNPARSABLE_METRIC: Final = "UnparsableLines"
 """Published by the classifier for each line that is not what its stream carries (a health
 line that is no health result, a heartbeat without its state); the rest of its batch is

@@ -49,6 +49,10 @@ SPOT_NOTICE: Final = 120
 CAPACITY_BLOCK: Final = "capacity-block-expiry"
 SPOT: Final = "spot-interruption"
 _INSTANCE = re.compile(r"(?:^|/)(i-[0-9a-f]{8,17})$")
+EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(9000, 1, 1, tzinfo=UTC)
+"""The times a notice may name: any other is a payload's mistake (a deadline in year 1 or
+9999 would overflow the lead time or the Capacity Block's ten minutes)."""
 
 
 class NoticeError(ValueError):
@@ -79,67 +83,88 @@ class Notice:
         return f"planned-{self.kind}"
 
 
+def _text(value: Any) -> str:
+    """A field that must be text; anything else, and text no API can carry (a lone
+    surrogate, which JSON's ``\ud800`` makes), reads as absent."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return ""
+    return value
+
+
 def _detail_type(event: Mapping[str, Any]) -> str:
     """The standard envelope's ``detail-type``, or the ``detail_type`` the Capacity Block
     examples of AWS's documentation use."""
-    return str(event.get("detail-type") or event.get("detail_type") or "")
+    return _text(event.get("detail-type")) or _text(event.get("detail_type"))
 
 
 def _time(value: Any, what: str) -> datetime:
-    """ISO 8601 (the envelope's ``time``) or RFC 1123 (Health's ``startTime``)."""
-    text = str(value or "")
+    """ISO 8601 (the envelope's ``time``) or RFC 1123 (Health's ``startTime``), between
+    ``EARLIEST`` and ``LATEST``: a deadline and the lead time before it are then dates."""
+    text = _text(value)
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         try:
             parsed = parsedate_to_datetime(text)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, IndexError, OverflowError) as exc:
             raise NoticeError(f"{what} is not a time: {text!r}") from exc
     if parsed.tzinfo is None:
         raise NoticeError(f"{what} has no time zone: {text!r}")
+    if not EARLIEST <= parsed <= LATEST:
+        raise NoticeError(f"{what} is no time a notice can mean: {text!r}")
     return parsed.astimezone(UTC)
 
 
 def _instance(value: Any) -> str | None:
     """An instance id, bare or at the end of an instance ARN."""
-    found = _INSTANCE.search(str(value or ""))
+    found = _INSTANCE.search(_text(value))
     return found[1] if found else None
 
 
-def notice_of(event: Mapping[str, Any]) -> Notice | None:
+def notice_of(event: object) -> Notice | None:
     """The notice ``event`` gives, or None for an event nodemedic does not act on (another
-    Health event, a closed one, a public one with no instance)."""
+    Health event, a closed one, a public one with no instance). ``NoticeError`` is the only
+    error it raises, whatever the event holds: EventBridge delivers what any rule matched,
+    and one event must never fail the others' invocations."""
+    if not isinstance(event, Mapping):
+        raise NoticeError(f"the event is not an object: {type(event).__name__}")
     detail = event.get("detail")
     if not isinstance(detail, Mapping):
         raise NoticeError("the event has no detail")
     source, kind = event.get("source"), _detail_type(event)
     if source == HEALTH_SOURCE and kind == HEALTH_DETAIL_TYPE:
         return _health(detail)
+    if source != EC2_SOURCE or kind not in (*CAPACITY_BLOCK_DETAIL_TYPES, SPOT_DETAIL_TYPE):
+        return None
     sent = _time(event.get("time"), "time")
-    if source == EC2_SOURCE and kind in CAPACITY_BLOCK_DETAIL_TYPES:
-        reservation = str(detail.get("capacity-reservation-id") or "")
+    if kind in CAPACITY_BLOCK_DETAIL_TYPES:
+        reservation = _text(detail.get("capacity-reservation-id"))
         if not reservation:
             raise NoticeError("a Capacity Block warning names no capacity-reservation-id")
         deadline = sent + timedelta(seconds=CAPACITY_BLOCK_NOTICE)
         if detail.get("end-date"):
             deadline = min(deadline, _time(detail["end-date"], "end-date"))
         return Notice(CAPACITY_BLOCK, kind, reservation, (), reservation, deadline)
-    if source == EC2_SOURCE and kind == SPOT_DETAIL_TYPE:
-        # The id from the detail: the event's resources name the instance by an ARN of
-        # an Availability Zone, "different from the ARN format for EC2 resources".
-        instance = _instance(detail.get("instance-id"))
-        if instance is None:
-            raise NoticeError("a Spot interruption warning names no instance-id")
-        deadline = sent + timedelta(seconds=SPOT_NOTICE)
-        return Notice(SPOT, kind, str(event.get("id") or ""), (instance,), "", deadline)
-    return None
+    # The id from the detail: the event's resources name the instance by an ARN of an
+    # Availability Zone, "different from the ARN format for EC2 resources".
+    instance = _instance(detail.get("instance-id"))
+    if instance is None:
+        raise NoticeError("a Spot interruption warning names no instance-id")
+    deadline = sent + timedelta(seconds=SPOT_NOTICE)
+    return Notice(SPOT, kind, _text(event.get("id")), (instance,), "", deadline)
 
 
 def _health(detail: Mapping[str, Any]) -> Notice | None:
-    code = str(detail.get("eventTypeCode") or "")
+    code = _text(detail.get("eventTypeCode"))
     if code not in HEALTH_CODES or detail.get("statusCode") == "closed":
         return None
     entities = detail.get("affectedEntities") or []
+    if not isinstance(entities, list):
+        raise NoticeError("affectedEntities is not a list")
     instances = tuple(
         sorted(
             {
@@ -153,9 +178,7 @@ def _health(detail: Mapping[str, Any]) -> Notice | None:
     if not instances:
         return None
     deadline = _time(detail.get("startTime"), "startTime")
-    return Notice(
-        HEALTH_CODES[code], code, str(detail.get("eventArn") or ""), instances, "", deadline
-    )
+    return Notice(HEALTH_CODES[code], code, _text(detail.get("eventArn")), instances, "", deadline)
 
 
 def acts_on(

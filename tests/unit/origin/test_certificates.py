@@ -4,6 +4,7 @@ its own Region only, and real identity documents verified with them as IMDS serv
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import botocore.session
@@ -17,33 +18,62 @@ from nodemedic.origin.identity import (
     verified_document,
 )
 from nodemedic.origin.signing import KEY_BYTES, Registration, check_registration
-from tests.support.paths import EVENTS
+from nodemedic.settings import parse_cluster
+from stacks.ingest import identity_certificates
+from tests.support.paths import EVENTS, ROOT
 
-PARTITIONS = ("aws", "aws-us-gov", "aws-cn")
-KNOWN_GAPS = frozenset({"ap-southeast-6"})
-"""Regions whose RSA certificate nodemedic does not have. ap-southeast-6 (Asia Pacific (New
-Zealand)): in none of the copies of AWS's page the certificates were taken from (SOURCE.md);
-a cluster there lists it in ``identity_certificates``. Vendor it, and this test says to take
-it off this list."""
+SECURITY = ROOT / "docs" / "security.md"
+_ROW = re.compile(
+    r"^\| `(?P<partition>[a-z-]+)` \| (?P<regions>\d+) \| (?P<vendored>\d+) \| (?P<gaps>.+) \|$"
+)
 IDENTITY = EVENTS / "identity"
 AT = datetime(2026, 2, 17, tzinfo=UTC)
 """When every recorded document's certificate is valid."""
 DOCUMENTS = {"iid0": "us-east-1", "iid1": "us-east-1", "apse2": "ap-southeast-2"}
 
 
-def ec2_regions() -> set[str]:
-    session = botocore.session.Session()
-    return {
-        region
-        for partition in PARTITIONS
-        for region in session.get_available_regions("ec2", partition_name=partition)
-    }
+def coverage_table() -> dict[str, tuple[int, int, frozenset[str]]]:
+    """docs/security.md's coverage per partition: (EC2 Regions, with a certificate, the
+    Regions without one)."""
+    found = {}
+    for line in SECURITY.read_text(encoding="utf-8").splitlines():
+        row = _ROW.match(line)
+        if row is not None:
+            gaps = frozenset(re.findall(r"`([a-z0-9-]+)`", row["gaps"]))
+            found[row["partition"]] = (int(row["regions"]), int(row["vendored"]), gaps)
+    return found
 
 
-def test_every_region_botocore_knows_has_a_certificate_but_the_known_gaps() -> None:
-    regions = ec2_regions()
-    assert regions - vendored_regions() == KNOWN_GAPS
-    assert vendored_regions() <= regions, "a certificate of no Region: a misnamed file?"
+def ec2_regions(partition: str) -> set[str]:
+    return set(botocore.session.Session().get_available_regions("ec2", partition_name=partition))
+
+
+def test_the_coverage_per_partition_in_the_docs_is_botocores_regions_and_the_files() -> None:
+    """Every partition botocore knows is in the table, and each row says which of its EC2
+    Regions have a certificate and which have none, as the vendored files are."""
+    table = coverage_table()
+    assert set(table) == set(botocore.session.Session().get_available_partitions())
+    for partition, (count, vendored, gaps) in table.items():
+        regions = ec2_regions(partition)
+        assert (count, vendored, gaps) == (
+            len(regions),
+            len(regions & vendored_regions()),
+            frozenset(regions - vendored_regions()),
+        ), partition
+    everywhere = set().union(*(ec2_regions(p) for p in table))
+    assert vendored_regions() <= everywhere, "a certificate of no Region: a misnamed file?"
+
+
+@pytest.mark.parametrize("region", ["ap-southeast-6", "eusc-de-east-1", "us-iso-east-1"])
+def test_a_stack_of_a_region_without_a_certificate_is_refused_unless_it_lists_one(
+    region: str,
+) -> None:
+    """Where the origin is enforced: every fault there would only be notified."""
+    settings = parse_cluster({"name": "c", "node_groups": ["g"]})
+    with pytest.raises(ValueError, match=f"no AWS identity certificate of {region}"):
+        identity_certificates(settings, region)
+    audit = parse_cluster({"name": "c", "proof_of_origin": "audit"})
+    assert identity_certificates(audit, region) == ""
 
 
 def test_every_vendored_certificate_is_an_aws_rsa_key_with_its_source_noted() -> None:
