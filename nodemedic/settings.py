@@ -67,6 +67,10 @@ class ClusterSettings:
     instance registered with its EC2 identity document; any other is at most notified,
     with the reason. ``audit``: such lines act and are counted (``UnprovenEvidence``), for
     the rollout of signing agents (docs/deploy.md)."""
+    stale_after: int = 3600
+    """Seconds: a reset, reboot or replace line heard later than this after it was logged
+    (a replay of the classifier's dead-letter queue, a late delivery) is only notified, as
+    stale: what an old line says is no longer known of the node."""
     identity_certificates: tuple[str, ...] = ()
     """PEM files of the certificates identity documents are verified with; empty: AWS's
     RSA certificates vendored in ``nodemedic/origin/certificates`` (read at synth)."""

@@ -113,6 +113,7 @@ AT_LEAST_ONE = (
     "drain_timeout",
     "reboot_timeout",
     "escalation_window",
+    "stale_after",
     "breaker_hold",
     "poll_seconds",
     "max_in_flight",
