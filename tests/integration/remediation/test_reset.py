@@ -172,3 +172,73 @@ def test_a_reset_that_gives_way_to_a_reboot_drains_the_rest_first(
     assert world.pipelines["resets"].ledger(record)["outcome"] == "rebooted"  # type: ignore[index]
     assert world.hypervisor.reboots.count(sick) == 1
     assert not exists(core, namespace, "rank-1"), "evicted before the reboot, not killed by it"
+
+
+def test_a_node_ssm_does_not_manage_is_rebooted_instead(world: World) -> None:
+    sick, _ = world.group("g6-reset-unmanaged", 2, **G6)
+    world.gpus.behave(sick, "unmanaged", GPU_ID)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["action"], ledger["outcome"], ledger["escalated"]) == ("reset", "rebooted", True)
+    assert ledger["escalation"] == (
+        f"SSM refused the GPU reset of {GPU_ID}: Ssm.InvalidInstanceIdException"
+    )
+    assert world.gpus.refused == [(sick, "InvalidInstanceId")], "refused once, not retried"
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)
+
+
+def test_a_throttled_reset_is_sent_again_and_heals_the_gpu(world: World) -> None:
+    sick, _ = world.group("g6-reset-throttled", 2, **G6)
+    world.gpus.behave(sick, "throttled", GPU_ID)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    assert pipeline.ledger(record)["outcome"] == "reset"  # type: ignore[index]
+    assert (sick, "ThrottlingException") in world.gpus.refused
+    assert (sick, "Success") in world.gpus.resets
+    assert world.hypervisor.reboots.count(sick) == 0
+    _given_back(world, sick)
+
+
+def test_a_reset_whose_end_ssm_never_tells_is_rebooted_instead(world: World) -> None:
+    sick, _ = world.group("g6-reset-unreported", 2, **G6)
+    world.gpus.behave(sick, "unreported", GPU_ID)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    assert (ledger["outcome"], ledger["escalated"]) == ("rebooted", True)
+    assert ledger["escalation"] == (
+        f"SSM did not say how the GPU reset of {GPU_ID} went: Ssm.InvocationDoesNotExistException"
+    )
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)
+
+
+def test_the_same_xid_on_two_gpus_in_one_window_resets_both(world: World) -> None:
+    sick, _ = world.group("g6-reset-two-gpus", 2, **G6)
+    pipeline = world.pipelines["resets"]
+
+    for count, bus in enumerate(("2b", "3c"), 1):
+        world.ship("resets", sick, XID_46.replace("PCI:0000:2b:00", f"PCI:0000:{bus}:00"))
+        started = pipeline.executions(sick)
+        assert len(started) == count, "the second GPU's fault is not a duplicate"
+        assert pipeline.finish(started[-1])["status"] == "SUCCEEDED"
+    for execution in pipeline.executions(sick):
+        ledger = pipeline.item(sick, f"decision#{execution.rsplit(':', 1)[1]}")
+        assert ledger is not None
+        assert (ledger["action"], ledger["outcome"]) == ("reset", "reset")
+    assert world.gpus.resets.count((sick, "Success")) == 2
+    assert world.hypervisor.reboots.count(sick) == 0
+    _given_back(world, sick)
