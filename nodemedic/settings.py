@@ -68,9 +68,7 @@ class ClusterSettings:
     with the reason. ``audit``: such lines act and are counted (``UnprovenEvidence``), for
     the rollout of signing agents (docs/deploy.md)."""
     stale_after: int = 3600
-    """Seconds: a reset, reboot or replace line heard later than this after it was logged
-    (a replay of the classifier's dead-letter queue, a late delivery) is only notified, as
-    stale: what an old line says is no longer known of the node."""
+    """Seconds: a fault line heard later than this after it was logged is only notified."""
     identity_certificates: tuple[str, ...] = ()
     """PEM files of the certificates identity documents are verified with; empty: AWS's
     RSA certificates vendored in ``nodemedic/origin/certificates`` (read at synth)."""
@@ -79,9 +77,8 @@ class ClusterSettings:
     max_parallel: int = 2
     """Breaker: at most this many nodes of a node group in remediation at once."""
     drain_timeout: int = 600
-    """Seconds of Eviction-API draining; then the remediation fails and the node stays
-    cordoned (and people are told), unless ``force_drain`` lets a replacement delete what
-    is left."""
+    """Seconds of Eviction-API draining; then the remediation fails and the node stays cordoned (and
+    people are told), unless ``force_drain`` lets a replacement delete what is left."""
     force_drain: bool = False
     """Before a replacement (never before a reboot), delete the pods eviction could not move
     once ``drain_timeout`` is spent, overriding their PodDisruptionBudgets."""
@@ -172,9 +169,8 @@ class ClusterSettings:
     job_breaker_cooldown: int = 1800
     """Seconds a tripped job breaker (a namespace's, or the cluster's) holds restarts."""
     job_log_silence: int = 300
-    """Job breaker: when the application log group delivered nothing for this many seconds,
-    a verdict the schedule finds (a silence) trips the breaker: the pipe is down, not the
-    jobs."""
+    """Job breaker: when the application log group delivered nothing for this many seconds, a
+    verdict the schedule finds (a silence) trips the breaker: the pipe is down, not the jobs."""
     history_days: int = 90
     """Days the ledger keeps each remediation's record (its DynamoDB time to live), what
     ``nodemedic history`` shows; locks, breakers and heartbeats are not affected."""
