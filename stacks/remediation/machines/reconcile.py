@@ -126,44 +126,40 @@ def _gauge(flow: Flow, id: str, metric: str, at: str) -> sfn.IChainable:
     )
 
 
+def _renewal(flow: Flow, id: str, breakers: list[Item]) -> sfn.TaskStateBase:
+    """A parked lock's lease renewed and its node counted on ``breakers``, in one
+    transaction. A lock a new remediation took over meanwhile is no longer parked: the
+    transaction is cancelled (the caller's catch). Any other error fails the run, which the
+    StrandedNodes alarm counts: a renewal that did not happen must not pass for one."""
+    return transaction(
+        flow,
+        id,
+        [
+            Item(
+                lock_of(INSTANCE),
+                {":until": number(UNTIL)},
+                condition=parking.PARKED,
+                change=parking.RENEW,
+            ),
+            *breakers,
+        ],
+        guard=False,
+    )
+
+
 def _check(flow: Flow) -> sfn.IChainable:
     """One node: live, or stranded (and, when parked, its lease renewed)."""
     s = flow.scope
     stranded = flow.put("Stranded", "$", node=text_at(NODE))
-    renew = transaction(
-        flow,
-        "Renew lease",
-        [
-            Item(
-                lock_of(INSTANCE),
-                {":until": number(UNTIL)},
-                condition=parking.PARKED,
-                change=parking.RENEW,
-            ),
-            *both_breakers(LOCK_GROUP, INSTANCE, flow.settings.name, parking.COUNT),
-        ],
-        guard=False,
-    )
-    # A lock a new remediation took over meanwhile is no longer parked: still stranded now.
-    # Any other error fails the run, which the StrandedNodes alarm counts: a renewal that
-    # did not happen must not pass for one.
+    cluster = flow.settings.name
+    counted = both_breakers(LOCK_GROUP, INSTANCE, cluster, parking.COUNT)
+    renew = _renewal(flow, "Renew lease", counted)
     renew.add_catch(stranded, errors=[TRANSACTION_CANCELED], result_path=sfn.JsonPath.DISCARD)
     renew.next(stranded)
     # Held out by a person's decision: capacity lost, not stranded; on its group's breaker.
     held_out = flow.put("Held out", "$", held_out=text_at(NODE))
-    renew_held_out = transaction(
-        flow,
-        "Renew held-out lease",
-        [
-            Item(
-                lock_of(INSTANCE),
-                {":until": number(UNTIL)},
-                condition=parking.PARKED,
-                change=parking.RENEW,
-            ),
-            *held_out_breakers(LOCK_GROUP, INSTANCE, flow.settings.name),
-        ],
-        guard=False,
+    renew_held_out = _renewal(
+        flow, "Renew held-out lease", held_out_breakers(LOCK_GROUP, INSTANCE, cluster)
     )
     renew_held_out.add_catch(
         stranded, errors=[TRANSACTION_CANCELED], result_path=sfn.JsonPath.DISCARD
@@ -185,10 +181,18 @@ def _check(flow: Flow) -> sfn.IChainable:
     expiry.next(live)
     read = flow.read("Read lock", lock_key(INSTANCE), LOCK, guard=False)
     # Handed off (``handoff``): a vendor has it, cordoned and counted on its group; its lock
-    # has no lease.
+    # has no lease. Counted again as the hand-off counts it (one handed off by an older
+    # release was on the cluster's breaker too).
+    handed_off = transaction(
+        flow,
+        "Count handed off",
+        held_out_breakers(LOCK_GROUP, INSTANCE, flow.settings.name),
+        guard=False,
+    )
+    handed_off.next(held_out)
     read.next(
         sfn.Choice(s, "Parked?")
-        .when(sfn.Condition.is_present(f"{LOCK}.Item.{handoff.HANDED_OFF_AT}"), held_out)
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{handoff.HANDED_OFF_AT}"), handed_off)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.HELD_OUT}"), renew_held_out)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.FAILED_AT}"), renew)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), expiry)

@@ -17,6 +17,7 @@ from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, our_taints
 from tests.support.kube import bind_pod, device_record, exists, holds, running, wait_for
 from tests.support.remediation import FAST, NODE_GROUPS, decision
+from world.gpus import Behaviour
 
 RESETS = ClusterSettings(
     name="resets", gpu_reset=True, node_groups=NODE_GROUPS, post_reboot_deep_check=False, **FAST
@@ -174,55 +175,55 @@ def test_a_reset_that_gives_way_to_a_reboot_drains_the_rest_first(
     assert not exists(core, namespace, "rank-1"), "evicted before the reboot, not killed by it"
 
 
-def test_a_node_ssm_does_not_manage_is_rebooted_instead(world: World) -> None:
-    sick, _ = world.group("g6-reset-unmanaged", 2, **G6)
-    world.gpus.behave(sick, "unmanaged", GPU_ID)
+def _reset_where(world: World, behaviour: Behaviour) -> tuple[str, dict[str, Any]]:
+    """A reset of an instance whose GPU or SSM so behaves, run to its end: the instance and
+    its decision's ledger record."""
+    sick, _ = world.group(f"g6-reset-{behaviour}", 2, **G6)
+    world.gpus.behave(sick, behaviour, GPU_ID)
     pipeline = world.pipelines["resets"]
     record = _reset_decision(sick)
-
     assert pipeline.run(record)["status"] == "SUCCEEDED"
-
     ledger = pipeline.ledger(record)
     assert ledger is not None
+    return sick, ledger
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "refused", "escalation"),
+    [
+        # A node SSM does not manage: refused once, not sent again.
+        (
+            "unmanaged",
+            ["InvalidInstanceId"],
+            f"SSM refused the GPU reset of {GPU_ID}: Ssm.InvalidInstanceIdException",
+        ),
+        (
+            "unreported",
+            [],
+            f"SSM did not say how the GPU reset of {GPU_ID} went: "
+            "Ssm.InvocationDoesNotExistException",
+        ),
+    ],
+)
+def test_a_reset_ssm_refuses_or_never_tells_of_gives_way_to_a_reboot(
+    world: World, behaviour: Behaviour, refused: list[str], escalation: str
+) -> None:
+    sick, ledger = _reset_where(world, behaviour)
+
     assert (ledger["action"], ledger["outcome"], ledger["escalated"]) == ("reset", "rebooted", True)
-    assert ledger["escalation"] == (
-        f"SSM refused the GPU reset of {GPU_ID}: Ssm.InvalidInstanceIdException"
-    )
-    assert world.gpus.refused == [(sick, "InvalidInstanceId")], "refused once, not retried"
+    assert ledger["escalation"] == escalation
+    assert [code for i, code in world.gpus.refused if i == sick] == refused
     assert world.hypervisor.reboots.count(sick) == 1
     _given_back(world, sick)
 
 
 def test_a_throttled_reset_is_sent_again_and_heals_the_gpu(world: World) -> None:
-    sick, _ = world.group("g6-reset-throttled", 2, **G6)
-    world.gpus.behave(sick, "throttled", GPU_ID)
-    pipeline = world.pipelines["resets"]
-    record = _reset_decision(sick)
+    sick, ledger = _reset_where(world, "throttled")
 
-    assert pipeline.run(record)["status"] == "SUCCEEDED"
-
-    assert pipeline.ledger(record)["outcome"] == "reset"  # type: ignore[index]
-    assert (sick, "ThrottlingException") in world.gpus.refused
+    assert ledger["outcome"] == "reset"
+    assert [code for i, code in world.gpus.refused if i == sick] == ["ThrottlingException"]
     assert (sick, "Success") in world.gpus.resets
     assert world.hypervisor.reboots.count(sick) == 0
-    _given_back(world, sick)
-
-
-def test_a_reset_whose_end_ssm_never_tells_is_rebooted_instead(world: World) -> None:
-    sick, _ = world.group("g6-reset-unreported", 2, **G6)
-    world.gpus.behave(sick, "unreported", GPU_ID)
-    pipeline = world.pipelines["resets"]
-    record = _reset_decision(sick)
-
-    assert pipeline.run(record)["status"] == "SUCCEEDED"
-
-    ledger = pipeline.ledger(record)
-    assert ledger is not None
-    assert (ledger["outcome"], ledger["escalated"]) == ("rebooted", True)
-    assert ledger["escalation"] == (
-        f"SSM did not say how the GPU reset of {GPU_ID} went: Ssm.InvocationDoesNotExistException"
-    )
-    assert world.hypervisor.reboots.count(sick) == 1
     _given_back(world, sick)
 
 
