@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
 GUARDED = ClusterSettings(
     name="guarded",
-    node_groups=NODE_GROUPS,
+    node_groups=(*NODE_GROUPS, "p5-spot", "p5-after-spot"),
     max_in_flight=1,
     replacements_per_hour=1,
     replacements_per_day=1,

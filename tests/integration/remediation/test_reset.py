@@ -19,8 +19,14 @@ from tests.support.kube import bind_pod, device_record, exists, holds, running, 
 from tests.support.remediation import FAST, NODE_GROUPS, decision
 from world.gpus import Behaviour
 
+SSM_GROUPS = ("unmanaged", "unreported", "throttled")
+"""The groups ``_reset_where`` makes: ``g6-reset-<behaviour>``."""
 RESETS = ClusterSettings(
-    name="resets", gpu_reset=True, node_groups=NODE_GROUPS, post_reboot_deep_check=False, **FAST
+    name="resets",
+    gpu_reset=True,
+    node_groups=(*NODE_GROUPS, *(f"g6-reset-{b}" for b in SSM_GROUPS), "g6-reset-two-gpus"),
+    post_reboot_deep_check=False,
+    **FAST,
 )
 """Resets GPUs; a reboot gives the node back at its new boot id."""
 G6: dict[str, Any] = {"instance_type": "g6.12xlarge", "devices": {"nvidia.com/gpu": "4"}}
