@@ -57,7 +57,13 @@ def lambda_targets() -> Iterator[None]:
 def commands_run(run: CommandHook) -> Iterator[None]:
     """While active, SSM ``SendCommand`` has each instance it names run the command (moto
     answers ``Success``, no output); ``GetCommandInvocation`` reads what the node made of
-    it, and knows no invocation ``run`` answered None for."""
+    it, and knows no invocation ``run`` answered None for. The state machine's SSM tasks
+    fail with the error names AWS gives them (``Ssm.<Error>Exception``): moto spells the
+    service as it is called (``ssm.``) for all but two services."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_aws_sdk as sdk,
+    )
+
     send = SEND_COMMAND.current()
 
     def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -77,5 +83,9 @@ def commands_run(run: CommandHook) -> Iterator[None]:
         command.invocations = answered
         return command
 
-    with replaced({SEND_COMMAND: send_command}):
-        yield
+    sdk._SERVICE_ERROR_NAMES["ssm"] = "Ssm"
+    try:
+        with replaced({SEND_COMMAND: send_command}):
+            yield
+    finally:
+        sdk._SERVICE_ERROR_NAMES.pop("ssm", None)
