@@ -45,6 +45,17 @@ def one_of(environ: Mapping[str, str], name: str, allowed: tuple[str, ...], defa
     return value
 
 
+def seconds(environ: Mapping[str, str], name: str, default: int) -> int:
+    """The variable's whole number of seconds, at least 1; ``default`` where it is not set.
+    Anything else is an error: a limit read as nothing would lift it."""
+    value = environ.get(name)
+    if value is None:
+        return default
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise EnvError(f"{name}={value!r} is not a whole number of seconds, at least 1")
+    return int(value)
+
+
 def cached(from_environ: Callable[[Mapping[str, str]], M]) -> Callable[[], M]:
     """The accessor of ``from_environ(os.environ)``, parsed once per environment: on Lambda,
     whose environment never changes, once per cold start. Keyed on the whole environment

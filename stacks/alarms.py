@@ -25,6 +25,7 @@ from nodemedic.contracts.metrics import (
     BREAKER_TRIPPED_METRIC,
     CLUSTER_DIMENSION,
     FORGED_DECISIONS_METRIC,
+    HELD_OUT_METRIC,
     METRICS_NAMESPACE,
     REASON_DIMENSION,
     SILENT_METRIC,
@@ -186,6 +187,18 @@ class Alarms(Construct):
                 "takes the taint off.",
             ),
             self._alarm(
+                "NodesHeldOut",
+                "nodes-held-out",
+                cluster_metric(HELD_OUT_METRIC, settings.name, "Maximum"),
+                f"At least max_in_flight ({settings.max_in_flight}) nodes of {settings.name} "
+                "are out of service under a person's decision: handed off to a vendor, or "
+                "their repair denied or left unanswered where that holds. They are not "
+                "remediations and do not hold the breaker back, but their capacity is gone "
+                "until someone takes them back or takes the taint off. `nodemedic "
+                f"history --cluster {settings.name}` names them.",
+                threshold=settings.max_in_flight,
+            ),
+            self._alarm(
                 "SilentNodes",
                 "silent-nodes",
                 cluster_metric(SILENT_METRIC, settings.name, "Maximum"),
@@ -278,14 +291,16 @@ class Alarms(Construct):
             label="stranded nodes and failed aftercare runs",
         )
 
-    def _alarm(self, id: str, name: str, metric: cw.IMetric, description: str) -> cw.Alarm:
+    def _alarm(
+        self, id: str, name: str, metric: cw.IMetric, description: str, *, threshold: int = 1
+    ) -> cw.Alarm:
         alarm = cw.Alarm(
             self,
             id,
             alarm_name=f"nodemedic-{self.settings.name}-{name}"[:MAX_NAME],
             alarm_description=description[:MAX_DESCRIPTION],
             metric=metric,
-            threshold=1,
+            threshold=threshold,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=1,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,

@@ -23,6 +23,7 @@ from nodemedic.contracts.env import (
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
     ENV_PROOF_OF_ORIGIN,
+    ENV_STALE_AFTER,
     ENV_STATE_MACHINE_ARN,
 )
 from nodemedic.detect.filterpattern import subscription_filter_patterns
@@ -116,6 +117,7 @@ class Ingest(Construct):
                 ENV_IDEMPOTENCY_TABLE: self.idempotency.table_name,
                 ENV_ACCEPT_INJECTED: "true" if settings.accept_injected_faults else "false",
                 ENV_PROOF_OF_ORIGIN: settings.proof_of_origin,
+                ENV_STALE_AFTER: str(settings.stale_after),
                 # Set only where on: a cluster with the default keeps its template as it was.
                 **({ENV_GPU_RESET: "true"} if settings.gpu_reset else {}),
                 ENV_IDENTITY_CERTIFICATES: identity_certificates(settings, Stack.of(self).region),

@@ -11,8 +11,12 @@ whole, and its status and output are what SSM would report.
 Public interface (used by the tests and the local demo):
 
 - ``Gpus()``: ``behave(instance_id, behaviour, gpu=...)`` (``healthy`` unless told:
-  ``busy``, ``reset-fails``, ``unhealthy``), ``resets`` (instance id and SSM status of every
-  command run, in order)
+  ``busy``, ``reset-fails``, ``unhealthy``; or, of SSM rather than the GPU, ``unmanaged``:
+  SSM refuses the command with ``InvalidInstanceId``; ``throttled``: SSM refuses the next
+  command with ``ThrottlingException``, then the node runs them; ``unreported``: SSM takes
+  the command but never knows its invocation), ``resets`` (instance id and SSM status of
+  every command run, in order), ``refused`` (instance id and SSM's error of every command
+  refused)
 - ``nodes_run_commands(gpus)``: context manager; while active, SSM commands reach ``gpus``
 """
 
@@ -31,11 +35,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from moto.ssm.exceptions import SSMException
 from moto.ssm.models import ssm_backends
 
 from world import motoservices
 
-Behaviour = Literal["healthy", "busy", "reset-fails", "unhealthy"]
+Behaviour = Literal[
+    "healthy", "busy", "reset-fails", "unhealthy", "unmanaged", "throttled", "unreported"
+]
+REFUSALS: dict[Behaviour, tuple[str, str]] = {
+    "unmanaged": ("InvalidInstanceId", "Instances not in a valid state for account"),
+    "throttled": ("ThrottlingException", "Rate exceeded"),
+}
+"""SSM's error code and message for a command to an instance that so behaves."""
 STAND_IN = Path(__file__).with_name("data")
 """Where the stand-in ``nvidia-smi`` is: this folder goes first on the command's ``PATH``."""
 
@@ -87,22 +99,33 @@ class Gpus:
         self._lock = threading.Lock()
         self.resets: list[tuple[str, str]] = []
         """(instance id, SSM status) of every command run, in order."""
+        self.refused: list[tuple[str, str]] = []
+        """(instance id, SSM's error code) of every command SSM refused, in order."""
 
     def behave(self, instance_id: str, behaviour: Behaviour, gpu: str = FIRST_GPU) -> None:
         """``gpu`` (``nvidia-smi``'s PCI form) of the instance behaves so from now on."""
         with self._lock:
             self._behaviour[instance_id] = (behaviour, gpu)
 
-    def run(self, instance_id: str, command: Any) -> dict[str, Any]:
+    def run(self, instance_id: str, command: Any) -> dict[str, Any] | None:
         """Run moto's ``command`` as the instance's SSM agent would: the invocation's fields
-        after."""
+        after; None where SSM never knows the invocation. Raises SSM's error where SSM
+        refuses the command."""
+        with self._lock:
+            behaviour, gpu = self._behaviour.get(instance_id, ("healthy", FIRST_GPU))
+            if behaviour in REFUSALS:
+                self.refused.append((instance_id, REFUSALS[behaviour][0]))
+                if behaviour == "throttled":
+                    self._behaviour[instance_id] = ("healthy", gpu)
+        if behaviour in REFUSALS:
+            raise SSMException(*REFUSALS[behaviour])
+        if behaviour == "unreported":
+            return None
         backend = ssm_backends[command.account_id][command.backend_region]
         found = backend.get_document(command.document_name, "", "", "JSON")
         script = _script(json.loads(found["Content"]), command.parameters)
         if script is None:
             return _ended(1, "", "InvalidParameters: a value outside its allowedPattern")
-        with self._lock:
-            behaviour, gpu = self._behaviour.get(instance_id, ("healthy", FIRST_GPU))
         env = {
             **os.environ,
             "PATH": f"{STAND_IN}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -60,8 +60,9 @@ Invoke = Callable[[Any, Any], tuple[str, bool, str]]
 Parse = Callable[[str], tuple[Any, Any]]
 """``parse(definition) -> (program, syntax tree)``, as moto's ASL parser."""
 InstancesHook = Callable[[list[str]], None]
-CommandHook = Callable[[str, Any], dict[str, Any]]
-"""``run(instance_id, command)`` (moto's ``Command``): the invocation's fields once it ended."""
+CommandHook = Callable[[str, Any], dict[str, Any] | None]
+"""``run(instance_id, command)`` (moto's ``Command``): the invocation's fields once it ended;
+None where SSM never knows the invocation."""
 HealthHook = Callable[[Any, str, str], None]
 """``health_set(autoscaling_backend, instance_id, health_status)``."""
 

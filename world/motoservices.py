@@ -57,7 +57,13 @@ def lambda_targets() -> Iterator[None]:
 def commands_run(run: CommandHook) -> Iterator[None]:
     """While active, SSM ``SendCommand`` has each instance it names run the command (moto
     answers ``Success``, no output); ``GetCommandInvocation`` reads what the node made of
-    it."""
+    it, and knows no invocation ``run`` answered None for. The state machine's SSM tasks
+    fail with the error names AWS gives them (``Ssm.<Error>Exception``): moto spells the
+    service as it is called (``ssm.``) for all but two services."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_aws_sdk as sdk,
+    )
+
     send = SEND_COMMAND.current()
 
     def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -69,9 +75,17 @@ def commands_run(run: CommandHook) -> Iterator[None]:
             command.instance_ids = named
             command.target_count = command.completed_count = len(named)
             command.invocations = [i for i in command.invocations if i["InstanceId"] in named]
+        answered = []
         for ran in command.invocations:
-            ran.update(run(ran["InstanceId"], command))
+            fields = run(ran["InstanceId"], command)
+            if fields is not None:
+                answered.append({**ran, **fields})
+        command.invocations = answered
         return command
 
-    with replaced({SEND_COMMAND: send_command}):
-        yield
+    sdk._SERVICE_ERROR_NAMES["ssm"] = "Ssm"
+    try:
+        with replaced({SEND_COMMAND: send_command}):
+            yield
+    finally:
+        sdk._SERVICE_ERROR_NAMES.pop("ssm", None)

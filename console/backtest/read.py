@@ -48,6 +48,9 @@ class Event(NamedTuple):
     """Epoch seconds."""
     message: str
     event_id: str
+    ingested: float | None = None
+    """When CloudWatch Logs took the line in (its ``ingestionTime``), where the history says:
+    the earliest the classifier could have heard it."""
 
 
 Stream = tuple[str, Source]
@@ -300,9 +303,9 @@ def _events_document(text: str) -> list[Any] | None:
 
 
 def read_events(history: History, events: Iterable[Mapping[str, Any]]) -> None:
-    """CloudWatch Logs events (``logStreamName``, ``timestamp``, ``message``, ``eventId``)
-    into ``history``; events of streams that are no node's kmsg or health are skipped
-    (the agents' identity registrations)."""
+    """CloudWatch Logs events (``logStreamName``, ``timestamp``, ``message``, ``eventId``,
+    ``ingestionTime``) into ``history``; events of streams that are no node's kmsg or
+    health are skipped (the agents' identity registrations)."""
     for event in events:
         stream = STREAM_RE.match(str(event.get("logStreamName", "")))
         if stream is None:
@@ -314,8 +317,15 @@ def read_events(history: History, events: Iterable[Mapping[str, Any]]) -> None:
                 int(event["timestamp"]) / 1000,
                 str(event["message"]),
                 str(event.get("eventId") or f"{stream[0]}:{history.lines}"),
+                _ingested(event),
             ),
         )
+
+
+def _ingested(event: Mapping[str, Any]) -> float | None:
+    """The event's ``ingestionTime`` in epoch seconds; None where it has none."""
+    at = event.get("ingestionTime")
+    return int(at) / 1000 if isinstance(at, int | float) and not isinstance(at, bool) else None
 
 
 def log_group_events(

@@ -118,6 +118,12 @@ def _at(event: Event) -> float:
     return event.at
 
 
+def _heard_at(batch: list[Event]) -> float:
+    """When the classifier hears a batch: as its last line is shipped, or, where the
+    history says CloudWatch Logs took a line in later (a node that shipped late), then."""
+    return max([batch[-1].at, *(e.ingested for e in batch if e.ingested is not None)])
+
+
 def replay(
     history: History,
     classifier: Classifier,
@@ -138,7 +144,7 @@ def replay(
     order = counter()
     for (node, source), events in sorted(history.streams.items()):
         for batch in _batches(_fault_events(result, classifier, node, source, events)):
-            clock.append((batch[-1].at, next(order), (node, source, batch)))
+            clock.append((_heard_at(batch), next(order), (node, source, batch)))
     heapq.heapify(clock)
     hits, started = _Hits(), set[str]()
     while clock:
@@ -146,7 +152,7 @@ def replay(
         if not isinstance(due, tuple):
             _advance(clock, order, due, int(at))
             continue
-        decisions = _deliver(settings, classifier, hits, started, due)
+        decisions = _deliver(settings, classifier, hits, started, due, heard_at=at)
         node = due[0]
         for decision in decisions:
             outcome = Outcome(decision, int(at))
@@ -161,9 +167,12 @@ def _deliver(
     hits: _Hits,
     started: set[str],
     delivery: tuple[str, Source, list[Event]],
+    *,
+    heard_at: float,
 ) -> list[Decision]:
-    """One subscription batch through the classify Lambda's logic; the decisions it
-    started (an execution name met before is a duplicate, as Step Functions says)."""
+    """One subscription batch, heard at ``heard_at``, through the classify Lambda's logic;
+    the decisions it started (an execution name met before is a duplicate, as Step
+    Functions says)."""
     node, source, batch = delivery
     decisions: list[Decision] = []
 
@@ -183,6 +192,8 @@ def _deliver(
         dedup_window=DEFAULT_WINDOW,
         accept_injected=settings.accept_injected_faults,
         gpu_reset=settings.gpu_reset,
+        heard_at=heard_at,
+        stale_after=settings.stale_after,
     )
     return decisions
 

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 from console.backtest.machine import Outcome
 from console.backtest.replay import Replay, Seen, instance_of
+from nodemedic.remediate.batch import ACTING
+from nodemedic.remediate.decision import cap_note
 
 SCHEMA = 1
 ACTIONS = (
@@ -108,10 +110,17 @@ def _row(seen: Seen, outcome: Outcome | None) -> Row:
         outcome.acted_at if outcome.acted_at is not None else outcome.decided_at,
         outcome.cordoned_at is not None,
         outcome.escalated,
-        outcome.reason
+        _reason(seen, outcome)
         + (f"; held by the breaker first: {outcome.trips[0]}" if _held_first(outcome) else ""),
         tuple(outcome.trips),
     )
+
+
+def _reason(seen: Seen, outcome: Outcome) -> str:
+    """The outcome's reason; for a decision notified though its rule acts, why it was
+    capped (injected, previous boot, unproven, stale), as the decision's evidence says."""
+    capped = outcome.decision.action == "notify" and seen.action in ACTING
+    return cap_note(outcome.decision) if capped else outcome.reason
 
 
 def _held_first(outcome: Outcome) -> bool:

@@ -3,9 +3,10 @@ take-back NODE --cluster NAME``: a held node parked outside nodemedic's control,
 (``nodemedic.remediate.handoff``).
 
 Each is one ledger transaction: the node's lock, its breaker counts and its hand-off record
-change together or not at all. ``handoff`` refuses a node nodemedic does not hold out of
-service (exit 3: no parked lock), ``take-back`` one not handed off (exit 3). Exit 2: bad
-input, or AWS could not be reached.
+change together or not at all. A handed-off node counts on its group's breaker, not on the
+cluster's (``parking.UNCOUNT``): it is capacity lost, not a remediation in flight.
+``handoff`` refuses a node nodemedic does not hold out of service (exit 3: no parked lock),
+``take-back`` one not handed off (exit 3). Exit 2: bad input, or AWS could not be reached.
 """
 
 from __future__ import annotations
@@ -56,20 +57,22 @@ def _update(
     return {"Update": shape}
 
 
-def _breakers(table: str, instance: str, group: str, cluster: str, change: Update) -> list[Wire]:
-    """``change`` of the instance on its group's breaker and the cluster's."""
+def _held_out(table: str, instance: str, group: str, cluster: str) -> list[Wire]:
+    """The handed-off instance counted on its group's breaker (its capacity is gone) and
+    taken off the cluster's, whose ``max_in_flight`` counts remediations
+    (``parking.UNCOUNT``)."""
     holder = {":holder": {"SS": [instance]}}
     return [
         _update(
             table,
             ledger.key({"S": ledger.BREAKER_PK.format(group)}, {"S": BREAKER_SK}),
-            change,
+            parking.COUNT,
             holder,
         ),
         _update(
             table,
             ledger.key({"S": breaker.CLUSTER_PK.format(cluster)}, {"S": breaker.CLUSTER_SK}),
-            change,
+            parking.UNCOUNT,
             holder,
         ),
     ]
@@ -143,7 +146,7 @@ def hand_off(
                 },
                 handoff.HANDABLE,
             ),
-            *_breakers(table, instance, group, cluster, parking.COUNT),
+            *_held_out(table, instance, group, cluster),
             {"Put": {"TableName": table, "Item": {k: {"S": v} for k, v in record.items()}}},
         ]
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lambdas.environment import cached, one_of, required
+from lambdas.environment import cached, one_of, required, seconds
 from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
     ENV_GPU_RESET,
@@ -14,8 +14,10 @@ from nodemedic.contracts.env import (
     ENV_IDENTITY_CERTIFICATES,
     ENV_LEDGER_TABLE,
     ENV_PROOF_OF_ORIGIN,
+    ENV_STALE_AFTER,
     ENV_STATE_MACHINE_ARN,
 )
+from nodemedic.settings import ClusterSettings
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class ClassifyEnv:
     """``proof_of_origin``: unset enforces, so a missing setting never lets a forged line act."""
     gpu_reset: bool
     """``gpu_reset``: unset is off, as the setting's default is."""
+    stale_after: int
+    """``stale_after``: unset is the setting's default, so no deployment acts on old lines."""
     identity_certificates: str
     """PEM; empty: AWS's vendored certificates."""
     ledger_table: str | None
@@ -44,6 +48,7 @@ class ClassifyEnv:
             enforce_origin=one_of(environ, ENV_PROOF_OF_ORIGIN, ("enforce", "audit"), "enforce")
             == "enforce",
             gpu_reset=one_of(environ, ENV_GPU_RESET, ("true", "false"), "false") == "true",
+            stale_after=seconds(environ, ENV_STALE_AFTER, ClusterSettings.stale_after),
             identity_certificates=environ.get(ENV_IDENTITY_CERTIFICATES, ""),
             ledger_table=environ.get(ENV_LEDGER_TABLE) or None,
         )

@@ -80,13 +80,15 @@ def _heartbeats(table: str) -> DynamoHeartbeats:
     return DynamoHeartbeats(table)
 
 
-def _heard(events: list[LogEvent], proven: Callable[[LogEvent], bool]) -> Mapping[str, int] | None:
-    """The state of the batch's last heartbeat that ``proven`` holds, if any: only a
+def _heard(
+    events: list[LogEvent], proven: Callable[[LogEvent], bool]
+) -> tuple[LogEvent, Mapping[str, int]] | None:
+    """The batch's last heartbeat that ``proven`` holds, and its state, if any: only a
     heartbeat line's origin is checked, so a batch without one costs no proof."""
     for event in reversed(events):
         state = newest_heartbeat([event.message])
         if state is not None and proven(event):
-            return state
+            return event, state
     return None
 
 
@@ -99,13 +101,18 @@ def _record_heartbeat(
     """Remember that the node's agent was heard: at most one write per node per half
     heartbeat interval from this process, and only for an agent's own heartbeat line, one
     signed by its node's key where the origin is enforced: a heartbeat anyone with the
-    shared credential writes would hide the node's silence."""
-    state = _heard(events, proven) if identity.source == "kmsg" and table else None
+    shared credential writes would hide the node's silence. The node was heard when its
+    agent wrote the line, not when the line arrived: a replayed or late batch must not make
+    a node that fell silent since look alive (and a line dated ahead, alive later than now)."""
+    heard = _heard(events, proven) if identity.source == "kmsg" and table else None
     instance_id = identity.instance_id
     now = time.time()
-    if state is None or table is None or not _RECENT.due(instance_id, now, interval_of(state)):
+    if heard is None or table is None:
         return
-    _heartbeats(table).record(instance_id, now, state)
+    event, state = heard
+    if not _RECENT.due(instance_id, now, interval_of(state)):
+        return
+    _heartbeats(table).record(instance_id, min(now, event.timestamp_ms / 1000), state)
     _RECENT.written(instance_id, now)
 
 
@@ -165,6 +172,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         origin=origin,
         enforce_origin=config.enforce_origin,
         gpu_reset=config.gpu_reset,
+        heard_at=time.time(),
+        stale_after=config.stale_after,
     )
     heard = _origin(identity, config.identity_certificates, fresh=False)
     _record_heartbeat(
@@ -196,6 +205,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "unproven": result.unproven,
         # Lines that are not what their stream carries: reported, not classified.
         "unparsable": [line.event_id for line in result.unparsable],
+        # Reset, reboot or replace lines older than stale_after: notified, not acted on.
+        "stale": result.stale,
     }
     logger.info("batch classified", extra=summary)
     return summary

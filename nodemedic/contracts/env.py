@@ -21,6 +21,9 @@ Lambda (a line marked injected acts only where it is ``true``)."""
 ENV_GPU_RESET: Final = "NODEMEDIC_GPU_RESET"
 """``true`` or ``false`` (unset: ``false``): the cluster setting ``gpu_reset``, for the
 classify Lambda (a fault whose rule says ``reset`` is a reboot where it is not ``true``)."""
+ENV_STALE_AFTER: Final = "NODEMEDIC_STALE_AFTER"
+"""Seconds (unset: ``nodemedic.settings``' default): the cluster setting ``stale_after``, for
+the classify Lambda (an older line is at most notified)."""
 ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
 """``enforce`` or ``audit``: the cluster setting ``proof_of_origin``, for the classify Lambda
 (enforced, a line whose origin is not proven is at most notified)."""

@@ -64,6 +64,10 @@ classified."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""
+HELD_OUT_METRIC: Final = "NodesHeldOut"
+"""Gauge (Count, dimension Cluster only): nodes out of service under a person's decision
+(handed off, a repair denied or left unanswered where that holds: ``parking.HELD_OUT``),
+published by the reconcile at every run; not remediations, so not on the cluster's breaker."""
 
 SILENT_METRIC: Final = "SilentNodes"
 """Gauge (Count, dimension Cluster only): Ready nodes whose agent has not been heard for

@@ -18,8 +18,17 @@ from typing import Protocol, get_args
 from nodemedic.catalog import Action, Rule, acted
 from nodemedic.contracts.logs import DEEP_CHECK_PASSED_FAULT, split_signature
 from nodemedic.detect.classifier import Classifier, Fault, unparsable_lines
+from nodemedic.health.gpu_reset import gpu_of
 from nodemedic.origin.signing import Proven, Unproven
-from nodemedic.remediate.decision import Decision, Identity, decide, distrusted, evidence
+from nodemedic.remediate.decision import (
+    Decision,
+    Identity,
+    Stale,
+    decide,
+    distrusted,
+    evidence,
+    staleness,
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,9 @@ class BatchResult:
     false): unsigned, or their instance's keys unknowable."""
     unparsable: list[Unparsable] = field(default_factory=list)
     """Lines that are not what their stream carries, left out of the classification."""
+    stale: list[str] = field(default_factory=list)
+    """Event ids of reset, reboot or replace lines heard more than ``stale_after`` after
+    they were logged: at most notified, counted apart."""
 
 
 @dataclass
@@ -104,18 +116,48 @@ class _Hits:
     fault: Fault
     times: dict[str, float]
     """``LogEvent.line_id`` -> time."""
+    stale: Stale | None = None
+    """The youngest of the group's stale lines, when they are stale."""
+
+    def add(self, event: LogEvent, stale: Stale | None) -> None:
+        self.times[event.line_id] = event.timestamp_ms / 1000
+        if stale is not None and (self.stale is None or stale.age < self.stale.age):
+            self.stale = stale
 
 
+_Group = tuple[str, bool, bool, str | None, str | None, bool, str | None]
+"""What a batch's hits are grouped by: the rule, injected and untrusted, of the boot that
+died, why unproven, the boot that proved it, stale, and the GPU a reset acts on."""
 _STRENGTH = {action: rank for rank, action in enumerate(get_args(Action))}
 
 
-def _hit_key(identity: Identity, rule: Rule, untrusted: bool, unproven: bool) -> str:
-    """Injected lines the cluster does not trust, and lines of unproven origin, count apart:
-    they never make up the threshold of a kernel fault."""
+def _hit_key(identity: Identity, rule: Rule, untrusted: bool, unproven: bool, stale: bool) -> str:
+    """Injected lines the cluster does not trust, lines of unproven origin and stale lines
+    count apart: they never make up the threshold of a fresh kernel fault."""
     key = f"hits#{identity.cluster}#{identity.instance_id}#{rule.id}"
     if untrusted:
         return f"{key}#injected"
-    return f"{key}#unproven" if unproven else key
+    if unproven:
+        return f"{key}#unproven"
+    return f"{key}#stale" if stale else key
+
+
+def _proof(
+    origin: Origin, fault: Fault, event: LogEvent, result: BatchResult, *, enforce: bool
+) -> tuple[str | None, str | None]:
+    """(why unproven where that caps it, the boot whose key proved an admitting line) of a
+    line whose origin matters: a reset, reboot or replace, or an ``ADMITTING`` rule's. An
+    unproven one is counted on ``result``, its reason kept only where ``enforce``."""
+    admitting = fault.rule.id in ADMITTING
+    if fault.rule.action not in ACTING and not admitting:
+        return None, None
+    found = origin(event)
+    if isinstance(found, Unproven):
+        result.unproven.append(event.event_id)
+        if not found.forged:
+            result.unverifiable.append(event.event_id)
+        return (found.reason if enforce else None), None
+    return None, (found.boot_id if admitting else None)
 
 
 def process_batch(
@@ -130,6 +172,8 @@ def process_batch(
     origin: Origin | None = None,
     enforce_origin: bool = True,
     gpu_reset: bool = False,
+    heard_at: float | None = None,
+    stale_after: int | None = None,
 ) -> BatchResult:
     """Classify every line and start at most one remediation: the strongest action among
     the rules that fired (the earliest on a tie); the others are reported as superseded.
@@ -149,10 +193,14 @@ def process_batch(
     A threshold counts distinct lines (``LogEvent.line_id``), not deliveries or copies. A
     line that is not what its stream carries (``unparsable_lines``) is reported and has no
     fault; the others are classified as if it were not there.
-    A GPU reset is a reboot unless the cluster's ``gpu_reset`` is on.
+    A GPU reset is a reboot unless the cluster's ``gpu_reset`` is on; on, the lines of a
+    reset rule group by the GPU they name, each GPU's fault a decision of its own.
+    A reset, reboot or replace line logged more than ``stale_after`` seconds before the
+    batch was ``heard_at`` (epoch seconds; None: no age is checked) is at most notified,
+    with its age, and counted apart: a replayed or late line says nothing of the node now.
     """
     result = BatchResult(lines=len(events))
-    by_rule: dict[tuple[str, bool, bool, str | None, str | None], _Hits] = {}
+    by_rule: dict[_Group, _Hits] = {}
     messages = [split_signature(event.message)[1] for event in events]
     result.unparsable = [
         Unparsable(events[index].event_id, why, evidence(messages[index]))
@@ -162,29 +210,26 @@ def process_batch(
         result.faults += 1
         event = events[index]
         untrusted = distrusted(fault, accept_injected)
-        why = boot = None
         admitting = fault.rule.id in ADMITTING
-        acting = fault.rule.action in ACTING or admitting
-        if origin is not None and acting and not (untrusted or fault.previous_boot):
-            found = origin(event)
-            if isinstance(found, Unproven):
-                result.unproven.append(event.event_id)
-                if not found.forged:
-                    result.unverifiable.append(event.event_id)
-                why = found.reason if enforce_origin else None
-            elif admitting:
-                boot = found.boot_id
+        why, boot = None, None
+        if origin is not None and not (untrusted or fault.previous_boot):
+            why, boot = _proof(origin, fault, event, result, enforce=enforce_origin)
         if why is not None and admitting:
             continue
-        key = (fault.rule.id, untrusted, fault.previous_boot, why, boot)
-        hits = by_rule.setdefault(key, _Hits(fault=fault, times={}))
-        hits.times[event.line_id] = event.timestamp_ms / 1000
+        acting = fault.rule.action in ACTING
+        stale = staleness(event.timestamp_ms, heard_at, stale_after) if acting else None
+        if stale is not None:
+            result.stale.append(event.event_id)
+        resets = acted(fault.rule.action, gpu_reset=gpu_reset) == "reset"
+        gpu = gpu_of(fault.line) if resets else None
+        key = (fault.rule.id, untrusted, fault.previous_boot, why, boot, stale is not None, gpu)
+        by_rule.setdefault(key, _Hits(fault=fault, times={})).add(event, stale)
     decisions: list[tuple[Decision, float]] = []
-    for (rule_id, untrusted, _, why, boot), hits in by_rule.items():
+    for (rule_id, untrusted, _, why, boot, stale_hits, _), hits in by_rule.items():
         rule = hits.fault.rule
         times = sorted(hits.times.values())
         if rule.threshold is not None:
-            hit_key = _hit_key(identity, rule, untrusted, why is not None)
+            hit_key = _hit_key(identity, rule, untrusted, why is not None, stale_hits)
             times = counter.add(hit_key, hits.times, rule.threshold.window)
             if len(times) < rule.threshold.count:
                 result.below_threshold.append(rule_id)
@@ -199,6 +244,7 @@ def process_batch(
             unproven=why,
             gpu_reset=gpu_reset,
             key_boot_id=boot,
+            stale=hits.stale,
         )
         if decision is None:
             continue

@@ -18,6 +18,7 @@ from nodemedic.catalog import Action, Source, acted
 from nodemedic.contracts.kube import STATUS_OF_ACTION
 from nodemedic.contracts.logs import DEEP_CHECK_SOURCE, NODE_LOG_GROUP_RE, STREAM_RE
 from nodemedic.detect.classifier import Fault
+from nodemedic.health.gpu_reset import gpu_of
 
 SCHEMA = 1
 DEFAULT_WINDOW = 600
@@ -108,19 +109,27 @@ def decision_id(
     injected: bool = False,
     previous_boot: bool = False,
     unproven: bool = False,
+    stale: bool = False,
+    gpu: str | None = None,
 ) -> str:
     """A valid Step Functions execution name (≤ 80 of ``[A-Za-z0-9_-]``), readable by a
     person and unique per (cluster, instance, fault, window). The decision of an
     ``injected`` line the cluster does not trust has an id of its own: it must not take
     the name, and so the place, of the decision a kernel line of the same fault gets; nor
-    must the notify of a ``previous_boot`` line, whose boot is over."""
+    must the notify of a ``previous_boot`` or a ``stale`` line. A decision that acts on one
+    ``gpu`` (its PCI bus id: a reset) is that GPU's: the same fault of another GPU of the
+    node in the same window is a fault of its own, not a duplicate."""
     key = f"{cluster}\0{instance_id}\0{fault_id}\0{window_index}"
-    if injected:
-        key += "\0injected"
-    if previous_boot:
-        key += "\0previous-boot"
-    if unproven:
-        key += "\0unproven"
+    for salt, present in (
+        ("injected", injected),
+        ("previous-boot", previous_boot),
+        ("unproven", unproven),
+        ("stale", stale),
+    ):
+        if present:
+            key += f"\0{salt}"
+    if gpu:
+        key += f"\0gpu={gpu}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     name = _EXECUTION_NAME.sub("-", f"{instance_id}-{digest}-{fault_id}")
     return name[:80]
@@ -168,6 +177,39 @@ UNPROVEN_NOTE = (
 """Put before the evidence of a decision capped because nothing proves its line came from
 the instance whose stream holds it (``nodemedic.origin``): whoever holds the agents'
 shared credential can write any node's stream."""
+STALE_NOTE = (
+    "(stale: logged {age} s before it was heard, more than stale_after ({limit} s): "
+    "{action} capped to notify) "
+)
+"""Put before the evidence of a decision capped because its line is old when it is heard (a
+replay of the dead-letter queue, a late delivery): the node may have been repaired, or be
+another machine's, since; what it says of the node now is not known."""
+
+
+def cap_note(decision: Decision) -> str:
+    """Why ``decision`` is weaker than its rule's action: the note its evidence starts with
+    (``CAPPED_NOTE`` and the others), without its parentheses. Read it only of a decision
+    known to be capped: the evidence of any other is a line as its author wrote it."""
+    note, _, _ = decision.evidence_line.partition(") ")
+    return note.removeprefix("(")
+
+
+@dataclass(frozen=True)
+class Stale:
+    """How old a line was when it was heard, and the cluster's ``stale_after``."""
+
+    age: int
+    limit: int
+
+
+def staleness(logged_ms: int, heard_at: float | None, limit: int | None) -> Stale | None:
+    """``Stale`` when a line logged at ``logged_ms`` (epoch milliseconds) was heard at
+    ``heard_at`` (epoch seconds) more than ``limit`` seconds later; None when it is fresh,
+    or when no age is checked (either None)."""
+    if heard_at is None or limit is None:
+        return None
+    age = int(heard_at - logged_ms / 1000)
+    return Stale(age, limit) if age > limit else None
 
 
 def distrusted(fault: Fault, accept_injected: bool) -> bool:
@@ -187,6 +229,7 @@ def decide(
     unproven: str | None = None,
     gpu_reset: bool = False,
     key_boot_id: str | None = None,
+    stale: Stale | None = None,
 ) -> Decision | None:
     """The decision for ``fault`` on ``identity``'s node, or None when the rule's action
     asks for nothing to be done. A line marked injected is at most notified unless
@@ -197,7 +240,9 @@ def decide(
     whose origin is ``unproven`` (the reason; None when proven or not required) is at most
     notified too: it may have been written by any holder of the agents' credential. A GPU
     reset is a reboot unless ``gpu_reset`` (``catalog.acted``). ``key_boot_id``: the boot
-    whose key proved the line, carried by the decision (``Decision.key_boot_id``)."""
+    whose key proved the line, carried by the decision (``Decision.key_boot_id``). A
+    ``stale`` line (heard more than ``stale_after`` after it was logged) is at most notified
+    too. A decision to reset a GPU names the GPU in its id (``decision_id``)."""
     rule = fault.rule
     if rule.action == "ignore":
         return None
@@ -205,12 +250,16 @@ def decide(
         raise IdentityError(f"not an EC2 instance id: {identity.instance_id!r}")
     untrusted = distrusted(fault, accept_injected)
     previous = fault.previous_boot
-    capped = (untrusted or previous or unproven is not None) and rule.action != INJECTED_ACTION
+    capped = (
+        untrusted or previous or unproven is not None or stale is not None
+    ) and rule.action != INJECTED_ACTION
     action = INJECTED_ACTION if capped else acted(rule.action, gpu_reset=gpu_reset)
     if previous:
         note = PREVIOUS_BOOT_NOTE.format(action=rule.action)
     elif untrusted:
         note = CAPPED_NOTE.format(action=rule.action)
+    elif stale is not None:
+        note = STALE_NOTE.format(age=stale.age, limit=stale.limit, action=rule.action)
     else:
         note = UNPROVEN_NOTE.format(reason=unproven, action=rule.action)
     note = note if capped else ""
@@ -227,6 +276,8 @@ def decide(
             injected=untrusted,
             previous_boot=previous,
             unproven=unproven is not None,
+            stale=stale is not None,
+            gpu=gpu_of(fault.line) if action == "reset" else None,
         ),
         cluster=identity.cluster,
         instance_id=identity.instance_id,

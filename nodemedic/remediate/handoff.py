@@ -5,7 +5,8 @@ Only a node whose remediation left it out of service can be handed off: its lock
 holds). ``HAND_OFF`` takes the lock's lease away, so the lock never frees itself: no
 decision takes the node (a new one is a duplicate), the breaker's sweep never drops it, and
 the reconcile, which renews parked leases, leaves a handed-off lock alone. The node stays
-cordoned, tainted and counted on its group's and the cluster's breaker (``parking.COUNT``),
+cordoned, tainted and counted on its group's breaker (``parking.COUNT``) but not on the
+cluster's (``parking.UNCOUNT``: capacity lost is no remediation in flight),
 and its ledger record (source ``handoff``) says to whom, under which ticket, and who handed
 it off. ``TAKE_BACK`` gives the lock a parked lease again: the node is back where the
 hand-off found it, counted while it carries nodemedic's taint, free once a person takes

@@ -75,9 +75,12 @@ class ClusterSettings:
     agents; see [security](security.md)."""
     identity_certificates: tuple[str, ...] = setting(())
     """PEM files of the certificates identity documents are verified with (read at synth); empty:
-    AWS's RSA certificate of the Region the classifier runs in, vendored in = setting(None)
+    AWS's RSA certificate of the Region the classifier runs in, vendored in
     `nodemedic/origin/certificates` (every Region of the aws, aws-us-gov and aws-cn partitions
     but ap-southeast-6)."""
+    stale_after: int = setting(3600, minimum=1)
+    """Seconds: a reset, reboot or replace line heard later than this after it was logged (a
+    replay, a late delivery) is only notified, as stale: a line's worth is what it says now."""
     max_unhealthy_percent: int = setting(20, minimum=0, maximum=100, per_group=True)
     """Breaker: no new action while more than this share of a node group is in remediation."""
     max_parallel: int = setting(2, minimum=1, per_group=True)
@@ -97,8 +100,8 @@ class ClusterSettings:
     """Seconds a decision held by the breaker waits for a free slot before giving up."""
     max_in_flight: int = setting(10, minimum=1)
     """Breaker: at most this many nodes of the whole cluster in remediation, or left out by a
-    failed one, across node groups; one more trips the breaker. Per-group limits alone let a
-    cluster of many groups lose many nodes at once."""
+    failed one (not by a person's decision, nor an AWS notice's), across node groups; one more
+    trips the breaker. Per-group limits alone let a cluster of many groups lose many nodes."""
     reboots_per_hour: int = setting(6, minimum=1)
     """Breaker: reboots started per node group per clock hour; one more trips the breaker."""
     reboots_per_day: int = setting(24, minimum=1)

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import breaker, ledger
+from nodemedic.remediate import breaker, ledger, parking
 from nodemedic.remediate.expressions import Condition, Update
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import expression_values, formatted, text_at
@@ -86,6 +86,17 @@ def both_breakers(group: str, holder: str, cluster: str, change: Update) -> list
     return [
         Item(breaker_of(group), values, change=change),
         Item(cluster_breaker_of(cluster), values, change=change),
+    ]
+
+
+def held_out_breakers(group: str, holder: str, cluster: str) -> list[Item]:
+    """A node a person's decision holds out (``parking.HELD_OUT``): counted on the breaker of
+    the node group at path ``group`` (its capacity), taken off the cluster's, whose
+    ``max_in_flight`` counts remediations."""
+    values = {":holder": instance_set(holder)}
+    return [
+        Item(breaker_of(group), values, change=parking.COUNT),
+        Item(cluster_breaker_of(cluster), values, change=parking.UNCOUNT),
     ]
 
 

@@ -2,7 +2,9 @@
 that carry nodemedic's taint, the ones it took out of service, checked against the ledger.
 
 A node whose lock is live (held, unexpired, not parked) has a remediation at work on it;
-one handed off (``nodemedic.remediate.handoff``) is a vendor's until it is taken back.
+one handed off (``nodemedic.remediate.handoff``) is a vendor's until it is taken back, and
+one a person's decision holds out (``parking.HELD_OUT``: a denial, an unanswered request
+that holds) is counted on its group's breaker again; both are ``NodesHeldOut``.
 Any other is *stranded*: its remediation failed or was stopped (a parked lock), or it has
 no lock at all (expired, or lost). For a parked one the reconcile renews the lease and
 counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it stays counted
@@ -21,7 +23,7 @@ from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
 
-from nodemedic.contracts.metrics import SILENT_METRIC, STRANDED_METRIC
+from nodemedic.contracts.metrics import HELD_OUT_METRIC, SILENT_METRIC, STRANDED_METRIC
 from nodemedic.remediate import handoff, ledger, parking
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
@@ -31,6 +33,7 @@ from stacks.remediation.kit.transact import (
     TRANSACTION_CANCELED,
     Item,
     both_breakers,
+    held_out_breakers,
     lock_of,
     number,
     transaction,
@@ -40,11 +43,12 @@ from stacks.remediation.machines.overdue import tell_overdue
 TAINTED: Final = "$.tainted"
 """The kube ``tainted`` op's answer: ``{nodes: [{node, instance_id, fault_id}]}``."""
 CHECKED: Final = "$.checked"
-"""One result per tainted node: ``{node}`` when it is stranded, ``{}`` when it is not."""
+"""One result per tainted node: ``{node}`` when it is stranded, ``{held_out}`` (the node)
+when a person's decision holds it out, ``{}`` when a remediation is live on it."""
 STRANDED: Final = "$.stranded"
+"""``{count, nodes, held_out}``: the stranded nodes, and how many are held out."""
 SILENT: Final = "$.silent"
 """The kube ``silent`` op's answer: ``{count, nodes, new: {count, message}}``."""
-"""``{count, nodes}``: the stranded nodes."""
 
 # The state of one iteration: the node, and what the ledger says of it.
 NODE: Final = "$.node"
@@ -79,8 +83,10 @@ def reconcile(flow: Flow) -> sfn.IChainable:
         STRANDED,
         count=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].node")),
         nodes=sfn.JsonPath.list_at(f"{CHECKED}[*].node"),
+        held_out=sfn.JsonPath.array_length(sfn.JsonPath.list_at(f"{CHECKED}[*].held_out")),
     )
-    published = _gauge(flow, "Publish stranded nodes", STRANDED_METRIC, STRANDED)
+    published = _gauge(flow, "Publish stranded nodes", STRANDED_METRIC, f"{STRANDED}.count")
+    held_out = _gauge(flow, "Publish held-out nodes", HELD_OUT_METRIC, f"{STRANDED}.held_out")
     done = sfn.Succeed(s, "Reconciled", output_path=STRANDED)
     counted = flow.kube(
         "Count nodes by status",
@@ -93,7 +99,7 @@ def reconcile(flow: Flow) -> sfn.IChainable:
     counted.add_catch(done, errors=[sfn.Errors.ALL], result_path=sfn.JsonPath.DISCARD)
     counted.next(done)
     start = flow.clock("Clock", guard=False)
-    start.next(listed).next(each).next(count).next(published).next(
+    start.next(listed).next(each).next(count).next(published).next(held_out).next(
         hear_silence(flow, tell_overdue(flow, counted))
     )
     return start
@@ -103,19 +109,40 @@ def hear_silence(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:
     """``SilentNodes``, and one notification naming the nodes newly silent (the kube
     Lambda's ``silent`` op marks them told, so the next runs do not repeat them)."""
     listed = flow.kube("List silent nodes", "silent", {}, result_path=SILENT, guard=False)
-    published = _gauge(flow, "Publish silent nodes", SILENT_METRIC, SILENT)
+    published = _gauge(flow, "Publish silent nodes", SILENT_METRIC, f"{SILENT}.count")
     listed.next(published).next(tell_new(flow, "silent", "agents silent", SILENT, done))
     return listed
 
 
 def _gauge(flow: Flow, id: str, metric: str, at: str) -> sfn.IChainable:
-    """``metric`` of the whole cluster with the value at ``at``.count."""
+    """``metric`` of the whole cluster with the value at ``at``."""
     return cluster_metric(
         flow,
         id,
         metric,
-        sfn.JsonPath.number_at(f"{at}.count"),
+        sfn.JsonPath.number_at(at),
         cluster=flow.settings.name,
+        guard=False,
+    )
+
+
+def _renewal(flow: Flow, id: str, breakers: list[Item]) -> sfn.TaskStateBase:
+    """A parked lock's lease renewed and its node counted on ``breakers``, in one
+    transaction. A lock a new remediation took over meanwhile is no longer parked: the
+    transaction is cancelled (the caller's catch). Any other error fails the run, which the
+    StrandedNodes alarm counts: a renewal that did not happen must not pass for one."""
+    return transaction(
+        flow,
+        id,
+        [
+            Item(
+                lock_of(INSTANCE),
+                {":until": number(UNTIL)},
+                condition=parking.PARKED,
+                change=parking.RENEW,
+            ),
+            *breakers,
+        ],
         guard=False,
     )
 
@@ -124,25 +151,20 @@ def _check(flow: Flow) -> sfn.IChainable:
     """One node: live, or stranded (and, when parked, its lease renewed)."""
     s = flow.scope
     stranded = flow.put("Stranded", "$", node=text_at(NODE))
-    renew = transaction(
-        flow,
-        "Renew lease",
-        [
-            Item(
-                lock_of(INSTANCE),
-                {":until": number(UNTIL)},
-                condition=parking.PARKED,
-                change=parking.RENEW,
-            ),
-            *both_breakers(LOCK_GROUP, INSTANCE, flow.settings.name, parking.COUNT),
-        ],
-        guard=False,
-    )
-    # A lock a new remediation took over meanwhile is no longer parked: still stranded now.
-    # Any other error fails the run, which the StrandedNodes alarm counts: a renewal that
-    # did not happen must not pass for one.
+    cluster = flow.settings.name
+    counted = both_breakers(LOCK_GROUP, INSTANCE, cluster, parking.COUNT)
+    renew = _renewal(flow, "Renew lease", counted)
     renew.add_catch(stranded, errors=[TRANSACTION_CANCELED], result_path=sfn.JsonPath.DISCARD)
     renew.next(stranded)
+    # Held out by a person's decision: capacity lost, not stranded; on its group's breaker.
+    held_out = flow.put("Held out", "$", held_out=text_at(NODE))
+    renew_held_out = _renewal(
+        flow, "Renew held-out lease", held_out_breakers(LOCK_GROUP, INSTANCE, cluster)
+    )
+    renew_held_out.add_catch(
+        stranded, errors=[TRANSACTION_CANCELED], result_path=sfn.JsonPath.DISCARD
+    )
+    renew_held_out.next(held_out)
     live = (
         sfn.Choice(s, "Live?")
         .when(
@@ -158,11 +180,20 @@ def _check(flow: Flow) -> sfn.IChainable:
     )
     expiry.next(live)
     read = flow.read("Read lock", lock_key(INSTANCE), LOCK, guard=False)
-    # Handed off (``handoff``): a vendor has it, cordoned and counted; its lock has no lease.
-    handed_off = sfn.Pass(s, "Handed off", result=sfn.Result.from_object({}))
+    # Handed off (``handoff``): a vendor has it, cordoned and counted on its group; its lock
+    # has no lease. Counted again as the hand-off counts it (one handed off by an older
+    # release was on the cluster's breaker too).
+    handed_off = transaction(
+        flow,
+        "Count handed off",
+        held_out_breakers(LOCK_GROUP, INSTANCE, flow.settings.name),
+        guard=False,
+    )
+    handed_off.next(held_out)
     read.next(
         sfn.Choice(s, "Parked?")
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{handoff.HANDED_OFF_AT}"), handed_off)
+        .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.HELD_OUT}"), renew_held_out)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.FAILED_AT}"), renew)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), expiry)
         .otherwise(stranded)

@@ -9,6 +9,10 @@ why: a limit hit trips the cluster's breaker (``breaker.TRIP``: paged and counte
 a free slot only paces. Either way the decision is reported held once, then waits and tries
 again, up to ``breaker_hold``; every ``ledger.SWEEP_SECONDS`` the wait also sweeps stale
 holders (``stacks.remediation.phases.sweep``), so the breaker cannot latch shut.
+
+A planned decision (an AWS notice, ``nodemedic.remediate.planned``) takes its group's slot
+alone (``"Admit notice"``): it neither counts on the cluster's breaker nor on a rate window,
+trips nothing and is not held by a tripped breaker; a full group paces it as any other.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import asdict
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 
+from nodemedic.contracts.kube import PLANNED_SOURCE
 from nodemedic.contracts.metrics import BREAKER_METRIC, BREAKER_TRIPPED_METRIC, METRICS_NAMESPACE
 from nodemedic.remediate import breaker, ledger, policy
 from stacks.remediation.kit import state
@@ -26,6 +31,8 @@ from stacks.remediation.kit.render import (
     NOW,
     breaker_key,
     cluster_breaker_key,
+    dynamo_instance_set,
+    dynamo_now,
     dynamo_number,
     dynamo_text,
     formatted,
@@ -53,6 +60,10 @@ def admit(flow: Flow, *, report: sfn.IChainable, admitted: sfn.IChainable) -> sf
     """Take a slot, publish the group's count, go on to ``admitted``; a decision held too
     long goes to the ``report`` as held."""
     s = flow.scope
+    # An AWS notice is not a fault: its node goes at AWS's deadline whatever is held, and a
+    # wave of them (a Spot reclaim, a Capacity Block's end) says nothing of the fleet's
+    # health. Only its group's slots pace it (``_take_planned``).
+    entry = sfn.Choice(s, "AWS notice?")
     clock = flow.arithmetic(
         "Admission clock",
         "admission",
@@ -90,14 +101,21 @@ def admit(flow: Flow, *, report: sfn.IChainable, admitted: sfn.IChainable) -> sf
         sfn.Choice(s, "Sweep due?")
         .when(
             sfn.Condition.number_greater_than_equals_json_path(state.HOLD_ROUNDS, state.SWEEP_AT),
-            sweep(flow, then=clock),
+            sweep(flow, then=entry),
         )
-        .otherwise(clock)
+        .otherwise(entry)
     )
-    clock.next(take).next(_count_slots(flow)).next(
-        in_remediation(flow, "Publish nodes in remediation", state.SLOT_HOLDERS)
-    ).next(admitted)
-    return clock
+    count = _count_slots(flow)
+    count.next(in_remediation(flow, "Publish nodes in remediation", state.SLOT_HOLDERS)).next(
+        admitted
+    )
+    clock.next(take).next(count)
+    planned = _take_planned(flow, paced=held_before)
+    planned.next(count)
+    entry.when(
+        sfn.Condition.string_equals(state.decision("source"), PLANNED_SOURCE), planned
+    ).otherwise(clock)
+    return entry
 
 
 def limits(flow: Flow) -> dict[str, int]:
@@ -165,6 +183,35 @@ def _take(flow: Flow) -> sfn.TaskStateBase:
         ],
         guard=False,
     )
+
+
+def _take_planned(flow: Flow, *, paced: sfn.IChainable) -> sfn.TaskStateBase:
+    """A planned decision's admission: its group's slot alone (``ledger.ADMISSIBLE``, so
+    ``max_parallel`` and ``max_unhealthy_percent``), never the cluster's nor a rate window,
+    which count faults; a full group paces it (``paced``) and trips nothing."""
+    take = flow.guard(
+        flow.write(
+            "Admit notice",
+            breaker_key(),
+            ledger.ADMIT,
+            {
+                ":me": dynamo_instance_set(),
+                ":instance": dynamo_text(state.INSTANCE_ID),
+                ":now": dynamo_now(),
+                ":limit": dynamo_number(state.LIMIT),
+            },
+            condition=ledger.ADMISSIBLE,
+        )
+    )
+    full = flow.put(
+        "Notice paced",
+        state.VERDICT,
+        verdict="paced",
+        reason=formatted("no free slot in group {}", state.GROUP_NAME),
+    )
+    take.add_catch(full, errors=[CONDITIONAL_CHECK_FAILED], result_path=sfn.JsonPath.DISCARD)
+    full.next(paced)
+    return take
 
 
 def _count_slots(flow: Flow) -> tasks.DynamoGetItem:

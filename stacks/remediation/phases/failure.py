@@ -6,6 +6,8 @@ the ``Remediations`` metric say so, and the execution fails as ``"Remediation fa
 A remediation that was admitted may have taken its node out of service: it *parks* its lock
 and keeps its breaker slot (``nodemedic.remediate.parking``), so the node stays counted by
 the breaker and no new remediation starts on it until a person takes nodemedic's taint off.
+A denial, or a request left unanswered that holds, is a person's decision: the node is
+parked ``held_out``, on its group's breaker only (``parking.HELD_OUT``).
 One that was not gives its lock back, as the report would.
 
 Every step here is best effort: one that fails leaves its error beside the state and the
@@ -18,6 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.remediate import ledger, parking
+from nodemedic.remediate.expressions import Update
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import (
@@ -31,7 +34,9 @@ from stacks.remediation.kit.render import (
 from stacks.remediation.kit.signals import metrics, notify, remediations
 from stacks.remediation.kit.transact import (
     Item,
+    Wire,
     both_breakers,
+    held_out_breakers,
     lock_of,
     number,
     text,
@@ -125,30 +130,59 @@ def _mark_failed(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
 
 
 def _park(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
-    """Park this remediation's lock and count its node on the breaker, in one transaction
-    (``parking.PARK`` under ``ledger.LOCK_HELD_BY``, ``parking.COUNT``)."""
-    clock = flow.clock("Failed: clock", guard=False)
-    park = transaction(
-        flow,
-        "Park node",
-        [
-            Item(
-                lock_of(state.INSTANCE_ID),
-                {
-                    ":me": text(text_at(state.decision("decision_id"))),
-                    ":now": text(NOW),
-                    ":step": text(text_at(state.STEP_NAME)),
-                    ":group": text(text_at(state.GROUP_NAME)),
-                    ":until": number(state.LEASE_UNTIL),
-                },
-                condition=ledger.LOCK_HELD_BY,
-                change=parking.PARK,
-            ),
-            *both_breakers(state.GROUP_NAME, state.INSTANCE_ID, flow.settings.name, parking.COUNT),
-        ],
-        guard=False,
-    )
-    for task in (clock, park):
+    """Park this remediation's lock and count its node on the breakers, in one transaction
+    (``parking.PARK`` under ``ledger.LOCK_HELD_BY``, ``parking.COUNT``); a person's decision
+    (``parking.HELD_OUT_ERRORS``) parks it ``parking.HELD_OUT``, counted on its group's
+    breaker and taken off the cluster's."""
+    cluster = flow.settings.name
+    values = {
+        ":me": text(text_at(state.decision("decision_id"))),
+        ":now": text(NOW),
+        ":step": text(text_at(state.STEP_NAME)),
+        ":group": text(text_at(state.GROUP_NAME)),
+        ":until": number(state.LEASE_UNTIL),
+    }
+
+    def park(id: str, change: Update, breakers: list[Item], **also: Wire) -> sfn.IChainable:
+        task = transaction(
+            flow,
+            id,
+            [
+                Item(
+                    lock_of(state.INSTANCE_ID),
+                    values | also,
+                    condition=ledger.LOCK_HELD_BY,
+                    change=change,
+                ),
+                *breakers,
+            ],
+            guard=False,
+        )
         task.add_catch(then, result_path=state.PARK_ERROR)
-    clock.next(park).next(then)
+        return task.next(then)
+
+    decided = sfn.Condition.or_(
+        *[sfn.Condition.string_equals(state.ERROR_NAME, e) for e in parking.HELD_OUT_ERRORS]
+    )
+    clock = flow.clock("Failed: clock", guard=False)
+    clock.add_catch(then, result_path=state.PARK_ERROR)
+    clock.next(
+        sfn.Choice(flow.scope, "A person's decision?")
+        .when(
+            decided,
+            park(
+                "Park node held out",
+                parking.PARK_HELD_OUT,
+                held_out_breakers(state.GROUP_NAME, state.INSTANCE_ID, cluster),
+                **{":why": text(text_at(state.ERROR_NAME))},
+            ),
+        )
+        .otherwise(
+            park(
+                "Park node",
+                parking.PARK,
+                both_breakers(state.GROUP_NAME, state.INSTANCE_ID, cluster, parking.COUNT),
+            )
+        )
+    )
     return clock

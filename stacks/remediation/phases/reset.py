@@ -6,16 +6,19 @@ as the Command document the stack ships (docs/security.md): it refuses while a p
 holds the GPU, resets it alone and checks that it answers. A command that succeeds gives the
 node back; one that fails, times out or does not verify reboots the node (``reboot``, and
 from there the replacement), as does a second reset of the same GPU within
-``escalation_window`` (``ledger.RESET_FRESH``) and a stronger decision or a recurrence
-flagged on the lock meanwhile; before any reboot the pods still on the node's other GPUs
-are drained too. The ledger's outcome says which rung healed the node: ``reset``, or the
-reboot's with the reason the reset gave way in ``escalation``."""
+``escalation_window`` (``ledger.RESET_FRESH``), a command SSM refuses (a node it does not
+manage; throttling and server errors are retried first) or whose end it does not tell, and
+a stronger decision or a recurrence flagged on the lock meanwhile; before any reboot the
+pods still on the node's other GPUs are drained too. The ledger's outcome says which rung
+healed the node: ``reset``, or the reboot's with the reason the reset gave way in
+``escalation``."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.contracts.kube import STATUS_OF_ACTION
 from nodemedic.health import gpu_reset
@@ -39,6 +42,14 @@ from stacks.unscoped import unscoped
 RESET_OUTCOME = "reset"
 RUNNING = ("Pending", "InProgress", "Delayed")
 """SSM's invocation statuses of a command not ended yet."""
+SSM_TRANSIENT = (
+    "Ssm.ThrottlingException",
+    "Ssm.InternalServerErrorException",
+    # What an error SSM's API model does not name comes as: the service's own exception.
+    "Ssm.SsmException",
+)
+"""SSM's refusals that pass (throttling, a server error): retried before the reset gives way."""
+SSM_RETRIES = 3
 
 
 def reset(
@@ -107,12 +118,37 @@ def reset(
         ],
         result_selector={"command_id": sfn.JsonPath.string_at("$.Command.CommandId"), "at": NOW},
         result_path=state.time_of("reset"),
+        guard=False,
     )
+    # A node SSM does not manage (InvalidInstanceId, the common refusal), a document or a
+    # role it refuses, an outage outlasting the retries: the reset cannot run, the reboot can.
+    _ssm_refusals(flow, send, "SSM refused the GPU reset of {}: {}", fallback)
     start = flow.step("Start resetting", "resetting")
     start.next(flow.guard(marker)).next(send).next(
         _watch(flow, report=report, fallback=fallback, reboot=drain_rest)
     )
     return start
+
+
+def _ssm_refusals(
+    flow: Flow, task: tasks.CallAwsService, reason: str, fallback: sfn.IChainable
+) -> None:
+    """``task``'s passing refusals retried; then any error gives way to the reboot
+    (``fallback``), with ``reason`` (the GPU, then SSM's error) as the escalation's."""
+    task.add_retry(
+        errors=list(SSM_TRANSIENT),
+        max_attempts=SSM_RETRIES,
+        interval=Duration.seconds(flow.settings.poll_seconds),
+        backoff_rate=2,
+    )
+    refused = flow.put(
+        f"{task.node.id}: refused",
+        state.ESCALATION,
+        escalated=True,
+        reason=formatted(reason, state.GPU, f"{state.RESET_ERROR}.Error"),
+    )
+    refused.next(fallback)
+    task.add_catch(refused, errors=[sfn.Errors.ALL], result_path=state.RESET_ERROR)
 
 
 def _watch(
@@ -136,6 +172,7 @@ def _watch(
             "output": sfn.JsonPath.string_at("$.StandardOutputContent"),
         },
         result_path=state.RESET_STATUS,
+        guard=False,
     )
     # SSM may not know the invocation yet right after SendCommand.
     status.add_retry(
@@ -143,6 +180,8 @@ def _watch(
         max_attempts=3,
         interval=Duration.seconds(flow.settings.poll_seconds),
     )
+    # Unread, the command's end is unknown: the reboot ends it, whatever it did.
+    _ssm_refusals(flow, status, "SSM did not say how the GPU reset of {} went: {}", fallback)
     running = sfn.Condition.or_(
         *[sfn.Condition.string_equals(state.RESET_STATUS_NAME, r) for r in RUNNING]
     )

@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
@@ -205,9 +207,9 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     }
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
-    # stranded nodes, silent nodes, forged decisions, unproven evidence, failed planned
-    # repairs, failed jobs
-    assert len(alarms) == 12
+    # stranded nodes, nodes held out, silent nodes, forged decisions, unproven evidence,
+    # failed planned repairs, failed jobs
+    assert len(alarms) == 13
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
@@ -285,20 +287,31 @@ def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Templ
     assert compiled.pattern.count("|") == len(filter_terms(catalog)) - 1
 
 
-def test_silent_nodes_alarm_on_the_reconciles_count(template: Template) -> None:
+@pytest.mark.parametrize(
+    ("name", "metric", "threshold"),
+    [
+        ("silent-nodes", "SilentNodes", 1),
+        # Nodes people hold out are capacity lost: the alarm when as many as the cluster lets
+        # remediations take.
+        ("nodes-held-out", "NodesHeldOut", SETTINGS.max_in_flight),
+    ],
+)
+def test_the_reconciles_gauges_alarm(
+    template: Template, name: str, metric: str, threshold: int
+) -> None:
     (alarm,) = [
         a["Properties"]
         for a in resources(template, "AWS::CloudWatch::Alarm").values()
-        if a["Properties"].get("AlarmName") == f"nodemedic-{SETTINGS.name}-silent-nodes"
+        if a["Properties"].get("AlarmName") == f"nodemedic-{SETTINGS.name}-{name}"
     ]
     assert (alarm["MetricName"], alarm["Namespace"], alarm["Statistic"]) == (
-        "SilentNodes",
+        metric,
         "NodeMedic",
         "Maximum",
     )
     assert alarm["Dimensions"] == [{"Name": "Cluster", "Value": SETTINGS.name}]
     assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
-        1,
+        threshold,
         "GreaterThanOrEqualToThreshold",
     )
     assert alarm["TreatMissingData"] == "notBreaching" and alarm["AlarmActions"]

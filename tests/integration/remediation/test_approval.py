@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,11 +26,12 @@ from console.cli.history import records
 from console.cli.remediations import entry
 from nodemedic.contracts.kube import TAINT_KEY
 from nodemedic.contracts.ledger import APPROVAL_TOKEN
+from nodemedic.contracts.metrics import HELD_OUT_METRIC, METRICS_NAMESPACE
 from nodemedic.remediate import approval, handoff
 from nodemedic.settings import ClusterSettings, parse_cluster
-from tests.support.flow import NEURON, World, asg_instance, our_taints
+from tests.support.flow import GPU, NEURON, World, asg_instance, our_taints
 from tests.support.kube import wait_for
-from tests.support.remediation import FAST, REGION, TICK, Pipeline, decision
+from tests.support.remediation import FAST, REGION, TICK, Pipeline, datapoints, decision
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -58,13 +60,24 @@ GROUPED = parse_cluster(
     }
 )
 """Asks no one, but for one group's replacements, which wait up to two minutes."""
+SCARCE = ClusterSettings(
+    name="scarce",
+    node_groups=("trn1-scarce-a", "trn1-scarce-b", "p5-scarce"),
+    approval="replace",
+    approval_timeout=4,
+    max_in_flight=1,
+    breaker_cooldown=600,
+    post_reboot_deep_check=False,
+    **{**FAST, "breaker_hold": 5},
+)
+"""Asks before replacing; one remediation in flight across the cluster, a trip held long."""
 CALLER = "arn:aws:sts::123456789012:user/moto"
 """Who moto's STS says the caller is."""
 
 
 @pytest.fixture(scope="module")
 def extra_clusters() -> tuple[ClusterSettings, ...]:
-    return (ASKING, PROCEEDING, GROUPED)
+    return (ASKING, PROCEEDING, GROUPED, SCARCE)
 
 
 def _awaiting(pipeline: Pipeline, record: dict[str, Any]) -> dict[str, Any]:
@@ -256,3 +269,40 @@ def test_a_group_s_own_approval_holds_its_replacement_and_no_other_group_s(world
     assert pipeline.finish(execution)["status"] == "SUCCEEDED"
     assert asg_instance(asked)["HealthStatus"].upper() == "UNHEALTHY"
     assert (pipeline.ledger(record) or {})["approved_by"] == CALLER
+
+
+def test_nodes_people_hold_out_leave_the_cluster_cap_to_the_next_fault(world: World) -> None:
+    pipeline = world.pipelines["scarce"]
+    denied, _, _ = world.group("trn1-scarce-a", 3, **NEURON)
+    unanswered, _, _ = world.group("trn1-scarce-b", 3, **NEURON)
+    sick, _ = world.group("p5-scarce", 2, **GPU)
+    record = decision(denied, cluster="scarce")
+    execution = pipeline.start(record)
+    _awaiting(pipeline, record)
+    _answer(pipeline, record, "deny", "the vendor takes it")
+    assert pipeline.finish(execution)["status"] == "FAILED"
+    node = world.nodes[denied]
+    hand_off(pipeline.dynamodb, pipeline.table, "scarce", denied, node, to="acme", ticket="9",
+             by=CALLER, now=int(time.time()))  # fmt: skip
+    assert pipeline.run(decision(unanswered, cluster="scarce"))["status"] == "FAILED"
+
+    genuine = decision(sick, "nvidia-xid-48", cluster="scarce")
+    assert pipeline.run(genuine)["status"] == "SUCCEEDED"
+
+    assert (pipeline.ledger(genuine) or {})["outcome"] == "rebooted", "admitted at once"
+    assert not any(m["outcome"] in ("held", "tripped") for m in pipeline.messages(sick))
+    _held(world, pipeline, unanswered, "trn1-scarce-b")
+    cluster = pipeline.item("cluster#scarce", "breaker") or {}
+    assert not {denied, unanswered} & set(cluster.get("holders", ())), "not remediations"
+    reconciled = pipeline.run_as_rule(pipeline.reconcile, TICK)
+    assert reconciled["status"] == "SUCCEEDED", reconciled
+    shown = json.loads(reconciled["output"])
+    assert shown["held_out"] == 2
+    assert not {world.nodes[denied], world.nodes[unanswered]} & set(shown["nodes"]), (
+        "capacity lost, not stranded"
+    )
+    assert datapoints(METRICS_NAMESPACE, HELD_OUT_METRIC, Cluster="scarce")[-1] == 2
+    assert unanswered in (pipeline.item("group#trn1-scarce-b", "breaker") or {})["holders"]
+    assert not {denied, unanswered} & set(
+        (pipeline.item("cluster#scarce", "breaker") or {}).get("holders", ())
+    ), "nor counted there again by the reconcile"

@@ -13,6 +13,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import redirect_stdout
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,6 +21,13 @@ from kubernetes import client
 
 from console.cli import main
 from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME
+from nodemedic.remediate.planned import (
+    SPOT,
+    SPOT_DETAIL_TYPE,
+    SPOT_NOTICE,
+    Notice,
+    planned_decision,
+)
 from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
@@ -39,7 +47,7 @@ pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
 GUARDED = ClusterSettings(
     name="guarded",
-    node_groups=NODE_GROUPS,
+    node_groups=(*NODE_GROUPS, "p5-spot", "p5-after-spot"),
     max_in_flight=1,
     replacements_per_hour=1,
     replacements_per_day=1,
@@ -156,6 +164,36 @@ def test_breaker_reset_reopens_a_tripped_breaker_at_once(world: World, guarded: 
     assert (reset["reset"], reset["was"], reset["state"]) == (True, "tripped", "closed")
     assert guarded.finish(execution)["status"] == "SUCCEEDED"
     assert (guarded.ledger(held) or {})["outcome"] == "replaced"
+
+
+def _spot_warning(instance: str) -> dict[str, Any]:
+    """The planned decision a Spot interruption warning for ``instance`` makes."""
+    now = datetime.now(UTC)
+    deadline = now + timedelta(seconds=SPOT_NOTICE)
+    notice = Notice(SPOT, SPOT_DETAIL_TYPE, f"warning-{instance}", (instance,), "", deadline)
+    return planned_decision(GUARDED.name, instance, notice, lead_time=0, now=now)
+
+
+def test_aws_notices_neither_use_nor_trip_the_fault_breaker(
+    world: World, guarded: Pipeline
+) -> None:
+    reclaimed = world.group("p5-spot", 3, **GPU)
+    sick, _ = world.group("p5-after-spot", 2, **GPU)
+    pages_before = len(_pages(guarded))
+
+    warnings = [_spot_warning(instance) for instance in reclaimed]
+    for warning in warnings:
+        assert guarded.run(warning)["status"] == "SUCCEEDED"
+    genuine = decision(sick, "nvidia-xid-79", cluster="guarded")
+    assert guarded.run(genuine)["status"] == "SUCCEEDED"
+
+    # Three replacements of one group past replacements_per_hour 1, with max_in_flight 1:
+    # none of them counted, the genuine fault after them replaced at once.
+    assert [(guarded.ledger(w) or {}).get("outcome") for w in warnings] == ["replaced"] * 3
+    assert (guarded.ledger(genuine) or {})["outcome"] == "replaced"
+    assert not any(_held(guarded, i) for i in (*reclaimed, sick))
+    assert _pages(guarded)[pages_before:] == []
+    assert _breaker(guarded, "status")["state"] == "closed"
 
 
 # Last: the node it leaves out stays counted for the rest of the module.

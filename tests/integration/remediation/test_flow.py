@@ -23,6 +23,7 @@ from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME, HEALTH_LABEL, 
 from nodemedic.contracts.ledger import LOCK_SK
 from nodemedic.contracts.logs import shipped_message
 from nodemedic.detect.classifier import default_classifier
+from nodemedic.origin.signing import sign
 from nodemedic.remediate import ledger as nodemedic_ledger
 from tests.support.flow import (
     GPU,
@@ -587,6 +588,29 @@ def test_a_dma_error_line_user_space_wrote_is_only_mailed_and_the_node_keeps_run
         f"[injected facility=1] {neuron_line(sick)}"
     )
     assert pipeline.item(sick, "inflight") is None
+
+
+def test_a_signed_dma_error_two_days_old_is_mailed_as_stale_and_the_node_keeps_running(
+    world: World,
+) -> None:
+    """A late delivery (or a replay of the dead-letter queue) of a genuine line: signed by
+    the node's own key, but logged two days before the classifier hears it."""
+    sick, _ = world.group("trn1-stale", 2, **NEURON)
+    pipeline = world.pipelines["demo"]
+    logged_ms = int((time.time() - 2 * 86400) * 1000)
+    line = neuron_line(sick)
+
+    world.put("demo", sick, sign(world.key("demo", sick), sick, logged_ms, line), logged_ms)
+
+    (execution,) = pipeline.executions(sick)
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+    node = world.node(sick)
+    assert node is not None and not node.spec.unschedulable and our_taints(node) == []
+    assert asg_instance(sick)["HealthStatus"] == "Healthy"
+    (mail,) = pipeline.messages(sick)
+    assert mail["outcome"] == "notified"
+    assert mail["evidence_line"].startswith("(stale: logged 1728")
+    assert mail["evidence_line"].endswith(f"replace capped to notify) {line}")
 
 
 def test_a_failed_step_is_recorded_mailed_and_fails_the_execution(world: World) -> None:

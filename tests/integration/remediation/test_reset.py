@@ -17,9 +17,16 @@ from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, our_taints
 from tests.support.kube import bind_pod, device_record, exists, holds, running, wait_for
 from tests.support.remediation import FAST, NODE_GROUPS, decision
+from world.gpus import Behaviour
 
+SSM_GROUPS = ("unmanaged", "unreported", "throttled")
+"""The groups ``_reset_where`` makes: ``g6-reset-<behaviour>``."""
 RESETS = ClusterSettings(
-    name="resets", gpu_reset=True, node_groups=NODE_GROUPS, post_reboot_deep_check=False, **FAST
+    name="resets",
+    gpu_reset=True,
+    node_groups=(*NODE_GROUPS, *(f"g6-reset-{b}" for b in SSM_GROUPS), "g6-reset-two-gpus"),
+    post_reboot_deep_check=False,
+    **FAST,
 )
 """Resets GPUs; a reboot gives the node back at its new boot id."""
 G6: dict[str, Any] = {"instance_type": "g6.12xlarge", "devices": {"nvidia.com/gpu": "4"}}
@@ -172,3 +179,73 @@ def test_a_reset_that_gives_way_to_a_reboot_drains_the_rest_first(
     assert world.pipelines["resets"].ledger(record)["outcome"] == "rebooted"  # type: ignore[index]
     assert world.hypervisor.reboots.count(sick) == 1
     assert not exists(core, namespace, "rank-1"), "evicted before the reboot, not killed by it"
+
+
+def _reset_where(world: World, behaviour: Behaviour) -> tuple[str, dict[str, Any]]:
+    """A reset of an instance whose GPU or SSM so behaves, run to its end: the instance and
+    its decision's ledger record."""
+    sick, _ = world.group(f"g6-reset-{behaviour}", 2, **G6)
+    world.gpus.behave(sick, behaviour, GPU_ID)
+    pipeline = world.pipelines["resets"]
+    record = _reset_decision(sick)
+    assert pipeline.run(record)["status"] == "SUCCEEDED"
+    ledger = pipeline.ledger(record)
+    assert ledger is not None
+    return sick, ledger
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "refused", "escalation"),
+    [
+        # A node SSM does not manage: refused once, not sent again.
+        (
+            "unmanaged",
+            ["InvalidInstanceId"],
+            f"SSM refused the GPU reset of {GPU_ID}: Ssm.InvalidInstanceIdException",
+        ),
+        (
+            "unreported",
+            [],
+            f"SSM did not say how the GPU reset of {GPU_ID} went: "
+            "Ssm.InvocationDoesNotExistException",
+        ),
+    ],
+)
+def test_a_reset_ssm_refuses_or_never_tells_of_gives_way_to_a_reboot(
+    world: World, behaviour: Behaviour, refused: list[str], escalation: str
+) -> None:
+    sick, ledger = _reset_where(world, behaviour)
+
+    assert (ledger["action"], ledger["outcome"], ledger["escalated"]) == ("reset", "rebooted", True)
+    assert ledger["escalation"] == escalation
+    assert [code for i, code in world.gpus.refused if i == sick] == refused
+    assert world.hypervisor.reboots.count(sick) == 1
+    _given_back(world, sick)
+
+
+def test_a_throttled_reset_is_sent_again_and_heals_the_gpu(world: World) -> None:
+    sick, ledger = _reset_where(world, "throttled")
+
+    assert ledger["outcome"] == "reset"
+    assert [code for i, code in world.gpus.refused if i == sick] == ["ThrottlingException"]
+    assert (sick, "Success") in world.gpus.resets
+    assert world.hypervisor.reboots.count(sick) == 0
+    _given_back(world, sick)
+
+
+def test_the_same_xid_on_two_gpus_in_one_window_resets_both(world: World) -> None:
+    sick, _ = world.group("g6-reset-two-gpus", 2, **G6)
+    pipeline = world.pipelines["resets"]
+
+    for count, bus in enumerate(("2b", "3c"), 1):
+        world.ship("resets", sick, XID_46.replace("PCI:0000:2b:00", f"PCI:0000:{bus}:00"))
+        started = pipeline.executions(sick)
+        assert len(started) == count, "the second GPU's fault is not a duplicate"
+        assert pipeline.finish(started[-1])["status"] == "SUCCEEDED"
+    for execution in pipeline.executions(sick):
+        ledger = pipeline.item(sick, f"decision#{execution.rsplit(':', 1)[1]}")
+        assert ledger is not None
+        assert (ledger["action"], ledger["outcome"]) == ("reset", "reset")
+    assert world.gpus.resets.count((sick, "Success")) == 2
+    assert world.hypervisor.reboots.count(sick) == 0
+    _given_back(world, sick)

@@ -135,6 +135,7 @@ def test_every_task_outside_the_failure_chain_is_caught_into_it(
         "Mark failure",
         "Failed: clock",
         "Park node",
+        "Park node held out",
         "Failed: release slot",
         "Failed: release cluster slot",
         "Failed: publish nodes in remediation",

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from console.backtest.read import read_events
 from console.backtest.replay import Replay, replay
 from console.backtest.report import document, rows
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.settings import ClusterSettings
-from tests.support.backtest import fault_line, history, node
+from tests.support.backtest import START, fault_line, history, node
 
 ENFORCING = ClusterSettings(name="bt", node_groups=("gpu",))
 XID79 = fault_line("nvidia-xid-79")
@@ -109,3 +110,23 @@ def test_one_decision_per_node_and_batch_the_strongest() -> None:
     found = actions(replay(both, default_classifier(), ENFORCING))
     assert found[(node(1), "nvidia-xid-79")] == ["replace"]
     assert found[(node(1), "nvidia-xid-48")] == ["superseded"]
+
+
+def test_a_line_cloudwatch_took_in_past_stale_after_is_notified_as_the_pipeline_would() -> None:
+    logged = START + 10
+    late = [
+        {
+            "logStreamName": f"{node(1)}/kmsg",
+            "timestamp": int(logged * 1000),
+            "ingestionTime": int((logged + ENFORCING.stale_after + 1) * 1000),
+            "message": XID79,
+            "eventId": "late",
+        }
+    ]
+    found = history([])
+    read_events(found, late)
+
+    (row,) = rows(replay(found, default_classifier(), ENFORCING))
+
+    assert (row.rule_action, row.action, row.cordoned) == ("replace", "notify", False)
+    assert "stale" in row.reason, row.reason

@@ -11,9 +11,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodemedic.contracts.env import ENV_LEDGER_TABLE, ENV_PROOF_OF_ORIGIN
+from nodemedic.contracts.env import ENV_LEDGER_TABLE, ENV_PROOF_OF_ORIGIN, ENV_STALE_AFTER
+from nodemedic.remediate.silence import Recent
 from tests.support.classify import LEDGER, REGION, TABLE
 from tests.support.tables import create_ledger_table
+
+RECORDED_AGE = 100 * 365 * 86400
+"""A ``stale_after`` no recorded payload is older than."""
 
 
 @pytest.fixture
@@ -39,10 +43,16 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("IDEMPOTENCY_TABLE", TABLE)
         # These lines are unsigned: proof of origin is tested where it is enforced.
         monkeypatch.setenv(ENV_PROOF_OF_ORIGIN, "audit")
+        # The recorded payloads were logged in 2025: their age is tested where it matters
+        # (test_stale.py).
+        monkeypatch.setenv(ENV_STALE_AFTER, str(RECORDED_AGE))
         from lambdas.classify import handler as module
 
         module._dependencies.cache_clear()
         module._registrations.cache_clear()
+        # A fresh container's memory of the heartbeats it wrote: another test's node must
+        # not make this test's heartbeat look recently written.
+        monkeypatch.setattr(module, "_RECENT", Recent())
         yield {"sfn": sfn, "machine": machine, "handler": module.handler, "module": module}
         module._dependencies.cache_clear()
 

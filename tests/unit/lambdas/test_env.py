@@ -18,6 +18,7 @@ from lambdas.observability import ObservabilityEnv
 from nodemedic.contracts import env
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.jobs.breaker import JobLimits
+from nodemedic.settings import ClusterSettings
 
 CLASSIFY = {
     env.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:remediate",
@@ -33,6 +34,7 @@ def test_the_classifier_reads_what_the_stack_sets() -> None:
             env.ENV_ACCEPT_INJECTED: "true",
             env.ENV_PROOF_OF_ORIGIN: "audit",
             env.ENV_GPU_RESET: "true",
+            env.ENV_STALE_AFTER: "600",
             env.ENV_IDENTITY_CERTIFICATES: "PEM",
             env.ENV_LEDGER_TABLE: "ledger",
         }
@@ -43,6 +45,7 @@ def test_the_classifier_reads_what_the_stack_sets() -> None:
         accept_injected=True,
         enforce_origin=False,
         gpu_reset=True,
+        stale_after=600,
         identity_certificates="PEM",
         ledger_table="ledger",
     )
@@ -52,6 +55,13 @@ def test_the_classifier_settings_left_unset_are_the_safe_ones() -> None:
     found = ClassifyEnv.from_environ(CLASSIFY)
     assert (found.accept_injected, found.enforce_origin, found.gpu_reset) == (False, True, False)
     assert (found.identity_certificates, found.ledger_table) == ("", None)
+    assert found.stale_after == ClusterSettings.stale_after, "no deployment acts on old lines"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e3", "nan", "", "٣"])
+def test_a_stale_after_that_is_no_whole_number_of_seconds_is_named(value: str) -> None:
+    with pytest.raises(EnvError, match=env.ENV_STALE_AFTER):
+        ClassifyEnv.from_environ({**CLASSIFY, env.ENV_STALE_AFTER: value})
 
 
 @pytest.mark.parametrize("name", [env.ENV_STATE_MACHINE_ARN, env.ENV_IDEMPOTENCY_TABLE])
