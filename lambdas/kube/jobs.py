@@ -149,14 +149,14 @@ def record_event(
     core: client.CoreV1Api, job: Job, reason: str, message: str, *, warning: bool
 ) -> None:
     """A Kubernetes Event on the job: what ``kubectl describe job`` shows its owner."""
-    involved = {"apiVersion": job.api_version, "kind": job.kind, "name": job.name}
-    post_event(
-        core,
-        involved | {"namespace": job.namespace, "uid": job.uid},
-        reason,
-        message,
-        warning=warning,
-    )
+    involved = {
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "name": job.name,
+        "namespace": job.namespace,
+        "uid": job.uid,
+    }
+    post_event(core, involved, reason, message, warning=warning)
 
 
 def post_event(
