@@ -47,16 +47,16 @@ def job_owner_policy(api: client.ApiClient, *, shipped: bool) -> Iterator[None]:
 
 
 def tenant(core: client.CoreV1Api, namespace: str, user: str) -> None:
-    """``user`` may do what the ``edit`` role allows in ``namespace``: create pods there."""
-    client.RbacAuthorizationV1Api(core.api_client).create_namespaced_role_binding(
+    """``user`` may create, read and patch pods in ``namespace``, as a tenant there may."""
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    name = f"{user}-pods"
+    rule = {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "patch"]}
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": [rule]})
+    rbac.create_namespaced_role_binding(
         namespace,
         {
-            "metadata": {"name": f"{user}-edit"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "edit",
-            },
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
         },
     )
