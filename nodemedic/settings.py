@@ -162,8 +162,7 @@ class ClusterSettings:
     """Job breaker: more job restarts (or failures) in one namespace in ``job_restart_window``
     trip its breaker (one notification): many at once have a cause restarts do not mend."""
     job_cluster_restarts_per_window: int = 10
-    """Job breaker: the same across the cluster; one more holds the restarts of every
-    namespace that restarted in the window, never a namespace's first (docs/jobs.md)."""
+    """Job breaker: the same across the cluster, sparing a namespace's first (docs/jobs.md)."""
     job_restart_window: int = 600
     """Job breaker: the sliding window of both limits, in seconds."""
     job_breaker_cooldown: int = 1800
