@@ -54,6 +54,9 @@ class DrainRound:
     deleted: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     """Pods their drain policy keeps for now (their grace not yet over)."""
+    defaulted: list[str] = field(default_factory=list)
+    """Pods whose ``nodemedic.io/drain-grace-seconds`` is no number of seconds, with the
+    value: the default grace applied (each also told by an Event on the pod)."""
     pods: list[PodRef] = field(default_factory=list)
 
 
@@ -80,32 +83,27 @@ def drain(
         result.pods.append(pod_ref(pod))
         if overdue:
             _delete(core, pod)
-            gone = True
             result.deleted.append(key)
-        elif pod.metadata.deletion_timestamp is not None:
-            gone = False  # evicted earlier, still terminating
-        elif (
-            drainpolicy.step(
-                core,
-                pod,
-                jobs,
-                node=node,
-                started_at=started_at,
-                timeout_seconds=timeout_seconds,
-                now=now,
-            )
-            == "wait"
-        ):
-            gone = False
-            result.waiting.append(key)
-        else:
-            outcome = _evict(core, pod)
-            gone = outcome == "gone"
-            if outcome == "evicted":
-                result.evicted.append(key)
-            elif outcome == "blocked":
-                result.blocked.append(key)
-        result.remaining += not gone
+            continue
+        if pod.metadata.deletion_timestamp is not None:
+            result.remaining += 1  # evicted earlier, still terminating
+            continue
+        verdict = drainpolicy.step(
+            core,
+            pod,
+            jobs,
+            node=node,
+            started_at=started_at,
+            timeout_seconds=timeout_seconds,
+            now=now,
+        )
+        if verdict.ignored is not None:
+            result.defaulted.append(f"{key}: {verdict.ignored[:64]!r}")
+        outcome = "waiting" if verdict.step == "wait" else _evict(core, pod)
+        if outcome != "gone":
+            kept = {"waiting": result.waiting, "evicted": result.evicted, "blocked": result.blocked}
+            kept[outcome].append(key)
+            result.remaining += 1
     if result.remaining and not (result.blocked or result.waiting) and settle_seconds > 0:
         result.remaining = _settle(core, node, settle_seconds, holders)
     result.done = result.remaining == 0

@@ -11,18 +11,21 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.jobs import Job, annotate, record_event
+from lambdas.kube.jobs import Job, annotate, post_event, record_event
 from lambdas.kube.resume import RESUMABLE, JobRef, read_job_ref
+from lambdas.observability import logger
 from nodemedic.contracts.kube import (
     CHECKPOINT_EVENT_REASON,
     CHECKPOINT_REQUESTED_ANNOTATION,
     CHECKPOINT_SAVED_ANNOTATION,
+    DRAIN_GRACE_EVENT_REASON,
+    DRAIN_GRACE_KEY,
 )
 from nodemedic.remediate.drainpolicy import (
     Step,
     checkpoint_rule,
     chosen,
-    grace_end,
+    grace_of,
     next_step,
     policy_of,
 )
@@ -31,6 +34,13 @@ FINISHED = frozenset({"Succeeded", "Failed"})
 
 Jobs = dict[str, Job | None]
 """A round's jobs read so far, by uid: each job is read once per round."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    step: Step
+    ignored: str | None = None
+    """The pod's grace annotation where it is no number of seconds: the default applied."""
 
 
 def step(
@@ -42,7 +52,7 @@ def step(
     started_at: datetime.datetime,
     timeout_seconds: int,
     now: datetime.datetime,
-) -> Step:
+) -> Verdict:
     """``evict`` or ``wait`` (a checkpoint request is made here, then waited for)."""
     meta = pod.metadata
     own = {**(meta.labels or {}), **(meta.annotations or {})}
@@ -50,23 +60,59 @@ def step(
     notes = chosen(own, dict(job.annotations) if job else None)
     policy = policy_of(notes)
     if policy == "immediate":
-        return "evict"
+        return Verdict("evict")
+    grace = grace_of(notes, started_at, timeout_seconds)
+    if grace.ignored is not None:
+        _tell_ignored(core, pod, grace.ignored, started_at)
     held = job.annotations if job else {}
     found = next_step(
         policy,
         now=now,
-        until=grace_end(notes, started_at, timeout_seconds),
+        until=grace.until,
         started_at=started_at,
         finished=(pod.status.phase if pod.status else None) in FINISHED,
         requested=parse_time(held.get(CHECKPOINT_REQUESTED_ANNOTATION)),
         saved=parse_time(held.get(CHECKPOINT_SAVED_ANNOTATION)),
     )
-    if found != "request":
-        return found
-    if job is None:
-        return "evict"  # no job to ask for a checkpoint: nothing to wait for
-    jobs[job.uid] = _request(core, job, node=node, rule=checkpoint_rule(held), now=now)
-    return "wait"
+    if found == "request":
+        if job is None:
+            found = "evict"  # no job to ask for a checkpoint: nothing to wait for
+        else:
+            jobs[job.uid] = _request(core, job, node=node, rule=checkpoint_rule(held), now=now)
+            found = "wait"
+    return Verdict(found, grace.ignored)
+
+
+def _tell_ignored(
+    core: client.CoreV1Api, pod: Any, raw: str, started_at: datetime.datetime
+) -> None:
+    """A Warning Event on the pod, once per drain (named for the pod and the drain's start:
+    a later round's create is a 409). Telling is no part of draining: a refused Event is
+    logged and the drain goes on."""
+    meta = pod.metadata
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta.name,
+        "namespace": meta.namespace,
+        "uid": meta.uid,
+    }
+    message = (
+        f"{DRAIN_GRACE_KEY}={raw[:64]!r} is no number of seconds >= 0: nodemedic's drain"
+        " waits for this pod the default grace (half of the drain timeout)"
+    )
+    try:
+        post_event(
+            core,
+            involved,
+            DRAIN_GRACE_EVENT_REASON,
+            message,
+            warning=True,
+            name=f"{meta.uid}.drain-grace.{int(started_at.timestamp())}",
+        )
+    except client.ApiException as exc:
+        if exc.status != 409:
+            logger.warning("drain grace Event refused", extra={"status": exc.status})
 
 
 def _job(core: client.CoreV1Api, pod: Any, jobs: Jobs) -> Job | None:

@@ -149,17 +149,36 @@ def record_event(
     core: client.CoreV1Api, job: Job, reason: str, message: str, *, warning: bool
 ) -> None:
     """A Kubernetes Event on the job: what ``kubectl describe job`` shows its owner."""
+    involved = {
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "name": job.name,
+        "namespace": job.namespace,
+        "uid": job.uid,
+    }
+    post_event(core, involved, reason, message, warning=warning)
+
+
+def post_event(
+    core: client.CoreV1Api,
+    involved: Mapping[str, str],
+    reason: str,
+    message: str,
+    *,
+    warning: bool,
+    name: str | None = None,
+) -> None:
+    """A Kubernetes Event on ``involved`` (its ``apiVersion``, ``kind``, ``name``,
+    ``namespace``, ``uid``), named ``name`` where one Event must be told once (a second
+    create of it is a 409), else by the time."""
     now = datetime.datetime.now(datetime.UTC)
-    stamp = now.strftime("%Y%m%d%H%M%S%f")
+    namespace = involved["namespace"]
     body = {
-        "metadata": {"name": f"{job.name}.nodemedic.{stamp}", "namespace": job.namespace},
-        "involvedObject": {
-            "apiVersion": job.api_version,
-            "kind": job.kind,
-            "name": job.name,
-            "namespace": job.namespace,
-            "uid": job.uid,
+        "metadata": {
+            "name": name or f"{involved['name']}.nodemedic.{now.strftime('%Y%m%d%H%M%S%f')}",
+            "namespace": namespace,
         },
+        "involvedObject": dict(involved),
         "reason": reason,
         "message": message[:1024],
         "type": "Warning" if warning else "Normal",
@@ -168,4 +187,4 @@ def record_event(
         "lastTimestamp": now.isoformat(),
         "count": 1,
     }
-    core.create_namespaced_event(job.namespace, body)
+    core.create_namespaced_event(namespace, body)

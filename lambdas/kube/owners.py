@@ -5,7 +5,10 @@ A pod's labels are not evidence: anyone who may create a pod in the namespace ca
 ``job-name: <another job>``, and its lines would then feed that job's rules and could get it
 restarted. The owner reference of a pod a controller made names the controller's uid, and
 the job read by name must carry that uid, so a job deleted and made again under its name is
-not fed the old one's lines either.
+not fed the old one's lines either. The reference is the pod creator's text, though: the
+chart's job owner policy (``jobOwners``, or lambdas/kube/admission-policies.yaml) is what
+lets only the job's controller write one naming a job (docs/security.md, "Training jobs'
+lines"); the pod's labels and managedFields, which its creator writes too, prove nothing.
 """
 
 from __future__ import annotations

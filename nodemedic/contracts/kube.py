@@ -131,7 +131,10 @@ own choice wins over its job's; an unknown value is ``immediate``."""
 DRAIN_GRACE_KEY: Final = "nodemedic.io/drain-grace-seconds"
 """Beside the policy: how long the drain waits for the pod at most (seconds from the drain's
 start). Absent, or longer than half of ``drain_timeout``, it is half of ``drain_timeout``:
-the other half is for the evictions, so a policy never makes the drain time out."""
+the other half is for the evictions, so a policy never makes the drain time out. A value
+that is no finite number of seconds >= 0 (``nan``, ``inf``, ``-4``, ``soon``) is the default,
+told by a ``NodeMedicDrainGraceIgnored`` Event on the pod and the drain round's ``defaulted``."""
+DRAIN_GRACE_EVENT_REASON: Final = "NodeMedicDrainGraceIgnored"
 CHECKPOINT_RULE_KEY: Final = "nodemedic.io/checkpoint-rule"
 """On a job: the name of the rule of its ``logMonitoringConfiguration`` whose ``logPattern``
 is the job's checkpoint line; ``checkpoint`` when absent."""

@@ -10,9 +10,14 @@ bad image) says nothing of another team's jobs. So there are two breakers, one i
   are held.
 - **per cluster**: at most ``cluster_restarts_per_window`` verdicts acted on in any
   ``window`` seconds across the cluster; one more trips the cluster's breaker, which holds
-  every verdict. A verdict found by the schedule (no line brought it) while the application
-  log group as a whole delivered nothing for ``silence`` seconds trips it too: the pipe is
-  down, not the jobs. Before the monitor heard any line there is no pipe to lose.
+  the verdicts of every namespace that already restarted a job in the window. A namespace's
+  first restart in a window is never held by the cap: that reserve of one is what no set of
+  namespaces can spend for another, so a tenant with many namespaces of its own cannot hold
+  another team's restart by restarting its own jobs. A verdict found by the schedule (no
+  line brought it) while the application log group as a whole delivered nothing for
+  ``silence`` seconds trips the cluster's breaker too, and that trip holds every namespace,
+  reserve or not: the pipe is down, not the jobs. Before the monitor heard any line there is
+  no pipe to lose.
 
 A tripped breaker (the first trip of each notifies, once) holds its verdicts for
 ``cooldown`` seconds; then the first verdict with room closes it, and one that still hits a
@@ -72,6 +77,9 @@ class BreakerState:
     tripped_at: float | None = None
     cooled_until: float | None = None
     reason: str = ""
+    everyone: bool = True
+    """The cluster's trip holds every namespace (a silent log group), not only those that
+    restarted in the window (its cap). True for an item written before the reserve."""
 
     def as_item(self) -> dict[str, object]:
         return {
@@ -79,6 +87,7 @@ class BreakerState:
             "tripped_at": self.tripped_at,
             "cooled_until": self.cooled_until,
             "reason": self.reason,
+            "everyone": self.everyone,
         }
 
     @classmethod
@@ -88,6 +97,7 @@ class BreakerState:
             tripped_at=item.get("tripped_at"),
             cooled_until=item.get("cooled_until"),
             reason=str(item.get("reason", "")),
+            everyone=bool(item.get("everyone", True)),
         )
 
 
@@ -143,8 +153,12 @@ def judge(
     if limits.monitor_only:
         return Judgement("hold", "monitor-only (recovery_mode None or dry_run)", state)
     cluster, own = state.cluster, state.namespaces.get(namespace, BreakerState())
+    in_namespace = _recent(own, now, limits)
+    # The namespace's first restart in the window: the cluster's cap never holds it.
+    reserve = not in_namespace
     for breaker, scope in ((cluster, "cluster"), (own, f"namespace {namespace}")):
-        if breaker.tripped_at is not None and (breaker.cooled_until or 0) >= now:
+        spared = breaker is cluster and reserve and not breaker.everyone
+        if breaker.tripped_at is not None and (breaker.cooled_until or 0) >= now and not spared:
             return Judgement(
                 "hold",
                 f"job breaker of the {scope} tripped at {_iso(breaker.tripped_at)}"
@@ -155,25 +169,56 @@ def judge(
     if decision in own.started or decision in cluster.started:
         return Judgement("admit", "counted already", state)
     in_cluster = _recent(cluster, now, limits)
-    in_namespace = _recent(own, now, limits)
-    quiet = heard_at is not None and now - heard_at > limits.silence
-    hit = _limit_hit(
-        namespace, in_cluster, in_namespace, limits=limits, silent=by_schedule and quiet
+    silent = by_schedule and heard_at is not None and now - heard_at > limits.silence
+    hit = _limit_hit(namespace, in_cluster, in_namespace, limits=limits, silent=silent)
+    counted = {**in_cluster, decision: now}
+    own_counted = {**in_namespace, decision: now}
+    if hit is None:
+        # A reserve admitted while the cap's trip cools keeps it holding the others.
+        kept = (
+            replace(cluster, started=counted) if _cooling(cluster, now) else BreakerState(counted)
+        )
+        return Judgement(
+            "admit",
+            "room in the window",
+            _admit(_live(state.namespaces, now, limits), kept, namespace, own_counted),
+        )
+    whose, reason = hit
+    if whose is None and reserve and not silent:
+        # The cap is hit: its trip (one page) holds the namespaces that restarted in the
+        # window, and this namespace's first restart goes ahead.
+        trip = _trip(
+            state,
+            None,
+            replace(cluster, started=counted, everyone=False),
+            reason=reason,
+            now=now,
+            limits=limits,
+        )
+        admitted = _admit(trip.state.namespaces, trip.state.cluster, namespace, own_counted)
+        return replace(
+            trip,
+            verdict="admit",
+            reason=f"{reason}; namespace {namespace}'s first restart in the window",
+            state=admitted,
+        )
+    breaker = replace(cluster, started=in_cluster, everyone=silent)
+    if whose is not None:
+        breaker = replace(own, started=in_namespace)
+    return _trip(state, whose, breaker, reason=reason, now=now, limits=limits)
+
+
+def _admit(
+    namespaces: Mapping[str, BreakerState],
+    cluster: BreakerState,
+    namespace: str,
+    started: Mapping[str, float],
+) -> Breakers:
+    """The breakers once a decision is admitted: the cluster's ``cluster``, and
+    ``namespace``'s counting ``started`` (its admitted decisions in the window)."""
+    return Breakers(
+        cluster=cluster, namespaces={**namespaces, namespace: BreakerState(started=dict(started))}
     )
-    if hit is not None:
-        whose, reason = hit
-        breaker = replace(cluster, started=in_cluster)
-        if whose is not None:
-            breaker = replace(own, started=in_namespace)
-        return _trip(state, whose, breaker, reason=reason, now=now, limits=limits)
-    admitted = Breakers(
-        cluster=BreakerState(started={**in_cluster, decision: now}),
-        namespaces={
-            **_live(state.namespaces, now, limits),
-            namespace: BreakerState(started={**in_namespace, decision: now}),
-        },
-    )
-    return Judgement("admit", "room in the window", admitted)
 
 
 def _limit_hit(
@@ -185,7 +230,7 @@ def _limit_hit(
     silent: bool,
 ) -> tuple[str | None, str] | None:
     """(whose breaker trips: the namespace, or None for the cluster's; why), if a limit is
-    hit. The cluster's limits first: they hold everyone."""
+    hit. The cluster's limits first."""
     if silent:
         return None, (
             f"the application log group delivered no line for over {limits.silence} s:"
@@ -202,6 +247,11 @@ def _limit_hit(
             f" {limits.window} s (limit {limits.restarts_per_window})"
         )
     return None
+
+
+def _cooling(breaker: BreakerState, now: float) -> bool:
+    """Tripped, and still holding."""
+    return breaker.tripped_at is not None and (breaker.cooled_until or 0) >= now
 
 
 def _recent(breaker: BreakerState, now: float, limits: JobLimits) -> dict[str, float]:

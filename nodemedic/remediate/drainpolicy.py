@@ -9,7 +9,9 @@ and a policy never turns into a ``DrainTimeout``.
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from nodemedic.contracts.kube import (
@@ -43,17 +45,32 @@ def checkpoint_rule(notes: Mapping[str, str]) -> str:
     return notes.get(CHECKPOINT_RULE_KEY) or DEFAULT_CHECKPOINT_RULE
 
 
-def grace_end(
+@dataclass(frozen=True)
+class Grace:
+    until: datetime.datetime
+    """When waiting for the pod ends."""
+    ignored: str | None = None
+    """The pod's grace annotation where it is no finite number of seconds >= 0 (``nan``,
+    ``inf``, ``-4``, ``soon``): the default grace applies instead, and the drain says so."""
+
+
+def grace_of(
     notes: Mapping[str, str], started_at: datetime.datetime, timeout_seconds: int
-) -> datetime.datetime:
-    """When waiting for the pod ends: its grace, at most half the drain timeout."""
+) -> Grace:
+    """The pod's grace, at most half the drain timeout (also the default). A pod may shorten
+    it; a value that is no number of seconds is the default, never an error: an annotation
+    anyone who may create a pod can write must not fail the drain and strand the node."""
     longest = timeout_seconds / 2
     raw = notes.get(DRAIN_GRACE_KEY, "")
+    if not raw:
+        return Grace(started_at + datetime.timedelta(seconds=longest))
     try:
-        grace = min(float(raw), longest) if raw else longest
+        grace = float(raw)
     except ValueError:
-        grace = longest
-    return started_at + datetime.timedelta(seconds=max(grace, 0.0))
+        grace = math.nan
+    if not math.isfinite(grace) or grace < 0:
+        return Grace(started_at + datetime.timedelta(seconds=longest), ignored=raw)
+    return Grace(started_at + datetime.timedelta(seconds=min(grace, longest)))
 
 
 def next_step(

@@ -189,8 +189,8 @@ class ClusterSettings:
     namespace's) with one notification ([jobs.md](jobs.md#the-job-breaker))."""
     job_cluster_restarts_per_window: int = setting(10, minimum=1)
     """Job breaker: more job restarts (or failures) than this across the cluster within
-    `job_restart_window` trip the cluster's breaker, holding every job restart with one
-    notification."""
+    `job_restart_window` trip the cluster's breaker (one notification), holding each namespace
+    that restarted in the window; a namespace's first restart is never held ([jobs](jobs.md))."""
     job_restart_window: int = setting(600, minimum=1)
     """Job breaker: the sliding window of both limits, in seconds."""
     job_breaker_cooldown: int = setting(1800, minimum=1)

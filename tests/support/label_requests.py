@@ -8,17 +8,14 @@ the API server authenticates the writer as that user, as EKS does a kubelet or a
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
-from kubernetes.dynamic import DynamicClient
 
 from nodemedic.contracts.kube import HEALTH_LABEL, NODE_USER_PREFIX, REQUESTED_BY_ANNOTATION
-from tests.support.helm import REQUIRED, render
-from world.chart import documents, helm_binary
+from tests.support.admission import LABEL_POLICY, in_force, policy_documents
 
 OPERATOR = "kubectl-label"
 """The field manager ``kubectl label`` writes as."""
@@ -26,7 +23,6 @@ PATCHERS = "test:node-patchers"
 """A group RBAC lets patch Nodes: the policy, not RBAC, must be what refuses its members."""
 NODES_GROUP = "system:nodes"
 PROBE_STATUS = "UnschedulablePendingReboot"
-POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 def impersonating(kubeconfig: Path, user: str, group: str) -> client.CoreV1Api:
@@ -62,30 +58,18 @@ def refusal(core: client.CoreV1Api, node: str, status: str, by: str | None) -> s
 
 
 @contextlib.contextmanager
-def label_policy(api: client.ApiClient, **values: Any) -> Iterator[None]:
-    """The chart's label request policy rendered with ``labelRequests`` ``values``, in force
-    on the API server (nodes and ``PATCHERS`` may patch Nodes meanwhile), and removed after:
-    the server is shared with other tests."""
-    rendered = render(
-        helm_binary(), REQUIRED, json_values={f"labelRequests.{k}": v for k, v in values.items()}
-    )
+def label_policy(api: client.ApiClient, *, shipped: bool = False, **values: Any) -> Iterator[None]:
+    """The label request policy in force on the API server (nodes and ``PATCHERS`` may patch
+    Nodes meanwhile): the chart's rendered with ``labelRequests`` ``values``, or with
+    ``shipped`` lambdas/kube/admission-policies.yaml's."""
+    chart_values = {f"labelRequests.{k}": v for k, v in values.items()}
     made = [
-        *[d for d in documents(rendered) if d["kind"] in POLICY_KINDS],
+        *policy_documents(LABEL_POLICY, shipped=shipped, values=chart_values),
         *_node_patchers(),
     ]
-    dynamic = DynamicClient(api)
-    kinds = [dynamic.resources.get(api_version=d["apiVersion"], kind=d["kind"]) for d in made]
-    for kind, document in zip(kinds, made, strict=True):
-        kind.create(body=document)
     core = client.CoreV1Api(api)
-    try:
-        _until(core, enforced=True)
+    with in_force(api, made, lambda: _probe(core)):
         yield
-    finally:
-        for kind, document in zip(kinds, made, strict=True):
-            kind.delete(name=document["metadata"]["name"])
-        # Gone from the API server's cache too, so the next policy's is the one that answers.
-        _until(core, enforced=False)
 
 
 def _node_patchers() -> list[dict[str, Any]]:
@@ -94,7 +78,9 @@ def _node_patchers() -> list[dict[str, Any]]:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": name},
-        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes", "nodes/status"], "verbs": ["get", "patch"]}
+        ],
     }
     subjects = [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
@@ -110,22 +96,8 @@ def _node_patchers() -> list[dict[str, Any]]:
     return [role, binding]
 
 
-def _until(core: client.CoreV1Api, *, enforced: bool, timeout: float = 15.0) -> None:
-    """A policy takes effect (or ends) once the API server's cache has it (or not): a Node
-    created asking for a reboot without the annotation, as a dry run, is refused from then on
-    (or admitted)."""
+def _probe(core: client.CoreV1Api) -> None:
+    """A Node created asking for a reboot without the annotation, as a dry run: refused
+    while the policy is in force."""
     probe = {"metadata": {"name": "label-policy-probe", "labels": {HEALTH_LABEL: PROBE_STATUS}}}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            core.create_node(probe, dry_run="All")
-        except client.ApiException as exc:
-            if exc.status not in (403, 422):
-                raise
-            if enforced:
-                return
-        else:
-            if not enforced:
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"the label request policy still {'not ' * enforced}enforced")
+    core.create_node(probe, dry_run="All")

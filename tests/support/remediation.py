@@ -108,6 +108,7 @@ NODE_GROUPS = (
     "g6-reset-twice",
     "g6-reset-partial",
     "g6-reset-partial-fails",
+    "g6-reset-deep-record",
     "p5-reset",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""

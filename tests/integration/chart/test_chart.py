@@ -28,6 +28,7 @@ from nodemedic.contracts.kube import (
     REQUESTED_BY_ANNOTATION,
 )
 from nodemedic.health.instance_types import TABLE
+from tests.support.admission import LABEL_POLICY, named
 from tests.support.helm import ANY_ADDRESS, REQUIRED, SCRAPED, render
 from tests.support.paths import ROOT
 from world import deepcheck
@@ -116,7 +117,8 @@ def test_defaults_render_the_agent_for_pod_identity_and_the_remediator_rbac(defa
     assert kinds == [
         # The remediator's role; the job monitor's only with job_monitoring (off by default).
         *["ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"],
-        *["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"],
+        *["ValidatingAdmissionPolicy"] * 2,
+        *["ValidatingAdmissionPolicyBinding"] * 2,
     ]
     account = one(default, "ServiceAccount")
     # EKS Pod Identity: the association names the account; nothing on the account itself.
@@ -333,20 +335,17 @@ def test_the_label_request_policy_speaks_the_contracts_names_and_can_be_left_out
 ) -> None:
     """Its rules are CEL text: a renamed label, annotation or group must fail here, not
     silently admit everything (its behaviour: tests/integration/kube/test_label_policy.py)."""
-    policy = one(default, "ValidatingAdmissionPolicy")
+    policy, binding = named(documents(default), LABEL_POLICY)
     text = json.dumps(policy["spec"])
     for name in (HEALTH_LABEL, REQUESTED_BY_ANNOTATION, REMEDIATOR_GROUP, NODE_USER_PREFIX):
         assert name in text, name
     assert all(status in text for status in PENDING_STATUSES)
-    binding = one(default, "ValidatingAdmissionPolicyBinding")
     assert binding["spec"] == {
         "policyName": policy["metadata"]["name"],
         "validationActions": ["Deny"],
     }
     without = render(helm, {**REQUIRED, "labelRequests.policy": "false"})
-    assert not {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} & {
-        d["kind"] for d in documents(without)
-    }
+    assert not named(documents(without), LABEL_POLICY)
 
 
 def test_scrape_annotations_point_at_the_agents_port_only_where_it_can_be_reached(

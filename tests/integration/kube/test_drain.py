@@ -181,6 +181,7 @@ def test_drain_of_an_empty_node_is_done(invoke: Invoke, node: Node) -> None:
         "blocked": [],
         "deleted": [],
         "waiting": [],
+        "defaulted": [],
         "pods": [],
     }
 

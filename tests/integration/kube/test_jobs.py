@@ -355,9 +355,15 @@ def test_many_jobs_of_a_namespace_tripping_at_once_hold_only_that_namespace(
 
 
 @pytest.mark.usefixtures("aws")
-def test_the_clusters_cap_holds_every_namespace(
-    job: Job, namespace: str, other_namespace: str, monkeypatch: pytest.MonkeyPatch
+def test_the_clusters_cap_holds_the_namespaces_that_restarted_not_another_teams_first(
+    job: Job,
+    core: client.CoreV1Api,
+    namespace: str,
+    other_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """One tenant's two namespaces fill the cap: their next restarts are held, another
+    team's first restart is not."""
     limits = {"restarts_per_window": 5, "cluster_restarts_per_window": 2}
     monkeypatch.setenv(ENV_JOB_BREAKER, json.dumps(limits))
     notes = {LOG_MONITORING_ANNOTATION: FAULT_RULES, RUN_POLICY_ANNOTATION: "jobMaxRetryCount: 3"}
@@ -371,6 +377,14 @@ def test_the_clusters_cap_holds_every_namespace(
         actions.append(acted["action"])
     assert actions == ["restart-pods", "restart-pods", "held", "held"]
     assert mails() == ["nodemedic job breaker tripped: cluster demo"]
+    third = f"team-{secrets.token_hex(4)}"
+    core.create_namespace({"metadata": {"name": third}})
+    try:
+        name, pods = job("alice-llama", notes, third)
+        [acted] = handler(delivery(third, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
+    finally:
+        core.delete_namespace(third)
+    assert acted["action"] == "restart-pods"
 
 
 @pytest.mark.usefixtures("aws")

@@ -77,3 +77,34 @@ def test_only_the_allow_list_may_ask_and_the_request_records_the_authenticated_u
     assert refused.name not in found
     assert found[asked.name]["requested_by"] == "alice"
     assert found[asked.name]["action"] == "replace"
+
+
+@pytest.mark.parametrize("shipped", [False, True], ids=["chart", "kubectl"])
+def test_a_kubelet_cannot_ask_through_its_nodes_status(
+    cluster: LocalCluster,
+    admin: client.ApiClient,
+    core: client.CoreV1Api,
+    new_node: Callable[..., Node],
+    invoke: Invoke,
+    *,
+    shipped: bool,
+) -> None:
+    """A write to ``nodes/status`` keeps the labels and annotations it changes: the policy,
+    as the chart installs it and as lambdas/kube/admission-policies.yaml ships it for
+    kubectl, judges that subresource too, or a kubelet could ask for its own replacement."""
+    own = new_node()
+    asking = {
+        "labels": {HEALTH_LABEL: "UnschedulablePendingReplacement"},
+        "annotations": {REQUESTED_BY_ANNOTATION: "alice@example.com"},
+    }
+    with label_policy(admin, shipped=shipped):
+        kubelet = kubelet_of(cluster.kubeconfig, own.name)
+        with pytest.raises(client.ApiException, match="a node may not ask") as refused:
+            kubelet.patch_node_status(own.name, {"metadata": asking})
+        assert refused.value.status == 403
+        # Its status is still its own to write.
+        kubelet.patch_node_status(own.name, {"metadata": {"labels": {"example.com/rack": "r7"}}})
+        answer = invoke({"op": "requested", "cluster": "demo"})
+
+    assert own.name not in {n["node"] for n in answer["nodes"]}
+    assert HEALTH_LABEL not in core.read_node(own.name).metadata.labels

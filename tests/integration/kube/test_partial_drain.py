@@ -10,7 +10,12 @@ import pytest
 from kubernetes import client
 
 from lambdas.kube.handler import BadRequest
-from nodemedic.contracts.kube import DRAIN_GRACE_KEY, DRAIN_POLICY_KEY
+from nodemedic.contracts.kube import (
+    DRAIN_GRACE_EVENT_REASON,
+    DRAIN_GRACE_KEY,
+    DRAIN_POLICY_KEY,
+    POD_DEVICES_KEY,
+)
 from tests.integration.kube.test_drain import drain_event
 from tests.support.kube import Invoke, Node, bind_pod, device_record, exists, running, wait_for
 
@@ -46,6 +51,24 @@ def test_a_gpu_level_round_without_a_device_record_drains_the_node(
     bare = new_node(devices={})
     for name in ("a", "b"):
         bind_pod(core, namespace, name, bare.name)
+    wait_for(lambda: running(core, namespace, "a") and running(core, namespace, "b"))
+
+    done = invoke(drain_event(bare.name, settle=10) | {"devices": ["0"]})
+
+    assert sorted(done["evicted"]) == [f"{namespace}/a", f"{namespace}/b"]
+    assert done["done"]
+
+
+def test_an_unreadable_device_record_drains_the_node(
+    invoke: Invoke, new_node: Callable[..., Node], core: client.CoreV1Api, namespace: str
+) -> None:
+    """The record is written with the agent's token on its own Node: a 100,000-deep one
+    once raised RecursionError in every round and stranded the node at ``draining``."""
+    bare = new_node(devices={})
+    for name in ("a", "b"):
+        bind_pod(core, namespace, name, bare.name)
+    deep = "[" * 100_000 + "]" * 100_000
+    core.patch_node(bare.name, {"metadata": {"annotations": {POD_DEVICES_KEY: deep}}})
     wait_for(lambda: running(core, namespace, "a") and running(core, namespace, "b"))
 
     done = invoke(drain_event(bare.name, settle=10) | {"devices": ["0"]})
@@ -99,3 +122,32 @@ def test_a_round_refuses_devices_that_are_not_a_list_of_ids(
         invoke(drain_event(node.name) | {"devices": devices})
 
     assert exists(core, namespace, "kept")
+
+
+@pytest.mark.parametrize("grace", ["nan", "-inf", "1e400", "soon"])
+def test_a_grace_that_is_no_number_waits_the_default_and_tells_the_pod(
+    invoke: Invoke, node: Node, core: client.CoreV1Api, namespace: str, grace: str
+) -> None:
+    """A pod may shorten its wait, never break the drain: ``nan`` once raised ValueError in
+    every round and stranded the node at ``draining``."""
+    policy = {DRAIN_POLICY_KEY: "allow-completion", DRAIN_GRACE_KEY: grace}
+    bind_pod(core, namespace, "eval", node.name, annotations=policy)
+    wait_for(lambda: running(core, namespace, "eval"))
+    said = f"{namespace}/eval: {grace!r}"
+
+    round_ = drain_event(node.name, started_ago=1)
+    first, again = invoke(round_), invoke(round_)
+
+    assert (first["waiting"], first["defaulted"]) == ([f"{namespace}/eval"], [said])
+    assert (again["waiting"], again["defaulted"]) == ([f"{namespace}/eval"], [said])
+    told = [
+        e
+        for e in core.list_namespaced_event(namespace).items
+        if e.reason == DRAIN_GRACE_EVENT_REASON and e.involved_object.name == "eval"
+    ]
+    assert len(told) == 1, "told once per drain"
+    assert told[0].type == "Warning"
+    assert DRAIN_GRACE_KEY in told[0].message
+    # The default grace (half of the 600 s drain timeout) ends, and the pod goes.
+    late = invoke(drain_event(node.name, started_ago=301))
+    assert (late["evicted"], late["defaulted"]) == ([f"{namespace}/eval"], [said])

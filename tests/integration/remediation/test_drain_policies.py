@@ -3,7 +3,8 @@ with the kube Lambda on the real kube-apiserver and the job monitor's handler fe
 Container Insights delivery as its subscription would. A checkpointing job is asked for a
 checkpoint and evicted once its checkpoint line is logged, before its grace ends, or at
 the grace's end when no line comes; a pod allowed to complete is evicted once it finished,
-while the node's other pods go at once."""
+while the node's other pods go at once; a grace that is no number of seconds drains at the
+default grace and the node is repaired, never stranded at ``draining``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from nodemedic.contracts.kube import (
     CHECKPOINT_EVENT_REASON,
     CHECKPOINT_REQUESTED_ANNOTATION,
     CHECKPOINT_SAVED_ANNOTATION,
+    DRAIN_GRACE_EVENT_REASON,
     DRAIN_GRACE_KEY,
     DRAIN_POLICY_KEY,
 )
@@ -37,7 +39,7 @@ GRACE = 6
 """Seconds a policy's pod may be waited for: under half of the drain timeout."""
 POLICIES = ClusterSettings(
     name="policies",
-    node_groups=("p5-allow", "p5-ckpt-saved", "p5-ckpt-late"),
+    node_groups=("p5-allow", "p5-ckpt-saved", "p5-ckpt-late", "p5-nan"),
     post_reboot_deep_check=False,
     **(FAST | {"drain_timeout": 16}),
 )
@@ -168,3 +170,30 @@ def test_a_pod_allowed_to_complete_is_evicted_once_it_finished(
     wait_for(lambda: not exists(world.core, namespace, "eval"), what="eval evicted")
     assert time.monotonic() - began < GRACE, "evicted once finished, not at the grace's end"
     assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+
+
+def test_a_grace_that_is_no_number_drains_at_the_default_and_the_node_is_repaired(
+    world: World, namespace: str
+) -> None:
+    """Any tenant may annotate its pod ``nan``: that once failed every drain round with a
+    ValueError, and the execution with it, leaving the node cordoned, tainted and parked."""
+    gpu, _ = world.group("p5-nan", 2, **GPU)
+    policy = {DRAIN_POLICY_KEY: "allow-completion", DRAIN_GRACE_KEY: "nan"}
+    bind_pod(world.core, namespace, "eval", world.nodes[gpu], annotations=policy)
+    wait_for(lambda: running(world.core, namespace, "eval"))
+    pipeline = world.pipelines[POLICIES.name]
+
+    began = time.monotonic()
+    execution = pipeline.start(decision(gpu, "nvidia-xid-48", cluster=POLICIES.name))
+    wait_for(
+        lambda: not exists(world.core, namespace, "eval"),
+        timeout=POLICIES.drain_timeout + 15,
+        what="eval evicted at the default grace",
+    )
+
+    assert time.monotonic() - began >= POLICIES.drain_timeout / 2 - 1, "waited the default"
+    assert pipeline.finish(execution)["status"] == "SUCCEEDED"
+    node = world.node(gpu)
+    assert node is not None and not node.spec.unschedulable, "given back, not stranded"
+    reasons = [e.reason for e in world.core.list_namespaced_event(namespace).items]
+    assert reasons.count(DRAIN_GRACE_EVENT_REASON) == 1

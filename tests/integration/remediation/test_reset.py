@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from nodemedic.contracts.kube import POD_DEVICES_KEY
 from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, our_taints
 from tests.support.kube import bind_pod, device_record, exists, holds, running, wait_for
@@ -248,4 +249,25 @@ def test_the_same_xid_on_two_gpus_in_one_window_resets_both(world: World) -> Non
         assert (ledger["action"], ledger["outcome"]) == ("reset", "reset")
     assert world.gpus.resets.count((sick, "Success")) == 2
     assert world.hypervisor.reboots.count(sick) == 0
+
+
+def test_an_unreadable_device_record_resets_after_draining_the_whole_node(
+    world: World, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The record is the agent's write on its own Node: a 100,000-deep one once raised
+    RecursionError in every drain round, failing the execution at ``draining`` and leaving
+    the node cordoned, tainted and parked."""
+    sick, _ = world.group("g6-reset-deep-record", 2, **G6)
+    node = world.nodes[sick]
+    for name in ("a", "b"):
+        bind_pod(core, namespace, name, node)
+        wait_for(partial(running, core, namespace, name), what=f"{name} running")
+    deep = "[" * 100_000 + "]" * 100_000
+    core.patch_node(node, {"metadata": {"annotations": {POD_DEVICES_KEY: deep}}})
+    record = _reset_decision(sick)
+
+    assert world.pipelines["resets"].run(record)["status"] == "SUCCEEDED"
+
+    assert world.pipelines["resets"].ledger(record)["outcome"] == "reset"  # type: ignore[index]
+    assert not exists(core, namespace, "a") and not exists(core, namespace, "b")
     _given_back(world, sick)

@@ -8,7 +8,7 @@ import datetime
 import pytest
 
 from nodemedic.contracts.kube import DRAIN_GRACE_KEY, DRAIN_POLICY_KEY
-from nodemedic.remediate.drainpolicy import chosen, grace_end, next_step, policy_of
+from nodemedic.remediate.drainpolicy import Grace, chosen, grace_of, next_step, policy_of
 
 START = datetime.datetime(2026, 11, 27, 12, 0, tzinfo=datetime.UTC)
 
@@ -32,13 +32,21 @@ def test_an_unknown_policy_is_immediate() -> None:
 
 
 @pytest.mark.parametrize(
-    ("grace", "end"),
-    [("30", 30), ("5000", 300), (None, 300), ("soon", 300), ("-4", 0)],
+    ("grace", "end"), [("30", 30), ("5000", 300), ("1e300", 300), (None, 300), ("0", 0)]
 )
 def test_the_grace_is_at_most_half_the_drain_timeout(grace: str | None, end: float) -> None:
     notes = {} if grace is None else {DRAIN_GRACE_KEY: grace}
 
-    assert grace_end(notes, START, 600) == at(end)
+    assert grace_of(notes, START, 600) == Grace(at(end))
+
+
+@pytest.mark.parametrize(
+    "grace", ["nan", "NaN", "inf", "-inf", "1e400", "-4", "-0.5", "soon", "30s", " ", "\x00"]
+)
+def test_a_grace_that_is_no_number_of_seconds_is_the_default_and_said(grace: str) -> None:
+    """A pod may shorten its wait, never break the drain: ``nan`` once raised ValueError in
+    every round and stranded the node at ``draining``."""
+    assert grace_of({DRAIN_GRACE_KEY: grace}, START, 600) == Grace(at(300), ignored=grace)
 
 
 def step(policy: str, now: float, **kwargs: object) -> str:
