@@ -43,7 +43,7 @@ CHECKED: Final = "$.checked"
 """One result per tainted node: ``{node}`` when it is stranded, ``{}`` when it is not."""
 STRANDED: Final = "$.stranded"
 SILENT: Final = "$.silent"
-"""The kube ``silent`` op's answer: ``{count, nodes, new: {count, message}}``."""
+"""The kube ``silent`` op's answer: ``{count, nodes, left_out, new: {count, message}}``."""
 """``{count, nodes}``: the stranded nodes."""
 
 # The state of one iteration: the node, and what the ledger says of it.
