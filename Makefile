@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated
+.PHONY: demo test checks lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -52,8 +52,16 @@ unit: $(INSTALLED)
 	$(BIN)/pytest tests/unit
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
-test: lint typecheck $(INSTALLED) node_modules/.installed kube chromium
-	$(BIN)/pytest tests
+# The Kubernetes build (15 to 30 minutes cold, nothing when cached) runs beside lint, mypy
+# and the tests that need no apiserver (`checks`); the tests marked kube run once both are
+# done. Each line of either is printed whole as it comes (-Oline).
+test: $(INSTALLED) node_modules/.installed chromium
+	$(MAKE) --no-print-directory -j2 -Oline kube checks
+	$(BIN)/pytest -m kube tests
+
+# lint and mypy, then every test that needs no kube-apiserver.
+checks: lint typecheck $(INSTALLED) node_modules/.installed
+	$(BIN)/pytest -m "not kube" tests
 
 # nodemedic/catalog/rules/xid.yaml from NVIDIA's Xid catalog and nodemedic's overrides
 # (nodemedic/catalog/xid/); a unit test fails while the committed file is stale.

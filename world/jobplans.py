@@ -2,23 +2,28 @@
 run, and the HyperPod rules and restart policy it is annotated with; which of them the job
 monitor must restart, leave alone or fail; and the pair a node replacement runs under, one
 opted in to auto-resume and one not.
+
+The rules' timings are the world's (``Timings.at`` a ``world.pace``): on a busy machine
+the simulated training prints less often, and its rules allow for that.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from nodemedic.contracts.jobs import LOG_MONITORING_ANNOTATION, RUN_POLICY_ANNOTATION
 from world.training import Plan, healthy_loss, progress, steady
 
 FREQUENCY = 5
-"""expectedRecurringFrequencyInSeconds of the progress rules."""
+"""expectedRecurringFrequencyInSeconds of the progress rules on an idle machine."""
 CUT_OFF = 6
-"""expectedStartCutOffInSeconds of the start rule. After a restart it counts from the
-moment the new pods run, so the Job controller's failure backoff before it makes them (10 s,
-then 20, 40...) needs no margin here."""
+"""expectedStartCutOffInSeconds of the start rule on an idle machine. After a restart it
+counts from the moment the new pods run, so the Job controller's failure backoff before it
+makes them (10 s, then 20, 40...) needs no margin here."""
 SPIKE = 3.5
 PROGRESS = ".*training_loss_step.*"
 LOSS = r".*training_loss_step (\S+).*"
@@ -62,77 +67,98 @@ def _diverges(run: int, step: int) -> str | None:
     return progress(step, float("nan") if step >= 3 else healthy_loss(step))
 
 
+@dataclass(frozen=True)
+class Timings:
+    """The rules' timings in seconds at the world's pace."""
+
+    pace: float
+    frequency: int
+    cut_off: int
+
+    @classmethod
+    def at(cls, pace: float) -> Timings:
+        return cls(pace, math.ceil(FREQUENCY * pace), math.ceil(CUT_OFF * pace))
+
+
 RETRIES = _policy(jobMaxRetryCount=3)
 LOSS_RULE = {"name": "LossSpike", "logPattern": LOSS, "metricThreshold": 2.0, "operator": "gt"}
-MONITORED = (
-    Plan(
-        "stall",
-        _stall,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "Progress",
-                    "logPattern": PROGRESS,
-                    "expectedRecurringFrequencyInSeconds": FREQUENCY,
-                }
-            ),
-        },
-    ),
-    *(
+
+
+def monitored(timings: Timings) -> tuple[Plan, ...]:
+    """The jobs the monitor watches, with their rules' timings at ``timings``."""
+    return (
         Plan(
-            f"spike{points}",
-            _spike(points),
+            "stall",
+            _stall,
             annotations={
                 **RETRIES,
-                LOG_MONITORING_ANNOTATION: _rules({**LOSS_RULE, "metricEvaluationDataPoints": 5}),
+                LOG_MONITORING_ANNOTATION: _rules(
+                    {
+                        "name": "Progress",
+                        "logPattern": PROGRESS,
+                        "expectedRecurringFrequencyInSeconds": timings.frequency,
+                    }
+                ),
             },
-        )
-        for points in (5, 4)
-    ),
-    Plan(
-        "nostart",
-        _never_starts,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "FirstStep",
-                    "logPattern": PROGRESS,
-                    "expectedStartCutOffInSeconds": CUT_OFF,
-                }
-            ),
-        },
-    ),
-    Plan(
-        "evaluate",
-        _evaluates,
-        annotations={
-            **RETRIES,
-            LOG_MONITORING_ANNOTATION: _rules(
-                {
-                    "name": "Progress",
-                    "logPattern": PROGRESS,
-                    "expectedRecurringFrequencyInSeconds": FREQUENCY,
-                    "stopPattern": ".*evaluation started.*",
-                }
-            ),
-        },
-    ),
-    Plan(
-        "diverge",
-        _diverges,
-        annotations=_policy(
-            jobMaxRetryCount=3,
-            restartPolicy={
-                "numRestartBeforeFullJobRestart": 1,
-                "evalPeriodSeconds": 600,
-                "maxFullJobRestarts": 1,
-            },
-            logMonitoringConfiguration=[LOSS_RULE],
         ),
-    ),
-)
+        *(
+            Plan(
+                f"spike{points}",
+                _spike(points),
+                annotations={
+                    **RETRIES,
+                    LOG_MONITORING_ANNOTATION: _rules(
+                        {**LOSS_RULE, "metricEvaluationDataPoints": 5}
+                    ),
+                },
+            )
+            for points in (5, 4)
+        ),
+        Plan(
+            "nostart",
+            _never_starts,
+            annotations={
+                **RETRIES,
+                LOG_MONITORING_ANNOTATION: _rules(
+                    {
+                        "name": "FirstStep",
+                        "logPattern": PROGRESS,
+                        "expectedStartCutOffInSeconds": timings.cut_off,
+                    }
+                ),
+            },
+        ),
+        Plan(
+            "evaluate",
+            _evaluates,
+            annotations={
+                **RETRIES,
+                LOG_MONITORING_ANNOTATION: _rules(
+                    {
+                        "name": "Progress",
+                        "logPattern": PROGRESS,
+                        "expectedRecurringFrequencyInSeconds": timings.frequency,
+                        "stopPattern": ".*evaluation started.*",
+                    }
+                ),
+            },
+        ),
+        Plan(
+            "diverge",
+            _diverges,
+            annotations=_policy(
+                jobMaxRetryCount=3,
+                restartPolicy={
+                    "numRestartBeforeFullJobRestart": 1,
+                    "evalPeriodSeconds": 600,
+                    "maxFullJobRestarts": 1,
+                },
+                logMonitoringConfiguration=[LOSS_RULE],
+            ),
+        ),
+    )
+
+
 RESTARTED = ("stall", "spike5", "nostart")
 UNTOUCHED = ("spike4", "evaluate")
 # A HyperPod manifest's annotations, unchanged.

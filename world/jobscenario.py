@@ -30,17 +30,10 @@ from nodemedic.contracts.jobs import (
     JOB_RESUMED_BY_ANNOTATION,
 )
 from world.aws import scheduled_event
-from world.jobplans import (
-    CUT_OFF,
-    FREQUENCY,
-    LEFT_ALONE,
-    MONITORED,
-    RESTARTED,
-    RESUMED,
-    UNTOUCHED,
-)
+from world.jobplans import LEFT_ALONE, RESTARTED, RESUMED, UNTOUCHED, Timings, monitored
 from world.kit import DMA_ERROR, Result
 from world.observe import Observer
+from world.pace import pace
 from world.passes import Passes
 from world.timeline import inject
 from world.training import NAMESPACE, Training
@@ -49,9 +42,13 @@ from world.workload import JOB_LABEL
 from world.world import Say, World
 
 SCHEDULE_SECONDS = 2.0
-MONITOR_TIMEOUT = 90.0
+MONITOR_TIMEOUT = 600.0
+"""A deadline for a broken run only: each wait ends when what it waits for is seen, in
+about a minute on an idle machine, several on a busy one (the Job controller's failure
+backoff alone adds 10, 20 and 40 s to the failed job's restarts)."""
 QUIET = 20.0
-"""How long the jobs that must not be restarted are watched past their trigger."""
+"""How long the jobs that must not be restarted are watched past their trigger, on an idle
+machine (``world.pace``)."""
 
 
 @dataclass
@@ -66,6 +63,8 @@ class JobsView:
     lateness: list[float] = field(default_factory=list)
     """Seconds from a silence's deadline to the restart it caused."""
     schedule_runs: int = 0
+    timings: Timings = field(default_factory=lambda: Timings.at(1.0))
+    """The rules' timings at the world's pace when the jobs were created."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +73,7 @@ class JobsView:
             "events": self.events,
             "lateness_seconds": [round(s, 2) for s in self.lateness],
             "schedule_runs": self.schedule_runs,
+            "pace": round(self.timings.pace, 2),
         }
 
 
@@ -113,12 +113,16 @@ def run_jobs(world: World, say: Say) -> Result:
 
 def _monitored(scene: _Scene, problems: list[str]) -> None:
     world, training, view, say = scene.world, scene.training, scene.view, scene.say
+    view.timings = timings = Timings.at(pace())
+    plans = monitored(timings)
     say("")
     say(
         f"Jobs with HyperPod rules, one pod each; the schedule runs every {SCHEDULE_SECONDS:.0f}"
-        f" s (one minute in AWS): {', '.join(p.name for p in MONITORED)}"
+        f" s (one minute in AWS): {', '.join(p.name for p in plans)}"
     )
-    for plan in MONITORED:
+    if timings.pace > 1.5:
+        say(f"  (a busy machine: the world runs {timings.pace:.1f}x slower, and so do the rules)")
+    for plan in plans:
         training.create(plan)
 
     def done() -> bool:
@@ -129,21 +133,23 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
         )
 
     _watch(scene, done, timeout=MONITOR_TIMEOUT)
-    quiet_until = time.time() + QUIET
-    _watch(scene, lambda: time.time() > quiet_until, timeout=QUIET)
+    quiet = QUIET * timings.pace
+    quiet_until = time.time() + quiet
+    _watch(scene, lambda: time.time() > quiet_until, timeout=quiet)
     stall, runs = view.restarts.get("stall"), training.runs("stall")
     if stall and len(runs) > 1 and runs[1].last_line_at is not None:
-        view.lateness.append(stall[0][0] - (runs[1].last_line_at + FREQUENCY))
+        view.lateness.append(stall[0][0] - (runs[1].last_line_at + timings.frequency))
         say(
             f"  stall: restarted {view.lateness[-1]:.1f} s after its silence passed "
-            f"{FREQUENCY} s (schedule every {SCHEDULE_SECONDS:.0f} s, restart seen within 0.25 s)"
+            f"{timings.frequency} s (schedule every {SCHEDULE_SECONDS:.0f} s, "
+            "restart seen within 0.25 s)"
         )
     outcomes = {
         "stall": "(1) restarted after its progress line stopped for "
-        f"{FREQUENCY} s (expectedRecurringFrequencyInSeconds)",
+        f"{timings.frequency} s (expectedRecurringFrequencyInSeconds)",
         "spike5": "(2) restarted after 5 losses over 2.0",
         "spike4": "(2) not restarted after 4 losses over 2.0",
-        "nostart": f"(3) restarted: no first line within {CUT_OFF} s "
+        "nostart": f"(3) restarted: no first line within {timings.cut_off} s "
         "(expectedStartCutOffInSeconds)",
         "evaluate": "(4) not restarted: its stopPattern ended the rule before a silence",
         "diverge": "(5) failed once its restart policy's maxima were spent",

@@ -12,7 +12,9 @@ from world.timeline import Fault, FaultRun
 from world.world import Machine, World
 
 DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
-FAULT_TIMEOUT = 60.0
+FAULT_TIMEOUT = 300.0
+"""A deadline for a broken run only: a remediation is followed until it is done, in seconds
+on an idle machine, minutes on a busy one."""
 
 
 @dataclass

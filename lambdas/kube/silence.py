@@ -87,23 +87,25 @@ def describe(silent: Silent) -> str:
 
 
 def summary(found: list[str], new: list[str], why: str) -> dict[str, Any]:
-    """``{count, nodes, new: {count, message}}`` of the reconcile's ops: the ``found`` nodes,
-    the first ``NAMED`` of them, and the message for SNS (``why``, then one line per node
-    ``new`` to this state). A message has a size limit: it names ``NAMED`` and counts the
-    rest."""
+    """``{count, nodes, left_out, new: {count, message}}`` of the reconcile's ops: the
+    ``found`` nodes, the first ``NAMED`` of them (``found`` comes in the order that matters
+    most first) and how many that leaves out, and the message for SNS (``why``, then one
+    line per node ``new`` to this state). A message has a size limit: it names ``NAMED``
+    and counts the rest."""
     more = [f"... and {len(new) - NAMED} more"] if len(new) > NAMED else []
     message = why + "\n" + "\n".join(new[:NAMED] + more)
     return {
         "count": len(found),
         "nodes": found[:NAMED],
+        "left_out": max(0, len(found) - NAMED),
         "new": {"count": len(new), "message": message},
     }
 
 
 def silent(core: client.CoreV1Api, table: str, dynamodb: Any | None = None) -> dict[str, Any]:
-    """``{count, nodes, new: {count, message}}``: every silent Ready node (by the heartbeats
-    in the ledger ``table``), and the ones not notified before, marked notified now
-    (``message`` names them for SNS)."""
+    """``{count, nodes, left_out, new: {count, message}}``: every silent Ready node (by the
+    heartbeats in the ledger ``table``), the newest silence first, and the ones not
+    notified before, marked notified now (``message`` names them for SNS)."""
     dynamodb = dynamodb or boto3.client("dynamodb")
     now = time.time()
     found = silent_nodes(ready_nodes(core), heard(table, dynamodb), now)

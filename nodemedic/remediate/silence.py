@@ -52,6 +52,8 @@ class Silent:
     state: Mapping[str, int]
     new: bool
     """Not notified yet for this silence."""
+    since: float = 0.0
+    """Epoch seconds its silence began: its last heartbeat, or becoming Ready if later."""
 
 
 def interval_of(state: Mapping[str, int]) -> int:
@@ -62,17 +64,25 @@ def interval_of(state: Mapping[str, int]) -> int:
 def silent_nodes(
     ready: Iterable[ReadyNode], heard: Mapping[str, Heard], now: float
 ) -> list[Silent]:
-    """The Ready nodes unheard for ``SILENT_AFTER_BEATS`` of their agent's intervals, by
-    node name."""
+    """The Ready nodes unheard for ``SILENT_AFTER_BEATS`` of their agent's intervals, the
+    newest silence first (then by node name): a list cut to a size shows the silences an
+    operator has not yet seen before the ones they have lived with."""
     found = []
     for node in ready:
         seen = heard.get(node.instance_id, Heard())
         since = max(node.ready_since, seen.heard_at or 0.0)
         if now - since >= SILENT_AFTER_BEATS * interval_of(seen.state):
             found.append(
-                Silent(node.node, node.instance_id, seen.heard_at, seen.state, not seen.notified)
+                Silent(
+                    node.node,
+                    node.instance_id,
+                    seen.heard_at,
+                    seen.state,
+                    not seen.notified,
+                    since,
+                )
             )
-    return sorted(found, key=lambda s: s.node)
+    return sorted(found, key=lambda s: (-s.since, s.node))
 
 
 def newest_heartbeat(messages: Sequence[str]) -> Mapping[str, int] | None:

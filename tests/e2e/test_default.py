@@ -215,7 +215,7 @@ def test_the_fault_alarms_select_the_metrics_the_state_machine_published(
 
 def test_every_training_worker_runs_again(world: World, result: Result) -> None:
     core = client.CoreV1Api(world.api)
-    placed = workers_running_again(world, timeout=10)
+    placed = workers_running_again(world)
     nodes = {n.metadata.name: n for n in core.list_node().items}
     for name in placed:
         assert not nodes[name].spec.unschedulable

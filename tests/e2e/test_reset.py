@@ -48,7 +48,7 @@ def test_the_gpu_was_reset_and_the_node_given_back_without_a_reboot(
 def test_the_evicted_worker_runs_again_on_the_reset_node(world: World, result: Result) -> None:
     (run,) = result.runs
     node = run.machine.node
-    assert workers_running_again(world, timeout=30)[node] == ["Running"]
+    assert workers_running_again(world)[node] == ["Running"]
     back = [p for p in world.job.placements if p.node == node and p.at >= run.written_at]
     assert back, f"no worker was placed on {node} again after the line"
 

@@ -108,5 +108,5 @@ def test_the_storm_spent_none_of_the_rate_limits_and_tripped_nothing(
 
 
 def test_the_training_job_runs_again(world: World, result: Result) -> None:
-    placed = workers_running_again(world, timeout=15)
+    placed = workers_running_again(world)
     assert placed

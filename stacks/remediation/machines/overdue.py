@@ -16,7 +16,8 @@ from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.signals import tell_new
 
 OVERDUE: Final = "$.overdue"
-"""The kube ``overdue_deep_checks`` op's answer: ``{count, nodes, new: {count, message}}``."""
+"""The kube ``overdue_deep_checks`` op's answer:
+``{count, nodes, left_out, new: {count, message}}``."""
 
 
 def tell_overdue(flow: Flow, done: sfn.IChainable) -> sfn.IChainable:

@@ -48,7 +48,7 @@ when a person's decision holds it out, ``{}`` when a remediation is live on it."
 STRANDED: Final = "$.stranded"
 """``{count, nodes, held_out}``: the stranded nodes, and how many are held out."""
 SILENT: Final = "$.silent"
-"""The kube ``silent`` op's answer: ``{count, nodes, new: {count, message}}``."""
+"""The kube ``silent`` op's answer: ``{count, nodes, left_out, new: {count, message}}``."""
 
 # The state of one iteration: the node, and what the ledger says of it.
 NODE: Final = "$.node"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from lambdas.kube.handler import handler
 from tests.support.kube import Invoke, Node
@@ -32,17 +33,27 @@ def invoke(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> Invoke:
 
 
 @pytest.fixture
-def new_node(kubelet: SimulatedKubelet) -> Callable[..., Node]:
-    """Registers a fresh GPU node; keyword arguments go to ``SimulatedKubelet.register``."""
+def new_node(kubelet: SimulatedKubelet) -> Iterator[Callable[..., Node]]:
+    """Registers a fresh GPU node; keyword arguments go to ``SimulatedKubelet.register``.
+    The nodes are deleted after the test: the apiserver is the session's, and a node left
+    behind is one more in every later test's listing (silent, stranded, tainted)."""
+    made: list[Node] = []
 
     def make(**kwargs: Any) -> Node:
         number = next(_numbers)
-        made = Node(f"ip-10-0-7-{number}.ec2.internal", f"i-0{secrets.token_hex(8)}")
+        node = Node(f"ip-10-0-7-{number}.ec2.internal", f"i-0{secrets.token_hex(8)}")
         kwargs.setdefault("devices", {"nvidia.com/gpu": "8"})
-        kubelet.register(made.name, made.instance_id, **kwargs)
-        return made
+        kubelet.register(node.name, node.instance_id, **kwargs)
+        made.append(node)
+        return node
 
-    return make
+    yield make
+    for node in made:
+        try:
+            kubelet.core.delete_node(node.name)
+        except client.ApiException as exc:
+            if exc.status != 404:  # a test that deleted its node itself
+                raise
 
 
 @pytest.fixture

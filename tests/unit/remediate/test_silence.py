@@ -52,3 +52,13 @@ def test_one_write_per_node_per_half_interval() -> None:
     recent.written("i-1", NOW)
     assert not recent.due("i-1", NOW + 149, 300)
     assert recent.due("i-1", NOW + 150, 300) and recent.due("i-2", NOW, 300)
+
+
+def test_the_newest_silence_comes_first_so_a_cut_list_keeps_it() -> None:
+    old = NOW - 3600
+    ready = [ReadyNode(f"a-long-silent-{n}", f"i-{n}", old) for n in range(60)]
+    ready.append(ReadyNode("z-just-quiet", "i-quiet", old))
+    heard = {"i-quiet": Heard(NOW - 901)}
+    found = silent_nodes(ready, heard, NOW)
+    assert [s.node for s in found[:2]] == ["z-just-quiet", "a-long-silent-0"]
+    assert found[0].since == NOW - 901
