@@ -37,7 +37,7 @@ from agent.origin import (
     boot_key,
     keep_registered,
     kms_encrypt,
-    registration_batches,
+    registration_streams,
     sealed_registration,
     signer,
 )
@@ -182,7 +182,8 @@ class Agent:
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.ended_key: str | None = None
-        """The previous boot's key id, until its stream was sent this boot's registration."""
+        """The previous boot's key id until a registration of this boot's key is queued
+        into its stream (``registration_streams``)."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
         self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
@@ -322,8 +323,11 @@ class Agent:
                 exc,
             )
             return False
-        for batch in registration_batches(config.instance_id, key, self.ended_key, sealed):
-            self._put(batch)
+        now_ms = int(time.time() * 1000)
+        for stream in registration_streams(config.instance_id, key, self.ended_key):
+            batch = Batcher(stream)
+            batch.add(now_ms, sealed)
+            self._put(batch.flush())
         self.ended_key = None
         self.sign = signer(key, config.instance_id)
         self.metrics.signing = 1

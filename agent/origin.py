@@ -17,13 +17,11 @@ import functools
 import json
 import os
 import secrets
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.batch import Batch, Batcher
 from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
@@ -73,23 +71,14 @@ def boot_key(state_dir: Path, boot_id: str) -> tuple[bytes, str | None]:
     return key, None if saved is None else key_id(saved[1])
 
 
-def registration_batches(
-    instance_id: str, key: bytes, previous: str | None, sealed: str
-) -> list[Batch]:
-    """The events of one registration of ``key`` (``sealed``), one batch per stream: the
-    key's own stream (where the classifier looks), the previous boot's key stream at a
-    boot's first registration (a read of that key then finds that a later boot began), and
-    the instance's identity stream (read by a classifier of the release before the key
-    streams)."""
+def registration_streams(instance_id: str, key: bytes, previous: str | None) -> list[str]:
+    """Where a registration of ``key`` goes: the key's own stream (where the classifier
+    looks), the previous boot's key stream at a boot's first registration (a read of that
+    key then finds that a later boot began), and the instance's identity stream (read by a
+    classifier of the release before the key streams)."""
     own = [key_stream(instance_id, key_id(key))]
     ended = [key_stream(instance_id, previous)] if previous else []
-    now_ms = int(time.time() * 1000)
-    batches: list[Batch] = []
-    for stream in [*own, *ended, identity_stream(instance_id)]:
-        batcher = Batcher(stream)
-        batcher.add(now_ms, sealed)
-        batches.extend(batch for batch in [batcher.flush()] if batch is not None)
-    return batches
+    return [*own, *ended, identity_stream(instance_id)]
 
 
 def keep_registered(

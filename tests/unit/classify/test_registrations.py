@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from agent.origin import registration_batches
+from agent.origin import registration_streams
 from lambdas.classify.origin import DECRYPTS_PER_READ, READ_INTERVAL, LogsRegistrations
 from nodemedic.contracts.logs import identity_stream, key_stream
 from nodemedic.origin.identity import OriginError, load_certificates
@@ -125,15 +125,15 @@ class World:
 
     def register(self, boot: str = "boot-1", key: bytes | None = None) -> bytes:
         """Write a registration of ``key`` (a new one if None) for ``boot`` where the agent
-        writes it (``agent.origin.registration_batches``)."""
+        writes it (``agent.origin.registration_streams``)."""
         key = key or secrets.token_bytes(KEY_BYTES)
         document = identity_document(VICTIM, "us-east-1")
         registration = Registration(VICTIM, boot, key, document, AUTHORITY.sign(document))
         sealed = self.kms.seal(registration.to_json().encode())
         previous = None if boot in self.keys else self.keys.get(next(reversed(self.keys), ""))
         at = self.logs.stamp()
-        for batch in registration_batches(VICTIM, key, previous, sealed):
-            self.logs.put(batch.stream, sealed, at)
+        for stream in registration_streams(VICTIM, key, previous):
+            self.logs.put(stream, sealed, at)
         self.keys.setdefault(boot, key_id(key))
         return key
 
