@@ -86,11 +86,7 @@ class _Instance:
     windows: dict[str, BootWindow] = field(default_factory=dict)
     """When each key's boot may have written lines, by key id."""
     absent: set[str] = field(default_factory=set)
-    """Key ids whose stream the reads went through to its start without a registration of
-    them."""
-    older: dict[str, str] = field(default_factory=dict)
-    """Key id -> where the next read of its stream goes on (older events than the last
-    read reached), while a read has not reached the stream's start."""
+    """Key ids whose stream a whole read went through without a registration of them."""
     read_at: float | None = None
     read_for_ms: int = -1
     """The newest line time a read was made for."""
@@ -137,8 +133,6 @@ class LogsRegistrations:
             if refusal:
                 raise OutOfBoot(refusal)
             return known.held[key_id]
-        if not known.held and key_id not in known.absent:
-            raise OriginError(_nothing_holds(instance_id, known))
         if key_id not in known.absent and key_id not in _held_ids(known):
             raise OriginError(
                 known.trouble
@@ -154,29 +148,22 @@ class LogsRegistrations:
         return None
 
     def _read(self, instance_id: str, known: _Instance, key_id: str) -> None:
-        """One page of ``key_id``'s stream, newest first (or older than the last read's,
-        where that one reached its page's end), up to ``DECRYPTS_PER_READ`` decrypts;
-        stops at a registration of that key."""
+        """One page of ``key_id``'s stream, newest first, up to ``DECRYPTS_PER_READ``
+        decrypts; stops at a registration of that key."""
         known.read_at = self._clock()
         known.trouble = ""
         known.absent.discard(key_id)
         stream = key_stream(instance_id, key_id)
-        args = {"logGroupName": node_log_group(self.cluster), "logStreamName": stream}
-        token = known.older.pop(key_id, None)
         try:
             page = self._logs.get_log_events(
-                **args, startFromHead=False, **({"nextToken": token} if token else {})
+                logGroupName=node_log_group(self.cluster),
+                logStreamName=stream,
+                startFromHead=False,
             )
-            if self._through(instance_id, known, key_id, page["events"]):
-                if key_id not in _held_ids(known):
-                    known.trouble = (
-                        f"the read of {stream} stopped after {DECRYPTS_PER_READ} decrypts"
-                    )
-            elif page["events"] and page.get("nextBackwardToken") not in (None, token):
-                known.older[key_id] = page["nextBackwardToken"]
-                known.trouble = f"the read of {stream} has older events to go"
-            else:
+            if not self._through(instance_id, known, key_id, page["events"]):
                 known.absent.add(key_id)
+            elif key_id not in _held_ids(known):
+                known.trouble = f"the read of {stream} stopped after {DECRYPTS_PER_READ} decrypts"
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 known.absent.add(key_id)
