@@ -37,7 +37,6 @@ from agent.origin import (
     boot_key,
     keep_registered,
     kms_encrypt,
-    registration_streams,
     sealed_registration,
     signer,
 )
@@ -51,6 +50,7 @@ from nodemedic.contracts.logs import (
     deep_check_stream,
     health_stream,
     heartbeat_message,
+    identity_stream,
     kmsg_stream,
     node_log_group,
     telemetry_stream,
@@ -181,9 +181,6 @@ class Agent:
         self.sign: Signer | None = None
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
-        self.ended_key: str | None = None
-        """The previous boot's key id until a registration of this boot's key is queued
-        into its stream (``registration_streams``)."""
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
         self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
@@ -305,8 +302,7 @@ class Agent:
         config = self.config
         try:
             document, signature = identity_document()
-            key, ended = boot_key(config.state_dir, config.boot_id)
-            self.ended_key = ended or self.ended_key
+            key = boot_key(config.state_dir, config.boot_id)
             registration = Registration(
                 config.instance_id, config.boot_id, key, document, signature
             )
@@ -323,12 +319,9 @@ class Agent:
                 exc,
             )
             return False
-        now_ms = int(time.time() * 1000)
-        for stream in registration_streams(config.instance_id, key, self.ended_key):
-            batch = Batcher(stream)
-            batch.add(now_ms, sealed)
-            self._put(batch.flush())
-        self.ended_key = None
+        batch = Batcher(identity_stream(config.instance_id))
+        batch.add(int(time.time() * 1000), sealed)
+        self._put(batch.flush())
         self.sign = signer(key, config.instance_id)
         self.metrics.signing = 1
         log.info("signing every event with key %s", registration.key_id)

@@ -25,11 +25,9 @@ from pathlib import Path
 from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
-    identity_stream,
-    key_stream,
     origin_key_alias,
 )
-from nodemedic.origin.signing import KEY_BYTES, Registration, key_id, sign
+from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 
 REGISTER_INTERVAL = 6 * 3600.0
 """Seconds between two registrations of the same key. The log group deletes a registration
@@ -42,25 +40,17 @@ Signer = Callable[[int, str], str]
 """(event timestamp ms, text) -> the text as shipped, behind the signature mark."""
 
 
-def _saved_key(path: Path) -> tuple[str, bytes] | None:
-    """(boot id, key) of the key saved at ``path``, if one is there and readable."""
+def boot_key(state_dir: Path, boot_id: str) -> bytes:
+    """This boot's key: the one saved for ``boot_id``, or a new one saved in its place."""
+    path = state_dir / "origin-key.json"
     try:
         saved = json.loads(path.read_text(encoding="ascii"))
-        key = base64.b64decode(saved["key"], validate=True)
-        if isinstance(saved["boot_id"], str) and len(key) == KEY_BYTES:
-            return saved["boot_id"], key
+        if saved["boot_id"] == boot_id:
+            key = base64.b64decode(saved["key"], validate=True)
+            if len(key) == KEY_BYTES:
+                return key
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    return None
-
-
-def boot_key(state_dir: Path, boot_id: str) -> tuple[bytes, str | None]:
-    """(this boot's key, the id of the previous boot's key where this call replaced it):
-    the key saved for ``boot_id``, or a new one saved in its place."""
-    path = state_dir / "origin-key.json"
-    saved = _saved_key(path)
-    if saved is not None and saved[0] == boot_id:
-        return saved[1], None
     key = secrets.token_bytes(KEY_BYTES)
     text = json.dumps({"boot_id": boot_id, "key": base64.b64encode(key).decode("ascii")})
     temporary = path.with_suffix(".tmp")
@@ -68,17 +58,7 @@ def boot_key(state_dir: Path, boot_id: str) -> tuple[bytes, str | None]:
     with os.fdopen(descriptor, "w", encoding="ascii") as file:
         file.write(text)
     temporary.replace(path)
-    return key, None if saved is None else key_id(saved[1])
-
-
-def registration_streams(instance_id: str, key: bytes, previous: str | None) -> list[str]:
-    """Where a registration of ``key`` goes: the key's own stream (where the classifier
-    looks), the previous boot's key stream at a boot's first registration (a read of that
-    key then finds that a later boot began), and the instance's identity stream (read by a
-    classifier of the release before the key streams)."""
-    own = [key_stream(instance_id, key_id(key))]
-    ended = [key_stream(instance_id, previous)] if previous else []
-    return [*own, *ended, identity_stream(instance_id)]
+    return key
 
 
 def keep_registered(

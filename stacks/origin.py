@@ -1,6 +1,6 @@
 """The cluster's origin key: agents encrypt their registrations under it (kms:Encrypt,
 with their instance as encryption context) and only the classifier decrypts them, after
-reading them from the agents' key streams (logs:GetLogEvents, on those streams only).
+reading them from the identity streams (logs:GetLogEvents, on those streams only).
 docs/security.md says why."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from nodemedic.contracts.logs import ORIGIN_CONTEXT_CLUSTER, key_stream, origin_key_alias
+from nodemedic.contracts.logs import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
 from nodemedic.settings import ClusterSettings
 from stacks.nag import acknowledge
 
@@ -47,22 +47,21 @@ class OriginKey(Construct):
             )
         )
         self.key.grant_decrypt(classifier)
-        # The key streams only: the classifier reads no node's kernel log back.
-        streams = key_stream("*", "*")
-        key_streams = Stack.of(self).format_arn(
+        # The identity streams only: the classifier reads no node's kernel log back.
+        identity_streams = Stack.of(self).format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{settings.log_group_name}:log-stream:{streams}",
+            resource_name=f"{settings.log_group_name}:log-stream:{identity_stream('*')}",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         classifier.add_to_role_policy(
-            iam.PolicyStatement(actions=["logs:GetLogEvents"], resources=[key_streams])
+            iam.PolicyStatement(actions=["logs:GetLogEvents"], resources=[identity_streams])
         )
         if classifier.role is not None:
             acknowledge(
                 classifier.role,
                 "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
-                f"log-group:{settings.log_group_name}:log-stream:{streams}]",
-                "Instance and key ids are only known at run time; the wildcard covers the "
-                "agents' key streams of this cluster's log group and no other stream",
+                f"log-group:{settings.log_group_name}:log-stream:{identity_stream('*')}]",
+                "Instance ids are only known at run time; the wildcard covers the agents' "
+                "identity streams of this cluster's log group and no other stream",
             )

@@ -114,27 +114,14 @@ def split_previous_boot(text: str) -> tuple[bool, str]:
 
 
 IDENTITY_STREAM: Final = "{instance_id}/identity"
-"""Where agents of releases before the key streams registered their signing key; an agent
-still writes each registration here too, for a classifier of such a release, which reads
-only this stream. No classifier of this release reads it: anyone with the agents'
-credential can bury a registration here under any number of events."""
-KEY_STREAM: Final = "{instance_id}/identity/{key_id}"
-"""Where an agent registers its signing key: one event per registration (at start, and
-again every ``agent.origin.REGISTER_INTERVAL``), encrypted under the cluster's origin key
-(``nodemedic.origin``), in the stream named by the key's own id, and, at a boot's first
-registration, in the stream of the previous boot's key too (which ends that key's
-window). No subscription reads it; the classifier reads the stream of a key a line names
-(``logs:GetLogEvents``) when it does not know that key, so events elsewhere cannot hide a
-registration."""
-IDENTITY_STREAM_RE: Final = re.compile(r"^i-[0-9a-f]{8,17}/identity(/[0-9a-f]{8})?$")
+"""Where an agent registers its signing key: one event per start, the registration
+encrypted under the cluster's origin key (``nodemedic.origin``). No subscription reads it;
+the classifier reads it itself (``logs:GetLogEvents``) when it meets a key it does not know."""
+IDENTITY_STREAM_RE: Final = re.compile(r"^i-[0-9a-f]{8,17}/identity$")
 
 
 def identity_stream(instance_id: str) -> str:
     return IDENTITY_STREAM.format(instance_id=instance_id)
-
-
-def key_stream(instance_id: str, key_id: str) -> str:
-    return KEY_STREAM.format(instance_id=instance_id, key_id=key_id)
 
 
 ORIGIN_KEY_ALIAS: Final = "alias/nodemedic-{cluster}-origin"

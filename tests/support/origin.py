@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.origin import Encrypt, sealed_registration
-from nodemedic.contracts.logs import key_stream, node_log_group
-from nodemedic.origin.signing import KEY_BYTES, Registration, key_id
+from nodemedic.contracts.logs import identity_stream, node_log_group
+from nodemedic.origin.signing import KEY_BYTES, Registration
 from world.identity import identity_document, local_authority
 
 AUTHORITY = local_authority()
@@ -30,7 +30,7 @@ CERTIFICATE = str(AUTHORITY.write_certificate(_HOME / "authority.pem"))
 
 
 def register(logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str) -> bytes:
-    """A new key for ``instance_id``'s boot, registered in its key stream with the
+    """A new key for ``instance_id``'s boot, registered in its identity stream with the
     identity document the authority signed for it; the key."""
     key = secrets.token_bytes(KEY_BYTES)
     document = identity_document(instance_id, kms.meta.region_name)
@@ -38,7 +38,7 @@ def register(logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str) 
     put(
         logs,
         cluster,
-        key_stream(instance_id, key_id(key)),
+        identity_stream(instance_id),
         sealed_registration(encrypter(kms), cluster, registration),
     )
     return key

@@ -21,7 +21,6 @@ from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
     identity_stream,
-    key_stream,
     kmsg_stream,
     node_log_group,
     origin_key_alias,
@@ -69,15 +68,15 @@ def events(logs: Any, stream: str, cluster: str = CLUSTER) -> list[tuple[int, st
     return [(e["timestamp"], e["message"]) for e in page["events"]]
 
 
-def registrations(logs: Any, kms: Any, cfg: Config, stream: str = "") -> list[Registration]:
-    """The registrations in ``stream`` (the instance's identity stream if empty), decrypted
-    as the classifier does: with the cluster and the instance as encryption context."""
+def registrations(logs: Any, kms: Any, cfg: Config) -> list[Registration]:
+    """The identity stream's registrations, decrypted as the classifier does: with the
+    cluster and the instance as encryption context."""
     context = {ORIGIN_CONTEXT_CLUSTER: cfg.cluster, ORIGIN_CONTEXT_INSTANCE: cfg.instance_id}
     return [
         Registration.from_json(
             kms.decrypt(CiphertextBlob=base64.b64decode(m), EncryptionContext=context)["Plaintext"]
         )
-        for _, m in events(logs, stream or identity_stream(cfg.instance_id), cfg.cluster)
+        for _, m in events(logs, identity_stream(cfg.instance_id), cfg.cluster)
     ]
 
 
@@ -144,13 +143,6 @@ def test_a_restart_keeps_the_boots_key_and_a_new_boot_gets_a_new_one(
     assert (first.boot_id, again.boot_id, new_boot.boot_id) == (cfg.boot_id, cfg.boot_id, "b-2")
     assert again.key == first.key
     assert new_boot.key != first.key
-    # Where the classifier looks: each key's stream; the new boot's in the old key's too.
-    assert registrations(logs, kms, cfg, key_stream(instance_id, first.key_id)) == [
-        first,
-        again,
-        new_boot,
-    ]
-    assert registrations(logs, kms, cfg, key_stream(instance_id, new_boot.key_id)) == [new_boot]
     shipped = events(logs, kmsg_stream(instance_id))
     known = Known([first, new_boot])
     assert [unproven(known, instance_id, ts, m) for ts, m in shipped] == [None] * 3

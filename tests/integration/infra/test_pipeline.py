@@ -189,7 +189,7 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     assert granted["kms:Decrypt"] == [{"Fn::GetAtt": [key_id, "Arn"]}]
     (identity_streams,) = granted["logs:GetLogEvents"]
     assert json.dumps(identity_streams).endswith(
-        ':log-group:/nodemedic/demo/nodes:log-stream:*/identity/*"]]}'
+        ':log-group:/nodemedic/demo/nodes:log-stream:*/identity"]]}'
     )
     wildcard = {a for a, resource in granted.items() if resource == ["*"]}
     assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}

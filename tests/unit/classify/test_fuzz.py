@@ -8,7 +8,7 @@ Payloads are made from the real subscription payloads in ``tests/events/subscrip
 each changed in one way: the ways that keep it a valid payload (any message text, JSON
 nested or cut or huge in any stream kind, lines signed with any key, any stream of the
 node) must be classified, one bad line never costing the others; the ways that break it
-must be refused. Signed lines reach key streams holding junk next to real
+must be refused. Signed lines reach identity streams holding junk next to real
 registrations, so KMS refuses some. The generator is seeded: a failure names the case and
 reproduces.
 """
@@ -31,10 +31,10 @@ from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES
 from nodemedic.contracts.logs import (
     HEARTBEAT_MARK,
     heartbeat_message,
-    key_stream,
+    identity_stream,
     node_log_group,
 )
-from nodemedic.origin.signing import KEY_BYTES, Registration, key_id, sign
+from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 from tests.support.classify import CONTEXT, World
 from tests.support.origin import AUTHORITY, encrypter, put
 from tests.support.payloads import decoded, wrap
@@ -261,13 +261,13 @@ def registered(aws: World, ledger: str, monkeypatch: pytest.MonkeyPatch) -> Worl
     kms.create_alias(AliasName=f"alias/nodemedic-{CLUSTER}-origin", TargetKeyId=key)
     logs.create_log_group(logGroupName=node_log_group(CLUSTER))
     junk = base64.b64encode(bytes(200)).decode("ascii")
-    put(logs, CLUSTER, key_stream(INSTANCES[1], key_id(KEYS[INSTANCES[1]])), junk)
+    put(logs, CLUSTER, identity_stream(INSTANCES[1]), junk)
     for instance, secret in KEYS.items():
         document = identity_document(instance, kms.meta.region_name)
         registration = Registration(instance, "boot-1", secret, document, AUTHORITY.sign(document))
         sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
-        put(logs, CLUSTER, key_stream(instance, key_id(secret)), sealed)
-    put(logs, CLUSTER, key_stream(INSTANCES[0], key_id(KEYS[INSTANCES[0]])), junk)
+        put(logs, CLUSTER, identity_stream(instance), sealed)
+    put(logs, CLUSTER, identity_stream(INSTANCES[0]), junk)
     return aws
 
 
