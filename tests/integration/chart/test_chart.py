@@ -39,23 +39,12 @@ from world.chart import (
     agent_args_from_chart,
     agent_container,
     documents,
-    helm_binary,
     one,
     run_helm,
     set_flags,
 )
 
 IRSA_ROLE = "arn:aws:iam::123456789012:role/nodemedic-agent-prod-trn"
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return helm_binary()
-
-
-@pytest.fixture(scope="module")
-def default(helm: Path) -> str:
-    return render(helm)
 
 
 @pytest.fixture(scope="module")

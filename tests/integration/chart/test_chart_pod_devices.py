@@ -10,12 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.helm import REQUIRED, render
 from tests.support.pod_devices_policy import NODE_NAME_EXTRA
-from world.chart import agent_container, documents, helm_binary, one
+from world.chart import agent_container, documents, one
 from world.poddevices import CREDENTIAL_KINDS, ROLE
 
 ON = {**REQUIRED, "agent.podDevices.enabled": "true"}
@@ -26,11 +24,6 @@ FLAGS = [
     "--node-name=$(NODE_NAME)",
     f"--pod-resources-socket={SOCKET_DIR}/kubelet.sock",
 ]
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return helm_binary()
 
 
 def credential_objects(rendered: str) -> list[dict[str, Any]]:

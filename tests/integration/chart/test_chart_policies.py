@@ -7,22 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from lambdas.kube.resume import RESUMABLE
 from tests.support.admission import JOB_OWNER_POLICY, LABEL_POLICY, named, shipped_documents
 from tests.support.helm import REQUIRED, render
-from world.chart import documents, helm_binary
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return helm_binary()
-
-
-@pytest.fixture(scope="module")
-def default(helm: Path) -> str:
-    return render(helm)
+from world.chart import documents
 
 
 def test_the_job_owner_policy_names_the_jobs_resume_knows_and_can_be_left_out(
