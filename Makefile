@@ -54,9 +54,10 @@ unit: $(INSTALLED)
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
 # The Kubernetes build (15 to 30 minutes cold, nothing when cached) runs beside lint, mypy
 # and the tests that need no apiserver (`checks`); the tests marked kube run once both are
-# done. Each line of either is printed whole as it comes (-Oline).
+# done. Their output interleaves as it comes: grouping it (-O) would hold pytest's whole
+# report back until the run ends.
 test: $(INSTALLED) node_modules/.installed chromium
-	$(MAKE) --no-print-directory -j2 -Oline kube checks
+	$(MAKE) --no-print-directory -j2 kube checks
 	$(BIN)/pytest -m kube tests
 
 # lint and mypy, then every test that needs no kube-apiserver.

@@ -151,7 +151,7 @@ def test_a_function_is_judged_by_the_code_it_loads() -> None:
     }
     assert models == {
         "classify": {ROOT / "lambdas" / "classify" / "env.py"},
-        # The job monitor decodes deliveries with the classifier's code (its handler module).
-        "jobs": {ROOT / "lambdas" / "classify" / "env.py", ROOT / "lambdas" / "jobs" / "env.py"},
+        # The job monitor decodes deliveries with lambdas/subscription.py, not the classifier.
+        "jobs": {ROOT / "lambdas" / "jobs" / "env.py"},
         "kube": {ROOT / "lambdas" / "kube" / "env.py"},
     }

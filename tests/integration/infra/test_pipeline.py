@@ -142,6 +142,8 @@ def test_the_classifier_has_a_dead_letter_queue_and_its_contract_environment(
         # proof_of_origin enforced, against AWS's vendored certificates.
         "NODEMEDIC_PROOF_OF_ORIGIN": "enforce",
         "NODEMEDIC_IDENTITY_CERTIFICATES": "",
+        # stale_after: a fault line heard an hour after it was logged is only notified.
+        "NODEMEDIC_STALE_AFTER": "3600",
         "POWERTOOLS_SERVICE_NAME": "nodemedic-classify",
         "POWERTOOLS_METRICS_NAMESPACE": "NodeMedic",
         "POWERTOOLS_LOG_LEVEL": "INFO",
