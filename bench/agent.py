@@ -254,7 +254,7 @@ def main() -> None:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from world.identity import MetadataService, local_authority
+    from world.aws.identity import MetadataService, local_authority
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

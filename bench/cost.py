@@ -42,8 +42,8 @@ from nodemedic.contracts.logs import HEARTBEAT_SECONDS, heartbeat_message
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.origin.signing import SIGNATURE_BYTES
 from stacks import synth
-from world.kit import DMA_ERROR
 from world.observe import Observer, follow
+from world.scenarios.kit import DMA_ERROR
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import inject

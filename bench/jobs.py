@@ -4,7 +4,7 @@ parsing (``nodemedic.jobs.records.pod_line``) and the rules' evaluation
 lines' text measured in the same run; and how late the time-driven rules fire.
 
 The lines are Container Insights records (tests/events/containerinsights) of the demo's
-simulated training (``world.training``), spread over jobs, judged by the jobs
+simulated training (``world.scenarios.training``), spread over jobs, judged by the jobs
 scenario's rules (a progress rule with a recurring frequency, a loss-spike rule with a
 metric). The lateness is reasoned from the schedule, not timed on AWS: silences ending at
 random instants, and a schedule firing every ``stacks.jobs.SCHEDULE``, judged by
@@ -27,7 +27,7 @@ from nodemedic.jobs.monitor import current, judge_lines, judge_time, verdict_of
 from nodemedic.jobs.records import lines_by_pod
 from nodemedic.jobs.rules import parse_rules
 from stacks.jobs import SCHEDULE
-from world.training import healthy_loss, progress
+from world.scenarios.training import healthy_loss, progress
 
 RECORD = Path(__file__).parents[1] / "tests/events/containerinsights/application-record.json"
 FREQUENCY = 30.0

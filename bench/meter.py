@@ -26,7 +26,7 @@ from unittest import mock
 from moto.core.responses import BaseResponse
 from moto.logs.models import LogsBackend
 
-from world import inprocess
+from world.aws import inprocess
 
 EVENT_OVERHEAD = 26
 """CloudWatch Logs bills each event's UTF-8 message plus 26 bytes."""

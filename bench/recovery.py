@@ -18,7 +18,7 @@ keeps a spare). Where the reset is measured, the first world has ``gpu_reset`` o
 ``RESETTABLE_TYPE`` machines: the reboot and the replace act there as anywhere (an Xid 48
 is a reboot, a DMA error a replace, whatever ``gpu_reset`` says). The launch and join of an
 instance is simulated (``--launch-seconds``), and so are the GPU and its ``nvidia-smi``
-(``world.gpus``); the rest is the real pipeline. On AWS each stage takes longer:
+(``world.aws.gpus``); the rest is the real pipeline. On AWS each stage takes longer:
 docs/scale.md has the figures.
 
     python -m bench.recovery [--paths reboot,reset,replace,spare] [--launch-seconds 30]
@@ -39,9 +39,9 @@ from kubernetes import client
 from bench.mttr import next_machine
 from bench.storm import executions
 from nodemedic.settings import ClusterSettings
-from world.gpureset import XID_46
-from world.kit import DMA_ERROR
-from world.lifecycle import REBOOT
+from world.scenarios.gpureset import XID_46
+from world.scenarios.kit import DMA_ERROR
+from world.scenarios.lifecycle import REBOOT
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import Fault, inject

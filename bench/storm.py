@@ -61,7 +61,7 @@ from nodemedic.contracts.logs import (
 )
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
-from world.kit import DMA_ERROR
+from world.scenarios.kit import DMA_ERROR
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.world import World, demo_settings

@@ -10,7 +10,7 @@ a branch of some later one.
 The variables' names are the contracts' (``nodemedic.contracts.env``); a model reads them
 as ``environ[NAME]``, ``environ.get(NAME, ...)`` or through a reader here called
 ``reader(environ, NAME, ...)``, the spellings the stack's test of the environment
-(tests/integration/infra/test_environment.py) finds.
+(tests/integration/stacks/test_environment.py) finds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The loaders (``nodemedic.catalog.parse_rules``, ``nodemedic.settings.parse_clust
 stay the authority and report every mistake at once: they also check what a schema cannot
 say (a pattern compiles, ``match`` names its groups, a day's limit is at least the hour's,
 spares are of listed groups). The schemas are generated from the same fields, so they
-cannot drift from the loaders (tests/unit/catalog/test_schemas.py):
+cannot drift from the loaders (tests/unit/nodemedic/catalog/test_schemas.py):
 
     python -m nodemedic.schemas   # rewrites both files
 """

@@ -7,7 +7,7 @@ loses its agent. Processes are started and stopped by one long-lived thread: a c
 death signal (``PR_SET_PDEATHSIG``) follows the thread that forked it, and the callbacks
 that ask for agents run on short-lived timer threads.
 
-An agent gets the flags the Helm chart's DaemonSet gives every node (``world.chart``,
+An agent gets the flags the Helm chart's DaemonSet gives every node (``world.kube.chart``,
 rendered once per world by the helm the world's Kubernetes build makes), so the demo runs
 what a user installs. The world's values go in as a user's would: ``--set``
 (``chart_values``) and, for the flags the chart has no value for, ``agent.extraArgs``
@@ -30,12 +30,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
-from world.chart import agent_args_from_chart, helm_binary, render
-from world.gpus import node_report
-from world.kubeapi import die_with_parent
+from world.aws.gpus import node_report
+from world.kube.chart import agent_args_from_chart, helm_binary, render
+from world.kube.kubeapi import die_with_parent
 
 NODE_REPORT = "nvidia-smi-q-x.xml"
-"""The simulated nodes' ``nvidia-smi -q -x`` (``world.gpus.node_report``), in the fleet's
+"""The simulated nodes' ``nvidia-smi -q -x`` (``world.aws.gpus.node_report``), in the fleet's
 folder: the agents' health checks and device records read it instead of a GPU."""
 _STOP_SECONDS = 10.0
 LOCAL_IMAGE = "local/nodemedic-agent"
@@ -66,7 +66,7 @@ class AgentSettings:
 
 @dataclass(frozen=True)
 class PodDevices:
-    """What the agents publish their Node's device record with (``world.poddevices``)."""
+    """What the agents publish their Node's device record with (``world.kube.poddevices``)."""
 
     server: str
     """The API server's URL."""

@@ -34,7 +34,8 @@ Say = Callable[[str], None]
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 SCENARIO_NAMES = ("default", "jobs", "lifecycle", "planned", "reset", "spread", "storm")
-"""``world.scenarios.SCENARIOS``' names, for ``--help`` and ``--scenario``'s choices without
+"""``world.scenarios.registry.SCENARIOS``' names, for ``--help`` and ``--scenario``'s choices
+without
 loading the scenarios (seconds: moto, kubernetes, the CDK); a unit test holds the two equal."""
 
 
@@ -77,7 +78,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from world.chart import ChartError
+    from world.kube.chart import ChartError
 
     # Copies of the terminal's descriptors: while the world runs, what its parts print
     # (handler logs, moto's notes) goes to its log file instead (``chatter_to``).
@@ -139,7 +140,7 @@ def _dashboard(world: World, workdir: Path, *, since: float) -> str:
 
 
 def _demo(args: argparse.Namespace, workdir: Path, say: Say, results: TextIO) -> int:
-    from world.scenarios import SCENARIOS, SETTINGS, WORLDS
+    from world.scenarios.registry import SCENARIOS, SETTINGS, WORLDS
     from world.snapshot import render, snapshot
     from world.start import local_world
     from world.world import demo_settings

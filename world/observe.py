@@ -33,9 +33,9 @@ from nodemedic.contracts.logs import split_signature
 from nodemedic.contracts.stack import FLEET_HELD_STATE
 from nodemedic.remediate.approval import AWAITING
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
-from world.inbox import Notification
+from world.aws.inbox import Notification
+from world.kube.watch import NodeSeen
 from world.timeline import FaultRun, Step
-from world.watch import NodeSeen
 from world.world import World
 
 QUIET_SECONDS = 3.0

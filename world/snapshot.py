@@ -9,8 +9,8 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
-from world.watch import node_seen
-from world.workload import WORKER_LABEL
+from world.kube.watch import node_seen
+from world.kube.workload import WORKER_LABEL
 from world.world import NODE_GROUP, World
 
 NAMESPACES = (METRICS_NAMESPACE, "NeuronHealthCheck")

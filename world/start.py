@@ -4,7 +4,7 @@
   handlers run in it (``inprocess.py``), with Step Functions executing the state machine
   (its definition parsed once, ``stepfunctions.py``); ``motopatch.py`` names every change
   the world makes to moto. Into it goes the template ``cdk synth`` produces for the
-  cluster (``stacks.synth``), deployed by ``world.aws``; beside it an Auto
+  cluster (``stacks.synth``), deployed by ``world.aws.stack``; beside it an Auto
   Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
   the stack does not) and a queue subscribed to the notifications topic, the inbox a
   person would read (``inbox.py``).
@@ -43,13 +43,15 @@ from agent.poddevices import GPU_RESOURCE
 from nodemedic.contracts.jobs import application_log_group
 from nodemedic.settings import ClusterSettings
 from world.agents import AgentFleet, AgentSettings, PodDevices, chart_values
-from world.aws import deploy, node_group
-from world.cloudformation import Deployment
-from world.gpus import nodes_run_commands
-from world.hypervisor import Hypervisor, machines
-from world.identity import MetadataService, local_authority
-from world.inbox import Inbox
-from world.kubeapi import (
+from world.aws.cloudformation import Deployment
+from world.aws.gpus import nodes_run_commands
+from world.aws.hypervisor import Hypervisor, machines
+from world.aws.identity import MetadataService, local_authority
+from world.aws.inbox import Inbox
+from world.aws.motoserver import CREDENTIALS, REGION, moto_server
+from world.aws.spares import chosen, stand_by
+from world.aws.stack import deploy, node_group
+from world.kube.kubeapi import (
     BINARIES,
     KUBE_VERSION,
     LocalCluster,
@@ -58,12 +60,10 @@ from world.kubeapi import (
     ensure_binaries,
     local_cluster,
 )
-from world.kubelet import SimulatedKubelet
-from world.motoserver import CREDENTIALS, REGION, moto_server
-from world.poddevices import install, write_credentials
-from world.spares import chosen, stand_by
-from world.watch import NodeWatch
-from world.workload import TrainingJob
+from world.kube.kubelet import SimulatedKubelet
+from world.kube.poddevices import install, write_credentials
+from world.kube.watch import NodeWatch
+from world.kube.workload import TrainingJob
 from world.world import (
     DEVICES,
     INSTANCE_TYPE,
@@ -298,7 +298,7 @@ def _agent_fleet(
     settings: AgentSettings, api: client.ApiClient, server: str, kubelet: SimulatedKubelet
 ) -> AgentFleet:
     """The world's agents, each publishing its Node's device record from ``kubelet``'s
-    sockets with the credential the chart gives it (``world.poddevices``)."""
+    sockets with the credential the chart gives it (``world.kube.poddevices``)."""
     account = install(api, chart_values(settings))
     credentials = functools.partial(write_credentials, api, account)
     publishing = PodDevices(server, kubelet.socket, credentials)

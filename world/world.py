@@ -26,14 +26,14 @@ from nodemedic.contracts.kube import (
 from nodemedic.settings import ClusterSettings
 from world import deepcheck
 from world.agents import AgentFleet
-from world.cloudformation import Deployment
-from world.gpus import Gpus
-from world.inbox import Inbox
-from world.kubeapi import LocalCluster
-from world.kubelet import SimulatedKubelet
-from world.motoserver import REGION
-from world.watch import NodeWatch
-from world.workload import TrainingJob
+from world.aws.cloudformation import Deployment
+from world.aws.gpus import Gpus
+from world.aws.inbox import Inbox
+from world.aws.motoserver import REGION
+from world.kube.kubeapi import LocalCluster
+from world.kube.kubelet import SimulatedKubelet
+from world.kube.watch import NodeWatch
+from world.kube.workload import TrainingJob
 
 NODE_GROUP = "accelerated"
 INSTANCE_TYPE = "p5.48xlarge"

@@ -3,7 +3,7 @@
 Written here once: the state machine (``stacks.remediation.phases``) wires one builder per
 phase in this order, and the backtest (``console.backtest.machine``) runs one step per
 phase in the same order, so what the backtest predicts is what the state machine does.
-``tests/unit/remediate/test_phases.py`` fails when a phase is missing from either side.
+``tests/unit/nodemedic/remediate/test_phases.py`` fails when a phase is missing from either side.
 
 A phase may end the remediation early: the ones that hold or only monitor a node go on to
 the report, a duplicate ends at once. The failure phase is no step of this order: any

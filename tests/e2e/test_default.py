@@ -25,7 +25,7 @@ from tests.support.e2e import (
     workers_by_node,
     workers_running_again,
 )
-from world.kit import Result
+from world.scenarios.kit import Result
 from world.timeline import FaultRun
 from world.world import NODE_GROUP, World
 

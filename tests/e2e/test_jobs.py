@@ -17,10 +17,10 @@ from nodemedic.contracts.jobs import (
     application_log_group,
 )
 from tests.support.e2e import run_scenario
-from world.jobscenario import JobsView
-from world.kit import Result
-from world.scenarios import SETTINGS
-from world.training import NAMESPACE
+from world.scenarios.jobs import JobsView
+from world.scenarios.kit import Result
+from world.scenarios.registry import SETTINGS
+from world.scenarios.training import NAMESPACE
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -15,9 +15,9 @@ from nodemedic.contracts.kube import (
     SPARE_LABEL,
 )
 from tests.support.e2e import group_instances, run_scenario
-from world.kit import Result
-from world.lifecycle import LAUNCH_SECONDS
-from world.scenarios import SETTINGS, WORLDS
+from world.scenarios.kit import Result
+from world.scenarios.lifecycle import LAUNCH_SECONDS
+from world.scenarios.registry import SETTINGS, WORLDS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

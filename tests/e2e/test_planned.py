@@ -10,9 +10,9 @@ import pytest
 from nodemedic.contracts.ledger import DECISION_SK_PREFIX
 from nodemedic.remediate.breaker import plain_item
 from tests.support.e2e import run_scenario
-from world.kit import Result
-from world.planned import NoticeRun
-from world.scenarios import SETTINGS
+from world.scenarios.kit import Result
+from world.scenarios.planned import NoticeRun
+from world.scenarios.registry import SETTINGS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -14,9 +14,9 @@ from kubernetes import client
 from agent.poddevices import FIELD_MANAGER
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.e2e import run_scenario, workers_running_again
-from world.gpureset import BYSTANDER
-from world.kit import Result
-from world.scenarios import SETTINGS, WORLDS
+from world.scenarios.gpureset import BYSTANDER
+from world.scenarios.kit import Result
+from world.scenarios.registry import SETTINGS, WORLDS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -11,9 +11,9 @@ import pytest
 from console.cli.breaker import status
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_after_replacements, run_scenario
-from world.inbox import Notification
-from world.kit import Result
-from world.scenarios import SETTINGS
+from world.aws.inbox import Notification
+from world.scenarios.kit import Result
+from world.scenarios.registry import SETTINGS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -13,8 +13,8 @@ from console.cli.breaker import status
 from nodemedic.contracts.kube import FLEET_LABEL
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
-from world.kit import Result
-from world.watch import NodeSeen
+from world.kube.watch import NodeSeen
+from world.scenarios.kit import Result
 from world.world import World
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -15,7 +15,7 @@ from kubernetes.dynamic import DynamicClient
 
 from tests.support.helm import REQUIRED, render
 from tests.support.paths import ROOT
-from world.chart import documents, helm_binary
+from world.kube.chart import documents, helm_binary
 
 SHIPPED = ROOT / "lambdas/kube/admission-policies.yaml"
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")

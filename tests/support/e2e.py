@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from world.kit import Result
-from world.scenarios import SCENARIOS
+from world.scenarios.kit import Result
+from world.scenarios.registry import SCENARIOS
 from world.world import NODE_GROUP, World
 
 DEADLINE = 300.0

@@ -2,7 +2,7 @@
 stacks) in one moto world, the Lambda handlers in-process, the kube Lambda against the real
 local kube-apiserver, moto's reboots and instance health reaching the simulated machines,
 SSM commands run by the simulated GPUs (the ``world`` fixture,
-``tests/integration/remediation/conftest.py``); and what the tests read of a Node and an
+``tests/integration/stacks/remediation/conftest.py``); and what the tests read of a Node and an
 instance."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from nodemedic.contracts.logs import deep_check_stream, kmsg_stream
 from nodemedic.origin.signing import sign
 from tests.support.origin import put, register
 from tests.support.remediation import REGION, Pipeline, instances
-from world.gpus import Gpus
-from world.hypervisor import Hypervisor
-from world.kubelet import SimulatedKubelet
-from world.watch import NodeSeen, NodeWatch
+from world.aws.gpus import Gpus
+from world.aws.hypervisor import Hypervisor
+from world.kube.kubelet import SimulatedKubelet
+from world.kube.watch import NodeSeen, NodeWatch
 
 NEURON: dict[str, Any] = {
     "instance_type": "trn1.32xlarge",

@@ -1,5 +1,5 @@
 """The chart (deploy/chart/nodemedic) as helm renders it, for the tests: the values a
-render needs, over ``world.chart`` (where helm is, the rendered documents, the agent's
+render needs, over ``world.kube.chart`` (where helm is, the rendered documents, the agent's
 command line), which the local world starts its agents with too. helm is never missing: a
 chart test that skipped would hide a broken chart.
 """
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from world import chart
+from world.kube import chart
 
 REQUIRED = {"cluster": "prod-trn", "image.repository": "example.invalid/nodemedic-agent"}
 """The values the chart has no default for."""
@@ -20,7 +20,7 @@ SCRAPED = {**REQUIRED, "serviceMonitor.enabled": "true", "agent.metrics.address"
 
 
 def render(helm: Path, values: Mapping[str, str] = REQUIRED, **options: Any) -> str:
-    """``world.chart.render``, with the required values by default; AssertionError with
+    """``world.kube.chart.render``, with the required values by default; AssertionError with
     helm's words when it refuses."""
     try:
         return chart.render(helm, values, **options)

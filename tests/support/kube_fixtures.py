@@ -1,6 +1,6 @@
 """The local Kubernetes the kube and remediation tests share: one real control plane per
 session (kube-apiserver, kube-scheduler and kube-controller-manager of the version EKS runs,
-``world.kubeapi.KUBE_VERSION``, built and cached by world/build-kube.sh on first use),
+``world.kube.kubeapi.KUBE_VERSION``, built and cached by world/kube/build-kube.sh on first use),
 simulated kubelets, and a fresh namespace per test. A conftest imports these fixtures to
 offer them."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from world.kubeapi import LocalCluster, local_cluster
-from world.kubelet import SimulatedKubelet
+from world.kube.kubeapi import LocalCluster, local_cluster
+from world.kube.kubelet import SimulatedKubelet
 
 
 @pytest.fixture(scope="session")

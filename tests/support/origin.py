@@ -20,7 +20,7 @@ from typing import Any
 from agent.origin import Encrypt, sealed_registration
 from nodemedic.contracts.logs import identity_stream, node_log_group
 from nodemedic.origin.signing import KEY_BYTES, Registration
-from world.identity import identity_document, local_authority
+from world.aws.identity import identity_document, local_authority
 
 AUTHORITY = local_authority()
 _HOME = Path(tempfile.mkdtemp(prefix="nodemedic-authority-"))

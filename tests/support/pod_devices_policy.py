@@ -18,8 +18,8 @@ from kubernetes.dynamic import DynamicClient
 
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.helm import REQUIRED, render
-from world.chart import helm_binary
-from world.poddevices import CREDENTIAL_KINDS, credential_objects
+from world.kube.chart import helm_binary
+from world.kube.poddevices import CREDENTIAL_KINDS, credential_objects
 
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 """The user extra a token bound to a pod carries with the pod's node (Kubernetes 1.32+)."""

@@ -1,7 +1,7 @@
 """Shared pieces of the remediation tests.
 
 The state machine under test is the one ``cdk synth`` produces: the whole PipelineStack
-of ``stacks.synth.synth_template``, deployed into moto by ``world.aws.deploy``.
+of ``stacks.synth.synth_template``, deployed into moto by ``world.aws.stack.deploy``.
 Three clusters' stacks, one per recovery setting, can share one moto world: ``demo``
 acts, ``watch`` only monitors (recovery mode None), ``dry`` is a dry run. Their settings
 are also the ones the definition tests read, so the suite synthesizes three stacks.
@@ -28,9 +28,9 @@ from nodemedic.settings import ClusterSettings
 from stacks.synth import synth_template
 from tests.support.origin import CERTIFICATE
 from tests.support.templates import MACHINE, REMEDIATION
-from world.aws import node_group
-from world.cloudformation import Deployment
-from world.inbox import Inbox
+from world.aws.cloudformation import Deployment
+from world.aws.inbox import Inbox
+from world.aws.stack import node_group
 
 REGION = "us-east-1"
 MOTO: Any = {"stepfunctions": {"execute_state_machine": True}}
@@ -290,7 +290,7 @@ class Pipeline:
 
     def rule(self, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The EventBridge rule whose logical id starts with ``prefix``, and its targets, as
-        moto holds them (it fires none: ``world.resources``)."""
+        moto holds them (it fires none: ``world.aws.resources``)."""
         events = boto3.client("events", region_name=REGION)
         name = self.deployment.find("AWS::Events::Rule", prefix).ref
         targets: list[dict[str, Any]] = events.list_targets_by_rule(Rule=name)["Targets"]

@@ -16,31 +16,6 @@ from tests.support.paths import ROOT
 TIERS: Final = ("unit", "integration")
 WHOLE_REPOSITORY: Final = frozenset({"test_layers.py", "test_module_size.py", "test_layout.py"})
 """The tests a tier's root may hold."""
-BEFORE_THE_RULE: Final = frozenset(
-    {
-        "unit/infra",
-        "unit/local",
-        "unit/classify",
-        "unit/kube",
-        "unit/catalog",
-        "unit/detect",
-        "unit/jobs",
-        "unit/origin",
-        "unit/remediate",
-        "unit/backtest",
-        "unit/cli",
-        "unit/dashboard",
-        "integration/infra",
-        "integration/kube",
-        "integration/remediation",
-        "integration/backtest",
-        "integration/chart",
-        "integration/dashboard",
-        "integration/test_bench.py",
-        "unit/agent/test_gpu_reset.py",
-    }
-)
-"""Folders and files named before the rule, moved by the layout change that empties this."""
 
 
 def misplaced(root: Path) -> list[str]:
@@ -50,9 +25,6 @@ def misplaced(root: Path) -> list[str]:
     for tier in TIERS:
         for path in sorted((root / "tests" / tier).rglob("test_*.py")):
             where = path.relative_to(root / "tests" / tier)
-            named = {f"{tier}/{where.as_posix()}", f"{tier}/{where.parts[0]}"}
-            if named & BEFORE_THE_RULE:
-                continue
             if len(where.parts) == 1:
                 mirrored = where.name in WHOLE_REPOSITORY
             else:

@@ -29,7 +29,7 @@ from nodemedic.contracts.logs import (
 from nodemedic.origin.identity import load_certificates
 from nodemedic.origin.signing import Registration, check_registration, unproven
 from tests.support.agent import CLUSTER, REGION, Running, append_lines, config, wait_for
-from world.identity import MetadataService, local_authority
+from world.aws.identity import MetadataService, local_authority
 
 AUTHORITY = local_authority()
 _clusters = itertools.count()

@@ -26,7 +26,7 @@ from nodemedic.contracts.env import (
 )
 from nodemedic.contracts.stack import DEAD_LETTER_ATTRIBUTES
 from tests.support.payloads import decoded, wrap
-from world.inprocess import handlers_in_process
+from world.aws.inprocess import handlers_in_process
 
 REGION = "us-east-1"
 GROUP = "/nodemedic/demo/nodes"

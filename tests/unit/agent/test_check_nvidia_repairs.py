@@ -15,7 +15,7 @@ from nodemedic.dumps import nvidia_text
 from nodemedic.health.nvidia_smi import evaluate
 from tests.support.paths import EVENTS
 from tests.support.triage import fault_records, verdicts
-from tests.unit.agent.test_deepcheck import cat, node
+from tests.unit.agent.deepcheck.test_deepcheck import cat, node
 
 SMI = EVENTS / "nvidia-smi"
 H200 = (SMI / "h200-healthy.xml").read_text()

@@ -19,7 +19,7 @@ from agent.poddevices import GPU_RESOURCE, Publisher, gpu_aliases, record
 from agent.podresources import Allocation, WireError, decode_list, list_allocations
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.support.paths import ROOT
-from world.podresources import encode_list, serve
+from world.kube.podresources import encode_list, serve
 
 REPORTS = ROOT / "tests" / "events" / "nvidia-smi"
 L4_X2 = REPORTS / "nvidia-l4-x2-healthy.xml"

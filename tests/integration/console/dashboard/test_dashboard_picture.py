@@ -1,0 +1,274 @@
+"""``nodemedic dashboard --html`` against moto, looked at in a real browser: known
+datapoints come out as lines of their series' colours in their chart, a widget without
+data says so and draws none, and what the reader cannot evaluate is written on the page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from console.cli import main
+from console.dashboard.page import WIDTH, chart_origin, chart_size
+from console.dashboard.read import Widget
+from console.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
+from nodemedic.contracts.metrics import (
+    BREAKER_METRIC,
+    CLUSTER_DIMENSION,
+    FAULT_TO_ACTION_METRIC,
+    METRICS_NAMESPACE,
+    NODE_GROUP_DIMENSION,
+    REMEDIATION_EXTRA_DIMENSIONS,
+    REMEDIATIONS_METRIC,
+)
+from stacks.insights import insights_query
+from tests.support.browser import RGB, Picture, read_png, screenshot
+from tests.support.dashboard_page import page_problems
+from world.aws.motoserver import moto_server
+
+REGION = "us-east-1"
+GROUPS = ("p5-a", "trn1-b")
+SEARCH = (
+    'FILL(SEARCH(\'{"NodeMedic","Cluster","NodeGroup"} Cluster="pic" AND '
+    "(MetricName=\"InRemediation\")', 'Maximum', 300), REPEAT)"
+)
+WIDGETS: list[dict[str, Any]] = [
+    {
+        "type": "metric",
+        "x": 0,
+        "y": 0,
+        "width": 12,
+        "height": 6,
+        "properties": {
+            "title": "Silent and stranded",
+            "view": "timeSeries",
+            "metrics": [
+                ["NodeMedic", "SilentNodes", "Cluster", "pic", {"stat": "Maximum"}],
+                ["NodeMedic", "StrandedNodes", "Cluster", "pic", {"stat": "Maximum"}],
+            ],
+        },
+    },
+    {
+        "type": "metric",
+        "x": 12,
+        "y": 0,
+        "width": 12,
+        "height": 6,
+        "properties": {
+            "title": "In remediation",
+            "view": "timeSeries",
+            "metrics": [
+                [{"expression": SEARCH, "label": "${PROP('Dim.NodeGroup')}"}],
+            ],
+        },
+    },
+    {
+        "type": "metric",
+        "x": 0,
+        "y": 6,
+        "width": 12,
+        "height": 6,
+        "properties": {
+            "title": "Quiet",
+            "view": "timeSeries",
+            "metrics": [
+                ["NodeMedic", "BreakerTripped", "Cluster", "pic", {"stat": "Sum"}],
+                [{"expression": "ANOMALY_DETECTION_BAND(m1)", "label": "band"}],
+            ],
+        },
+    },
+]
+
+
+def colour(hex_colour: str) -> RGB:
+    return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
+
+
+def plot_colours(picture: Picture, index: int, series: int) -> set[RGB]:
+    """The palette colours inside widget ``index``'s plot area (legend excluded)."""
+    raw = WIDGETS[index]
+    widget = Widget("chart", "", raw["x"], raw["y"], raw["width"], raw["height"])
+    (x0, y0), (width, height) = chart_origin(widget), chart_size(widget)
+    left, top, right, bottom = plot_box(width, height, legend_rows([None] * series, width))  # type: ignore[list-item]
+    # Not the palette's grey: anti-aliased text has it too.
+    palette = {colour(c) for c in PALETTE if c != "#7f7f7f"}
+    return {
+        picture.pixel(x, y)
+        for y in range(y0 + top + 1, y0 + bottom)
+        for x in range(x0 + left + 1, x0 + right)
+    } & palette
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+def put(cloudwatch: Any, name: str, dimensions: dict[str, str], values: list[float]) -> None:
+    now = datetime.now(UTC)
+    cloudwatch.put_metric_data(
+        Namespace="NodeMedic",
+        MetricData=[
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions.items()],
+                "Value": value,
+                "Timestamp": now - timedelta(minutes=5 * (len(values) - i)),
+            }
+            for i, value in enumerate(values)
+        ],
+    )
+
+
+def test_charts_draw_their_series_and_an_empty_widget_says_so(
+    endpoint: str, tmp_path: Path
+) -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=endpoint)
+    body = {"start": "-PT1H", "widgets": WIDGETS}
+    cloudwatch.put_dashboard(DashboardName="nodemedic-pic", DashboardBody=json.dumps(body))
+    put(cloudwatch, "SilentNodes", {"Cluster": "pic"}, [0, 1, 3, 2, 4])
+    put(cloudwatch, "StrandedNodes", {"Cluster": "pic"}, [5, 5, 6, 1, 0])
+    for offset, group in enumerate(GROUPS):
+        put(cloudwatch, "InRemediation", {"Cluster": "pic", "NodeGroup": group}, [offset, 2])
+
+    html = tmp_path / "dashboard.html"
+    argv = ["dashboard", "--cluster", "pic", "--html", str(html), "--region", REGION]
+    assert main([*argv, "--endpoint-url", endpoint]) == 0
+    text = html.read_text()
+    assert "ANOMALY_DETECTION_BAND" in text and "not drawn" in text
+    assert text.count(NO_DATA) == 1
+
+    picture = read_png(screenshot(html, tmp_path / "shot.png", width=WIDTH, height=700))
+    two = {colour(PALETTE[0]), colour(PALETTE[1])}
+    assert plot_colours(picture, 0, 2) == two, "both plain metrics are drawn"
+    assert plot_colours(picture, 1, 2) == two, "a line per node group from SEARCH"
+    assert plot_colours(picture, 2, 1) == set(), "a widget without data draws no series"
+
+
+def test_a_missing_dashboard_is_one_clear_error(
+    endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html = tmp_path / "none.html"
+    argv = ["dashboard", "--cluster", "absent", "--html", str(html), "--region", REGION]
+    assert main([*argv, "--endpoint-url", endpoint]) == 2
+    assert "nodemedic dashboard:" in capsys.readouterr().err
+    assert not html.exists()
+
+
+def _demo_like_body() -> dict[str, Any]:
+    """The widgets the demo's page left empty or garbled, as the stack writes them."""
+    percentiles = [
+        [{"expression": _percentile_search(p), "label": f"{p} ${{PROP('Dim.NodeGroup')}}"}]
+        for p in ("p50", "p99")
+    ]
+    outcomes = insights_query(
+        "SUM",
+        REMEDIATIONS_METRIC,
+        METRICS_NAMESPACE,
+        cluster="pic",
+        dimensions=None,
+        group_by=REMEDIATION_EXTRA_DIMENSIONS,
+    )
+    held = insights_query("SUM", BREAKER_METRIC, METRICS_NAMESPACE, cluster="pic")
+    log = "SOURCE '/nodemedic/pic/nodes' | fields @timestamp, @message\n| limit 50"
+    return {
+        "start": "-PT1H",
+        "widgets": [
+            {
+                "type": "metric",
+                **DEMO_PLACES["outcomes"],
+                "properties": {
+                    "title": "Remediations by action and outcome",
+                    "stacked": True,
+                    "metrics": [[{"expression": outcomes}]],
+                },
+            },
+            {
+                "type": "metric",
+                **DEMO_PLACES["percentiles"],
+                "properties": {
+                    "title": "Fault to first action on the node, p50 and p99 (s)",
+                    "metrics": percentiles,
+                },
+            },
+            {
+                "type": "metric",
+                **DEMO_PLACES["held"],
+                "properties": {
+                    "title": "Breaker: trips of the cluster, decisions held per node group",
+                    "metrics": [[{"expression": held}]],
+                },
+            },
+            {
+                "type": "log",
+                **DEMO_PLACES["log"],
+                "properties": {
+                    "title": "Latest node lines",
+                    "query": log,
+                    "region": REGION,
+                    "view": "table",
+                },
+            },
+        ],
+    }
+
+
+DEMO_PLACES: dict[str, dict[str, int]] = {
+    "outcomes": {"x": 0, "y": 0, "width": 12, "height": 6},
+    "percentiles": {"x": 12, "y": 0, "width": 6, "height": 6},
+    "held": {"x": 18, "y": 0, "width": 6, "height": 6},
+    "log": {"x": 0, "y": 6, "width": 24, "height": 3},
+}
+
+
+def _percentile_search(statistic: str) -> str:
+    return (
+        'SEARCH(\'{"NodeMedic","Cluster","NodeGroup"} Cluster="pic" AND '
+        f"(MetricName=\"{FAULT_TO_ACTION_METRIC}\")', '{statistic}', 300)"
+    )
+
+
+def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_path: Path) -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=endpoint)
+    cloudwatch.put_dashboard(
+        DashboardName="nodemedic-pic", DashboardBody=json.dumps(_demo_like_body())
+    )
+    # In the order the state machine publishes them (stacks/remediation/kit/signals.py).
+    for action, outcome in (
+        ("replace", "replaced"),
+        ("reboot", "rebooted"),
+        ("notify", "notified"),
+    ):
+        values = (action, outcome)
+        dimensions = {CLUSTER_DIMENSION: "pic", NODE_GROUP_DIMENSION: "p5-a"}
+        dimensions |= dict(zip(REMEDIATION_EXTRA_DIMENSIONS, values, strict=True))
+        put(cloudwatch, REMEDIATIONS_METRIC, dimensions, [1])
+    put(cloudwatch, FAULT_TO_ACTION_METRIC, {"Cluster": "pic", "NodeGroup": "p5-a"}, [3, 9])
+
+    html = tmp_path / "demo.html"
+    argv = ["dashboard", "--cluster", "pic", "--html", str(html), "--region", REGION]
+    assert main([*argv, "--endpoint-url", endpoint]) == 0
+
+    assert page_problems(html, tmp_path, width=WIDTH, height=700) == []
+    text = html.read_text()
+    assert "computes no percentiles (p50)" in text
+    assert f"{BREAKER_METRIC}: never published" in text
+    assert "SOURCE" not in text and "logs-insights" in text
+    picture = read_png(screenshot(html, tmp_path / "demo.png", width=WIDTH, height=700))
+    raw = DEMO_PLACES["outcomes"]
+    widget = Widget("chart", "", raw["x"], raw["y"], raw["width"], raw["height"])
+    (x0, y0), (width, height) = chart_origin(widget), chart_size(widget)
+    left, top, right, bottom = plot_box(width, height, 1)
+    seen = {
+        picture.pixel(x, y)
+        for y in range(y0 + top + 1, y0 + bottom)
+        for x in range(x0 + left + 1, x0 + right)
+    }
+    three = {colour(c) for c in PALETTE[:3]}
+    assert seen & three == three, "a series per action and outcome"

@@ -1,0 +1,100 @@
+"""The remediation tests' session: quick EC2 in moto and the acting cluster's template
+(see ``tests.support.remediation``); the flow tests' world, one per module that asks for it
+(``tests.support.flow``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from moto import mock_aws
+
+from nodemedic.settings import ClusterSettings
+from stacks.pipeline import stack_name
+from stacks.synth import synth_template
+from tests.support.flow import REBOOT_SECONDS, World
+from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
+from world.aws.gpus import Gpus, nodes_run_commands
+from world.aws.hypervisor import Hypervisor, machines
+from world.aws.inprocess import handlers_in_process
+from world.aws.motopatch import (
+    atomic_writes,
+    final_stops,
+    runtime_causes,
+    start_executions,
+)
+from world.aws.stack import QUICK_EC2, deploy
+from world.aws.stepfunctions import definitions_parsed_once
+from world.kube.kubeapi import LocalCluster
+from world.kube.kubelet import SimulatedKubelet
+from world.kube.watch import NodeWatch
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_ec2() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in QUICK_EC2.items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="session")
+def default_template() -> dict[str, Any]:
+    return acting_template()
+
+
+@pytest.fixture(scope="module")
+def extra_clusters() -> tuple[ClusterSettings, ...]:
+    """Clusters besides the usual four that a module's world deploys (a module overrides
+    this): each costs a synth and a deployment."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def world(
+    cluster: LocalCluster,
+    core: client.CoreV1Api,
+    kubelet: SimulatedKubelet,
+    extra_clusters: tuple[ClusterSettings, ...],
+) -> Iterator[World]:
+    nodes: dict[str, str] = {}
+    gpus = Gpus()
+    hypervisor = Hypervisor(
+        on_reboot=lambda instance: kubelet.reboot(nodes[instance], down_seconds=REBOOT_SECONDS),
+        # The machine is gone; the state machine deletes its Node.
+        on_power_off=lambda instance: None,
+    )
+    with (
+        mock_aws(config=MOTO),
+        handlers_in_process(),
+        atomic_writes(),
+        final_stops(),
+        runtime_causes(),
+        start_executions(),
+        definitions_parsed_once(),
+        pytest.MonkeyPatch.context() as env,
+        machines(hypervisor),
+        nodes_run_commands(gpus),
+    ):
+        env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+        pipelines = {
+            s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
+            for s in (ACTING, WATCH, DRY, UNSET, *extra_clusters)
+        }
+        watch = NodeWatch(cluster.api_client).start()
+        try:
+            yield World(pipelines, core, kubelet, hypervisor, watch, nodes, gpus=gpus)
+        finally:
+            watch.stop()
+
+
+@pytest.fixture
+def own_nodes(world: World) -> Iterator[None]:
+    """The Nodes a test registered are gone after it (those its remediation left)."""
+    before = set(world.nodes)
+    yield
+    for instance_id in set(world.nodes) - before:
+        if world.node(instance_id) is not None:
+            world.core.delete_node(world.nodes[instance_id])

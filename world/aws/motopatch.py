@@ -1,0 +1,372 @@
+"""Every change the local world makes to moto, in one place, written against one moto release
+(``MOTO_VERSION``).
+
+moto is the local world's AWS, but a few of its calls stop short of what nodemedic relies on
+AWS to do. While the world runs, these moto attributes are replaced, and put back on the way
+out; what the replacements do lives with the behaviour they stand for:
+
+==========================================  ================================================
+``InstanceBackend.reboot_instances``        the machine reboots too (``hypervisor.py``)
+``InstanceBackend.terminate_instances``     the machine powers off too (``hypervisor.py``)
+``AutoScalingBackend.set_instance_health``  an ``Unhealthy`` instance is replaced
+                                            (``hypervisor.py``)
+``LambdaFunction._invoke_lambda``           the handler runs in this process, not in Docker
+                                            (``inprocess.py``)
+``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
+                                            execution (``stepfunctions.py``)
+``DynamoHandler.call_action``               one DynamoDB request at a time: a write is
+                                            atomic, as DynamoDB's are, and no read runs
+                                            inside one (``atomic_writes``, here)
+``Environment.set_error`` and              a stopped execution stays ABORTED, as AWS's
+``set_timed_out``                           does (``final_stops``, here)
+``ExecutionState._from_error``              a task's unexpected exception is logged with
+                                            its traceback, and named in the error's cause
+                                            (``runtime_causes``, here)
+``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``,
+                                            ``motoservices.py``); only the instances named
+                                            run it, as SSM's do (moto's own sends a command
+                                            with no ``Targets`` to every instance)
+``StateTaskServiceSfn``                     the native ``states:startExecution`` task
+``._normalise_parameters``                  starts an execution (``start_executions``,
+                                            here)
+``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
+                                            targets (``motoservices.py``)
+==========================================  ================================================
+
+Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
+is written for. ``changed`` says what a newer moto changed about a target; the unit test
+``tests/unit/world/test_motopatch.py`` fails with it, naming the target, and when the
+installed moto is not ``MOTO_VERSION``: re-read the replacement of each named target before
+moving the pin in ``pyproject.toml``. A target is replaced by one owner at a time: a second
+world (or hypervisor) in the same process is an error, not two worlds sharing one moto.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MOTO_VERSION = "5.2.5"
+"""The moto release every replacement here is written against (pinned in pyproject.toml)."""
+
+Invoke = Callable[[Any, Any], tuple[str, bool, str]]
+"""``invoke(function, event) -> (body, is_error, logs)``, as moto's ``_invoke_lambda``."""
+Parse = Callable[[str], tuple[Any, Any]]
+"""``parse(definition) -> (program, syntax tree)``, as moto's ASL parser."""
+InstancesHook = Callable[[list[str]], None]
+CommandHook = Callable[[str, Any], dict[str, Any] | None]
+"""``run(instance_id, command)`` (moto's ``Command``): the invocation's fields once it ended;
+None where SSM never knows the invocation."""
+HealthHook = Callable[[Any, str, str], None]
+"""``health_set(autoscaling_backend, instance_id, health_status)``."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A moto attribute the local world replaces: the class defining it, by dotted path
+    (looked up when needed, so that a moved module is reported, not an import error), its
+    name, and the signature its replacement is written for."""
+
+    owner: str
+    name: str
+    signature: str
+    """Its parameters without annotations, as ``inspect.signature`` prints them."""
+    static: bool = False
+    """moto defines it as a ``staticmethod``."""
+
+    def __str__(self) -> str:
+        return f"{self.owner}.{self.name}"
+
+    def cls(self) -> type[Any]:
+        module, _, name = self.owner.rpartition(".")
+        try:
+            found: type[Any] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise LookupError(f"{self.owner} is gone ({exc})") from exc
+        return found
+
+    def current(self) -> Any:
+        """What the class defines under the name now (moto's, unless replaced)."""
+        owner = self.cls()
+        if self.name not in vars(owner):
+            raise LookupError(f"{self} is gone (not defined on {owner.__name__} itself)")
+        return vars(owner)[self.name]
+
+
+REBOOT_INSTANCES = Target(
+    "moto.ec2.models.instances.InstanceBackend", "reboot_instances", "(self, instance_ids)"
+)
+TERMINATE_INSTANCES = Target(
+    "moto.ec2.models.instances.InstanceBackend", "terminate_instances", "(self, instance_ids)"
+)
+SET_INSTANCE_HEALTH = Target(
+    "moto.autoscaling.models.AutoScalingBackend",
+    "set_instance_health",
+    "(self, instance_id, health_status)",
+)
+INVOKE_LAMBDA = Target(
+    "moto.awslambda.models.LambdaFunction", "_invoke_lambda", "(self, event=None)"
+)
+PARSE_DEFINITION = Target(
+    "moto.stepfunctions.parser.asl.parse.asl_parser.AmazonStateLanguageParser",
+    "parse",
+    "(definition)",
+    static=True,
+)
+DYNAMODB_REQUEST = Target("moto.dynamodb.responses.DynamoHandler", "call_action", "(self)")
+_ENVIRONMENT = "moto.stepfunctions.parser.asl.eval.environment.Environment"
+EXECUTION_ENDINGS = (
+    Target(_ENVIRONMENT, "set_error", "(self, error)"),
+    Target(_ENVIRONMENT, "set_timed_out", "(self)"),
+)
+FROM_ERROR = Target(
+    "moto.stepfunctions.parser.asl.component.state.exec.execute_state.ExecutionState",
+    "_from_error",
+    "(self, env, ex)",
+)
+SFN_PARAMETERS = Target(
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service."
+    "state_task_service_sfn.StateTaskServiceSfn",
+    "_normalise_parameters",
+    "(self, parameters, boto_service_name=None, service_action_name=None)",
+)
+SEND_COMMAND = Target(
+    "moto.ssm.models.SimpleSystemManagerBackend",
+    "send_command",
+    "(self, comment, document_name, timeout_seconds, instance_ids, max_concurrency, "
+    "max_errors, notification_config, output_s3_bucket_name, output_s3_key_prefix, "
+    "output_s3_region, parameters, service_role_arn, targets)",
+)
+SEND_TO_TARGETS = Target(
+    "moto.events.models.Rule", "send_to_targets", "(self, original_event, transform_input=True)"
+)
+TARGETS = (
+    REBOOT_INSTANCES,
+    SEND_COMMAND,
+    TERMINATE_INSTANCES,
+    SET_INSTANCE_HEALTH,
+    INVOKE_LAMBDA,
+    PARSE_DEFINITION,
+    DYNAMODB_REQUEST,
+    *EXECUTION_ENDINGS,
+    FROM_ERROR,
+    SFN_PARAMETERS,
+    SEND_TO_TARGETS,
+)
+_replacing: set[Target] = set()
+_log = logging.getLogger(__name__)
+_dynamodb_lock = threading.RLock()
+
+
+def changed(target: Target) -> str | None:
+    """What the installed moto changed about ``target`` since ``MOTO_VERSION``, or None."""
+    try:
+        found = target.current()
+    except LookupError as exc:
+        return str(exc)
+    if isinstance(found, staticmethod) != target.static:
+        return f"{target} {'is no longer' if target.static else 'is now'} a staticmethod"
+    function = found.__func__ if target.static else found
+    now = _signature(function)
+    if now != target.signature:
+        return f"{target} is now {now}; its replacement is written for {target.signature}"
+    return None
+
+
+def _signature(function: Callable[..., Any]) -> str:
+    """The parameters, without annotations: what callers pass and a replacement accepts."""
+    parameters = inspect.signature(function).parameters.values()
+    return str(inspect.Signature([p.replace(annotation=p.empty) for p in parameters]))
+
+
+@contextlib.contextmanager
+def replaced(replacements: Mapping[Target, Any]) -> Iterator[None]:
+    """Set each target to its replacement; put moto's back on the way out."""
+    busy = sorted(str(t) for t in replacements if t in _replacing)
+    if busy:
+        raise RuntimeError(f"moto's {', '.join(busy)} is replaced already (one world at a time)")
+    originals = {target: target.current() for target in replacements}
+    for target, replacement in replacements.items():
+        setattr(target.cls(), target.name, replacement)
+        _replacing.add(target)
+    try:
+        yield
+    finally:
+        for target, original in originals.items():
+            setattr(target.cls(), target.name, original)
+            _replacing.discard(target)
+
+
+@contextlib.contextmanager
+def machine_calls(
+    *, rebooted: InstancesHook, terminated: InstancesHook, health_set: HealthHook
+) -> Iterator[None]:
+    """While active, EC2 ``RebootInstances`` and ``TerminateInstances`` and Auto Scaling
+    ``SetInstanceHealth`` do what moto does, then tell the hooks; a call moto rejects tells
+    them nothing."""
+    reboot = REBOOT_INSTANCES.current()
+    terminate = TERMINATE_INSTANCES.current()
+    set_health = SET_INSTANCE_HEALTH.current()
+
+    def reboot_instances(self: Any, instance_ids: list[str]) -> Any:
+        result = reboot(self, instance_ids)
+        rebooted(list(instance_ids))
+        return result
+
+    def terminate_instances(self: Any, instance_ids: list[str]) -> Any:
+        result = terminate(self, instance_ids)
+        terminated(list(instance_ids))
+        return result
+
+    def set_instance_health(self: Any, instance_id: str, health_status: str) -> None:
+        set_health(self, instance_id, health_status)
+        health_set(self, instance_id, health_status)
+
+    with replaced(
+        {
+            REBOOT_INSTANCES: reboot_instances,
+            TERMINATE_INSTANCES: terminate_instances,
+            SET_INSTANCE_HEALTH: set_instance_health,
+        }
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def lambda_invocations(invoke: Invoke) -> Iterator[None]:
+    """While active, every moto Lambda invocation is ``invoke(function, event)`` instead of a
+    Docker container."""
+
+    def invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        body, is_error, logs = invoke(self, event)
+        # As moto's own implementation does: the invocation's output lands in the function's
+        # log group, where a person looking at the local world expects it.
+        self.logs_backend.ensure_log_group(self.logs_group_name)
+        self.save_logs(logs + body)
+        return body, is_error, logs
+
+    with replaced({INVOKE_LAMBDA: invoke_lambda}):
+        yield
+
+
+@contextlib.contextmanager
+def definition_parsing(parse: Callable[[Parse, str], tuple[Any, Any]]) -> Iterator[None]:
+    """While active, moto's Step Functions parse a definition with ``parse(moto_parse,
+    definition)``, where ``moto_parse`` is moto's own parser."""
+    moto_parse: Parse = PARSE_DEFINITION.current().__func__
+
+    def parse_definition(definition: str) -> tuple[Any, Any]:
+        return parse(moto_parse, definition)
+
+    with replaced({PARSE_DEFINITION: staticmethod(parse_definition)}):
+        yield
+
+
+@contextlib.contextmanager
+def atomic_writes() -> Iterator[None]:
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are: one request at a time.
+
+    moto checks a ``ConditionExpression`` and then writes, without a lock; executions run
+    in threads, so two conditional writes (two admissions to the breaker, two node locks)
+    could both pass their condition. Nor are its reads apart from its writes: a
+    ``GetItem`` of a key the table lacks adds an empty entry to the table's dict (a
+    ``defaultdict``), and a ``TransactWriteItems`` deep-copies the table first (to roll it
+    back); the one inside the other failed the transaction with ``RuntimeError:
+    dictionary changed size during iteration`` (the reconcile's lease renewal, beside the
+    reads of the nodes with no lock). The breaker and the lock depend on DynamoDB's
+    guarantee, so the local world restores it by serializing the requests.
+    """
+    handle = DYNAMODB_REQUEST.current()
+
+    def call_action(self: Any) -> Any:
+        with _dynamodb_lock:
+            return handle(self)
+
+    with replaced({DYNAMODB_REQUEST: call_action}):
+        yield
+
+
+@contextlib.contextmanager
+def final_stops() -> Iterator[None]:
+    """Keep a stopped execution stopped, as Step Functions does.
+
+    moto's ``StopExecution`` marks the program stopped while its worker thread may still be
+    inside a task; when that task then fails or times out, its ending overwrote the stop, and
+    the execution ended ``FAILED`` instead of ``ABORTED``. The cleanup of aborted executions
+    is tested on that status, so it must not depend on which thread wins.
+    """
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def unless_stopped(original: Callable[..., Any]) -> Callable[..., Any]:
+        def end(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._state_mutex:
+                if isinstance(self._program_state, ProgramStopped):
+                    return None
+                return original(self, *args, **kwargs)
+
+        return end
+
+    with replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
+        yield
+
+
+@contextlib.contextmanager
+def runtime_causes() -> Iterator[None]:
+    """Say which exception a ``States.Runtime`` error was.
+
+    moto turns any exception inside a task that is not a Step Functions failure into
+    ``States.Runtime`` with ``str(exception)`` as its cause, and logs only that it happened:
+    a ``KeyError`` reads ``'region'``, and the traceback is gone. Such an error is a fault
+    of the local world (or of a definition), never an outcome a test should pass on, so its
+    type leads the cause and its traceback goes to the log.
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+
+    original = FROM_ERROR.current()
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, FailureEventException):
+            return original(self, env, ex)
+        _log.error("%s in state %r", type(ex).__name__, getattr(self, "name", "?"), exc_info=ex)
+        return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
+
+    with replaced({FROM_ERROR: from_error}):
+        yield
+
+
+@contextlib.contextmanager
+def start_executions() -> Iterator[None]:
+    """Let a state machine start another with the native ``states:startExecution`` task.
+
+    moto hands the task's parameters to boto3 as the States Language names them
+    (``StateMachineArn``, ``Name``, ``Input``), where the Step Functions API spells them
+    ``stateMachineArn``, ``name``, ``input``: the call fails with a ``KeyError``. Step
+    Functions maps them onto the API's input shape, and so does the replacement, with
+    moto's own mapping (``_to_boto_request``). The label requests start remediations so.
+    """
+    import botocore.session
+
+    original = SFN_PARAMETERS.current()
+    api = botocore.session.get_session().get_service_model("stepfunctions")
+
+    def normalise(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        original(self, parameters, boto_service_name, service_action_name)
+        action = service_action_name or self.resource.api_action
+        operation = api.operation_model(action[:1].upper() + action[1:])
+        self._to_boto_request(parameters, operation.input_shape)
+
+    with replaced({SFN_PARAMETERS: normalise}):
+        yield

@@ -1,0 +1,83 @@
+"""AWS for the local world: a moto server on loopback, in this process.
+
+In this process so that the Lambda handlers run in it when moto invokes a function
+(``inprocess.py``); with the world's changes to moto in place while it runs (every one is
+named in ``motopatch.py``): handlers in-process, DynamoDB's atomic conditional writes, a
+state machine's definition parsed once. Step Functions executes state machines, and sends
+their AWS calls back to this server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+from world.aws.inprocess import handlers_in_process
+from world.aws.motopatch import atomic_writes, final_stops, runtime_causes, start_executions
+from world.aws.motoservices import lambda_targets
+from world.aws.stack import QUICK_EC2
+from world.aws.stepfunctions import definitions_parsed_once
+
+REGION = "us-east-1"
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}
+"""What the local world's AWS clients (in this process and the agents') present to moto."""
+
+
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """moto as a server on loopback, in this process; its endpoint URL."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, {**CREDENTIALS, **QUICK_EC2}))
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        stack.callback(server.stop)
+        host, port = server.get_host_and_port()
+        # One line per request on stderr otherwise.
+        requests_log = logging.getLogger("werkzeug")
+        stack.callback(requests_log.setLevel, requests_log.level)
+        requests_log.setLevel(logging.WARNING)
+        endpoint = f"http://{host}:{port}"
+        # MOTO_PORT: where Step Functions sends the state machine's own AWS calls.
+        # AWS_ENDPOINT_URL: where the handlers running in this process send theirs.
+        stack.enter_context(
+            mock.patch.dict(os.environ, {"MOTO_PORT": str(port), "AWS_ENDPOINT_URL": endpoint})
+        )
+        _moto_api(endpoint, "reset")
+        _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
+        stack.callback(
+            _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
+        )
+        stack.enter_context(handlers_in_process())
+        stack.enter_context(atomic_writes())
+        stack.enter_context(final_stops())
+        stack.enter_context(runtime_causes())
+        stack.enter_context(start_executions())
+        stack.enter_context(lambda_targets())
+        stack.enter_context(definitions_parsed_once())
+        yield endpoint
+
+
+def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> None:
+    """moto's own API: ``reset`` empties every backend (the previous world's, too),
+    ``config`` sets what ``mock_aws(config=...)`` sets in-process."""
+    request = urllib.request.Request(  # noqa: S310 - a loopback http URL we built
+        f"{endpoint}/moto-api/{path}",
+        data=json.dumps(body or {}).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+        pass

@@ -1,0 +1,62 @@
+"""The demo's scenarios, listed once: each name with the function that runs it, the cluster
+settings it asks for over ``world.demo_settings`` and the options of the world it runs in.
+Each scenario is a module of its own, standing on what they share (``kit``, ``verdict``);
+this registry stands on them all. ``nodemedic demo --scenario`` chooses from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from world.scenarios import default, gpureset, lifecycle, planned, spread, storm
+from world.scenarios import jobs as jobscenario
+from world.scenarios.kit import Result
+from world.world import NODE_GROUP, RESETTABLE_TYPE, Say, World
+
+SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
+    "default": default.run_default,
+    "storm": storm.run_storm,
+    "spread": spread.run_spread,
+    "jobs": jobscenario.run_jobs,
+    "lifecycle": lifecycle.run_lifecycle,
+    "planned": planned.run_planned,
+    "reset": gpureset.run_reset,
+}
+SETTINGS: dict[str, dict[str, Any]] = {
+    "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
+    "jobs": {
+        "job_monitoring": True,
+        "job_restarts_per_window": 12,
+        "job_cluster_restarts_per_window": 12,
+    },
+    "lifecycle": {
+        "post_reboot_deep_check": True,
+        "spares": ((NODE_GROUP, 1),),
+        "deep_check_timeout": 8,
+        "replacements_per_hour": 10,
+        "replacements_per_day": 20,
+    },
+    "planned": {
+        "approval": "replace",
+        "approval_timeout": 120,
+        "planned_lead_time": planned.LEAD_TIME,
+    },
+    "reset": {"gpu_reset": True},
+}
+"""A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
+cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
+jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
+job breaker lets through in a real cluster's window (three). The lifecycle gates every
+rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not
+15 minutes) and has room for its five replaces. The planned scenario asks a person before
+each replacement, gives up after two minutes, not four hours, and starts a planned repair
+20 s before a notice's deadline, not an hour. The reset scenario turns the GPU reset rung on
+(off by default: docs/deploy.md, "GPU reset")."""
+WORLDS: dict[str, dict[str, Any]] = {
+    "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
+    "reset": {"instance_type": RESETTABLE_TYPE},
+}
+"""A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
+taint and run the deep check at start; the reset's machines are of a type whose GPUs reset
+one at a time."""
