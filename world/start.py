@@ -136,7 +136,7 @@ def local_world(
             deployment, first_machines = aws_side.result()
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
-            f"deployed in {timings['deploy']:.1f}s ({_counted(deployment)}); "
+            f"deployed in {timings['deploy']:.1f}s ({resource_count(deployment)}); "
             f"node group {NODE_GROUP}: {len(first_machines)} x {instance_type}"
         )
         stack.enter_context(
@@ -306,7 +306,7 @@ def _agent_fleet(
     return AgentFleet(dataclasses.replace(settings, pod_devices=publishing))
 
 
-def _counted(deployment: Deployment) -> str:
+def resource_count(deployment: Deployment) -> str:
     """``148 resources``, or ``145 of the template's 148 resources (3 not needed here: ...)``:
     the count the demo shows is the template's, and what the world left out is said."""
     made, skipped = len(deployment.resources), len(deployment.skipped)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from world.aws.cloudformation import Deployment, Resource
 from world.aws.resources import SKIPPED
-from world.start import _counted
+from world.start import resource_count
 
 
 def test_the_demo_counts_the_templates_resources_and_names_what_it_left_out() -> None:
@@ -16,7 +16,7 @@ def test_the_demo_counts_the_templates_resources_and_names_what_it_left_out() ->
         resources=made,
         skipped={"CDKMetadata": SKIPPED["AWS::CDK::Metadata"]},
     )
-    assert _counted(deployment) == (
+    assert resource_count(deployment) == (
         "3 of the template's 4 resources (1 the world does without: AWS::CDK::Metadata)"
     )
-    assert _counted(Deployment("s", "r", "a", resources=made)) == "3 resources"
+    assert resource_count(Deployment("s", "r", "a", resources=made)) == "3 resources"
