@@ -26,6 +26,11 @@ def test_the_package_reads_its_version_from_the_one_home() -> None:
     assert attr == "nodemedic.contracts.release.VERSION"
 
 
+def test_the_chart_is_the_same_release() -> None:
+    chart = (ROOT / "deploy" / "chart" / "nodemedic" / "Chart.yaml").read_text(encoding="utf-8")
+    assert f"\nversion: {VERSION}\n" in chart and f'\nappVersion: "{VERSION}"\n' in chart
+
+
 def test_the_cli_says_the_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--version"])
