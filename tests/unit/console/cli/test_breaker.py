@@ -14,6 +14,7 @@ from moto import mock_aws
 from console.cli import main
 from nodemedic.remediate import breaker
 from nodemedic.remediate.ledger import HOLDERS
+from tests.support.tables import create_ledger_table
 
 TABLE = "ledger"
 
@@ -23,19 +24,8 @@ def tripped(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A ledger whose breaker of cluster ``gpu`` tripped a minute ago, one node in flight."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws():
+        create_ledger_table(TABLE)
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
         now = int(time.time())
         dynamodb.put_item(
             TableName=TABLE,
