@@ -16,6 +16,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from nodemedic.contracts.kube import MANUAL_SOURCE
 from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate.decision import REQUIRED_FIELDS, SCHEMA
+from nodemedic.settings.groups import group_policies
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import (
@@ -215,7 +216,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                         if st.gpu_reset
                         else {}
                     ),
-                    "group_policies": st.group_policies(),
+                    "group_policies": group_policies(st),
                 }
             ),
             payload_response_only=True,
