@@ -29,7 +29,7 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics
-from stacks.remediation.phases import deepcheck
+from stacks.remediation.phases import deepcheck, hyperpod
 from stacks.remediation.phases.recorded import recorded
 
 RECORDED_FIELDS = (
@@ -54,7 +54,9 @@ REQUEST_FIELDS = ("requested_by", "request_reason")
 def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
     """The flow's start; a notify-only plan goes on to the ``report``, any other to ``act``."""
     s = flow.scope
-    begin = sfn.Pass(s, "Begin", parameters=state.initial_state())
+    # Only a cluster that lists another substrate looks for one: the others' template stays.
+    found: dict[str, object] = {"target": {}} if hyperpod.listed(flow) else {}
+    begin = sfn.Pass(s, "Begin", parameters={**state.initial_state(), **found})
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
     complete = sfn.Condition.and_(
@@ -141,7 +143,8 @@ def _request(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
 
 
 def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
-    """``$.group`` from Auto Scaling, when the instance is in a group."""
+    """``$.group`` from Auto Scaling, when the instance is in a group; else from the listed
+    HyperPod clusters, when it is a node of one (``$.target`` too)."""
     # Whether one GPU can be reset depends on the instance type (the plan's), read only by
     # a cluster that resets GPUs: the others' template stays as it was.
     types = {"types": "InstanceType"} if flow.settings.gpu_reset else {}
@@ -164,7 +167,7 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
     find_group.next(
         sfn.Choice(flow.scope, "In a node group?")
         .when(sfn.Condition.is_present(f"{state.ASG_GROUPS}[0]"), describe_group.next(last_reboot))
-        .otherwise(last_reboot)
+        .otherwise(hyperpod.find(flow, then=last_reboot) if hyperpod.listed(flow) else last_reboot)
     )
     return find_group
 
@@ -217,6 +220,11 @@ def _plan(flow: Flow) -> sfn.Chain:
                         else {}
                     ),
                     "group_policies": group_policies(st),
+                    **(
+                        {"target": sfn.JsonPath.object_at(state.TARGET)}
+                        if hyperpod.listed(flow)
+                        else {}
+                    ),
                 }
             ),
             payload_response_only=True,

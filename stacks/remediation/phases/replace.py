@@ -11,7 +11,7 @@ from stacks.guardrails import node_group_arns
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import entered_at, text_at
-from stacks.remediation.phases import spares
+from stacks.remediation.phases import hyperpod, spares
 
 TERMINATING = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated")
 """Lifecycle states of an instance on its way out: it no longer needs waiting for."""
@@ -57,7 +57,14 @@ def replace(flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable) -> s
         state.INSTANCE_ID,
     )
     start = flow.step("Start replacing", "replacing")
-    start.next(spares.take_spare(flow, then=unhealthy))
+    how = spares.take_spare(flow, then=unhealthy)
+    if hyperpod.listed(flow):
+        how = (
+            sfn.Choice(s, "Replace where?")
+            .when(hyperpod.on_hyperpod(), hyperpod.replace(flow, then=delete, failure=failure))
+            .otherwise(how)
+        )
+    start.next(how)
     unhealthy.next(flow.put("Begin termination watch", state.TERM, rounds=0)).next(check).next(
         sfn.Choice(s, "Terminating?")
         .when(gone, delete)
