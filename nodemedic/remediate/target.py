@@ -51,7 +51,6 @@ class Target:
     only notifies."""
 
 
-
 @dataclass(frozen=True)
 class Capped:
     """A planned action as the target allows it."""

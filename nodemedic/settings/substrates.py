@@ -58,6 +58,12 @@ class SubstrateSettings:
     hand-off: the node stays cordoned and drained, the failure mail says so, nothing is
     terminated ([Reserved capacity](#reserved-capacity))."""
 
+    @property
+    def other_substrates(self) -> bool:
+        """Whether any substrate besides Auto Scaling is listed: only then does the state
+        machine look for one, so a cluster of Auto Scaling groups keeps its template."""
+        return bool(self.karpenter_nodepools or self.hyperpod_clusters)
+
     def substrate_errors(self, node_groups: Sequence[str]) -> list[str]:
         return substrate_errors(
             self.karpenter_nodepools, self.hyperpod_clusters, self.reserved_capacity, node_groups

@@ -20,9 +20,12 @@ ids; a node it does not know is a ``ValidationException``, where HyperPod answer
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import boto3
+
+from nodemedic.contracts.substrates import hyperpod_log_group
 from world.aws.motopatch import DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_NODE, replaced
 
 Launched = Callable[[str, str], None]
@@ -64,6 +67,13 @@ def create_hyperpod_cluster(
             _add_node(cluster, group, instance_id)
     _recovery[name] = node_recovery
     return arn
+
+
+def create_log_groups(logs: Any, clusters: Iterable[tuple[str, str]]) -> None:
+    """The clusters' log groups, which HyperPod makes with each cluster and nodemedic's stack
+    subscribes the classifier to: they must exist before it is deployed."""
+    for name, cluster_id in clusters:
+        logs.create_log_group(logGroupName=hyperpod_log_group(name, cluster_id))
 
 
 @contextlib.contextmanager
@@ -181,10 +191,14 @@ def _replace(cluster: Any, node_id: str) -> str:
     the node's new instance id."""
     ec2 = _ec2(cluster)
     old = ec2.get_instance(node_id)
-    reservation = ec2.run_instances(
-        old.image_id, 1, None, [], instance_type=old.instance_type, placement=old.placement
-    )
-    new_id: str = reservation.instances[0].id
+    (launched,) = boto3.client("ec2", region_name=cluster.region_name).run_instances(
+        ImageId=old.image_id,
+        InstanceType=old.instance_type,
+        MinCount=1,
+        MaxCount=1,
+        Placement={"AvailabilityZone": old.availability_zone},
+    )["Instances"]
+    new_id: str = launched["InstanceId"]
     ec2.terminate_instances([node_id])
     group = cluster.nodes.pop(node_id).instance_group_name
     _add_node(cluster, group, new_id)

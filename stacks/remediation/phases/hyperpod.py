@@ -36,6 +36,7 @@ def cluster_arns(flow: Flow) -> list[str]:
 
 
 def listed(flow: Flow) -> bool:
+    """Whether the cluster lists HyperPod clusters: else none of these states."""
     return bool(flow.settings.hyperpod_clusters)
 
 
