@@ -23,7 +23,11 @@ HYPERPOD = {"name": "prod", "hyperpod_clusters": {"ml-cluster": "abcdef123456"}}
 
 
 def _plan(
-    raw: dict[str, Any], decision: dict[str, Any], target: dict[str, Any] | None, group: str
+    raw: dict[str, Any],
+    decision: dict[str, Any],
+    target: dict[str, Any] | None,
+    group: str,
+    **more: Any,
 ) -> dict[str, Any]:
     """The policy Lambda's plan, as the state machine asks for it."""
     event = {
@@ -34,6 +38,7 @@ def _plan(
         "now": "2026-11-29T12:00:00Z",
         "policy": parse_cluster(raw).policy.to_mapping(),
         **({"target": target} if target is not None else {}),
+        **more,
     }
     return handler(event, None)
 
@@ -57,10 +62,18 @@ def test_hyperpod_acts_only_while_its_recovery_is_off() -> None:
 
 
 def test_a_gpu_reset_on_hyperpod_is_a_reboot() -> None:
+    """A type and a line that would reset one GPU on an Auto Scaling node."""
+    reset = {
+        **DMA,
+        "action": "reset",
+        "health_status": "UnschedulablePendingReset",
+        "evidence_line": "NVRM: Xid (PCI:0000:53:00): 119, pid=1, name=train",
+    }
     raw = {**HYPERPOD, "hyperpod_repair": "when_recovery_off", "gpu_reset": True}
-    reset = {**DMA, "action": "reset", "health_status": "UnschedulablePendingReset"}
-    found = _plan(raw, reset, {"substrate": "hyperpod", "node_recovery": "None"}, "ml-cluster")
+    recovery_off = {"substrate": "hyperpod", "node_recovery": "None"}
+    found = _plan(raw, reset, recovery_off, "ml-cluster", instance_types=["g6.48xlarge"])
     assert (found["mode"], found["action"]) == ("act", "reboot")
+    assert "hyperpod has no GPU reset rung" in found["reason"]
 
 
 @pytest.mark.parametrize(
