@@ -351,7 +351,7 @@ def plan(
             f"(escalation_window {policy.escalation_window} s); "
         )
     own = target or Target("autoscaling" if group is not None else "none")
-    capped = cap(action, own, auto_mode_reboot=policy.auto_mode_reboot)  # type: ignore[arg-type]
+    capped = cap(action, own, auto_mode_reboot=policy.auto_mode_reboot)
     if capped.action != action:
         action, health_status = capped.action, STATUS_OF_ACTION[capped.action]
     reason_prefix += capped.reason

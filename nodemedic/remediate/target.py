@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 from nodemedic.contracts.substrates import SUBSTRATES, Substrate
 from nodemedic.remediate.errors import PolicyError
@@ -66,21 +66,23 @@ class Capped:
     """Why the action changed (empty: it did not), the start of the plan's reason."""
 
 
-def hyperpod_defers(node_recovery: str | None, repair: HyperPodRepair) -> str:
+def hyperpod_defers(node_recovery: str | None, repair: str) -> str:
     """Why a HyperPod node is left to HyperPod (empty: nodemedic acts). ``NodeRecovery``
-    absent from DescribeCluster is taken as ``Automatic``, its default: two repairs racing
-    on one node is the harm to avoid, a notification the cheap mistake."""
+    absent from DescribeCluster is taken as ``Automatic``, its default, and any ``repair``
+    but ``when_recovery_off`` as ``defer``: two repairs racing on one node is the harm to
+    avoid, a notification the cheap mistake."""
     recovery = node_recovery or AUTOMATIC_RECOVERY
-    if repair == "defer":
-        return "hyperpod_repair is defer: HyperPod repairs its nodes itself"
+    if repair != "when_recovery_off":
+        return f"hyperpod_repair is {repair}: HyperPod repairs its nodes itself"
     if recovery == AUTOMATIC_RECOVERY:
         return "HyperPod's automatic node recovery is on (NodeRecovery Automatic)"
     return ""
 
 
-def cap(action: str, target: Target, *, auto_mode_reboot: AutoModeReboot) -> Capped:
+def cap(action: str, target: Target, *, auto_mode_reboot: str) -> Capped:
     """``action`` as ``target`` allows it. Unmanaged nodes (``none``) are left to the plan's
-    own monitor-only rule, so their outcome stays what it was."""
+    own monitor-only rule, so their outcome stays what it was. An ``auto_mode_reboot`` but
+    ``replace`` only notifies: a default never harms a node."""
     if action == "notify" or target.substrate == "none":
         return Capped(action)
     if target.defers_to:
@@ -91,7 +93,7 @@ def cap(action: str, target: Target, *, auto_mode_reboot: AutoModeReboot) -> Cap
         action, reason = "reboot", f"{target.substrate} has no GPU reset rung; "
     if action == "reboot" and "reboot" not in allowed:
         # Auto Mode, the one substrate without a reboot: its instances refuse EC2 actions.
-        if auto_mode_reboot == "notify":
+        if auto_mode_reboot != "replace":
             return Capped(
                 "notify",
                 outcome="notified",
@@ -118,11 +120,7 @@ def target_of(
     substrate = found.get("substrate") or ("autoscaling" if group is not None else "none")
     if substrate not in SUBSTRATES:
         raise PolicyError(f"target substrate must be one of {', '.join(SUBSTRATES)}")
-    defers = ""
-    if substrate == "hyperpod":
-        if repair not in get_args(HyperPodRepair):
-            raise PolicyError(f"hyperpod_repair must be defer or when_recovery_off: {repair!r}")
-        defers = hyperpod_defers(found.get("node_recovery"), repair)  # type: ignore[arg-type]
+    defers = hyperpod_defers(found.get("node_recovery"), repair) if substrate == "hyperpod" else ""
     return Target(substrate, reserved=group is not None and group in reserved, defers_to=defers)
 
 
