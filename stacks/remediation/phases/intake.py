@@ -29,7 +29,7 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics
-from stacks.remediation.phases import deepcheck, hyperpod
+from stacks.remediation.phases import deepcheck, hyperpod, karpenter
 from stacks.remediation.phases.recorded import recorded
 
 RECORDED_FIELDS = (
@@ -55,7 +55,7 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     """The flow's start; a notify-only plan goes on to the ``report``, any other to ``act``."""
     s = flow.scope
     # Only a cluster that lists another substrate looks for one: the others' template stays.
-    found: dict[str, object] = {"target": {}} if hyperpod.listed(flow) else {}
+    found: dict[str, object] = {"target": {}} if flow.settings.other_substrates else {}
     begin = sfn.Pass(s, "Begin", parameters={**state.initial_state(), **found})
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
@@ -167,9 +167,17 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
     find_group.next(
         sfn.Choice(flow.scope, "In a node group?")
         .when(sfn.Condition.is_present(f"{state.ASG_GROUPS}[0]"), describe_group.next(last_reboot))
-        .otherwise(hyperpod.find(flow, then=last_reboot) if hyperpod.listed(flow) else last_reboot)
+        .otherwise(_elsewhere(flow, last_reboot))
     )
     return find_group
+
+
+def _elsewhere(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """An instance in no Auto Scaling group: a node of a listed HyperPod cluster, else of a
+    listed NodePool, else of none (monitor only)."""
+    if karpenter.listed(flow):
+        then = karpenter.find(flow, then=then)
+    return hyperpod.find(flow, then=then) if hyperpod.listed(flow) else then
 
 
 def _last_reboot(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
@@ -222,7 +230,7 @@ def _plan(flow: Flow) -> sfn.Chain:
                     "group_policies": group_policies(st),
                     **(
                         {"target": sfn.JsonPath.object_at(state.TARGET)}
-                        if hyperpod.listed(flow)
+                        if st.other_substrates
                         else {}
                     ),
                 }
