@@ -118,7 +118,7 @@ def description(text: str) -> str:
 def settings_schema() -> Schema:
     docs = declare.docs(ClusterSettings)
     properties = {}
-    for setting in fields(ClusterSettings):
+    for setting in declare.declared(ClusterSettings):
         schema = _setting_property(setting.name)
         if (
             declare.specs(ClusterSettings)[setting.name].mapping

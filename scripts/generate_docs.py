@@ -15,7 +15,7 @@ import ast
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING
 from typing import Any
 
 from console.cli import _COMMANDS
@@ -56,7 +56,7 @@ def settings_table() -> str:
         "| setting | default | values | per group | meaning |",
         "|---|---|---|---|---|",
     ]
-    for setting in fields(ClusterSettings):
+    for setting in declare.declared(ClusterSettings):
         spec = declare.spec_of(setting)
         cells = (
             f"`{setting.name}`",

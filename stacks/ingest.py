@@ -25,7 +25,9 @@ from nodemedic.contracts.env import (
     ENV_PROOF_OF_ORIGIN,
     ENV_STALE_AFTER,
     ENV_STATE_MACHINE_ARN,
+    HYPERPOD_LOG_GROUPS_ENV,
 )
+from nodemedic.contracts.substrates import hyperpod_log_group
 from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.origin.identity import load_certificates, vendored_regions
 from nodemedic.settings import ClusterSettings
@@ -104,6 +106,7 @@ class Ingest(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
+        hyperpod_groups = [hyperpod_log_group(*cluster) for cluster in settings.hyperpod_clusters]
         classifier = PythonFunction(
             self,
             "Classifier",
@@ -120,6 +123,7 @@ class Ingest(Construct):
                 ENV_STALE_AFTER: str(settings.stale_after),
                 # Set only where on: a cluster with the default keeps its template as it was.
                 **({ENV_GPU_RESET: "true"} if settings.gpu_reset else {}),
+                **({HYPERPOD_LOG_GROUPS_ENV: ",".join(hyperpod_groups)} if hyperpod_groups else {}),
                 ENV_IDENTITY_CERTIFICATES: identity_certificates(settings, Stack.of(self).region),
                 **(environment or {}),
             },
@@ -149,4 +153,18 @@ class Ingest(Construct):
                 filter_name="nodemedic-faults" if index == 0 else f"nodemedic-faults-{index + 1}",
             )
             for index, pattern in enumerate(self.filter_patterns)
+        ]
+        # HyperPod's own findings: its health monitoring agent's events and its deep health
+        # checks' results, in the log group HyperPod made with the cluster (it must exist
+        # before the stack). Every event goes: the classifier reads the stream's name.
+        self.hyperpod_subscriptions = [
+            logs.SubscriptionFilter(
+                self,
+                f"HyperPod{index + 1}",
+                log_group=logs.LogGroup.from_log_group_name(self, f"HyperPodLogs{index + 1}", name),
+                destination=destinations.LambdaDestination(self.function),
+                filter_pattern=logs.FilterPattern.all_events(),
+                filter_name="nodemedic-hyperpod",
+            )
+            for index, name in enumerate(hyperpod_groups)
         ]

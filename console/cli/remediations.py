@@ -44,6 +44,7 @@ FIELDS: Final = (
     "handed_off_to",
     "ticket",
     "taken_back_by",
+    "substrate",
 )
 """The record's fields an entry carries, each null when the record has none (yet)."""
 
@@ -95,6 +96,8 @@ def _changes(raw: Any) -> list[dict[str, Any]]:
 def lines(shown: Mapping[str, Any]) -> list[str]:
     """The entry for a person: a headline, the evidence and trigger, every step and change."""
     end = shown["outcome"] or shown["state"]
+    if shown["substrate"] not in (None, "autoscaling", "none"):
+        end = f"{end} ({shown['substrate']})"  # who repaired it, where not Auto Scaling
     out = [
         f"{shown['started_at']}  {shown['instance_id']} ({shown['node'] or 'node unknown'}, "
         f"group {shown['node_group'] or 'unknown'})  {shown['fault_id']}: "

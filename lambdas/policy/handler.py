@@ -10,11 +10,13 @@ standard library only, so the function's bundle is just these modules. Bad input
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nodemedic.remediate import breaker, fleet
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
+from nodemedic.remediate.target import hyperpod_group, target_of
 
 
 def _group(raw: dict[str, Any]) -> Group | None:
@@ -31,13 +33,21 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     types = event.get("instance_types") or [None]
     group = _group(event["group"])
     own = event.get("group_policies", {}).get(group.name) if group is not None else None
+    policy = Policy.from_mapping(own or event["policy"])
+    found = target_of(
+        event.get("target"),
+        group.name if group is not None else None,
+        reserved=policy.reserved_capacity,
+        repair=policy.hyperpod_repair,
+    )
     return plan(
         event["decision"],
         group,
         parse_time(last, "last reboot") if last is not None else None,
         parse_time(event["now"], "now"),
-        Policy.from_mapping(own or event["policy"]),
+        policy,
         instance_type=types[0],
+        target=found,
     ).to_mapping()
 
 
@@ -76,31 +86,34 @@ def _fleet(event: dict[str, Any]) -> dict[str, Any]:
     ).to_mapping()
 
 
+def _admission(event: dict[str, Any]) -> dict[str, Any]:
+    at = int(parse_time(event["at"], "at").timestamp())
+    return breaker.admission(at, str(event["action"]), breaker.Limits.from_mapping(event["limits"]))
+
+
+OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "plan": _plan,
+    "elapsed": lambda event: {"seconds": elapsed(event["since"], event["until"])},
+    "clock": lambda event: clock(event["at"]),
+    "admission": _admission,
+    "judge": _judge,
+    "fleet": _fleet,
+    "hyperpod": lambda event: hyperpod_group(str(event["cluster"]), event["description"]),
+}
+
+
 def handler(event: Any, context: Any) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise PolicyError(f"the event is not an object: {type(event).__name__}")
     op = event.get("op")
+    run = OPS.get(op) if isinstance(op, str) else None
+    if run is None:
+        raise PolicyError(f"unknown op {op!r}: expected {', '.join(OPS)}")
     try:
-        if op == "plan":
-            return _plan(event)
-        if op == "elapsed":
-            return {"seconds": elapsed(event["since"], event["until"])}
-        if op == "clock":
-            return clock(event["at"])
-        if op == "admission":
-            at = int(parse_time(event["at"], "at").timestamp())
-            limits = breaker.Limits.from_mapping(event["limits"])
-            return breaker.admission(at, str(event["action"]), limits)
-        if op == "judge":
-            return _judge(event)
-        if op == "fleet":
-            return _fleet(event)
+        return run(event)
     except PolicyError:
         raise
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError, IndexError) as exc:
         # A value of the wrong shape anywhere in the payload (a text for a number, an
         # infinite float, a list of two for one): the task fails with what was wrong.
         raise PolicyError(f"{op!r} payload lacks or mistypes {exc!r}") from exc
-    raise PolicyError(
-        f"unknown op {op!r}: expected plan, elapsed, clock, admission, judge or fleet"
-    )

@@ -30,6 +30,10 @@ ENV_PROOF_OF_ORIGIN: Final = "NODEMEDIC_PROOF_OF_ORIGIN"
 ENV_IDENTITY_CERTIFICATES: Final = "NODEMEDIC_IDENTITY_CERTIFICATES"
 """PEM certificates the classify Lambda verifies instance identity documents with; empty:
 AWS's, vendored in ``nodemedic/origin/certificates``."""
+HYPERPOD_LOG_GROUPS_ENV: Final = "NODEMEDIC_HYPERPOD_LOG_GROUPS"
+"""Comma-separated: the SageMaker HyperPod cluster log groups (``/aws/sagemaker/Clusters/
+<name>/<id>``) the classify Lambda reads HyperPod's own findings from; an event of any other
+such group is refused (``nodemedic.remediate.hyperpod``). Unset or empty: none."""
 ENV_LEDGER_TABLE: Final = "LEDGER_TABLE"
 """The ledger table: the classify Lambda records heartbeats there, the kube Lambda's
 ``silent`` op reads them."""

@@ -20,6 +20,7 @@ from nodemedic.health.instance_types import gpu_reset_of
 from nodemedic.remediate import approval, parking
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.ledger import admission_limit, reboot_escalates
+from nodemedic.remediate.target import Target, cap
 
 Mode = Literal["notify", "monitor", "act"]
 ACTIONS = tuple(STATUS_OF_ACTION)
@@ -71,6 +72,11 @@ class Policy:
     approval_timeout_default: str = "hold"
     """Which actions wait for a person, how long, and what an unanswered request comes to
     (``nodemedic.remediate.approval``)."""
+    auto_mode_reboot: str = "notify"
+    hyperpod_repair: str = "defer"
+    reserved_capacity: tuple[str, ...] = ()
+    """The substrates' settings (``nodemedic.remediate.target``): what an Auto Mode node's
+    reboot becomes, whether HyperPod's nodes are repaired, the groups on reserved capacity."""
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> Policy:
@@ -92,6 +98,9 @@ class Policy:
                 approval=str(raw.get("approval", "none")),
                 approval_timeout=int(raw.get("approval_timeout", 14400)),
                 approval_timeout_default=str(raw.get("approval_timeout_default", "hold")),
+                auto_mode_reboot=str(raw.get("auto_mode_reboot", "notify")),
+                hyperpod_repair=str(raw.get("hyperpod_repair", "defer")),
+                reserved_capacity=tuple(str(g) for g in raw.get("reserved_capacity", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyError(f"bad policy settings: {exc!r}") from exc
@@ -105,6 +114,10 @@ class Policy:
         values["actions"] = dict(self.actions)
         if self.approval == "none":
             for key in ("approval", "approval_timeout", "approval_timeout_default"):
+                del values[key]
+        values["reserved_capacity"] = list(self.reserved_capacity)
+        for key in ("auto_mode_reboot", "hyperpod_repair", "reserved_capacity"):
+            if getattr(self, key) == getattr(Policy, key):  # likewise the substrates'
                 del values[key]
         return values
 
@@ -159,6 +172,10 @@ class Plan:
     approval_timeout: int = 14400
     approval_timeout_default: str = "hold"
     """The group's: how long the request waits, and what no answer comes to."""
+    substrate: str = "none"
+    """Who repairs the node (``Substrate``): the ledger, the mail and ``history`` name it."""
+    hand_off: bool = False
+    """Kept cordoned, not replaced: reserved capacity (``nodemedic.remediate.target``)."""
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
@@ -250,11 +267,16 @@ def _unmanaged(group: Group | None, policy: Policy) -> str:
     return f"node group {group.name} is not in node_groups"
 
 
-def _mode(action: str, group: Group | None, policy: Policy) -> tuple[Mode, str, str]:
-    """(mode, outcome, reason) before escalation is considered."""
+def _mode(
+    action: str, group: Group | None, policy: Policy, substrate: str
+) -> tuple[Mode, str, str]:
+    """(mode, outcome, reason) before escalation is considered. A node of another substrate
+    than Auto Scaling was found only in what its settings list (the state machine looks
+    nowhere else), so it is managed."""
     if action == "notify":
         return "notify", "notified", "the fault says nothing against the node"
-    if group is None or group.name not in policy.node_groups:
+    listed = substrate not in ("autoscaling", "none")
+    if not listed and (group is None or group.name not in policy.node_groups):
         return "monitor", "unmanaged", _unmanaged(group, policy)
     if policy.recovery_mode == "None":
         return "monitor", "monitored", "recovery_mode is None: label and condition only"
@@ -292,9 +314,11 @@ def plan(
     policy: Policy,
     *,
     instance_type: str | None = None,
+    target: Target | None = None,
 ) -> Plan:
     """What to do about ``decision`` now: its action, escalated to a replacement when the
-    ledger's escalation rule says a reboot would not help. A GPU reset is a reboot where
+    ledger's escalation rule says a reboot would not help, then capped to what the node's
+    ``target`` allows (None: its Auto Scaling group's, or none). A GPU reset is a reboot where
     ``instance_type`` (None: not known) cannot reset one GPU in place
     (``nodemedic.health.instance_types.gpu_reset_of``) or the fault's line names no GPU; a
     reboot so reached escalates like any other. A second reset of the same GPU within
@@ -326,7 +350,13 @@ def plan(
             f"rebooted for this fault {int(since)} s ago "
             f"(escalation_window {policy.escalation_window} s); "
         )
-    mode, outcome, reason = _mode(action, group, policy)
+    own = target or Target("autoscaling" if group is not None else "none")
+    capped = cap(action, own, auto_mode_reboot=policy.auto_mode_reboot)
+    if capped.action != action:
+        action, health_status = capped.action, STATUS_OF_ACTION[capped.action]
+    reason_prefix += capped.reason
+    mode, outcome, reason = _mode(action, group, policy, own.substrate)
+    outcome = capped.outcome or outcome
     if mode == "monitor" and decision.get("source") == MANUAL_SOURCE:
         # A person asked for the action itself: a label and a condition would only pretend
         # to answer. Refused and mailed instead, the node untouched (docs/security.md).
@@ -364,4 +394,6 @@ def plan(
         ),
         approval_timeout=policy.approval_timeout,
         approval_timeout_default=policy.approval_timeout_default,
+        substrate=own.substrate,
+        hand_off=capped.hand_off,
     )

@@ -1,9 +1,9 @@
 """The cluster settings, each declared once: its type, default and bounds (``setting(...)``,
-``nodemedic.settings.declare``) and, under it, its doc. The checks of values, cdk.json's
-types, the JSON Schema (``nodemedic/settings.schema.json``) and docs/deploy.md's table are
-derived from them (``make generated``; unit tests fail while a committed one is stale).
-To add a setting: its declaration (``per_group=True`` where a group may set its own), a
-check in ``nodemedic.settings.checks`` where a bound cannot say it, ``make generated``.
+``nodemedic.settings.declare``) and, under it, its doc; the substrates' are inherited
+(``nodemedic.settings.substrates``). The checks of values, cdk.json's types, the JSON Schema
+and docs/deploy.md's table are derived from them (``make generated``; unit tests fail while
+a committed one is stale). To add a setting: its declaration (``per_group=True`` where a
+group may set its own), a check in ``checks`` where a bound cannot say it, ``make generated``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from nodemedic.settings.checks import (
     SPARE_COUNT,
 )
 from nodemedic.settings.declare import SettingsError, required, setting
+from nodemedic.settings.substrates import SubstrateSettings
 
 RecoveryMode = Literal["Automatic", "None"]
 ProofOfOrigin = Literal["enforce", "audit"]
@@ -36,7 +37,7 @@ ApprovalTimeoutDefault = Literal["hold", "proceed"]
 
 
 @dataclass(frozen=True)
-class ClusterSettings:
+class ClusterSettings(SubstrateSettings):
     """One monitored cluster and how far nodemedic may act on it."""
 
     name: str = required(schema={"pattern": NAME.pattern}, checked_by="name_errors")
@@ -278,6 +279,7 @@ class ClusterSettings:
             errors.append(str(exc))
         errors += checks.retention_errors(self.log_retention_days)
         errors += checks.node_group_errors(self.node_groups)
+        errors += self.substrate_errors(self.node_groups)
         errors += checks.spares_errors(self.spares, self.node_groups)
         errors += checks.spot_errors(self.spot_groups, self.node_groups)
         errors += checks.auto_repair_errors(self.eks_auto_repair, self.node_groups)
@@ -303,12 +305,6 @@ class ClusterSettings:
         if "actions" in own:
             own["actions"] = tuple(sorted({**dict(self.actions), **dict(own["actions"])}.items()))
         return replace(self, group_overrides=(), **own)
-
-    def group_policies(self) -> dict[str, dict[str, Any]]:
-        """Each group with settings of its own → its ``Policy``, as the plan is given it."""
-        return {
-            group: self.for_group(group).policy.to_mapping() for group, _ in self.group_overrides
-        }
 
     @property
     def fleet_rules(self) -> FleetRules:
@@ -361,6 +357,7 @@ class ClusterSettings:
             approval=self.approval,
             approval_timeout=self.approval_timeout,
             approval_timeout_default=self.approval_timeout_default,
+            **self.substrate_policy(),
         )
 
     @property

@@ -99,8 +99,25 @@ def per_group(cls: type) -> tuple[str, ...]:
 
 
 @cache
+def declared(cls: type) -> tuple[Field[Any], ...]:
+    """The settings in the order a reader meets them: the class's own, then those it
+    inherits (``fields`` puts a base class's first)."""
+    own = inspect.get_annotations(cls)
+    every = fields(cls)
+    return (*(f for f in every if f.name in own), *(f for f in every if f.name not in own))
+
+
+@cache
 def docs(cls: type) -> dict[str, str]:
-    """The docstring under each setting, on one line."""
+    """The docstring under each setting, on one line, the inherited ones' too."""
+    found: dict[str, str] = {}
+    for each in reversed(cls.__mro__):
+        if each is not object and "__dataclass_fields__" in each.__dict__:
+            found.update(_docs_of(each))
+    return found
+
+
+def _docs_of(cls: type) -> dict[str, str]:
     body = ast.parse(inspect.getsource(cls)).body[0]
     assert isinstance(body, ast.ClassDef)
     found = {}

@@ -9,6 +9,8 @@ the checks, the JSON Schema and the state machine's per-group plan read it there
 
 from __future__ import annotations
 
+from typing import Any
+
 from nodemedic.catalog import Catalog, acted
 from nodemedic.settings.checks import COMPONENTS, STRENGTH
 from nodemedic.settings.cluster import ClusterSettings
@@ -18,6 +20,14 @@ def asks_approval(settings: ClusterSettings) -> bool:
     """Whether the cluster or any of its groups has an action wait for a person: the state
     machine has the approval phase's states only then."""
     return any(own.approval != "none" for own in settings.each_group())
+
+
+def group_policies(settings: ClusterSettings) -> dict[str, dict[str, Any]]:
+    """Each group with settings of its own → its ``Policy``, as the plan is given it."""
+    return {
+        group: settings.for_group(group).policy.to_mapping()
+        for group, _ in settings.group_overrides
+    }
 
 
 def catalog_errors(settings: ClusterSettings, catalog: Catalog) -> list[str]:

@@ -101,6 +101,18 @@ IGNORED: tuple[Ignored, ...] = (
     ),
     *(
         Ignored(
+            "parliament",
+            "UNKNOWN_ACTION",
+            IDENTITY,
+            f"Unknown action sagemaker:{action}",
+            f"SageMaker's {action} (HyperPod) is in botocore's service model and AWS's API "
+            f"reference (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_{action}"
+            ".html); parliament's action list predates it.",
+        )
+        for action in ("batchRebootClusterNodes", "batchReplaceClusterNodes")
+    ),
+    *(
+        Ignored(
             "cfn-lint",
             "W3005",
             type_,

@@ -31,6 +31,9 @@ out; what the replacements do lives with the behaviour they stand for:
                                             here)
 ``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
                                             targets (``motoservices.py``)
+``SageMakerModelBackend``                   HyperPod's ``ResourceNotFound`` and
+``.describe_cluster_node`` and              ``NodeRecovery``; the batch reboot and
+``.describe_cluster``                       replace calls moto lacks (``hyperpod.py``)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -146,6 +149,9 @@ SEND_COMMAND = Target(
 SEND_TO_TARGETS = Target(
     "moto.events.models.Rule", "send_to_targets", "(self, original_event, transform_input=True)"
 )
+_SAGEMAKER = "moto.sagemaker.models.SageMakerModelBackend"
+DESCRIBE_CLUSTER_NODE = Target(_SAGEMAKER, "describe_cluster_node", "(self, cluster_name, node_id)")
+DESCRIBE_CLUSTER = Target(_SAGEMAKER, "describe_cluster", "(self, cluster_name)")
 TARGETS = (
     REBOOT_INSTANCES,
     SEND_COMMAND,
@@ -158,6 +164,8 @@ TARGETS = (
     FROM_ERROR,
     SFN_PARAMETERS,
     SEND_TO_TARGETS,
+    DESCRIBE_CLUSTER_NODE,
+    DESCRIBE_CLUSTER,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from nodemedic.contracts.kube import MANUAL_SOURCE
 from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate.decision import REQUIRED_FIELDS, SCHEMA
+from nodemedic.settings.groups import group_policies
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import (
@@ -28,7 +29,7 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics
-from stacks.remediation.phases import deepcheck
+from stacks.remediation.phases import deepcheck, hyperpod, karpenter
 from stacks.remediation.phases.recorded import recorded
 
 RECORDED_FIELDS = (
@@ -53,7 +54,9 @@ REQUEST_FIELDS = ("requested_by", "request_reason")
 def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IChainable:
     """The flow's start; a notify-only plan goes on to the ``report``, any other to ``act``."""
     s = flow.scope
-    begin = sfn.Pass(s, "Begin", parameters=state.initial_state())
+    # Only a cluster that lists another substrate looks for one: the others' template stays.
+    found: dict[str, object] = {"target": {}} if flow.settings.other_substrates else {}
+    begin = sfn.Pass(s, "Begin", parameters={**state.initial_state(), **found})
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
     complete = sfn.Condition.and_(
@@ -140,7 +143,8 @@ def _request(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
 
 
 def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
-    """``$.group`` from Auto Scaling, when the instance is in a group."""
+    """``$.group`` from Auto Scaling, when the instance is in a group; else from the listed
+    HyperPod clusters, when it is a node of one (``$.target`` too)."""
     # Whether one GPU can be reset depends on the instance type (the plan's), read only by
     # a cluster that resets GPUs: the others' template stays as it was.
     types = {"types": "InstanceType"} if flow.settings.gpu_reset else {}
@@ -163,9 +167,17 @@ def _node_group(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
     find_group.next(
         sfn.Choice(flow.scope, "In a node group?")
         .when(sfn.Condition.is_present(f"{state.ASG_GROUPS}[0]"), describe_group.next(last_reboot))
-        .otherwise(last_reboot)
+        .otherwise(_elsewhere(flow, last_reboot))
     )
     return find_group
+
+
+def _elsewhere(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """An instance in no Auto Scaling group: a node of a listed HyperPod cluster, else of a
+    listed NodePool, else of none (monitor only)."""
+    if karpenter.listed(flow):
+        then = karpenter.find(flow, then=then)
+    return hyperpod.find(flow, then=then) if hyperpod.listed(flow) else then
 
 
 def _last_reboot(flow: Flow, plan: sfn.IChainable) -> sfn.IChainable:
@@ -215,7 +227,12 @@ def _plan(flow: Flow) -> sfn.Chain:
                         if st.gpu_reset
                         else {}
                     ),
-                    "group_policies": st.group_policies(),
+                    "group_policies": group_policies(st),
+                    **(
+                        {"target": sfn.JsonPath.object_at(state.TARGET)}
+                        if st.other_substrates
+                        else {}
+                    ),
                 }
             ),
             payload_response_only=True,

@@ -26,10 +26,13 @@ from stacks.remediation.kit.render import (
     reboot_key,
     text_at,
 )
+from stacks.remediation.phases import hyperpod
 from stacks.remediation.phases.mark import give_way
 
 
-def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sfn.IChainable:
+def reboot(
+    flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable, failure: sfn.IChainable
+) -> sfn.IChainable:
     """Enter ``rebooting``; a node back with its fault gone goes on to the ``report``."""
     s = flow.scope
     escalate = give_way(
@@ -70,9 +73,16 @@ def reboot(flow: Flow, *, report: sfn.IChainable, replace: sfn.IChainable) -> sf
         result_path=state.time_of("rebooted"),
     )
     start = flow.step("Start rebooting", "rebooting")
-    start.next(note_on_lock).next(marker).next(restart).next(
-        _watch(flow, report=report, escalate=escalate, flagged=flagged)
-    )
+    watch = _watch(flow, report=report, escalate=escalate, flagged=flagged)
+    restart.next(watch)
+    how: sfn.IChainable = restart
+    if hyperpod.listed(flow):
+        how = (
+            sfn.Choice(s, "Reboot where?")
+            .when(hyperpod.on_hyperpod(), hyperpod.reboot(flow, then=watch, failure=failure))
+            .otherwise(restart)
+        )
+    start.next(note_on_lock).next(marker).next(how)
     return start
 
 

@@ -23,7 +23,7 @@ def reboot_or_replace(
     flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable
 ) -> sfn.IChainable:
     replaced = replace(flow, report=report, failure=failure)
-    rebooted = reboot(flow, report=report, replace=replaced)
+    rebooted = reboot(flow, report=report, replace=replaced, failure=failure)
     replaceable = state.decision("replaceable")
     drained = flow.ended("Drained, left to AWS", DRAINED)
     drained.next(report)
@@ -34,6 +34,20 @@ def reboot_or_replace(
         ),
         drained,
     )
+    if flow.settings.reserved_capacity:
+        choice.when(
+            sfn.Condition.and_(
+                sfn.Condition.string_equals(state.ACTION, "replace"),
+                sfn.Condition.boolean_equals(state.plan("hand_off"), True),
+            ),
+            flow.found_error(
+                "Handed off",
+                "ReservedCapacity",
+                "a replacement of {} would give up its reserved capacity: it stays cordoned "
+                "and drained for a support case (reserved_capacity)",
+                state.INSTANCE_ID,
+            ).next(failure),
+        )
     if flow.settings.gpu_reset:
         # Only a cluster that resets GPUs has a plan that says reset.
         choice.when(

@@ -1,6 +1,7 @@
 """Replacing: set the instance Unhealthy for its Auto Scaling group to replace, wait until it
 terminates, delete its Node; in a group that keeps spares, bring one into service first and
-refill the pool after (``spares``)."""
+refill the pool after (``spares``). A HyperPod node (``hyperpod``) or a Karpenter one
+(``karpenter``) is replaced its substrate's way instead."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from stacks.guardrails import node_group_arns
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import entered_at, text_at
-from stacks.remediation.phases import spares
+from stacks.remediation.phases import hyperpod, karpenter, spares
 
 TERMINATING = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated")
 """Lifecycle states of an instance on its way out: it no longer needs waiting for."""
@@ -57,7 +58,9 @@ def replace(flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable) -> s
         state.INSTANCE_ID,
     )
     start = flow.step("Start replacing", "replacing")
-    start.next(spares.take_spare(flow, then=unhealthy))
+    replaced = flow.ended("Replaced", "replaced")
+    replaced.next(report)
+    start.next(_where(flow, spares.take_spare(flow, then=unhealthy), delete, replaced, failure))
     unhealthy.next(flow.put("Begin termination watch", state.TERM, rounds=0)).next(check).next(
         sfn.Choice(s, "Terminating?")
         .when(gone, delete)
@@ -68,7 +71,26 @@ def replace(flow: Flow, *, report: sfn.IChainable, failure: sfn.IChainable) -> s
         .otherwise(term_wait)
     )
     term_wait.next(flow.next_round("Count termination", state.TERM)).next(check)
-    replaced = flow.ended("Replaced", "replaced")
-    replaced.next(report)
     delete.next(spares.refill(flow, then=replaced))
     return start
+
+
+def _where(
+    flow: Flow,
+    autoscaling: sfn.IChainable,
+    delete: sfn.IChainable,
+    replaced: sfn.IChainable,
+    failure: sfn.IChainable,
+) -> sfn.IChainable:
+    """The replacement the node's substrate makes: HyperPod's (then the Node is deleted),
+    Karpenter's (which deletes the Node itself), else the Auto Scaling group's."""
+    if not (hyperpod.listed(flow) or karpenter.listed(flow)):
+        return autoscaling
+    where = sfn.Choice(flow.scope, "Replace where?")
+    if hyperpod.listed(flow):
+        where.when(hyperpod.on_hyperpod(), hyperpod.replace(flow, then=delete, failure=failure))
+    if karpenter.listed(flow):
+        where.when(
+            karpenter.on_karpenter(), karpenter.replace(flow, then=replaced, failure=failure)
+        )
+    return where.otherwise(autoscaling)

@@ -28,6 +28,8 @@ def report(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     """The jobs resumed, the outcome published, mailed and recorded; then ``then``, the
     release."""
     elapsed = flow.elapsed("Elapsed", text_at(state.STARTED_AT), NOW, state.ELAPSED)
+    # Who repaired the node, where another substrate than Auto Scaling may have.
+    substrate = {"substrate": state.SUBSTRATE} if flow.settings.other_substrates else {}
     outcome = sfn.JsonPath.string_at(state.OUTCOME_NAME)
     published = metrics(
         flow,
@@ -63,6 +65,7 @@ def report(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             "reason": sfn.JsonPath.string_at(state.REASON),
             "escalation": sfn.JsonPath.object_at(state.ESCALATION),
             "seconds": sfn.JsonPath.number_at(state.ELAPSED_SECONDS),
+            **{name: sfn.JsonPath.string_at(path) for name, path in substrate.items()},
         },
     )
     close = flow.guard(
@@ -77,6 +80,7 @@ def report(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
                 "actions": dynamo_json(state.TIMES),
                 "seconds": dynamo_number(state.ELAPSED_SECONDS),
                 "ended_at": dynamo_now(),
+                **{name: dynamo_text(path) for name, path in substrate.items()},
             },
         )
     )

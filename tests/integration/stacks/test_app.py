@@ -16,7 +16,7 @@ import aws_cdk as cdk
 import pytest
 
 from app import build, clusters_from_context
-from nodemedic.settings import CONTEXT_KEY, ClusterSettings
+from nodemedic.settings import CONTEXT_KEY, ClusterSettings, declare
 from stacks import synth
 from stacks.synth import NO_BUNDLING, add_pipelines, app_context, synth_template
 from tests.support.paths import ROOT
@@ -170,11 +170,12 @@ def test_synth_template_is_the_template_cdk_synth_writes(
 
 
 def _context_entry(settings: ClusterSettings) -> dict[str, Any]:
-    """The settings as cdk.json writes them: lists, and ``spares``, ``actions`` and
-    ``group_overrides`` as mappings."""
+    """The settings as cdk.json writes them: lists, and the settings declared as mappings
+    (``spares``, ``actions``, ``hyperpod_clusters``) and ``group_overrides`` as mappings."""
     entry = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
-    entry["spares"] = dict(settings.spares)
-    entry["actions"] = dict(settings.actions)
+    for name, spec in declare.specs(ClusterSettings).items():
+        if spec.mapping is not None:
+            entry[name] = dict(getattr(settings, name))
     entry["group_overrides"] = {
         group: {k: dict(v) if k == "actions" else v for k, v in own}
         for group, own in settings.group_overrides

@@ -42,9 +42,16 @@ def synthesized(template: Template) -> dict[str, Template]:
     found = {
         f"cdk.json:{s.name}": synth_template(s) for s in clusters_from_context(context[CONTEXT_KEY])
     }
-    # One cluster for both, each synthesis costs half a minute.
+    # One cluster for all, each synthesis costs half a minute: with every substrate.
     careful = ClusterSettings(
-        name="careful", gpu_reset=True, node_groups=("g6-train",), approval="any"
+        name="careful",
+        gpu_reset=True,
+        node_groups=("g6-train",),
+        approval="any",
+        hyperpod_clusters=(("ml-cluster", "abcdef123456"),),
+        hyperpod_repair="when_recovery_off",
+        karpenter_nodepools=("gpu",),
+        reserved_capacity=("g6-train",),
     )
     return {
         **found,

@@ -151,7 +151,7 @@ def test_the_deploy_guide_documents_every_setting_with_its_default() -> None:
             assert rows[field.name] == "(required)"
         elif field.name == "eks_cluster_name":
             assert rows[field.name] == "`name`"  # its default: the cluster's name
-        elif field.name in ("spares", "actions", "group_overrides"):
+        elif field.name in ("spares", "actions", "group_overrides", "hyperpod_clusters"):
             assert rows[field.name] == "`{}`"  # written as a mapping, held as pairs
         else:
             assert rows[field.name] == _as_documented(field.default), field.name

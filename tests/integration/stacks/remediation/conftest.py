@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from kubernetes import client
 from moto import mock_aws
@@ -15,8 +16,18 @@ from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
 from tests.support.flow import REBOOT_SECONDS, World
-from tests.support.remediation import ACTING, DRY, MOTO, UNSET, WATCH, Pipeline, acting_template
+from tests.support.remediation import (
+    ACTING,
+    DRY,
+    MOTO,
+    REGION,
+    UNSET,
+    WATCH,
+    Pipeline,
+    acting_template,
+)
 from world.aws.gpus import Gpus, nodes_run_commands
+from world.aws.hyperpod import create_log_groups
 from world.aws.hypervisor import Hypervisor, machines
 from world.aws.inprocess import handlers_in_process
 from world.aws.motopatch import (
@@ -79,6 +90,9 @@ def world(
         nodes_run_commands(gpus),
     ):
         env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+        logs = boto3.client("logs", region_name=REGION)
+        for settings in extra_clusters:
+            create_log_groups(logs, settings.hyperpod_clusters)
         pipelines = {
             s.name: Pipeline(deploy(synth_template(s), stack_name=stack_name(s)))
             for s in (ACTING, WATCH, DRY, UNSET, *extra_clusters)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from console.cli import main
-from console.cli.remediations import entry
+from console.cli.remediations import entry, lines
 
 RECORD = {
     "pk": "i-0123456789abcdef0",
@@ -42,7 +42,7 @@ SCHEMA_KEYS = {
     "action", "source", "evidence_line", "first_seen", "started_at", "state", "outcome",
     "reason", "failed_step", "error", "ended_at", "requested_by", "request_reason",
     "execution", "triggered_by", "steps", "node_changes", "seconds", "approved_by",
-    "denied_by", "approval_reason", "handed_off_to", "ticket", "taken_back_by",
+    "denied_by", "approval_reason", "handed_off_to", "ticket", "taken_back_by", "substrate",
 }  # fmt: skip
 """docs/contracts.md, "nodemedic history": keys only grow."""
 
@@ -91,3 +91,11 @@ def test_an_automatic_remediation_is_triggered_by_its_node_line() -> None:
     shown = entry({**RECORD, "source": "kmsg", "requested_by": None})
 
     assert shown["triggered_by"] == "kmsg line of i-0123456789abcdef0"
+
+
+def test_history_names_the_substrate_that_repaired_the_node() -> None:
+    hyperpod = entry({**RECORD, "outcome": "replaced", "substrate": "hyperpod"})
+    assert hyperpod["substrate"] == "hyperpod"
+    assert lines(hyperpod)[0].endswith("-> replaced (hyperpod)")
+    autoscaling = entry({**RECORD, "outcome": "replaced", "substrate": "autoscaling"})
+    assert lines(autoscaling)[0].endswith("-> replaced")

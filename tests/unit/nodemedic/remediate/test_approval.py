@@ -11,7 +11,7 @@ from lambdas.policy.handler import handler as policy_handler
 from nodemedic.remediate import approval, handoff, ledger, parking
 from nodemedic.remediate.policy import Policy
 from nodemedic.settings import ClusterSettings, parse_cluster
-from nodemedic.settings.groups import asks_approval
+from nodemedic.settings.groups import asks_approval, group_policies
 
 PARKED_LOCK = {
     "pk": "i-0abc",
@@ -97,7 +97,7 @@ def _planned(settings: ClusterSettings, group: str, **decision: Any) -> dict[str
         "last_reboot": {},
         "now": "2026-11-27T10:00:00Z",
         "policy": settings.policy.to_mapping(),
-        "group_policies": settings.group_policies(),
+        "group_policies": group_policies(settings),
     }
     return policy_handler(event, None)
 

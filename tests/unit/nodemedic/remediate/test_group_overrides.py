@@ -13,7 +13,7 @@ from nodemedic.catalog import load_catalog
 from nodemedic.contracts.kube import MANUAL_SOURCE, PLANNED_SOURCE
 from nodemedic.remediate.policy import Group, Policy, plan
 from nodemedic.settings import GROUP_SETTINGS, ClusterSettings, parse_cluster
-from nodemedic.settings.groups import catalog_errors
+from nodemedic.settings.groups import catalog_errors, group_policies
 
 NOW = datetime(2026, 11, 22, 18, 30, tzinfo=UTC)
 TRAINING = {
@@ -65,7 +65,7 @@ def test_a_group_s_settings_are_the_cluster_s_with_its_own() -> None:
 
 def test_defaults_keep_today_s_plan() -> None:
     settings = parse_cluster({"name": "prod", "node_groups": ["p5"]})
-    assert settings.group_policies() == {}
+    assert group_policies(settings) == {}
     assert (settings.policy.actions, settings.policy.wait_before_acting) == ((), 0)
 
 
@@ -176,7 +176,7 @@ def test_the_policy_lambda_plans_with_the_group_s_own_policy() -> None:
         "last_reboot": {},
         "now": "2026-11-22T18:30:00Z",
         "policy": settings.policy.to_mapping(),
-        "group_policies": settings.group_policies(),
+        "group_policies": group_policies(settings),
     }
     training = handler({**event, "group": {"found": True, "name": "p5-training", "size": 8}}, None)
     assert (training["action"], training["limit"], training["max_parallel"]) == ("reboot", 1, 1)
