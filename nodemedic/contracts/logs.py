@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 # CloudWatch Logs: where the agents write ------------------------------------------------
@@ -164,7 +165,7 @@ HEARTBEAT_SECONDS: Final = 300
 SILENT_AFTER_BEATS: Final = 3
 
 
-def heartbeat_message(state: dict[str, int | str]) -> str:
+def heartbeat_message(state: Mapping[str, int | str]) -> str:
     """The kmsg stream's heartbeat line: the mark, then the agent's state as compact JSON
     (``interval`` in seconds, its counters, and its release as ``version``, a string that
     ``read_heartbeat`` leaves out, as every release's does: ``docs/contracts.md``)."""

@@ -9,7 +9,6 @@ import argparse
 import ast
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from nodemedic.contracts.kube import (
     REMEDIATOR_GROUP,
     REQUESTED_BY_ANNOTATION,
 )
+from nodemedic.contracts.release import VERSION
 from nodemedic.health.instance_types import TABLE
 from tests.support.admission import LABEL_POLICY, named
 from tests.support.helm import ANY_ADDRESS, REQUIRED, SCRAPED, render
@@ -123,7 +123,7 @@ def test_defaults_render_the_agent_for_pod_identity_and_the_remediator_rbac(defa
     assert pod_spec(default)["serviceAccountName"] == account["metadata"]["name"]
     assert one(default, "DaemonSet")["metadata"]["namespace"] == NAMESPACE
     # The image defaults to the agent's own version.
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version = VERSION
     assert agent_container(default)["image"] == f"{REQUIRED['image.repository']}:{version}"
     assert yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"] == version
 
