@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,10 +66,9 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Karpenter:
-    """A running controller: its NodePool, the node class the pool names, its log."""
+    """A running controller: its NodePool (its KWOK node class has the same name), its log."""
 
     nodepool: str
-    nodeclass: str
     log: Path
 
 
@@ -79,23 +79,20 @@ def karpenter(
     workdir: Path,
     *,
     nodepool: str = "gpu",
-    feature_gates: str = "",
     timeout: float = 120.0,
 ) -> Iterator[Karpenter]:
     """Karpenter running against ``cluster`` with a NodePool ``nodepool`` of p5.48xlarge, its
     Nodes run by ``kubelet``; stopped on the way out, whatever ends the block. The NodePool
     never consolidates nor expires a node, so every NodeClaim that goes is one a test or
-    nodemedic deleted. ``feature_gates`` as Karpenter's ``--feature-gates`` (e.g.
-    ``NodeRepair=true``); empty: its defaults. The CRDs stay (the apiserver may be a
-    session's); the NodePool and node class go with the controller, before it stops."""
+    nodemedic deleted. Feature gates are Karpenter's defaults (``NodeRepair`` off). The CRDs
+    stay (the apiserver may be a session's); the pool's NodeClaims, the NodePool and the
+    node class go with the controller."""
     bins = ensure_binaries(BUILD_SCRIPT, (BINARY,))
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     with cluster.api_client() as api:
         apply_crds(api, bins / "crds", began + timeout)
         custom = client.CustomObjectsApi(api)
-        nodeclass = _create_nodeclass(custom, nodepool)
-        _create_nodepool(custom, nodepool, nodeclass)
         metrics_port, health_port = free_ports(2)
         env = {
             "KUBECONFIG": str(cluster.kubeconfig),  # Karpenter's own role is cluster-wide
@@ -107,20 +104,23 @@ def karpenter(
             # Its default batching waits up to 10 s for more pods; one pod is a batch here.
             "BATCH_IDLE_DURATION": "1s",
             "BATCH_MAX_DURATION": "2s",
-            **({"FEATURE_GATES": feature_gates} if feature_gates else {}),
         }
-        process = spawn(BINARY, [str(bins / BINARY)], workdir, env)
+        processes: list[subprocess.Popen[bytes]] = []
         nodes = KwokNodes(kubelet)
         try:
-            wait_ready([process], workdir, health_port, None, began + timeout)
+            _create_nodeclass(custom, nodepool)
+            _create_nodepool(custom, nodepool, nodepool)
+            processes.append(spawn(BINARY, [str(bins / BINARY)], workdir, env))
+            wait_ready(processes, workdir, health_port, None, began + timeout)
             nodes.start()
-            yield Karpenter(nodepool, nodeclass, workdir / f"{BINARY}.log")
+            yield Karpenter(nodepool, workdir / f"{BINARY}.log")
         finally:
-            _release(custom, nodepool, time.monotonic() + timeout)
+            if processes and processes[0].poll() is None:
+                _release(custom, nodepool, time.monotonic() + timeout)
             _delete_quietly(custom, KARPENTER_GROUP, NODECLAIM_VERSION, NODEPOOL_PLURAL, nodepool)
-            stop([process])
+            stop(processes)
             nodes.stop()
-            _delete_quietly(custom, NODECLASS_GROUP, NODECLASS_VERSION, NODECLASS_PLURAL, nodeclass)
+            _delete_quietly(custom, NODECLASS_GROUP, NODECLASS_VERSION, NODECLASS_PLURAL, nodepool)
 
 
 def apply_crds(api: client.ApiClient, crds: Path, deadline: float) -> None:
@@ -164,7 +164,7 @@ class KwokNodes:
         self._passes.stop()
 
 
-def _create_nodeclass(custom: client.CustomObjectsApi, name: str) -> str:
+def _create_nodeclass(custom: client.CustomObjectsApi, name: str) -> None:
     """The pool's KWOK node class, Ready as its controller would report it."""
     made: dict[str, Any] = custom.create_cluster_custom_object(
         NODECLASS_GROUP,
@@ -192,7 +192,6 @@ def _create_nodeclass(custom: client.CustomObjectsApi, name: str) -> str:
         name,
         {"status": {"conditions": [ready]}},
     )
-    return name
 
 
 def _create_nodepool(custom: client.CustomObjectsApi, name: str, nodeclass: str) -> None:
