@@ -112,7 +112,7 @@ class SimulatedKubelet:
         self._lock = threading.Lock()
         self._passes = Passes("simulated-kubelet")
         self._pod_resources = pod_resources
-        self._servers: list[grpc.Server] = []
+        self._servers: dict[str, grpc.Server] = {}
 
     def register(
         self,
@@ -195,11 +195,9 @@ class SimulatedKubelet:
         """Stop playing the kubelet of a Node that is gone (its instance terminated)."""
         with self._lock:
             self._nodes.pop(name, None)
-
-    def adopted(self) -> set[str]:
-        """The names of the Nodes this kubelet runs."""
-        with self._lock:
-            return set(self._nodes)
+        server = self._servers.pop(name, None)
+        if server is not None:
+            server.stop(None)
 
     def _track(self, name: str, devices: Mapping[str, int]) -> _Node:
         with self._lock:
@@ -211,7 +209,7 @@ class SimulatedKubelet:
 
     def _serve(self, name: str) -> None:
         held = self._nodes[name].held
-        self._servers.append(serve(self.socket(name), lambda: dict(held)))
+        self._servers[name] = serve(self.socket(name), lambda: dict(held))
 
     def reboot(self, name: str, *, down_seconds: float = 1.0) -> None:
         """Report the Node NotReady now; a later pass brings it back with a new boot id."""
@@ -258,7 +256,7 @@ class SimulatedKubelet:
 
     def stop(self) -> None:
         self._passes.stop()
-        for server in self._servers:
+        for server in self._servers.values():
             server.stop(None)
 
     def socket(self, name: str) -> Path:
