@@ -84,6 +84,7 @@ instance-devices: $(INSTALLED)
 generated: $(INSTALLED) node_modules/.installed
 	$(BIN)/python -m nodemedic.schemas
 	$(BIN)/python -m scripts.generate_docs
+	$(BIN)/python -m scripts.figures
 	$(BIN)/python -m stacks.grafana
 
 synth: $(INSTALLED) node_modules/.installed

@@ -14,6 +14,7 @@ signs them like every line it ships, so a drill passes ``proof_of_origin: enforc
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -61,7 +62,16 @@ def _rule(catalog: Catalog, rule_id: str) -> Rule:
         ) from None
 
 
-def line_for(rule: Rule) -> str:
+_NAMES = {
+    "instance-id": re.compile(r"\binstance-id=\S+"),
+    "hostname": re.compile(r"\bhostname=\S+"),
+}
+"""Fields of a line that name the node it came from (Neuron's driver writes both): the
+catalog's example names the instance it was recorded on, which is never this one."""
+
+
+def line_for(rule: Rule, *, instance_id: str = "", hostname: str = "") -> str:
+    """The rule's example line, naming this node where it names one and the caller says it."""
     if rule.source != "kmsg":
         raise InjectError(
             f"rule {rule.id} matches health check results, not kernel lines; "
@@ -69,7 +79,11 @@ def line_for(rule: Rule) -> str:
         )
     if not rule.example:
         raise InjectError(f"rule {rule.id} has no example line")
-    return rule.example
+    line = rule.example
+    for field, value in (("instance-id", instance_id), ("hostname", hostname)):
+        if value:
+            line = _NAMES[field].sub(f"{field}={value}", line)
+    return line
 
 
 def write_device(path: Path, line: str, level: int) -> None:

@@ -34,6 +34,13 @@ def configure_inject(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="append to a file as a raw kmsg record (facility LOG_USER) instead of a plain line",
     )
+    parser.add_argument(
+        "--instance-id",
+        default="",
+        help="the instance a line that names one (Neuron's) names; default: the catalog "
+        "example's, another instance",
+    )
+    parser.add_argument("--hostname", default="", help="likewise the host name such a line names")
     parser.add_argument("--count", type=count, default=1, help="how many times")
     parser.add_argument(
         "--catalog",
@@ -51,7 +58,7 @@ def run_inject(args: argparse.Namespace) -> int:
 
     try:
         rule = find_rule(load_catalog(args.catalog), args.kind, args.value)
-        line = line_for(rule)
+        line = line_for(rule, instance_id=args.instance_id, hostname=args.hostname)
     except (InjectError, CatalogError) as exc:
         print(f"nodemedic inject: {exc}", file=sys.stderr)
         return 2

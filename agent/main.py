@@ -55,6 +55,7 @@ from nodemedic.contracts.logs import (
     node_log_group,
     telemetry_stream,
 )
+from nodemedic.contracts.release import VERSION
 from nodemedic.health.result import Result
 from nodemedic.origin.signing import SIGNATURE_BYTES, Registration
 
@@ -337,6 +338,7 @@ class Agent:
                 "put_failures": metrics.put_failures,
                 "credential_failures": metrics.credential_failures,
                 "events_dropped": metrics.events_dropped,
+                "version": VERSION,
             }
         )
 

@@ -20,6 +20,7 @@ from agent.checks.base import Status
 from agent.kmsg import Line
 from agent.telemetry.exposition import CONTENT_TYPE, Family, Kind, Labels, render
 from agent.telemetry.gpu import node_name
+from nodemedic.contracts.release import VERSION
 
 STATUSES = get_args(Status)
 Sample = tuple[Labels, float]
@@ -132,6 +133,12 @@ class Metrics:
                 [({"loop": loop}, int(age)) for loop, age in self.loop_ages().items()],
             ),
             own("spool_bytes", "gauge", "Bytes waiting in the spool.", [({}, self.spool_bytes)]),
+            own(
+                "info",
+                "gauge",
+                "1, labelled with the agent's release.",
+                [({"version": VERSION}, 1)],
+            ),
             own(
                 "signing",
                 "gauge",

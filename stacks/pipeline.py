@@ -17,7 +17,13 @@ from constructs import Construct
 
 from nodemedic.catalog import Catalog
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
-from nodemedic.contracts.stack import DEAD_LETTER_OUTPUT, LEDGER_OUTPUT, TOPIC_OUTPUT
+from nodemedic.contracts.release import VERSION
+from nodemedic.contracts.stack import (
+    DEAD_LETTER_OUTPUT,
+    LEDGER_OUTPUT,
+    TOPIC_OUTPUT,
+    VERSION_OUTPUT,
+)
 from nodemedic.contracts.stack import stack_name as cluster_stack_name
 from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AgentAccess
@@ -168,6 +174,7 @@ class PipelineStack(Stack):
             (TOPIC_OUTPUT, self.notifications.topic.topic_arn, "notifications and alarms"),
             (DEAD_LETTER_OUTPUT, self.ingest.dead_letters.queue_url, "rejected log batches"),
             ("DashboardName", self.dashboard.dashboard.dashboard_name, "CloudWatch dashboard"),
+            (VERSION_OUTPUT, VERSION, "the nodemedic release this stack is"),
         ):
             CfnOutput(self, name, value=value, description=description)
 

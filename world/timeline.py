@@ -144,7 +144,11 @@ def inject(world: World, machine: Machine, fault: Fault) -> FaultRun:
     kmsg = world.agents.kmsg(machine.instance_id)
     seen = world.watch.latest(machine.instance_id)
     done = subprocess.run(
-        [sys.executable, "-m", "console.cli", "inject", fault.kind, fault.value, f"--to={kmsg}"],
+        [
+            *(sys.executable, "-m", "console.cli", "inject", fault.kind, fault.value),
+            *(f"--to={kmsg}", f"--instance-id={machine.instance_id}"),
+            f"--hostname={machine.node.split('.')[0]}",
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import import_module, metadata
+from importlib import import_module
+
+from nodemedic.contracts.release import VERSION
 
 Configure = Callable[[argparse.ArgumentParser], None]
 CLOSED_PIPE = 141
@@ -40,9 +42,7 @@ def parser(wanted: str | None = None) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="nodemedic", description="Find broken accelerator hardware and heal it."
     )
-    top.add_argument(
-        "--version", action="version", version=f"%(prog)s {metadata.version('nodemedic')}"
-    )
+    top.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, configure, run, help_text) in _COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)

@@ -1,7 +1,8 @@
 """``nodemedic breaker status|reset --cluster NAME``: the cluster's breaker, read and reset
 in the ledger (``nodemedic.remediate.breaker``).
 
-Both print one JSON object (docs/contracts.md, "nodemedic breaker"). ``reset`` closes a
+Both print one JSON object (docs/contracts.md, "nodemedic breaker"), or with ``--format
+table`` the same facts as lines for a person. ``reset`` closes a
 tripped breaker at once and forgives the starts the rate windows counted: an operator who
 resets says the wave is understood, and a window still full would trip the breaker again
 with the next decision. Remediations in flight (and nodes left out) keep their slots.
@@ -16,7 +17,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from console.cli.stack import stack_output
+from console.cli.stack import add_aws_options, session, stack_output
 from nodemedic.contracts.ledger import RATE_SK_PREFIX
 from nodemedic.contracts.stack import LEDGER_OUTPUT
 from nodemedic.remediate import breaker
@@ -25,12 +26,11 @@ from nodemedic.remediate.ledger import HOLDERS, key
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("verb", choices=("status", "reset"), help="read, or close at once")
-    parser.add_argument("--cluster", required=True, help="the cluster's name in cdk.json")
+    add_aws_options(parser)
     parser.add_argument(
         "--table", help=f"the ledger table (default: output {LEDGER_OUTPUT} of its stack)"
     )
-    parser.add_argument("--region", help="AWS region (default: the SDK's)")
-    parser.add_argument("--endpoint-url", help="another AWS endpoint (a local moto server)")
+    parser.add_argument("--format", choices=("json", "table"), default="json")
 
 
 def _iso(epoch: Any) -> str | None:
@@ -97,16 +97,33 @@ def reset(dynamodb: Any, table: str, cluster: str) -> int:
     return len(windows)
 
 
+def as_lines(shown: dict[str, Any]) -> str:
+    """The breaker for a person: its state and why, then what it counts."""
+    lines = [f"breaker of cluster {shown['cluster']}: {shown['state']}"]
+    if "was" in shown:
+        lines[0] += f" (reset; was {shown['was']}, {shown['forgiven_windows']} windows forgiven)"
+    if shown["tripped_at"]:
+        lines.append(f"  tripped at {shown['tripped_at']}: {shown['reason'] or 'no reason kept'}")
+    if shown["cooled_until"]:
+        lines.append(f"  cools down until {shown['cooled_until']}")
+    held = shown["in_flight"]
+    lines.append(f"  in flight: {', '.join(held) if held else 'none'}")
+    for rate in shown["rates"]:
+        lines.append(
+            f"  {rate['action']} in {rate['group']}, window {rate['window']}: {rate['started']}"
+        )
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    session = boto3.Session(region_name=args.region)
     try:
+        aws = session(args)
         table = args.table or table_name(
-            session.client("cloudformation", endpoint_url=args.endpoint_url), args.cluster
+            aws.client("cloudformation", endpoint_url=args.endpoint_url), args.cluster
         )
-        dynamodb = session.client("dynamodb", endpoint_url=args.endpoint_url)
+        dynamodb = aws.client("dynamodb", endpoint_url=args.endpoint_url)
         before = status(dynamodb, table, args.cluster, int(time.time()))
         if args.verb == "reset":
             forgiven = reset(dynamodb, table, args.cluster)
@@ -117,5 +134,5 @@ def run(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError, LookupError) as exc:
         print(f"nodemedic breaker: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(shown, sort_keys=True))
+    print(json.dumps(shown, sort_keys=True) if args.format == "json" else as_lines(shown))
     return 0

@@ -299,12 +299,16 @@ def parse_rules(text: str, origin: str, *, builtin: bool = False) -> list[Rule]:
         raise CatalogError(f"{origin}: expected a mapping with a 'rules' list")
     if document.get("schema", 1) != 1:
         raise CatalogError(f"{origin}: unsupported schema {document.get('schema')!r}")
-    rules, errors = [], []
+    rules, errors, seen = [], [], set()
     for index, raw in enumerate(document["rules"]):
         label = raw.get("id", f"#{index}") if isinstance(raw, Mapping) else f"#{index}"
         if not isinstance(raw, Mapping):
             errors.append(f"{origin}: rule {label}: expected a mapping")
             continue
+        # Said with the other mistakes, not after they are fixed.
+        if "id" in raw and label in seen:
+            errors.append(f"{origin}: rule {label}: id used twice in this file")
+        seen.add(label)
         mistakes = rule_errors(raw, builtin=builtin)
         errors += [f"{origin}: rule {label}: {mistake}" for mistake in mistakes]
         if not mistakes:
@@ -361,10 +365,14 @@ def extra_paths_from_env() -> list[Path]:
 def load_catalog(extra: Sequence[Path] = ()) -> Catalog:
     """The built-in rules plus ``extra`` files plus those named in NODEMEDIC_CATALOG_EXTRA."""
     user: list[Rule] = []
+    errors = []
     for path in [*extra, *extra_paths_from_env()]:
         try:
-            text = path.read_text(encoding="utf-8")
+            user.extend(parse_rules(path.read_text(encoding="utf-8"), str(path)))
         except OSError as exc:
-            raise CatalogError(f"{path}: cannot read catalog: {exc.strerror}") from exc
-        user.extend(parse_rules(text, str(path)))
+            errors.append(f"{path}: cannot read catalog: {exc.strerror}")
+        except CatalogError as exc:
+            errors.append(str(exc))  # every file's mistakes at once
+    if errors:
+        raise CatalogError("\n".join(errors))
     return Catalog(rules=merge(builtin_rules(), user), user=frozenset(r.id for r in user))

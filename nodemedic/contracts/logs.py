@@ -164,9 +164,10 @@ HEARTBEAT_SECONDS: Final = 300
 SILENT_AFTER_BEATS: Final = 3
 
 
-def heartbeat_message(state: dict[str, int]) -> str:
+def heartbeat_message(state: dict[str, int | str]) -> str:
     """The kmsg stream's heartbeat line: the mark, then the agent's state as compact JSON
-    (``interval`` in seconds, and its counters: ``docs/contracts.md``)."""
+    (``interval`` in seconds, its counters, and its release as ``version``, a string that
+    ``read_heartbeat`` leaves out, as every release's does: ``docs/contracts.md``)."""
     return HEARTBEAT_MARK + json.dumps(state, separators=(",", ":"), sort_keys=True)
 
 

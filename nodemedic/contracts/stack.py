@@ -21,6 +21,9 @@ DEAD_LETTER_ATTRIBUTES: Final = ("RequestID", "ErrorCode", "ErrorMessage")
 after its retries (AWS's names): the failed request, the error's code and message."""
 TOPIC_OUTPUT: Final = "TopicArn"
 """The stack's output naming the cluster's SNS topic (``nodemedic handoff`` mails it)."""
+VERSION_OUTPUT: Final = "NodemedicVersion"
+"""The stack's output naming the release it was synthesized from: what a rollback compares
+with the agents' ``nodemedic_agent_info`` (docs/releasing.md)."""
 
 
 def stack_name(cluster: str) -> str:

@@ -4,8 +4,9 @@ settings, so the declarations (``nodemedic.settings``) stand on it and not the r
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, get_args
 
 from nodemedic.catalog import Component
@@ -38,6 +39,19 @@ STRENGTH: Final = ("ignore", "notify", "reset", "reboot", "replace")
 """Actions from the weakest to the strongest, as the catalog orders them."""
 COMPONENTS: Final = get_args(Component)
 """The catalog's components: an ``actions`` key that is no rule id names every rule of one."""
+
+
+def guess(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean <known>?)`` for the known name ``name`` most likely misspells, else
+    nothing: ``max_paralel`` would leave the user comparing it with forty settings by eye."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def misspelt(names: Iterable[str], known: Iterable[str]) -> str:
+    """The names, sorted, each with its guess."""
+    choices = tuple(known)
+    return ", ".join(name + guess(name, choices) for name in sorted(names))
 
 
 def name_errors(name: str, eks_cluster_name: str) -> list[str]:
@@ -144,11 +158,13 @@ def override_errors(
     errors = []
     for group, own in overrides:
         if group not in node_groups:
-            errors.append(f"group_overrides: {group!r} is not in node_groups")
-        unknown = sorted(key for key, _ in own if key not in per_group)
+            errors.append(
+                f"group_overrides: {group!r} is not in node_groups{guess(group, node_groups)}"
+            )
+        unknown = [key for key, _ in own if key not in per_group]
         if unknown:
             errors.append(
-                f"group_overrides: {group!r}: {', '.join(unknown)} cannot be set per group "
-                f"(a group may set {', '.join(per_group)})"
+                f"group_overrides: {group!r}: {misspelt(unknown, per_group)} cannot be set per "
+                f"group (a group may set {', '.join(per_group)})"
             )
     return errors

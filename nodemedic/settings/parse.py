@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from nodemedic.settings import declare
+from nodemedic.settings import checks, declare
 from nodemedic.settings.cluster import ClusterSettings
 
 CONTEXT_KEY = "nodemedic:clusters"
@@ -21,7 +21,7 @@ def parse_cluster(raw: Mapping[str, Any]) -> ClusterSettings:
     errors = []
     unknown = set(raw) - known
     if unknown:
-        errors.append(f"unknown cluster setting(s): {', '.join(sorted(unknown))}")
+        errors.append(f"unknown cluster setting(s): {checks.misspelt(unknown, known)}")
     if "name" not in raw:
         errors.append("every cluster needs a name")
     wrong_type = declare.type_errors(raw, ClusterSettings)

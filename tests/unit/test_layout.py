@@ -14,7 +14,9 @@ from typing import Final
 from tests.support.paths import ROOT
 
 TIERS: Final = ("unit", "integration")
-WHOLE_REPOSITORY: Final = frozenset({"test_layers.py", "test_module_size.py", "test_layout.py"})
+WHOLE_REPOSITORY: Final = frozenset(
+    {"test_layers.py", "test_module_size.py", "test_layout.py", "test_readme.py"}
+)
 """The tests a tier's root may hold."""
 
 

@@ -14,6 +14,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
 from nodemedic.contracts.kube import REMEDIATOR_GROUP
+from nodemedic.contracts.release import VERSION
+from nodemedic.contracts.stack import VERSION_OUTPUT
 from nodemedic.detect.filterpattern import subscription_filter_patterns
 from nodemedic.settings import ClusterSettings
 from stacks.agent_access import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
@@ -452,6 +454,11 @@ def test_functions_log_to_their_own_group_with_the_retention(template: Template)
 def test_the_template_needs_no_parameters_but_the_bootstrap_version(template: Template) -> None:
     assert set(template.get("Parameters", {})) == {"BootstrapVersion"}
     assert "us-east-1" not in json.dumps(template)
+
+
+def test_the_stack_says_which_release_it_is(template: Template) -> None:
+    """What a rollback compares with the agents' ``nodemedic_agent_info`` (releasing.md)."""
+    assert template["Outputs"][VERSION_OUTPUT]["Value"] == VERSION
 
 
 USER_RULES = """\

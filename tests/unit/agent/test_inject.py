@@ -43,6 +43,19 @@ def test_inject_xid_neuron_and_rule_lines_classify_as_their_fault(tmp_path: Path
     )
 
 
+def test_an_injected_neuron_line_names_the_node_it_lands_on(tmp_path: Path) -> None:
+    """The catalog's example names the instance AWS recorded it on; a drill's line must name
+    the node it is written on, or the timeline shows a fault of another machine."""
+    target = tmp_path / "kmsg"
+    here = ["--instance-id", "i-0aaaabbbbcccc1111", "--hostname", "ip-10-0-7-12"]
+    assert nodemedic(["inject", "neuron", "DMA_ERROR", "--to", str(target), *here]) == 0
+    (line,) = shipped(target)
+    assert "instance-id=i-0aaaabbbbcccc1111 hostname=ip-10-0-7-12 " in line
+    assert "i-0592464924bd45322" not in line
+    fault = classify(line)
+    assert fault is not None and fault.rule.id == "neuron-dma-error"
+
+
 def test_every_kernel_fault_in_the_catalog_can_be_injected_and_reads_back_as_itself(
     tmp_path: Path,
 ) -> None:

@@ -11,6 +11,7 @@ from agent.checks.nvidia import NvidiaSmi
 from agent.kmsg import FileKmsgReader
 from agent.metrics import Metrics
 from agent.telemetry import exposition
+from nodemedic.contracts.release import VERSION
 from tests.support.paths import EVENTS
 from tests.support.prometheus import read_exposition
 
@@ -58,3 +59,9 @@ def test_pcie_replays_are_exported_under_dcgm_exporters_name() -> None:
     seen = read_exposition(exposition([check])())
     (replays,) = [v for k, v in seen.items() if k.startswith("DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")]
     assert replays == 2  # the H200's <pci><replay_counter>
+
+
+def test_the_agent_says_which_release_it_is() -> None:
+    """A rollback checks every node runs the release it went back to (releasing.md)."""
+    seen = read_exposition(Metrics().render())
+    assert seen[f'nodemedic_agent_info{{version="{VERSION}"}}'] == 1

@@ -149,3 +149,20 @@ def test_every_mistake_of_a_file_is_reported_at_once() -> None:
         "mine.yaml: rule fine: action must be one of ignore, notify, reset, reboot, replace, not "
         "'explode'",
     ]
+
+
+def test_a_duplicate_id_is_said_with_the_other_mistakes(tmp_path: Path) -> None:
+    """One run of ``catalog --check`` names every mistake, the reused id among them."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        rules_yaml(rule("mine-a", "first"), rule("mine-a", "second"), rule("mine-b", "x", "boot")),
+        encoding="utf-8",
+    )
+    other = tmp_path / "other.yaml"
+    other.write_text(rules_yaml(rule("other-a", "y", "explode")), encoding="utf-8")
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([mine, other])
+    said = str(caught.value)
+    assert "rule mine-a: id used twice in this file" in said
+    assert "rule mine-b" in said  # its action, in the same message
+    assert f"{other}: rule other-a" in said  # the next file's mistakes too
