@@ -57,8 +57,8 @@ unit: $(INSTALLED)
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
 # The Kubernetes and Karpenter builds (15 to 30 and about 16 minutes cold, nothing when
 # cached) run beside lint, mypy and the tests that need no apiserver (`checks`); the tests
-# marked kube run once both are done. Their output interleaves as it comes: grouping it (-O) would hold pytest's whole
-# report back until the run ends.
+# marked kube run once both are done. Their output interleaves as it comes: grouping it (-O)
+# would hold pytest's whole report back until the run ends.
 test: $(INSTALLED) node_modules/.installed chromium
 	$(MAKE) --no-print-directory -j2 kube checks
 	$(BIN)/pytest -m kube tests
