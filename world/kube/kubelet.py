@@ -108,10 +108,11 @@ class SimulatedKubelet:
         self.core = client.CoreV1Api(api)
         self.interval = interval
         self._nodes: dict[str, _Node] = {}
+        self._indexes = itertools.count(1)
         self._lock = threading.Lock()
         self._passes = Passes("simulated-kubelet")
         self._pod_resources = pod_resources
-        self._servers: list[grpc.Server] = []
+        self._servers: dict[str, grpc.Server] = {}
 
     def register(
         self,
@@ -128,11 +129,8 @@ class SimulatedKubelet:
         """Create a Ready Node for an instance; ``devices`` are extended resources such as
         ``{"nvidia.com/gpu": "8"}`` or ``{"aws.amazon.com/neuron": "16"}``; ``labels`` and
         ``taints`` as the kubelet's ``--node-labels`` and ``--register-with-taints`` give."""
-        with self._lock:
-            index = len(self._nodes) + 1
-            ip = f"10.0.{index // 250}.{index % 250 + 1}"
-            counts = {resource: int(n) for resource, n in (devices or {}).items()}
-            self._nodes[name] = _Node(name, index, ip, itertools.count(), counts)
+        counts = {resource: int(n) for resource, n in (devices or {}).items()}
+        ip = self._track(name, counts).ip
         resources = {"cpu": "96", "memory": "1152Gi", "pods": "110", **(devices or {})}
         node: dict[str, Any] = {
             "metadata": {
@@ -159,12 +157,59 @@ class SimulatedKubelet:
             },
         }
         if self._pod_resources is not None:
-            held = self._nodes[name].held
-            self._servers.append(serve(self.socket(name), lambda: dict(held)))
+            self._serve(name)
         elif devices:
             # An accelerator node's agent publishes its (empty) device record at once.
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
+
+    def adopt(self, node: client.V1Node) -> None:
+        """Become the kubelet of a Node another component created with none behind it, as
+        KWOK does for the Nodes Karpenter's KWOK provider makes for its NodeClaims: report it
+        Ready, with addresses and node info, and run the pods bound to it. Its devices are
+        its allocatable extended resources (``nvidia.com/gpu``: the instance type's).
+        Karpenter registers and initializes the NodeClaim from there (its unregistered
+        taint comes off then); nothing here touches labels or taints. Once per Node."""
+        name = node.metadata.name
+        allocatable = (node.status and node.status.allocatable) or {}
+        counts = {r: int(n) for r, n in allocatable.items() if "/" in r and n.isdigit()}
+        with self._lock:
+            if name in self._nodes:
+                return
+        tracked = self._track(name, counts)
+        if self._pod_resources is not None:
+            self._serve(name)
+        status = {
+            "conditions": [_ready_condition(ready=True)],
+            "addresses": [
+                {"type": "InternalIP", "address": tracked.ip},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": _node_info(),
+        }
+        self.core.patch_node_status(name, {"status": status}, _content_type=STRATEGIC)
+        if counts:
+            self._publish_devices(tracked)
+
+    def forget(self, name: str) -> None:
+        """Stop playing the kubelet of a Node that is gone (its instance terminated)."""
+        with self._lock:
+            self._nodes.pop(name, None)
+        server = self._servers.pop(name, None)
+        if server is not None:
+            server.stop(None)
+
+    def _track(self, name: str, devices: Mapping[str, int]) -> _Node:
+        with self._lock:
+            # Never reused: a forgotten Node's socket and IP stay its own.
+            index = next(self._indexes)
+            ip = f"10.0.{index // 250}.{index % 250 + 1}"
+            self._nodes[name] = _Node(name, index, ip, itertools.count(), devices)
+            return self._nodes[name]
+
+    def _serve(self, name: str) -> None:
+        held = self._nodes[name].held
+        self._servers[name] = serve(self.socket(name), lambda: dict(held))
 
     def reboot(self, name: str, *, down_seconds: float = 1.0) -> None:
         """Report the Node NotReady now; a later pass brings it back with a new boot id."""
@@ -211,7 +256,7 @@ class SimulatedKubelet:
 
     def stop(self) -> None:
         self._passes.stop()
-        for server in self._servers:
+        for server in self._servers.values():
             server.stop(None)
 
     def socket(self, name: str) -> Path:

@@ -10,16 +10,20 @@ import ast
 import re
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import yaml
 
+from lambdas.kube.karpenter_repair import KARPENTER_DEPLOYMENT
 from tests.support.paths import ROOT
 
 VERBS = {"list": "list", "read": "get", "patch": "patch", "delete": "delete", "create": "create"}
 _CALL = re.compile(
-    r"^(?P<verb>list|read|patch|delete|create|replace)_(?:namespaced_)?(?P<kind>node|pod|event|job)"
+    r"^(?P<verb>list|read|patch|delete|create|replace)_(?:namespaced_)?"
+    r"(?P<kind>node|pod|event|job|deployment)"
     r"(?:_(?P<sub>status|eviction))?(?:_for_all_namespaces)?$"
 )
+_GROUPS = {"job": "batch:", "deployment": "apps:"}
 
 
 def permission(method: str) -> tuple[str, str] | None:
@@ -29,16 +33,24 @@ def permission(method: str) -> tuple[str, str] | None:
     if found is None:
         return None
     resource = f"{found['kind']}s" + (f"/{found['sub']}" if found["sub"] else "")
-    group = "batch:" if found["kind"] == "job" else ""
-    return group + resource, VERBS[found["verb"]]
+    return _GROUPS.get(found["kind"], "") + resource, VERBS[found["verb"]]
 
 
 def custom_permission(method: str) -> tuple[str, str] | None:
-    """A ``CustomObjectsApi`` method's permission: PyTorchJob is the one custom kind
-    nodemedic reads (lambdas/kube/resume.py), e.g. ``get_namespaced_custom_object`` →
-    ``("kubeflow.org:pytorchjobs", "get")``."""
-    found = re.match(r"^(?P<verb>get|patch)_namespaced_custom_object$", method)
-    return ("kubeflow.org:pytorchjobs", found["verb"]) if found else None
+    """A ``CustomObjectsApi`` method's permission. Two custom kinds: PyTorchJob, namespaced
+    (lambdas/kube/resume.py), e.g. ``get_namespaced_custom_object`` →
+    ``("kubeflow.org:pytorchjobs", "get")``; Karpenter's NodeClaim, the one cluster-scoped
+    (lambdas/kube/nodeclaims.py), e.g. ``delete_cluster_custom_object`` →
+    ``("karpenter.sh:nodeclaims", "delete")``."""
+    found = re.match(
+        r"^(?P<verb>get|patch|list|delete)_(?P<scope>namespaced|cluster)_custom_object$", method
+    )
+    if found is None:
+        return None
+    kind = (
+        "kubeflow.org:pytorchjobs" if found["scope"] == "namespaced" else "karpenter.sh:nodeclaims"
+    )
+    return kind, found["verb"]
 
 
 def api_call(node: ast.AST, where: str) -> tuple[str, str] | None:
@@ -47,7 +59,7 @@ def api_call(node: ast.AST, where: str) -> tuple[str, str] | None:
     if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and ast.unparse(node.func.value) in {"core", "batch", "custom"}
+        and ast.unparse(node.func.value) in {"core", "batch", "custom", "apps"}
     ):
         return None
     read = custom_permission if ast.unparse(node.func.value) == "custom" else permission
@@ -111,16 +123,21 @@ def reached(package: str) -> set[tuple[str, str]]:
     return found
 
 
-def granted(role_name: str = "nodemedic-remediator") -> set[tuple[str, str]]:
+def _rules(role_name: str) -> list[dict[str, Any]]:
     text = resources.files("lambdas.kube").joinpath("rbac.yaml").read_text(encoding="utf-8")
     (role,) = [
         d
         for d in yaml.safe_load_all(text)
         if d["kind"] == "ClusterRole" and d["metadata"]["name"] == role_name
     ]
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def granted(role_name: str = "nodemedic-remediator") -> set[tuple[str, str]]:
     return {
         (resource if not group else f"{group}:{resource}", verb)
-        for rule in role["rules"]
+        for rule in _rules(role_name)
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
@@ -146,3 +163,17 @@ def test_the_calls_are_read_as_permissions() -> None:
     assert permission("api_client") is None
     assert permission("patch_namespaced_job") == ("batch:jobs", "patch")
     assert permission("create_namespaced_event") == ("events", "create")
+
+
+def test_the_deployment_read_is_karpenters_alone() -> None:
+    """The NodeRepair check reads one Deployment by name; a role that could read every
+    Deployment would see every workload's environment."""
+    (rule,) = [r for r in _rules("nodemedic-remediator") if "deployments" in r["resources"]]
+    assert rule["resourceNames"] == [KARPENTER_DEPLOYMENT]
+    assert rule["verbs"] == ["get"]
+
+
+def test_custom_object_calls_are_read_as_their_kind() -> None:
+    assert custom_permission("get_namespaced_custom_object") == ("kubeflow.org:pytorchjobs", "get")
+    assert custom_permission("list_cluster_custom_object") == ("karpenter.sh:nodeclaims", "list")
+    assert permission("read_namespaced_deployment") == ("apps:deployments", "get")
