@@ -227,7 +227,8 @@ def _hyperpod(
             group, stream, listed=config.hyperpod_log_groups, cluster=config.cluster
         )
     except Refused as exc:
-        dimensions = {CLUSTER_DIMENSION: config.cluster, REASON_DIMENSION: exc.reason}
+        # A dimension's value is never empty; a cluster that lists no group may not name itself.
+        dimensions = {CLUSTER_DIMENSION: config.cluster or "-", REASON_DIMENSION: exc.reason}
         publish_count(HYPERPOD_REFUSED_METRIC, len(events), dimensions)
         logger.warning(
             "refused HyperPod events",
