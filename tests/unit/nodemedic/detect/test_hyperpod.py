@@ -8,10 +8,11 @@ from typing import get_args
 
 import pytest
 
-from nodemedic.catalog import Source
+from nodemedic.catalog import Source, load_catalog
 from nodemedic.contracts.logs import UnparsableLine
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.classifier import classify, unparsable_lines
+from nodemedic.detect.filterpattern import filter_terms
 from nodemedic.detect.hyperpod import hyperpod_text, instance_of_stream
 from tests.support.paths import EVENTS
 
@@ -104,3 +105,11 @@ def test_the_instance_is_the_streams_and_only_where_it_names_one(
     stream: str, instance: str | None
 ) -> None:
     assert instance_of_stream(stream) == instance
+
+
+def test_the_hyperpod_rules_add_no_term_to_the_nodes_log_group_filter() -> None:
+    """Their canonical text is in no event verbatim, and their events are in another group:
+    a term of theirs would spend the nodes' 2 x 1,024 characters selecting nothing."""
+    catalog = load_catalog()
+    without = type(catalog)(rules=tuple(r for r in catalog.rules if r.source != "hyperpod"))
+    assert filter_terms(catalog) == filter_terms(without)
