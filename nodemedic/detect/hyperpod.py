@@ -73,6 +73,12 @@ def _detection_text(event: Mapping[str, Any]) -> str:
     return " ".join((AGENT_TEXT, _word(condition), _word(status), _word(details.get("reason"))))
 
 
+def is_detection(message: str) -> bool:
+    """The message reads as a health monitoring agent's detection, wherever it was found (a
+    file people keep, a Logs Insights export): cheap, before any parse."""
+    return message.startswith("{") and f'"{AGENT_MARK}"' in message
+
+
 def hyperpod_text(line: str, max_chars: int) -> str:
     """The canonical text of one HyperPod event of at most ``max_chars`` characters;
     UnparsableLine when it is neither a detection nor a deep health check result."""
