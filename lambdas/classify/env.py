@@ -43,7 +43,7 @@ class ClassifyEnv:
     hyperpod_log_groups: frozenset[str] = frozenset()
     """The HyperPod cluster log groups whose events are classified; any other is refused."""
     hyperpod_act: bool = False
-    """``hyperpod_events`` is ``act``: HyperPod's unproven events act where the origin is
+    """``NODEMEDIC_HYPERPOD_EVENTS`` is ``act``: HyperPod's unproven events act where the origin is
     enforced. Unset notifies, so no forged detection acts unless the cluster says so."""
     cluster: str = ""
     """The cluster's name: a HyperPod log group does not say it, a nodemedic one does."""

@@ -221,7 +221,8 @@ def _hyperpod(
     """HyperPod's own findings: classified for the node the stream names where the cluster
     lists the group; refused whole and counted otherwise (not a malformed payload: nothing
     is wrong with it, and the dead-letter queue would only keep it). Never proven, they are
-    at most notified where the origin is enforced, unless ``hyperpod_events`` is ``act``."""
+    at most notified where the origin is enforced, unless ``NODEMEDIC_HYPERPOD_EVENTS`` is
+    ``act``."""
     try:
         identity = hyperpod_identity(
             group, stream, listed=config.hyperpod_log_groups, cluster=config.cluster

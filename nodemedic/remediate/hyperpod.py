@@ -33,7 +33,7 @@ NO_INSTANCE_REASON: Final = "no-instance"
 """A stream of a listed group that names no instance: its events are refused."""
 HYPERPOD_UNPROVEN: Final = Unproven(
     reason="SageMaker HyperPod's event is unsigned and any node of the cluster can write it"
-    " (hyperpod_events is notify)",
+    " (NODEMEDIC_HYPERPOD_EVENTS is notify)",
     forged=False,
 )
 """Why no HyperPod event is proven: the reason its capped decision's evidence starts with."""
