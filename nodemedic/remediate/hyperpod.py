@@ -5,8 +5,8 @@ cluster's log group (``nodemedic.detect.hyperpod`` reads them); the classifier t
 into decisions like any other (source ``hyperpod``), so they pass through the same breaker,
 ledger, history, metrics and job resume. Two things differ from nodemedic's own lines:
 
-- Where they come from. Only the groups the cluster lists (``hyperpod_log_groups``) are
-  read; any other is refused whole, since nothing in an event says which cluster of whose
+- Where they come from. Only the groups the cluster lists (``NODEMEDIC_HYPERPOD_LOG_GROUPS``)
+  are read; any other is refused whole, since nothing in an event says which cluster of whose
   it belongs to.
 - What they prove. They carry no signature, and AWS's managed policy for HyperPod's
   instance role (``AmazonSageMakerClusterInstanceRolePolicy``) lets every node of every
@@ -63,7 +63,7 @@ def hyperpod_identity(
     if log_group not in listed:
         raise Refused(
             UNLISTED_REASON,
-            f"log group {log_group!r} is not one of the cluster's hyperpod_log_groups",
+            f"log group {log_group!r} is not listed in NODEMEDIC_HYPERPOD_LOG_GROUPS",
         )
     instance_id = instance_of_stream(log_stream)
     if instance_id is None:
