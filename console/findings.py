@@ -170,15 +170,13 @@ class Tally:
         return Verdict(action, notes, waiting)
 
 
-def looks_like_health(message: str) -> bool:
-    return message.startswith("{") and '"check"' in message
-
-
-def _source(message: str) -> Source:
-    """Which rules a message of a file is classified with."""
+def message_source(message: str) -> Source:
+    """Which rules a message of a file people keep is classified with: an agent health
+    result's, a SageMaker HyperPod agent detection's, or a kernel line's (triage and the
+    backtest read files alike)."""
     if is_detection(message):
         return "hyperpod"
-    return "health" if looks_like_health(message) else "kmsg"
+    return "health" if message.startswith("{") and '"check"' in message else "kmsg"
 
 
 def _as_shipped(entry: LogLine) -> str:
@@ -204,7 +202,7 @@ class KernelLogCheck:
 
     def see(self, entry: LogLine) -> None:
         message = entry.message
-        if entry.raw.strip() != message or _source(message) != "kmsg":
+        if entry.raw.strip() != message or message_source(message) != "kmsg":
             self.settled = True
             return
         self.bare += _BARE_MESSAGE.match(message) is not None
@@ -259,7 +257,7 @@ def kernel_findings(
         offset += len(chunk)
         by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": [], "hyperpod": []}
         for entry in entries:
-            by_source[_source(entry.message)].append(entry)
+            by_source[message_source(entry.message)].append(entry)
         found = [
             (entries_of[index], fault)
             for source, entries_of in by_source.items()

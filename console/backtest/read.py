@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from console.backtest.stamps import Uptime, parse_time, stamp
+from console.findings import message_source
 from console.inputs import InputError, LogFile
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
@@ -44,7 +45,7 @@ from nodemedic.contracts.substrates import (
     HYPERPOD_AGENT_STREAM_PREFIX,
     HYPERPOD_DEEP_HEALTH_STREAM_PREFIX,
 )
-from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_stream, is_detection
+from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_stream
 from nodemedic.detect.logformat import journal_message, message_of
 
 
@@ -159,7 +160,7 @@ def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
         file.add(*stream, message, event_id)
         return
     named = next((str(record[f]) for f in _NODE_FIELDS if record.get(f)), node)
-    file.add(named, _message_source(message), message, event_id)
+    file.add(named, message_source(message), message, event_id)
 
 
 def _stream(name: str) -> tuple[str, Source] | None:
@@ -170,13 +171,6 @@ def _stream(name: str) -> tuple[str, Source] | None:
         return stream["instance"], "health" if stream["source"] == "health" else "kmsg"
     instance = instance_of_stream(name)
     return None if instance is None else (instance, "hyperpod")
-
-
-def _message_source(message: str) -> Source:
-    """The source of a message a file gives without its stream."""
-    if is_detection(message):
-        return "hyperpod"
-    return "health" if message.startswith("{") and '"check"' in message else "kmsg"
 
 
 def _as_shipped(message: str, facility: int | None) -> str:
@@ -194,7 +188,7 @@ def _kernel_events(line: str, event_id: str) -> Iterator[tuple[Source, str, str]
     if parsed is None:
         return
     message, facility, repeats = parsed
-    source = _message_source(message)
+    source = message_source(message)
     text = message if source != "kmsg" else _as_shipped(message, facility)
     for copy in range(repeats):
         yield source, text, event_id if copy == 0 else f"{event_id}+{copy}"
