@@ -18,6 +18,7 @@ from typing import NamedTuple
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
+from nodemedic.detect.hyperpod import is_detection
 from nodemedic.detect.logformat import LogLine, message_of
 from nodemedic.remediate.decision import INJECTED_ACTION
 
@@ -169,8 +170,13 @@ class Tally:
         return Verdict(action, notes, waiting)
 
 
-def looks_like_health(message: str) -> bool:
-    return message.startswith("{") and '"check"' in message
+def message_source(message: str) -> Source:
+    """Which rules a message of a file people keep is classified with: an agent health
+    result's, a SageMaker HyperPod agent detection's, or a kernel line's (triage and the
+    backtest read files alike)."""
+    if is_detection(message):
+        return "hyperpod"
+    return "health" if message.startswith("{") and '"check"' in message else "kmsg"
 
 
 def _as_shipped(entry: LogLine) -> str:
@@ -196,7 +202,7 @@ class KernelLogCheck:
 
     def see(self, entry: LogLine) -> None:
         message = entry.message
-        if entry.raw.strip() != message or looks_like_health(message):
+        if entry.raw.strip() != message or message_source(message) != "kmsg":
             self.settled = True
             return
         self.bare += _BARE_MESSAGE.match(message) is not None
@@ -249,16 +255,16 @@ def kernel_findings(
             for entry in entries:
                 check.see(entry)
         offset += len(chunk)
-        by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": []}
+        by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": [], "hyperpod": []}
         for entry in entries:
-            by_source["health" if looks_like_health(entry.message) else "kmsg"].append(entry)
+            by_source[message_source(entry.message)].append(entry)
         found = [
             (entries_of[index], fault)
             for source, entries_of in by_source.items()
             if entries_of
             for index, fault in classifier.classify_lines(map(_as_shipped, entries_of), source)
         ]
-        if by_source["health"] and by_source["kmsg"]:
+        if sum(map(bool, by_source.values())) > 1:
             found.sort(key=lambda pair: pair[0].line_no)
         # Where most lines are faults (a storm), the search for needles in the lines as
         # read only doubles the classifier's own: parse every line of the next chunk.

@@ -28,6 +28,7 @@ from nodemedic.contracts.logs import (
     split_previous_boot,
     split_signature,
 )
+from nodemedic.detect.hyperpod import hyperpod_text
 from nodemedic.detect.matching import (
     PREFIX,
     Found,
@@ -182,11 +183,14 @@ def health_text(line: str) -> str | None:
 def unparsable_lines(lines: Sequence[str], source: Source) -> Iterator[tuple[int, str]]:
     """(index, why) of each of ``lines`` (behind their signatures) that is not what a
     ``source`` stream carries: a health or deep-check line that is no health result, a
-    kmsg line that has the heartbeat's mark and no heartbeat's state. Any other kmsg line
-    is a kernel line, whatever its text."""
+    HyperPod event that is neither a detection nor a deep health check result, a kmsg line
+    that has the heartbeat's mark and no heartbeat's state. Any other kmsg line is a kernel
+    line, whatever its text."""
     for index, line in enumerate(lines):
         try:
-            if source != "kmsg":
+            if source == "hyperpod":
+                hyperpod_text(line, MAX_LINE)
+            elif source != "kmsg":
                 health_result(line)
             elif line.startswith(HEARTBEAT_MARK):
                 read_heartbeat(line)
@@ -197,9 +201,14 @@ def unparsable_lines(lines: Sequence[str], source: Source) -> Iterator[tuple[int
 def _text(line: str, source: Source) -> str:
     """What ``source``'s rules match in ``line``: a kernel line's message without the
     signature, previous-boot and injected marks (rules match from the message's start), a health
-    result's canonical text; empty for a health line that is no health result, which then
-    has no fault."""
+    result's or a HyperPod event's canonical text; empty for a health line that is no health
+    result or a HyperPod event that is unparsable, which then has no fault."""
     cut = line[:MAX_LINE]
+    if source == "hyperpod":
+        try:
+            return hyperpod_text(cut, MAX_LINE)
+        except UnparsableLine:
+            return ""
     if source != "kmsg":
         return health_text(cut) or ""
     # The marks start with "[": a storm's lines are mostly passed over without a call.
