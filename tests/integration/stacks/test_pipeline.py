@@ -11,8 +11,14 @@ import yaml
 from aws_cdk import assertions
 from aws_cdk import aws_stepfunctions as sfn
 
+from lambdas.classify.env import ClassifyEnv
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
+from nodemedic.contracts.env import (
+    ENV_ACCEPT_INJECTED,
+    ENV_CLUSTER,
+    HYPERPOD_EVENTS_ENV,
+    HYPERPOD_LOG_GROUPS_ENV,
+)
 from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.contracts.release import VERSION
 from nodemedic.contracts.stack import VERSION_OUTPUT
@@ -55,6 +61,21 @@ def test_a_cluster_that_accepts_injected_faults_tells_its_classifier() -> None:
     settings = ClusterSettings(name="drill", accept_injected_faults=True)
     _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
     assert classifier["Properties"]["Environment"]["Variables"][ENV_ACCEPT_INJECTED] == "true"
+
+
+def test_a_cluster_with_hyperpod_tells_its_classifier_the_groups_it_and_the_trust() -> None:
+    """The classify handler refuses to start with HyperPod groups but no cluster name, and
+    HyperPod's events act only where the settings say so."""
+    settings = ClusterSettings(
+        name="ml", hyperpod_clusters=(("ml-cluster", "abcdef123456"),), hyperpod_events="act"
+    )
+    _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
+    variables = classifier["Properties"]["Environment"]["Variables"]
+    assert variables[HYPERPOD_LOG_GROUPS_ENV] == "/aws/sagemaker/Clusters/ml-cluster/abcdef123456"
+    assert variables[ENV_CLUSTER] == "ml"
+    assert variables[HYPERPOD_EVENTS_ENV] == "act"
+    read = ClassifyEnv.from_environ(variables)  # as the handler reads it, without an error
+    assert read.hyperpod_act and read.cluster == "ml"
 
 
 def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Template) -> None:
