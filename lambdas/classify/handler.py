@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.env import env
+from lambdas.classify.kept import KeptTable
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, publish_count, tracer
 from lambdas.subscription import MalformedPayload, decode_payload
@@ -54,18 +55,20 @@ def _dependencies(
 
 
 @cache
-def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
-    """The cluster's own certificates, or AWS's for the Region the classifier runs in."""
+def _registrations(cluster: str, certificates_pem: str, ledger: str | None) -> LogsRegistrations:
+    """The cluster's own certificates, or AWS's for the Region the classifier runs in; the
+    registrations proved kept in the ledger."""
     return LogsRegistrations(
-        cluster, load_certificates(certificates_pem) if certificates_pem else None
+        cluster,
+        load_certificates(certificates_pem) if certificates_pem else None,
+        table=KeptTable(ledger) if ledger else None,
     )
 
 
-def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin:
+def _origin(registry: LogsRegistrations, identity: Identity, *, fresh: bool) -> Origin:
     """Proves an event of ``identity``'s stream against the keys its instance registered;
     ``fresh`` for the lines that act on the node: an earlier boot's key, known from an older
-    read, must not prove them (``LogsRegistrations``)."""
-    registry = _registrations(identity.cluster, certificates_pem)
+    query, must not prove them (``LogsRegistrations``)."""
     instance_id = identity.instance_id
     return lambda event: proof(
         registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
@@ -149,7 +152,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         message_type, group, stream, events = decode_payload(event)
         if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
-            # Registrations are read on demand (``origin``), never classified.
+            # Registrations are read back only for a key the ledger lacks (``origin``).
             return {"lines": 0}
         identity = identity_of(group, stream)
     except (MalformedPayload, IdentityError) as exc:
@@ -160,7 +163,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW, config.ledger_table
     )
     idempotency.register_lambda_context(context)
-    origin = _origin(identity, config.identity_certificates, fresh=True)
+    registry = _registrations(identity.cluster, config.identity_certificates, config.ledger_table)
+    registry.begin()
+    events = registry.learn(identity.instance_id, events)
+    origin = _origin(registry, identity, fresh=True)
     result = process_batch(
         identity,
         events,
@@ -175,7 +181,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         heard_at=time.time(),
         stale_after=config.stale_after,
     )
-    heard = _origin(identity, config.identity_certificates, fresh=False)
+    heard = _origin(registry, identity, fresh=False)
     _record_heartbeat(
         config.ledger_table,
         identity,
