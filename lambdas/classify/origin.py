@@ -86,8 +86,14 @@ class _Node:
     loaded_in: int = -1
     """The batch in which the ledger was last read for the instance."""
     read_at: float | None = None
-    trouble: str = ""
-    """Why the last query or read did not answer."""
+    unasked: str = ""
+    """Why the last query of the ledger did not answer."""
+    unread: str = ""
+    """Why the last read of the identity stream, or a decrypt, did not answer."""
+
+    @property
+    def trouble(self) -> str:
+        return "; ".join(why for why in (self.unasked, self.unread) if why)
 
     def boot_of(self, key_id: str) -> tuple[str, _Boot] | None:
         return next(((b, boot) for b, boot in self.boots.items() if boot.key_id == key_id), None)
@@ -180,9 +186,9 @@ class LogsRegistrations:
         except (ClientError, BotoCoreError) as exc:
             if isinstance(exc, ClientError) and not is_transient(exc):
                 raise  # the ledger refused: the deployment is broken, not a line
-            node.trouble = f"the ledger cannot be read now: {_code(exc)}"
+            node.unasked = f"the ledger cannot be read now: {_code(exc)}"
             return
-        node.trouble = ""
+        node.unasked = ""
         for item in kept:
             boot = node.boots.get(item.boot_id)
             if boot is None or boot.key_id != item.key_id:
@@ -201,24 +207,24 @@ class LogsRegistrations:
                 limit=READ_DECRYPTS,
             )
         except (ClientError, BotoCoreError) as exc:
-            if _code(exc) != "ResourceNotFoundException":
-                node.trouble = f"its identity stream cannot be read: {_code(exc)}"
+            missing = _code(exc) == "ResourceNotFoundException"
+            node.unread = "" if missing else f"its identity stream cannot be read: {_code(exc)}"
             return
-        node.trouble = ""
+        node.unread = ""
         for event in list(reversed(page["events"]))[:READ_DECRYPTS]:
             if _digest(event["message"]) not in node.checked:
                 self._prove(instance_id, node, event["timestamp"], event["message"])
-            if node.boot_of(key_id) is not None or node.trouble:
+            if node.boot_of(key_id) is not None or node.unread:
                 return
 
     def _prove(self, instance_id: str, node: _Node, written_ms: int, sealed: str) -> None:
         """Check one sealed registration and keep it when it holds; AWS away leaves it to be
-        checked again (``trouble``)."""
+        checked again (``unread``)."""
         digest = _digest(sealed)
         try:
             registration = self._checked(instance_id, sealed)
         except Unavailable as exc:
-            node.trouble = str(exc)
+            node.unread = str(exc)
             return
         except OriginError as exc:
             node.checked[digest] = str(exc)

@@ -291,6 +291,25 @@ def test_the_ledger_throttled_leaves_the_lines_unverifiable(world: World) -> Non
     assert why is not None and not why.forged
 
 
+def test_a_new_boots_key_the_ledger_cannot_tell_is_unverifiable_not_forged(world: World) -> None:
+    """The container knows the node's earlier boot; the new boot's registration was kept by
+    another container, and the ledger is throttled now: the new key is not called forged
+    because the identity stream's newest events (junk) do not hold it."""
+    old = world.register("boot-1")
+    assert world.proves(old)
+    new = world.register("boot-2", container=world.container())
+    for _ in range(READ_DECRYPTS):
+        world.logs.put(VICTIM, _junk())
+    world.dynamo.error = client_error("ThrottlingException")
+    world.clock.now += READ_INTERVAL
+
+    why = world.why(new, WRITTEN + 60_000, fresh=True)
+
+    assert why is not None and not why.forged and "the ledger cannot be read now" in why.reason
+    world.dynamo.error = None
+    assert world.proves(new, WRITTEN + 60_000)
+
+
 def test_a_second_key_of_a_boot_is_refused_in_every_container(world: World) -> None:
     first = world.register("boot-1")
     second = world.register("boot-1", container=world.container())
