@@ -100,6 +100,9 @@ class _Node:
 
 
 class LogsRegistrations:
+    """The keys of the nodes whose lines this container proved (the module says how they
+    are found, and what bounds the work)."""
+
     def __init__(
         self,
         cluster: str,
