@@ -1,5 +1,6 @@
 """Names in CloudWatch Logs: the node log group, its streams, and the marks the agent puts on a
-line (injected, previous boot, signature, heartbeat) that the classifier reads back."""
+line (injected, previous boot, signature, heartbeat, registration) that the classifier reads
+back."""
 
 from __future__ import annotations
 
