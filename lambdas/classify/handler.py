@@ -26,6 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
 from lambdas.classify.env import ClassifyEnv, env
+from lambdas.classify.kept import KeptTable
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, publish_count, tracer
 from lambdas.subscription import MalformedPayload, decode_payload
@@ -65,18 +66,20 @@ def _dependencies(
 
 
 @cache
-def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
-    """The cluster's own certificates, or AWS's for the Region the classifier runs in."""
+def _registrations(cluster: str, certificates_pem: str, ledger: str | None) -> LogsRegistrations:
+    """The cluster's own certificates, or AWS's for the Region the classifier runs in; the
+    registrations proved kept in the ledger."""
     return LogsRegistrations(
-        cluster, load_certificates(certificates_pem) if certificates_pem else None
+        cluster,
+        load_certificates(certificates_pem) if certificates_pem else None,
+        table=KeptTable(ledger) if ledger else None,
     )
 
 
-def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin:
+def _origin(registry: LogsRegistrations, identity: Identity, *, fresh: bool) -> Origin:
     """Proves an event of ``identity``'s stream against the keys its instance registered;
     ``fresh`` for the lines that act on the node: an earlier boot's key, known from an older
-    read, must not prove them (``LogsRegistrations``)."""
-    registry = _registrations(identity.cluster, certificates_pem)
+    query, must not prove them (``LogsRegistrations``)."""
     instance_id = identity.instance_id
     return lambda event: proof(
         registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
@@ -251,7 +254,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         message_type, group, stream, events = decode_payload(event)
         if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
-            # Registrations are read on demand (``origin``), never classified.
+            # Registrations are read back only for a key the ledger lacks (``origin``).
             return {"lines": 0}
         identity = None if is_hyperpod_group(group) else identity_of(group, stream)
     except (MalformedPayload, IdentityError) as exc:
@@ -260,15 +263,18 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise MalformedPayload(str(exc)) from exc
     if identity is None:
         return _hyperpod(config, group, stream, events, context)
+    registry = _registrations(identity.cluster, config.identity_certificates, config.ledger_table)
+    registry.begin()
+    events = registry.learn(identity.instance_id, events)
     result = _classify(
         config,
         identity,
         events,
         context,
-        origin=_origin(identity, config.identity_certificates, fresh=True),
+        origin=_origin(registry, identity, fresh=True),
         enforce_origin=config.enforce_origin,
     )
-    heard = _origin(identity, config.identity_certificates, fresh=False)
+    heard = _origin(registry, identity, fresh=False)
     _record_heartbeat(
         config.ledger_table,
         identity,

@@ -188,23 +188,26 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
     ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     granted: dict[str, list[Any]] = {}
-    ledger: dict[str, Any] = {}
+    ledger: dict[tuple[str, ...], Any] = {}
     for statement in statements(template, _role_of(classifier)):
         assert statement["Effect"] == "Allow"
         resource = statement["Resource"]
         if resource == {"Fn::GetAtt": [ledger_id, "Arn"]}:
-            # The ledger: heartbeats, and the markers of the decisions it starts; only there.
-            (action,) = actions(statement)
-            ledger[action] = statement["Condition"]
+            # The ledger: heartbeats, the markers of the decisions it starts, and the
+            # registrations it proved; only there.
+            ledger[tuple(sorted(actions(statement)))] = statement["Condition"]
             continue
         for action in actions(statement):
             granted[action] = resource if isinstance(resource, list) else [resource]
     assert ledger == {
-        "dynamodb:UpdateItem": {
+        ("dynamodb:UpdateItem",): {
             "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
         },
-        "dynamodb:PutItem": {
+        ("dynamodb:PutItem",): {
             "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["recorded#classifier"]}
+        },
+        ("dynamodb:Query", "dynamodb:UpdateItem"): {
+            "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["registration#*"]}
         },
     }
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
@@ -387,11 +390,15 @@ def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
 
 MARKERS = ["recorded#classifier", "recorded#planned"]
 """The recorders' partitions of the ledger (``nodemedic.contracts.ledger``)."""
+KEPT = "registration#*"
+"""The classifier's kept registrations."""
 
 
-def test_only_its_recorder_may_write_a_decisions_marker(template: Template) -> None:
+def test_only_its_recorder_may_write_a_decisions_marker_or_a_kept_registration(
+    template: Template,
+) -> None:
     """Every role that may write the ledger: the classifier and the planned Lambda in their
-    own partition only; any other (the state machine, the job monitor) is denied both."""
+    own partitions only; any other (the state machine, the job monitor) is denied them all."""
     ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     ledger = {"Fn::GetAtt": [ledger_id, "Arn"]}
     writes = {a.lower() for a in LEDGER_WRITES}
@@ -401,20 +408,23 @@ def test_only_its_recorder_may_write_a_decisions_marker(template: Template) -> N
         for statement in on_ledger:
             if statement["Effect"] != "Allow" or not _lower(statement) & writes:
                 continue
-            condition = statement.get("Condition", {}).get("ForAllValues:StringEquals", {})
-            keys = condition.get("dynamodb:LeadingKeys")
-            if keys is None:
+            condition = statement.get("Condition", {})
+            only = condition.get("ForAllValues:StringEquals", {})
+            keys = only.get("dynamodb:LeadingKeys", [])
+            keys += condition.get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys", [])
+            if not keys:
+                keys = None
                 (denied,) = [s for s in on_ledger if s["Effect"] == "Deny"]
                 assert _lower(denied) == writes, role_id
                 assert denied["Condition"] == {
-                    "ForAnyValue:StringEquals": {"dynamodb:LeadingKeys": MARKERS}
+                    "ForAnyValue:StringLike": {"dynamodb:LeadingKeys": [*MARKERS, KEPT]}
                 }
             partitions.setdefault(role_id, set()).update(keys or ["*"])
     _, classifier = _function(template, "lambdas.classify.handler.handler")
     _, planned = _function(template, "lambdas.planned.handler.handler")
-    recorders = {role: found & set(MARKERS) for role, found in partitions.items()}
+    recorders = {role: found & {*MARKERS, KEPT} for role, found in partitions.items()}
     assert {role: found for role, found in recorders.items() if found} == {
-        _role_of(classifier): {"recorded#classifier"},
+        _role_of(classifier): {"recorded#classifier", KEPT},
         _role_of(planned): {"recorded#planned"},
     }
     _, machine = one(template, MACHINE, REMEDIATION)

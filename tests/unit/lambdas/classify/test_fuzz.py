@@ -34,6 +34,7 @@ from nodemedic.contracts.logs import (
     heartbeat_message,
     identity_stream,
     node_log_group,
+    registration_message,
 )
 from nodemedic.contracts.substrates import hyperpod_log_group
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
@@ -224,6 +225,19 @@ def hyperpod_events(rng: random.Random, data: Payload) -> Payload:
     return data
 
 
+def registration_lines(rng: random.Random, data: Payload) -> Payload:
+    """Registration lines among the others, in any stream of a node: sealed-looking junk
+    KMS refuses, text that is no base64, nothing, or more than a batch may decrypt."""
+    data["logStream"] = f"{rng.choice(INSTANCES)}/{rng.choice(STREAMS)}"
+    for event in _events(data):
+        if rng.random() < 0.7:
+            sealed = rng.choice(
+                (base64.b64encode(rng.randbytes(200)).decode(), _text(rng, 40), "", "A" * 70_000)
+            )
+            event["message"] = registration_message(sealed)
+    return data
+
+
 def any_stream(rng: random.Random, data: Payload) -> Payload:
     data["logStream"] = f"{rng.choice(INSTANCES)}/{rng.choice((*STREAMS, 'identity'))}"
     return data
@@ -237,6 +251,7 @@ GOOD: tuple[Case, ...] = (
     huge_lines,
     signed_lines,
     heartbeats,
+    registration_lines,
     any_stream,
     hyperpod_events,
 )
