@@ -29,6 +29,7 @@ NO_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
 INSIGHTS_ALARM_QUOTA = 200
 """Default quota of Metrics Insights alarms per account and Region."""
 AUTO_REPAIR_WARNING = "nodemedic:eks-auto-repair"
+AUTO_MODE_REPAIR_WARNING = "nodemedic:auto-mode-repair"
 
 
 def app_context() -> dict[str, Any]:
@@ -73,6 +74,7 @@ def add_pipelines(
             )
     for stack, settings in zip(stacks, clusters, strict=True):
         _warn_of_auto_repair(stack, settings)
+        _warn_of_auto_mode_repair(stack, settings)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks
@@ -90,6 +92,22 @@ def _warn_of_auto_repair(stack: PipelineStack, settings: ClusterSettings) -> Non
         "Check each managed node group with `aws eks describe-nodegroup --cluster-name "
         f"{settings.eks_cluster_name or settings.name} --nodegroup-name <group> --query "
         "nodegroup.nodeRepairConfig` and set eks_auto_repair to off (or turn it off)",
+    )
+
+
+def _warn_of_auto_mode_repair(stack: PipelineStack, settings: ClusterSettings) -> None:
+    """EKS Auto Mode repairs its nodes itself, on by default (EKS User Guide, "Automatically
+    repair nodes in EKS clusters"); a listed NodePool of Auto Mode's would have two repairs
+    on one node, which the synth cannot see, so it says so."""
+    if not settings.karpenter_nodepools:
+        return
+    cdk.Annotations.of(stack).add_warning_v2(
+        AUTO_MODE_REPAIR_WARNING,
+        f"cluster {settings.name}: if any of {', '.join(settings.karpenter_nodepools)} is an "
+        "EKS Auto Mode NodePool, EKS node auto repair (on by default in Auto Mode) replaces "
+        "its nodes too; turn it off in the cluster's node repair configuration, or leave "
+        "the NodePool out of karpenter_nodepools (docs/deploy.md, Karpenter and EKS Auto "
+        "Mode). Karpenter's own NodeRepair gate is checked at run time",
     )
 
 

@@ -40,6 +40,7 @@ NO_CREDENTIALS = {
 }
 QUOTA_WARNING = "nodemedic:insights-alarm-quota"
 AUTO_REPAIR_WARNING = "nodemedic:eks-auto-repair"
+AUTO_MODE_REPAIR_WARNING = "nodemedic:auto-mode-repair"
 
 
 def _no_network() -> list[str]:
@@ -244,6 +245,20 @@ def test_too_many_insights_alarms_for_one_account_are_announced(
         assert f"{total} Metrics Insights alarms in all" in warning
         # No node groups, or auto repair known off: nothing to check in the account.
         assert not [e for e in stack.node.metadata if AUTO_REPAIR_WARNING in str(e.data)]
+
+
+def test_a_cluster_listing_nodepools_is_told_of_auto_modes_own_repair() -> None:
+    app = cdk.App(context={**app_context(), **NO_BUNDLING})
+    listed, plain = add_pipelines(
+        app,
+        [ClusterSettings(name="k", karpenter_nodepools=("gpu",)), ClusterSettings(name="p")],
+        nag=False,
+    )
+    (warning,) = [
+        str(e.data) for e in listed.node.metadata if AUTO_MODE_REPAIR_WARNING in str(e.data)
+    ]
+    assert "gpu" in warning and "Auto Mode" in warning
+    assert not [e for e in plain.node.metadata if AUTO_MODE_REPAIR_WARNING in str(e.data)]
 
 
 def test_clusters_may_be_given_as_json_on_the_command_line() -> None:
