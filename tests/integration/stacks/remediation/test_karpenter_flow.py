@@ -1,6 +1,7 @@
 """Karpenter (``karpenter_nodepools``) in the executing state machine: a node found through
 its NodeClaim is cordoned and drained, its NodeClaim deleted, and the remediation parked as
-failed when the NodeClaim never goes; a node no NodeClaim names is only reported.
+failed when the NodeClaim never goes, its record, mail and ``history`` naming the substrate;
+a node no NodeClaim names is only reported.
 
 Karpenter's CRDs are served (as its build ships them) with no controller running: the test
 writes the NodeClaim and its status as Karpenter would, with a finalizer of its own that
@@ -19,6 +20,7 @@ import boto3
 import pytest
 from kubernetes import client
 
+from console.cli.remediations import entry, lines
 from nodemedic.contracts.substrates import (
     KARPENTER_GROUP,
     NODECLAIM_PLURAL,
@@ -131,7 +133,7 @@ def test_a_nodeclaim_that_never_goes_parks_the_remediation_as_failed(
 
     found = _run(world, decision(sick, "nvidia-xid-79", cluster=POOLS.name))
 
-    assert found["state"] == "failed"
+    assert (found["state"], found["substrate"]) == ("failed", "karpenter")
     assert json.loads(found["error"])["Error"] == "TerminationTimeout"
     claim = custom.get_cluster_custom_object(
         KARPENTER_GROUP, NODECLAIM_VERSION, NODECLAIM_PLURAL, "gpu-held"
@@ -142,8 +144,9 @@ def test_a_nodeclaim_that_never_goes_parks_the_remediation_as_failed(
     pipeline = world.pipelines[POOLS.name]
     assert pipeline.item(sick, "inflight") is not None, "parked: no new remediation starts"
     (mail,) = [m for m in pipeline.messages(sick) if m["outcome"] == "failed"]
-    assert mail["stopped_at"] == "replacing"
+    assert (mail["stopped_at"], mail["substrate"]) == ("replacing", "karpenter")
     assert mail["error"]["Cause"] == "NodeClaim gpu-held was still there after reboot_timeout"
+    assert lines(entry(found))[0].endswith("nvidia-xid-79: replace -> failed (karpenter)")
 
 
 @pytest.mark.usefixtures("custom")
