@@ -324,8 +324,10 @@ CLOCK_EPOCH: Final = f"{CLOCK}.epoch"
 LEASE_UNTIL: Final = f"{CLOCK}.lease_until"
 
 
-def initial_state(source: str = "$") -> dict[str, Any]:
-    """``"Begin"``'s parameters, over the decision record as input (at ``source``)."""
+def initial_state(source: str = "$", *, substrate: bool = False) -> dict[str, Any]:
+    """``"Begin"``'s parameters, over the decision record as input (at ``source``);
+    ``substrate``: the plan says ``none`` until ``"Plan"`` names the node's, for a failure
+    to record (a cluster that lists another substrate than Auto Scaling)."""
 
     def field(name: str) -> str:
         return sfn.JsonPath.string_at(incoming(name, source))
@@ -342,7 +344,7 @@ def initial_state(source: str = "$") -> dict[str, Any]:
         "node": {"node": "", "boot_id": ""},
         "step": {"name": "planning"},
         # Until "Plan" replaces it: a failure before it still has an action to report.
-        "plan": {"action": field("action")},
+        "plan": {"action": field("action"), **({"substrate": "none"} if substrate else {})},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
         "verdict": {"verdict": "paced", "reason": ""},
         "fleet": {"verdict": fleet.OPEN},

@@ -97,7 +97,7 @@ class Wiring:
 
     def __init__(self, flow: Flow) -> None:
         self.flow = flow
-        self.failure = failure(flow)
+        self.failure = failure(flow, substrate=flow.settings.other_substrates)
         self.built: dict[str, sfn.IChainable] = {}
 
     def later(self, phase: str) -> sfn.IChainable:

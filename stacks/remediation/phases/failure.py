@@ -45,8 +45,14 @@ from stacks.remediation.kit.transact import (
 from stacks.remediation.phases.release import release
 
 
-def failure(flow: Flow, *, end: sfn.IChainable | None = None) -> sfn.IChainable:
-    """The phase's first state; it ends in ``end``, ``"Remediation failed"`` by default."""
+def failure(
+    flow: Flow, *, end: sfn.IChainable | None = None, substrate: bool = False
+) -> sfn.IChainable:
+    """The phase's first state; it ends in ``end``, ``"Remediation failed"`` by default.
+    ``substrate``: the record and the mail name the node's substrate, as the report's do,
+    so that ``history`` says ``failed (karpenter)``; only where the plan carries one (the
+    remediation's own flow in a cluster that lists another substrate, not the cleanup)."""
+    named = {"substrate": state.SUBSTRATE} if substrate else {}
     record = flow.record(
         "Record failure",
         record_state="failed",
@@ -54,6 +60,7 @@ def failure(flow: Flow, *, end: sfn.IChainable | None = None) -> sfn.IChainable:
             "failed_step": dynamo_text(state.STEP_NAME),
             "error": dynamo_json(state.ERROR),
             "ended_at": dynamo_now(),
+            **{name: dynamo_text(path) for name, path in named.items()},
         },
     )
     mailed = notify(
@@ -71,6 +78,7 @@ def failure(flow: Flow, *, end: sfn.IChainable | None = None) -> sfn.IChainable:
             ),
             "stopped_at": sfn.JsonPath.string_at(state.STEP_NAME),
             "error": sfn.JsonPath.object_at(state.ERROR),
+            **{name: sfn.JsonPath.string_at(path) for name, path in named.items()},
         },
         guard=False,
     )

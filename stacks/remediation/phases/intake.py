@@ -56,7 +56,11 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     s = flow.scope
     # Only a cluster that lists another substrate looks for one: the others' template stays.
     found: dict[str, object] = {"target": {}} if flow.settings.other_substrates else {}
-    begin = sfn.Pass(s, "Begin", parameters={**state.initial_state(), **found})
+    begin = sfn.Pass(
+        s,
+        "Begin",
+        parameters={**state.initial_state(substrate=flow.settings.other_substrates), **found},
+    )
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
     complete = sfn.Condition.and_(
