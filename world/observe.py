@@ -9,10 +9,12 @@ classified     the earliest record of the classifier's verdict: the execution it
 started        the Step Functions execution's start date
 marked         the Node watch event showing it cordoned / tainted / labelled
 drained        the execution history's ``Drained`` state
-rebooted       the Node watch event showing it Ready with a new boot id
+rebooted       the Node watch event showing it Ready with a new boot id (through
+               HyperPod's BatchRebootClusterNodes where the world's machines are its)
 GPU reset      the Node watch event showing it given back at the same boot id, after it
                was marked and SSM ran the reset with success
-replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy``
+replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy`` (or the
+               instance terminated by HyperPod's BatchReplaceClusterNodes)
 notified       the SQS ``SentTimestamp`` of the SNS message about the instance
 =============  ==================================================================
 
@@ -164,13 +166,22 @@ class Observer:
             )
             if seen is None:
                 return None
-            return Step(seen.at, f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})")
+            back = f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})"
+            return Step(seen.at, self._through("BatchRebootClusterNodes", back))
         unhealthy = [
             e for e in self.world.machine_events(instance_id, "unhealthy") if e.at >= run.written_at
         ]
         if not unhealthy:
             return None
-        return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
+        if self.world.hyperpod is None:
+            return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
+        return Step(unhealthy[0].at, self._through("BatchReplaceClusterNodes", "terminating"))
+
+    def _through(self, call: str, detail: str) -> str:
+        """``detail``, with the HyperPod call that acted where HyperPod owns the machines."""
+        if self.world.hyperpod is None:
+            return detail
+        return f"HyperPod {call} ({self.world.hyperpod}): {detail}"
 
     def _reset(self, run: FaultRun) -> Step | None:
         marked = run.steps.get("marked")

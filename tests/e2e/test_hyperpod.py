@@ -1,0 +1,73 @@
+"""HyperPod end to end (``nodemedic demo --scenario hyperpod``): the world's machines are the
+nodes of a SageMaker HyperPod cluster with its own recovery off, listed in
+``hyperpod_clusters`` with ``hyperpod_repair`` ``when_recovery_off``. An Xid 48 reboots its
+node through ``BatchRebootClusterNodes``, an Xid 79 replaces its node through
+``BatchReplaceClusterNodes``; neither touches an Auto Scaling group, and the ledger, the mail
+and ``nodemedic history`` name HyperPod as the substrate."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.e2e import run_scenario
+from world.scenarios.hyperpod import CLUSTER
+from world.scenarios.kit import Result, history_entries
+from world.scenarios.registry import SETTINGS, WORLDS
+from world.world import World, demo_settings
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+NODES = 4
+WORLD_SETTINGS = demo_settings(**SETTINGS["hyperpod"])
+WORLD_OPTIONS = {**WORLDS["hyperpod"], "nodes": NODES, "workers": NODES}
+
+
+@pytest.fixture(scope="module")
+def result(world: World) -> Result:
+    return run_scenario(world, "hyperpod")
+
+
+def _cluster_nodes(world: World) -> set[str]:
+    listed = world.aws("sagemaker").list_cluster_nodes(ClusterName=CLUSTER[0])
+    return {node["InstanceId"] for node in listed["ClusterNodeSummaries"]}
+
+
+def test_xid_48_rebooted_and_xid_79_replaced_through_hyperpod(world: World, result: Result) -> None:
+    assert result.ok, ([(r.fault.title, r.problems) for r in result.runs], result.problems)
+    rebooted, replaced = result.runs
+    assert (rebooted.outcome, replaced.outcome) == ("rebooted", "replaced")
+    assert world.machine_events(rebooted.machine.instance_id, "reboot")
+    assert rebooted.machine.instance_id in _cluster_nodes(world)
+    assert world.instance_state(replaced.machine.instance_id) in ("shutting-down", "terminated")
+    assert world.aws("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"] == []
+
+
+def test_the_replaced_node_s_successor_joins_the_cluster_and_kubernetes(
+    world: World, result: Result
+) -> None:
+    (_, replaced) = result.runs
+    members = _cluster_nodes(world)
+    assert replaced.machine.instance_id not in members
+    assert len(members) == NODES
+    (launched,) = [e for e in world.events if e.kind == "launched" and e.at >= replaced.written_at]
+    assert launched.instance_id in members
+    assert world.node(launched.detail) is not None
+
+
+def test_the_timeline_names_hyperpod_s_calls(result: Result) -> None:
+    rebooted, replaced = result.runs
+    assert "BatchRebootClusterNodes" in rebooted.steps["acted"].detail
+    assert "BatchReplaceClusterNodes" in replaced.steps["acted"].detail
+
+
+def test_history_and_mail_name_hyperpod_as_the_substrate(world: World, result: Result) -> None:
+    code, shown = history_entries(world)
+    assert code == 0
+    for run in result.runs:
+        (entry,) = [e for e in shown if e["instance_id"] == run.machine.instance_id]
+        assert (entry["outcome"], entry["substrate"], entry["node_group"]) == (
+            run.outcome,
+            "hyperpod",
+            CLUSTER[0],
+        ), entry
+        mails = [m.body for m in world.inbox.about(run.machine.instance_id)]
+        assert [(m["outcome"], m["substrate"]) for m in mails] == [(run.outcome, "hyperpod")]
