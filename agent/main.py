@@ -37,6 +37,7 @@ from agent.origin import (
     boot_key,
     keep_registered,
     kms_encrypt,
+    registration_batches,
     sealed_registration,
     signer,
 )
@@ -50,7 +51,6 @@ from nodemedic.contracts.logs import (
     deep_check_stream,
     health_stream,
     heartbeat_message,
-    identity_stream,
     kmsg_stream,
     node_log_group,
     telemetry_stream,
@@ -320,9 +320,8 @@ class Agent:
                 exc,
             )
             return False
-        batch = Batcher(identity_stream(config.instance_id))
-        batch.add(int(time.time() * 1000), sealed)
-        self._put(batch.flush())
+        for batch in registration_batches(config.instance_id, sealed, int(time.time() * 1000)):
+            self.outbox.put(batch)
         self.sign = signer(key, config.instance_id)
         self.metrics.signing = 1
         log.info("signing every event with key %s", registration.key_id)

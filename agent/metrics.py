@@ -8,7 +8,6 @@ that races an increment is off by one for one scrape, never corrupt.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from agent.kmsg import Line
 from agent.telemetry.exposition import CONTENT_TYPE, Family, Kind, Labels, render
 from agent.telemetry.gpu import node_name
 from nodemedic.contracts.release import VERSION
+from nodemedic.detect.matching import Searcher, compiled
 
 STATUSES = get_args(Status)
 Sample = tuple[Labels, float]
@@ -30,12 +30,15 @@ XID_MARK = "NVRM: Xid ("
 
 
 @cache
-def xid_pattern() -> re.Pattern[str]:
+def xid_pattern() -> Searcher:
     """The catalog's Xid pattern, loaded at the first Xid line: a node that never logs one
-    never pays for reading the catalog."""
+    never pays for reading the catalog. A user's rule that replaces the Xid rule runs with
+    RE2, as the classifier runs it: its pattern cannot then stall the agent's reader on a
+    line, whatever it is (``nodemedic.catalog.linear_error``)."""
     from nodemedic.catalog import load_catalog
 
-    return re.compile(load_catalog().rule(XID_RULE).pattern)
+    catalog = load_catalog()
+    return compiled(catalog.rule(XID_RULE).pattern, linear=XID_RULE in catalog.user)
 
 
 class Metrics:
@@ -67,8 +70,8 @@ class Metrics:
         for line in lines:
             self.lines_read += 1
             self.records_lost += line.lost
-            if XID_MARK in line.message and (match := xid_pattern().match(line.message)):
-                self.xids[(match["xid"], match["pci"].lower())] += 1
+            if XID_MARK in line.message and (match := xid_pattern().search(line.message)):
+                self.xids[(str(match.group("xid")), str(match.group("pci")).lower())] += 1
 
     def families(self) -> list[Family]:
         """The agent's own families, read now."""

@@ -22,10 +22,14 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.batch import Batch, Batcher
 from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
+    identity_stream,
+    kmsg_stream,
     origin_key_alias,
+    registration_message,
 )
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 
@@ -95,6 +99,24 @@ def sealed_registration(encrypt: Encrypt, cluster: str, registration: Registrati
         {ORIGIN_CONTEXT_CLUSTER: cluster, ORIGIN_CONTEXT_INSTANCE: registration.instance_id},
     )
     return base64.b64encode(blob).decode("ascii")
+
+
+def registration_batches(instance_id: str, sealed: str, at_ms: int) -> list[Batch]:
+    """The batches that carry a sealed registration, both unsigned (no key of the boot is
+    known until it is registered): the kmsg stream's, queued ahead of every line the key
+    signs, so the subscription brings it to the classifier first and the classifier keeps
+    it; and the identity stream's, which a classifier that missed it reads back."""
+    batches = []
+    for stream, message in (
+        (kmsg_stream(instance_id), registration_message(sealed)),
+        (identity_stream(instance_id), sealed),
+    ):
+        batcher = Batcher(stream)
+        batcher.add(at_ms, message)
+        flushed = batcher.flush()
+        if flushed is not None:
+            batches.append(flushed)
+    return batches
 
 
 def kms_encrypt(region: str, endpoint_url: str | None, timeout: float = 10.0) -> Encrypt:

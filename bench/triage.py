@@ -10,9 +10,9 @@ short form, syslog):
 Each is judged by a ``nodemedic triage`` process of its own, whose CPU time (user + system)
 and peak RSS the kernel reports at its exit. The baseline, measured in the same run on the
 same file, is the bare classifier: ``Classifier.classify_lines`` on every line's message,
-read whole beforehand. With ``--baseline REV``, the same command of the tree at git
-revision REV runs on the same files too, alternating with this tree's (A B A B), and the
-best pass of each side is kept.
+read whole beforehand, in a process of its own. With ``--baseline REV``, the same command
+and the bare classifier of the tree at git revision REV run on the same files too,
+alternating with this tree's (A B A B), and the best pass of each side is kept.
 
     python -m bench.triage [--lines 1000000] [--baseline REV]
 """
@@ -24,14 +24,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-from itertools import islice
 from pathlib import Path
 
 from bench.classifier import corpus
-from nodemedic.catalog import load_catalog
-from nodemedic.detect.classifier import Classifier
-from nodemedic.detect.logformat import messages
 
 ROOT = Path(__file__).parents[1]
 PREFIXES = (
@@ -73,17 +68,31 @@ def measure(tree: Path, log: Path) -> tuple[float, float]:
 
 
 BARE_LINES = 1_000_000
-"""The bare classifier's lines are held in this process: its rate is taken on at most these."""
+"""The bare classifier's lines are held in its process: its rate is taken on at most these."""
+BARE = """
+import sys, time
+from itertools import islice
+from nodemedic.catalog import load_catalog
+from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.logformat import messages
+classifier = Classifier(load_catalog())
+with open(sys.argv[1], encoding="utf-8") as lines:
+    texts = [entry.message for entry in messages(islice(lines, int(sys.argv[2])))]
+start = time.process_time()
+for _ in classifier.classify_lines(texts):
+    pass
+print(len(texts) / (time.process_time() - start))
+"""
+"""Lines per CPU-second of the bare classifier of the tree it runs in: only what every
+revision since the classifier took lines in bulk has, so that a baseline tree runs it too."""
 
 
-def bare(log: Path, classifier: Classifier) -> float:
-    """Lines per CPU-second of the bare classifier on the messages of ``log``'s lines."""
-    with log.open(encoding="utf-8") as lines:
-        texts = [entry.message for entry in messages(islice(lines, BARE_LINES))]
-    start = time.process_time()
-    for _ in classifier.classify_lines(texts):
-        pass
-    return len(texts) / (time.process_time() - start)
+def bare(tree: Path, log: Path) -> float:
+    """Lines per CPU-second of ``tree``'s bare classifier on the messages of ``log``'s lines."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [sys.executable, "-c", BARE, str(log), str(BARE_LINES)]
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return float(done.stdout)
 
 
 def export(rev: str, into: Path) -> Path:
@@ -114,13 +123,15 @@ def main() -> None:
             log = Path(folder) / f"{name}.log"
             write_log(log, args.lines, share)
             best: dict[str, tuple[float, float]] = {}
+            rates: dict[str, float] = {}
             for _ in range(args.passes):
                 for side, tree in trees.items():
                     cpu, rss = measure(tree, log)
                     previous = best.get(side, (float("inf"), 0.0))
                     best[side] = (min(previous[0], cpu), max(previous[1], rss))
-            rate = bare(log, Classifier(load_catalog()))
-            print(f"  {name:<6} {'bare classifier':<15} {rate:>10,.0f} lines/CPU-s")
+                    rates[side] = max(rates.get(side, 0.0), bare(tree, log))
+            for side, rate in rates.items():
+                print(f"  {name:<6} {side:<15} {rate:>10,.0f} lines/CPU-s  (bare classifier)")
             for side, (cpu, rss) in best.items():
                 print(
                     f"  {name:<6} {side:<15} {args.lines / cpu:>10,.0f} lines/CPU-s"

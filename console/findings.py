@@ -18,6 +18,7 @@ from typing import NamedTuple
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
+from nodemedic.detect.hyperpod import is_detection
 from nodemedic.detect.logformat import LogLine, message_of
 from nodemedic.remediate.decision import INJECTED_ACTION
 
@@ -169,17 +170,26 @@ class Tally:
         return Verdict(action, notes, waiting)
 
 
-def looks_like_health(message: str) -> bool:
-    return message.startswith("{") and '"check"' in message
+def message_source(message: str) -> Source:
+    """Which rules a message of a file people keep is classified with: an agent health
+    result's, a SageMaker HyperPod agent detection's, or a kernel line's (triage and the
+    backtest read files alike)."""
+    if is_detection(message):
+        return "hyperpod"
+    return "health" if message.startswith("{") and '"check"' in message else "kmsg"
 
 
-def _as_shipped(entry: LogLine) -> str:
-    """The message as the agent ships it: marked injected where the line's own priority
+def _shipped(entries: list[LogLine]) -> list[str]:
+    """Each message as the agent ships it: marked injected where the line's own priority
     says another facility than the kernel's logged it (the formats without a priority,
-    dmesg and the journal's ``kernel:`` lines, are taken for the kernel's)."""
-    if entry.facility is None or entry.facility == KERNEL_FACILITY:
-        return entry.message
-    return shipped_message(entry.message, entry.facility)
+    dmesg and the journal's ``kernel:`` lines, are taken for the kernel's). A comprehension,
+    not a call a line: a storm's lines are all kernel lines."""
+    return [
+        entry.message
+        if entry.facility is None or entry.facility == KERNEL_FACILITY
+        else shipped_message(entry.message, entry.facility)
+        for entry in entries
+    ]
 
 
 @dataclass
@@ -196,7 +206,7 @@ class KernelLogCheck:
 
     def see(self, entry: LogLine) -> None:
         message = entry.message
-        if entry.raw.strip() != message or looks_like_health(message):
+        if entry.raw.strip() != message or message_source(message) != "kmsg":
             self.settled = True
             return
         self.bare += _BARE_MESSAGE.match(message) is not None
@@ -206,11 +216,6 @@ class KernelLogCheck:
         if self.settled or found or not self.countable:
             return True
         return self.bare > 0 and self.bare * 2 >= self.countable
-
-
-def _line(entry: LogLine) -> str:
-    """What a finding shows of its line: as read, or a journal record's message."""
-    return entry.message if entry.raw.lstrip().startswith("{") else entry.raw
 
 
 def _entries(chunk: list[str], offset: int, picked: Iterable[int]) -> list[LogLine]:
@@ -246,31 +251,37 @@ def kernel_findings(
             entries = _entries(chunk, offset, _picked(chunk, classifier))
         else:
             entries = _entries(chunk, offset, range(len(chunk)))
-            for entry in entries:
+            for entry in entries if not check.settled else ():
                 check.see(entry)
         offset += len(chunk)
-        by_source: dict[Source, list[LogLine]] = {"kmsg": [], "health": []}
-        for entry in entries:
-            by_source["health" if looks_like_health(entry.message) else "kmsg"].append(entry)
+        by_source: dict[Source, list[LogLine]] = {"kmsg": entries, "health": [], "hyperpod": []}
+        if any(entry.message[:1] == "{" for entry in entries):
+            # rare: agent health results or HyperPod's detections among kernel lines
+            by_source["kmsg"] = []
+            for entry in entries:
+                by_source[message_source(entry.message)].append(entry)
         found = [
             (entries_of[index], fault)
             for source, entries_of in by_source.items()
             if entries_of
-            for index, fault in classifier.classify_lines(map(_as_shipped, entries_of), source)
+            for index, fault in classifier.classify_lines(_shipped(entries_of), source)
         ]
-        if by_source["health"] and by_source["kmsg"]:
+        if sum(map(bool, by_source.values())) > 1:
             found.sort(key=lambda pair: pair[0].line_no)
         # Where most lines are faults (a storm), the search for needles in the lines as
         # read only doubles the classifier's own: parse every line of the next chunk.
         dense = len(found) * 2 > len(chunk)
+        # A finding shows its line as read, or a journal record's message; made by
+        # position, which a named tuple takes in half the time keywords cost.
         yield [
             Finding(
-                path=path,
-                line_no=entry.line_no,
-                line=_line(entry),
-                fault=fault,
-                repeats=entry.repeats,
-                injected=fault.line[:1] == "[" and fault.injected,
+                path,
+                entry.line_no,
+                entry.message if entry.raw.lstrip()[:1] == "{" else entry.raw,
+                fault,
+                KERNEL_LOG,
+                entry.repeats,
+                fault.line[:1] == "[" and fault.injected,
             )
             for entry, fault in found
         ]

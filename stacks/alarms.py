@@ -31,6 +31,7 @@ from nodemedic.contracts.metrics import (
     SILENT_METRIC,
     STRANDED_METRIC,
     UNPROVEN_METRIC,
+    UNREADABLE_NOTICES_METRIC,
     UNVERIFIABLE_REASON,
 )
 from nodemedic.settings import ClusterSettings
@@ -255,6 +256,18 @@ class Alarms(Construct):
                     "AWS acts) failed, timed out or was aborted before it started its "
                     "remediation: the instance goes at the notice's deadline undrained. Its "
                     "execution's input names the instance and the notice.",
+                )
+            )
+            self.pipeline.append(
+                self._alarm(
+                    "UnreadableNotices",
+                    "unreadable-notices",
+                    cluster_metric(UNREADABLE_NOTICES_METRIC, settings.name, "Sum"),
+                    "The planned Lambda received an event it could not read as an AWS "
+                    "notice (a format AWS changed, or an event rule sending something "
+                    "else): nothing was planned for it, and an instance it named may go at "
+                    "its deadline undrained. The planned Lambda's log holds the event and "
+                    "the reason.",
                 )
             )
 

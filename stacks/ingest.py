@@ -19,12 +19,14 @@ from constructs import Construct
 from nodemedic.catalog import Catalog
 from nodemedic.contracts.env import (
     ENV_ACCEPT_INJECTED,
+    ENV_CLUSTER,
     ENV_GPU_RESET,
     ENV_IDEMPOTENCY_TABLE,
     ENV_IDENTITY_CERTIFICATES,
     ENV_PROOF_OF_ORIGIN,
     ENV_STALE_AFTER,
     ENV_STATE_MACHINE_ARN,
+    HYPERPOD_EVENTS_ENV,
     HYPERPOD_LOG_GROUPS_ENV,
 )
 from nodemedic.contracts.substrates import hyperpod_log_group
@@ -123,7 +125,15 @@ class Ingest(Construct):
                 ENV_STALE_AFTER: str(settings.stale_after),
                 # Set only where on: a cluster with the default keeps its template as it was.
                 **({ENV_GPU_RESET: "true"} if settings.gpu_reset else {}),
-                **({HYPERPOD_LOG_GROUPS_ENV: ",".join(hyperpod_groups)} if hyperpod_groups else {}),
+                **(
+                    {
+                        HYPERPOD_LOG_GROUPS_ENV: ",".join(hyperpod_groups),
+                        ENV_CLUSTER: settings.name,
+                        HYPERPOD_EVENTS_ENV: settings.hyperpod_events,
+                    }
+                    if hyperpod_groups
+                    else {}
+                ),
                 ENV_IDENTITY_CERTIFICATES: identity_certificates(settings, Stack.of(self).region),
                 **(environment or {}),
             },

@@ -1,16 +1,20 @@
 """The cluster's origin key: agents encrypt their registrations under it (kms:Encrypt,
-with their instance as encryption context) and only the classifier decrypts them, after
-reading them from the identity streams (logs:GetLogEvents, on those streams only).
-docs/security.md says why."""
+with their instance as encryption context) and only the classifier decrypts them. The
+classifier keeps those it proved in the ledger's registration partitions (the only role
+that may write them, ``stacks.recorded`` denies the others), and reads the identity streams
+only for a key not kept there (logs:GetLogEvents, on those streams only). docs/security.md
+says why."""
 
 from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from nodemedic.contracts.ledger import REGISTRATION_PK_PREFIX
 from nodemedic.contracts.logs import ORIGIN_CONTEXT_CLUSTER, identity_stream, origin_key_alias
 from nodemedic.settings import ClusterSettings
 from stacks.nag import acknowledge
@@ -25,6 +29,7 @@ class OriginKey(Construct):
         settings: ClusterSettings,
         agent_policy: iam.ManagedPolicy,
         classifier: lambda_.IFunction,
+        ledger: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, id)
         self.key = kms.Key(
@@ -47,6 +52,17 @@ class OriginKey(Construct):
             )
         )
         self.key.grant_decrypt(classifier)
+        classifier.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query", "dynamodb:UpdateItem"],
+                resources=[ledger.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {
+                        "dynamodb:LeadingKeys": [REGISTRATION_PK_PREFIX + "*"]
+                    }
+                },
+            )
+        )
         # The identity streams only: the classifier reads no node's kernel log back.
         identity_streams = Stack.of(self).format_arn(
             service="logs",

@@ -128,6 +128,7 @@ class PipelineStack(Stack):
             settings=settings,
             agent_policy=self.agent.policy,
             classifier=self.ingest.function,
+            ledger=self.remediation.ledger,
         )
         self.alarms = Alarms(
             self,

@@ -2,7 +2,9 @@
 its partition and the planned Lambda its own, each only there (``dynamodb:LeadingKeys``).
 Every other role that writes the ledger is denied both partitions: the remediation state
 machine (and the cleanup and reconcile on its role), which reads them before it acts, and
-the job monitor. So a principal that may start an execution cannot also vouch for it."""
+the job monitor. So a principal that may start an execution cannot also vouch for it. They
+are denied the classifier's kept registrations too (``REGISTRATION_PK_PREFIX``, granted in
+``stacks.origin``): a key put there would prove any line of its node."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda
 
 from nodemedic.contracts.env import ENV_LEDGER_TABLE
-from nodemedic.contracts.ledger import CLASSIFIED_PK, PLANNED_PK
+from nodemedic.contracts.ledger import CLASSIFIED_PK, PLANNED_PK, REGISTRATION_PK_PREFIX
 
 LEDGER_WRITES = (
     "dynamodb:PutItem",
@@ -52,8 +54,12 @@ def record_decisions(
                 actions=list(LEDGER_WRITES),
                 resources=[ledger.table_arn],
                 conditions={
-                    "ForAnyValue:StringEquals": {
-                        "dynamodb:LeadingKeys": [CLASSIFIED_PK, PLANNED_PK]
+                    "ForAnyValue:StringLike": {
+                        "dynamodb:LeadingKeys": [
+                            CLASSIFIED_PK,
+                            PLANNED_PK,
+                            REGISTRATION_PK_PREFIX + "*",
+                        ]
                     }
                 },
             )

@@ -10,13 +10,15 @@ Three shapes of input (docs/backtest.md has examples of each):
   records: placed by the node's own boot time, ``stamps.Uptime``); a line without one
   takes the time of the line before, or of the file's first time.
 - Lines tagged with their node's log stream, as ``aws logs tail`` prints a log group:
-  ``<ISO time> <instance-id>/<kmsg|health> <message>``.
+  ``<ISO time> <instance-id>/<kmsg|health> <message>``, or a SageMaker HyperPod group:
+  ``<ISO time> SagemakerHealthMonitoringAgent/<group>/<instance-id> <message>``.
 - JSON: one object a line (or one ``aws logs filter-log-events`` document) with the
   stream (``logStreamName``) or the node (``instance_id``, ``node``, ``_HOSTNAME``), the time
   (``timestamp`` in epoch ms or ISO, ``__REALTIME_TIMESTAMP`` in µs, ``ts``, ``time``) and
   the ``message`` (``MESSAGE``: a journal record, ``journalctl -o json``, whose facility
   marks it injected when it is not the kernel's); an object with a ``check`` is a health
-  result of the file's node.
+  result of the file's node, one with ``HealthMonitoringAgentDetectionEvent`` a HyperPod
+  agent's detection of it (source ``hyperpod``).
 
 A syslog line that stands for N (``message repeated N times: [...]``) is N events, as the
 agent would have shipped them, so it counts N times towards a rule's threshold.
@@ -35,9 +37,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from console.backtest.stamps import Uptime, parse_time, stamp
+from console.findings import message_source
 from console.inputs import InputError, LogFile
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
+from nodemedic.contracts.substrates import (
+    HYPERPOD_AGENT_STREAM_PREFIX,
+    HYPERPOD_DEEP_HEALTH_STREAM_PREFIX,
+)
+from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_stream
 from nodemedic.detect.logformat import journal_message, message_of
 
 
@@ -74,7 +82,11 @@ class History:
         self.lines += other.lines
 
 
-_TAGGED = re.compile(r"^(?P<at>\d{4}-\d\d-\d\dT\S+) (?P<stream>i-[0-9a-f]{8,17}/\S+) (?P<msg>.*)$")
+_TAGGED = re.compile(
+    r"^(?P<at>\d{4}-\d\d-\d\dT\S+) "
+    rf"(?P<stream>(?:i-[0-9a-f]{{8,17}}/|{re.escape(HYPERPOD_AGENT_STREAM_PREFIX)}"
+    rf"|{re.escape(HYPERPOD_DEEP_HEALTH_STREAM_PREFIX)})\S+) (?P<msg>.*)$"
+)
 _NODE_FIELDS = ("instance_id", "instanceId", "node", "_HOSTNAME")
 _SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".kmsg", ".dmesg"}
 
@@ -134,26 +146,31 @@ def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
     if "check" in record:
         file.add(node, "health", json.dumps(record), event_id)
         return
+    if AGENT_MARK in record:
+        file.add(node, "hyperpod", json.dumps(record), event_id)
+        return
     journal = journal_message(record)
     message = (
         record.get("message") if journal is None else _as_shipped(journal.text, journal.facility)
     )
     if not isinstance(message, str):
         raise InputError(f"{event_id}: a JSON event needs a message")
-    stream = STREAM_RE.match(str(record.get("logStreamName", "")))
+    stream = _stream(str(record.get("logStreamName", "")))
     if stream is not None:
-        file.add(stream["instance"], _source(stream["source"]), message, event_id)
+        file.add(*stream, message, event_id)
         return
     named = next((str(record[f]) for f in _NODE_FIELDS if record.get(f)), node)
-    file.add(named, "health" if _is_health(message) else "kmsg", message, event_id)
+    file.add(named, message_source(message), message, event_id)
 
 
-def _source(name: str) -> Source:
-    return "health" if name == "health" else "kmsg"
-
-
-def _is_health(message: str) -> bool:
-    return message.startswith("{") and '"check"' in message
+def _stream(name: str) -> tuple[str, Source] | None:
+    """(the node, the source) of a log stream: a nodemedic agent's kmsg or health stream, or
+    a SageMaker HyperPod stream that names its instance; None for any other."""
+    stream = STREAM_RE.match(name)
+    if stream is not None:
+        return stream["instance"], "health" if stream["source"] == "health" else "kmsg"
+    instance = instance_of_stream(name)
+    return None if instance is None else (instance, "hyperpod")
 
 
 def _as_shipped(message: str, facility: int | None) -> str:
@@ -171,8 +188,8 @@ def _kernel_events(line: str, event_id: str) -> Iterator[tuple[Source, str, str]
     if parsed is None:
         return
     message, facility, repeats = parsed
-    source: Source = "health" if _is_health(message) else "kmsg"
-    text = message if source == "health" else _as_shipped(message, facility)
+    source = message_source(message)
+    text = message if source != "kmsg" else _as_shipped(message, facility)
     for copy in range(repeats):
         yield source, text, event_id if copy == 0 else f"{event_id}+{copy}"
 
@@ -202,10 +219,10 @@ def read_lines(
             _add_json(file, record, node, event_id)
             continue
         tagged = _TAGGED.match(line)
-        if tagged is not None and STREAM_RE.match(tagged["stream"]):
-            instance, source = tagged["stream"].split("/", 1)
+        stream = None if tagged is None else _stream(tagged["stream"])
+        if tagged is not None and stream is not None:
             file.time(parse_time(tagged["at"]))
-            file.add(instance, _source(source), tagged["msg"], event_id)
+            file.add(*stream, tagged["msg"], event_id)
             continue
         found = stamp(line, year)
         if found is not None:
@@ -305,18 +322,19 @@ def _events_document(text: str) -> list[Any] | None:
 def read_events(history: History, events: Iterable[Mapping[str, Any]]) -> None:
     """CloudWatch Logs events (``logStreamName``, ``timestamp``, ``message``, ``eventId``,
     ``ingestionTime``) into ``history``; events of streams that are no node's kmsg or
-    health are skipped (the agents' identity registrations)."""
+    health, nor a HyperPod stream naming its instance, are skipped (the agents' identity
+    registrations)."""
     for event in events:
-        stream = STREAM_RE.match(str(event.get("logStreamName", "")))
+        name = str(event.get("logStreamName", ""))
+        stream = _stream(name)
         if stream is None:
             continue
         history.add(
-            stream["instance"],
-            _source(stream["source"]),
+            *stream,
             Event(
                 int(event["timestamp"]) / 1000,
                 str(event["message"]),
-                str(event.get("eventId") or f"{stream[0]}:{history.lines}"),
+                str(event.get("eventId") or f"{name}:{history.lines}"),
                 _ingested(event),
             ),
         )

@@ -21,9 +21,11 @@ from itertools import count as counter
 from console.backtest.machine import Machine, Outcome, Steps
 from console.backtest.read import Event, History
 from nodemedic.catalog import Source
+from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.classifier import Classifier
 from nodemedic.remediate.batch import LogEvent, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Decision, Identity, recent
+from nodemedic.remediate.hyperpod import hyperpod_origin
 from nodemedic.remediate.policy import Group
 from nodemedic.settings import ClusterSettings
 
@@ -191,6 +193,9 @@ def _deliver(
         start=start,
         dedup_window=DEFAULT_WINDOW,
         accept_injected=settings.accept_injected_faults,
+        # HyperPod's events are never proven: capped as the classifier caps them by default.
+        origin=hyperpod_origin if source == HYPERPOD_SOURCE else None,
+        enforce_origin=settings.proof_of_origin == "enforce",
         gpu_reset=settings.gpu_reset,
         heard_at=heard_at,
         stale_after=settings.stale_after,

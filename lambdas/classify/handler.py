@@ -7,6 +7,10 @@ line that cannot be read costs only itself (``UnparsableLines``). AWS throttling
 raises ``errors.Retryable``, which Lambda retries; of the other AWS errors, those about a
 line's evidence are reasons (``origin``), those of a broken deployment (the tables refused
 or gone) are raised as they are.
+
+A payload of a SageMaker HyperPod cluster's log group carries HyperPod's own findings: it is
+classified for the node its stream names where the cluster lists the group, refused and
+counted (``HyperPodEventsRefused``) where it does not (``nodemedic.remediate.hyperpod``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_starter
-from lambdas.classify.env import env
+from lambdas.classify.env import ClassifyEnv, env
+from lambdas.classify.kept import KeptTable
 from lambdas.classify.origin import LogsRegistrations
 from lambdas.observability import logger, metrics, publish_count, tracer
 from lambdas.subscription import MalformedPayload, decode_payload
@@ -31,6 +36,7 @@ from nodemedic.contracts.metrics import (
     DECISIONS_STARTED_METRIC,
     FAULTS_FOUND_METRIC,
     FORGED_REASON,
+    HYPERPOD_REFUSED_METRIC,
     LINES_CLASSIFIED_METRIC,
     MALFORMED_METRIC,
     REASON_DIMENSION,
@@ -43,6 +49,12 @@ from nodemedic.origin.identity import load_certificates
 from nodemedic.origin.signing import Proven, proof
 from nodemedic.remediate.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
+from nodemedic.remediate.hyperpod import (
+    Refused,
+    hyperpod_identity,
+    hyperpod_origin,
+    is_hyperpod_group,
+)
 from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
 
 
@@ -54,18 +66,20 @@ def _dependencies(
 
 
 @cache
-def _registrations(cluster: str, certificates_pem: str) -> LogsRegistrations:
-    """The cluster's own certificates, or AWS's for the Region the classifier runs in."""
+def _registrations(cluster: str, certificates_pem: str, ledger: str | None) -> LogsRegistrations:
+    """The cluster's own certificates, or AWS's for the Region the classifier runs in; the
+    registrations proved kept in the ledger."""
     return LogsRegistrations(
-        cluster, load_certificates(certificates_pem) if certificates_pem else None
+        cluster,
+        load_certificates(certificates_pem) if certificates_pem else None,
+        table=KeptTable(ledger) if ledger else None,
     )
 
 
-def _origin(identity: Identity, certificates_pem: str, *, fresh: bool) -> Origin:
+def _origin(registry: LogsRegistrations, identity: Identity, *, fresh: bool) -> Origin:
     """Proves an event of ``identity``'s stream against the keys its instance registered;
     ``fresh`` for the lines that act on the node: an earlier boot's key, known from an older
-    read, must not prove them (``LogsRegistrations``)."""
-    registry = _registrations(identity.cluster, certificates_pem)
+    query, must not prove them (``LogsRegistrations``)."""
     instance_id = identity.instance_id
     return lambda event: proof(
         registry, instance_id, event.timestamp_ms, event.message, fresh=fresh
@@ -120,15 +134,16 @@ UNPARSABLE_TOLD = 10
 """Unparsable lines of one batch logged with their evidence; the metric counts them all."""
 
 
-def _report(cluster: str, result: BatchResult) -> None:
-    """The unproven lines by class of reason (the unverifiable ones page), and the
-    unparsable lines with their evidence."""
+def _report(cluster: str, result: BatchResult, *, by_reason: bool) -> None:
+    """The unproven lines by class of reason (the unverifiable ones page) where
+    ``by_reason``, and the unparsable lines with their evidence. HyperPod's events are
+    never proven, by design: counting them by reason would page on every one."""
     unverifiable = len(result.unverifiable)
     for reason, count in (
         (UNVERIFIABLE_REASON, unverifiable),
         (FORGED_REASON, len(result.unproven) - unverifiable),
     ):
-        if count:
+        if count and by_reason:
             dimensions = {CLUSTER_DIMENSION: cluster, REASON_DIMENSION: reason}
             publish_count(UNPROVEN_METRIC, count, dimensions)
     if result.unparsable:
@@ -141,27 +156,20 @@ def _report(cluster: str, result: BatchResult) -> None:
         )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    config = env()
-    try:
-        message_type, group, stream, events = decode_payload(event)
-        if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
-            # Registrations are read on demand (``origin``), never classified.
-            return {"lines": 0}
-        identity = identity_of(group, stream)
-    except (MalformedPayload, IdentityError) as exc:
-        metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
-        logger.error("rejected payload", extra={"reason": str(exc)})
-        raise MalformedPayload(str(exc)) from exc
+def _classify(
+    config: ClassifyEnv,
+    identity: Identity,
+    events: list[LogEvent],
+    context: LambdaContext,
+    *,
+    origin: Origin,
+    enforce_origin: bool,
+) -> BatchResult:
     counter, start, idempotency = _dependencies(
         config.state_machine_arn, config.idempotency_table, DEFAULT_WINDOW, config.ledger_table
     )
     idempotency.register_lambda_context(context)
-    origin = _origin(identity, config.identity_certificates, fresh=True)
-    result = process_batch(
+    return process_batch(
         identity,
         events,
         classifier=default_classifier(),
@@ -170,18 +178,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         dedup_window=DEFAULT_WINDOW,
         accept_injected=config.accept_injected,
         origin=origin,
-        enforce_origin=config.enforce_origin,
+        enforce_origin=enforce_origin,
         gpu_reset=config.gpu_reset,
         heard_at=time.time(),
         stale_after=config.stale_after,
     )
-    heard = _origin(identity, config.identity_certificates, fresh=False)
-    _record_heartbeat(
-        config.ledger_table,
-        identity,
-        events,
-        lambda event: not config.enforce_origin or isinstance(heard(event), Proven),
-    )
+
+
+def _finish(identity: Identity, result: BatchResult, *, by_reason: bool) -> dict[str, Any]:
+    """The batch's metrics, its report and its summary (the invocation's result)."""
     metrics.add_dimension(name=CLUSTER_DIMENSION, value=identity.cluster)
     metrics.add_metric(name=LINES_CLASSIFIED_METRIC, unit=MetricUnit.Count, value=result.lines)
     metrics.add_metric(name=FAULTS_FOUND_METRIC, unit=MetricUnit.Count, value=result.faults)
@@ -190,9 +195,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     metrics.add_metric(name=UNPROVEN_METRIC, unit=MetricUnit.Count, value=len(result.unproven))
     metrics.add_metric(name=UNPARSABLE_METRIC, unit=MetricUnit.Count, value=len(result.unparsable))
-    _report(identity.cluster, result)
+    _report(identity.cluster, result, by_reason=by_reason)
     summary = {
         "instance_id": identity.instance_id,
+        "source": identity.source,
         "lines": result.lines,
         "faults": result.faults,
         "started": result.started,
@@ -210,3 +216,69 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     }
     logger.info("batch classified", extra=summary)
     return summary
+
+
+def _hyperpod(
+    config: ClassifyEnv, group: str, stream: str, events: list[LogEvent], context: LambdaContext
+) -> dict[str, Any]:
+    """HyperPod's own findings: classified for the node the stream names where the cluster
+    lists the group; refused whole and counted otherwise (not a malformed payload: nothing
+    is wrong with it, and the dead-letter queue would only keep it). Never proven, they are
+    at most notified where the origin is enforced, unless ``NODEMEDIC_HYPERPOD_EVENTS`` is
+    ``act``."""
+    try:
+        identity = hyperpod_identity(
+            group, stream, listed=config.hyperpod_log_groups, cluster=config.cluster
+        )
+    except Refused as exc:
+        # A dimension's value is never empty; a cluster that lists no group may not name itself.
+        dimensions = {CLUSTER_DIMENSION: config.cluster or "-", REASON_DIMENSION: exc.reason}
+        publish_count(HYPERPOD_REFUSED_METRIC, len(events), dimensions)
+        logger.warning(
+            "refused HyperPod events",
+            extra={"reason": str(exc), "log_group": group, "events": len(events)},
+        )
+        return {"refused": exc.reason, "lines": len(events)}
+    enforce = config.enforce_origin and not config.hyperpod_act
+    result = _classify(
+        config, identity, events, context, origin=hyperpod_origin, enforce_origin=enforce
+    )
+    return _finish(identity, result, by_reason=False)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    config = env()
+    try:
+        message_type, group, stream, events = decode_payload(event)
+        if message_type == "CONTROL_MESSAGE" or IDENTITY_STREAM_RE.match(stream):
+            # Registrations are read back only for a key the ledger lacks (``origin``).
+            return {"lines": 0}
+        identity = None if is_hyperpod_group(group) else identity_of(group, stream)
+    except (MalformedPayload, IdentityError) as exc:
+        metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.error("rejected payload", extra={"reason": str(exc)})
+        raise MalformedPayload(str(exc)) from exc
+    if identity is None:
+        return _hyperpod(config, group, stream, events, context)
+    registry = _registrations(identity.cluster, config.identity_certificates, config.ledger_table)
+    registry.begin()
+    events = registry.learn(identity.instance_id, events)
+    result = _classify(
+        config,
+        identity,
+        events,
+        context,
+        origin=_origin(registry, identity, fresh=True),
+        enforce_origin=config.enforce_origin,
+    )
+    heard = _origin(registry, identity, fresh=False)
+    _record_heartbeat(
+        config.ledger_table,
+        identity,
+        events,
+        lambda event: not config.enforce_origin or isinstance(heard(event), Proven),
+    )
+    return _finish(identity, result, by_reason=True)

@@ -1,22 +1,26 @@
-"""The classifier's registry of agent keys: each instance's identity stream, read with
-``logs:GetLogEvents`` when a line names a key not met yet, decrypted with the cluster's
-origin key (``kms:Decrypt``, which no agent holds) and checked against AWS's certificate
-for the Region the classifier runs in (or the cluster's ``identity_certificates``).
+"""The classifier's registry of agent keys.
 
-The identity stream is written with the agents' shared credential, so whoever holds it
-can put any number of events before or after a genuine registration. A read is therefore
-bounded by time, not by a count of events: it goes from the stream's end backwards (the
-registration of a boot that signs lines now is among the newest), decrypts and checks
-each event once per container (remembered by its text, refused or not), and stops at the
-key asked for, at the stream's start, or after ``READ_SECONDS``. An instance's stream is
-read at most once every ``READ_INTERVAL``, whatever key a line names: a flood of lines
-signed with fresh key ids costs one read per interval, not one per line.
+An agent ships its boot's registration as the first line of its kmsg stream
+(``REGISTRATION_MARK``), so the subscription brings it here ahead of the lines its key
+signs. The classifier proves it once (decrypted with the cluster's origin key, which no
+agent holds, and checked against AWS's certificate for the Region it runs in, or the
+cluster's ``identity_certificates``) and keeps it in the ledger (``kept``), which only the
+classifier writes. A line's key is then looked up there: one Query per instance and batch,
+one ``kms:Decrypt`` per key a container meets.
+
+Everything in the node log group is written with the agents' shared credential, so anyone
+holding it can put any number of events into any stream. The work such events cause is
+bounded per batch and per node, whatever they are: at most ``LEARN_DECRYPTS`` registration
+lines of a batch are decrypted, and a text already checked costs nothing again. Only a key
+the ledger does not hold (its registration line was lost, or came from an agent that ships
+none) reads the node's identity stream, at most once per ``READ_INTERVAL`` and only its
+``READ_DECRYPTS`` newest events. A read, a query or a decrypt that fails leaves that node's
+lines unverifiable, never the batch retried.
 
 A key proves only the lines of its own boot (``BootWindow``): an earlier boot's key stops
 proving once a later boot registered. A line that must be judged against every boot
-registered before it (``fresh``: one that would act on its node) reads the stream again
-when it is newer than every line read for, ``EARLY_READ`` after the last read: a container
-that knew only the old boot's key would otherwise go on taking it.
+registered before it (``fresh``: one that would act on its node) queries the ledger again
+in its batch.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import base64
 import binascii
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,59 +37,72 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.classify.errors import error_code, is_transient, retryable
+from lambdas.classify.errors import error_code, is_transient
+from lambdas.classify.kept import Kept, KeptTable
 from lambdas.observability import logger
 from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
     identity_stream,
     node_log_group,
+    parse_registration,
 )
 from nodemedic.origin.identity import OriginError, RsaCertificate, vendored_certificates
-from nodemedic.origin.signing import (
-    BootWindow,
-    OutOfBoot,
-    Registration,
-    boot_windows,
-    check_registration,
-    first_per_boot,
-)
+from nodemedic.origin.signing import OutOfBoot, Registration, boot_windows, check_registration
+from nodemedic.remediate.batch import LogEvent
 
 READ_INTERVAL = 30.0
-"""Seconds between two reads of one instance's identity stream. A key registered just
-after a read is found by the next one: a boot's first lines may wait that long to prove."""
-EARLY_READ = 2.0
-"""Seconds after a read when a line newer than every line read for so far, under a key not
-known, may read the stream again before ``READ_INTERVAL``: a boot registers its key and
-signs its first lines at once, and the read its first line made may have come before the
-registration landed. A deep check's pass that came then would otherwise be dropped, and its
-node left behind the health-check taint. A flood of fresh key ids under old times costs no
-more reads."""
-READ_SECONDS = 5.0
-"""Seconds one read may spend; what it did not reach, a later read goes on with."""
+"""Seconds between two reads of one instance's identity stream."""
+READ_DECRYPTS = 50
+"""The newest events of an identity stream one read decrypts: a key registered before them
+is found only in the ledger."""
+LEARN_DECRYPTS = 50
+"""Registration lines of one batch decrypted: an agent ships one per registration."""
 REFUSALS_TOLD = 3
 """Distinct reasons of refused registrations quoted when none of an instance holds."""
 
 
-@dataclass
-class _Stream:
-    """What this container knows of one instance's identity stream."""
+class Unavailable(OriginError):
+    """AWS was throttling, failing or away: the key cannot be known now."""
 
-    checked: dict[str, tuple[int, Registration] | str] = field(default_factory=dict)
-    """Digest of an event's text -> (event time, its registration) when it holds, or why
-    it was refused."""
-    held: dict[str, Registration] = field(default_factory=dict)
-    """The registrations that hold, by key id (the first key of each boot)."""
-    windows: dict[str, BootWindow] = field(default_factory=dict)
-    """When each key's boot may have written lines, by key id."""
+
+@dataclass
+class _Boot:
+    key_id: str
+    registered_ms: int
+    sealed: str
+    registration: Registration | None = None
+    """Once this container decrypted and checked it."""
+
+
+@dataclass
+class _Node:
+    """What this container knows of one instance's registrations."""
+
+    boots: dict[str, _Boot] = field(default_factory=dict)
+    """By boot id: each boot's one key, the first proved."""
+    checked: dict[str, str] = field(default_factory=dict)
+    """Digest of a sealed text -> why it was refused, or "" once it was proved."""
+    loaded_in: int = -1
+    """The batch in which the ledger was last read for the instance."""
     read_at: float | None = None
-    read_for_ms: int = -1
-    """The newest line time a read was made for."""
-    trouble: str = ""
-    """What kept the last read from the whole stream."""
+    unasked: str = ""
+    """Why the last query of the ledger did not answer."""
+    unread: str = ""
+    """Why the last read of the identity stream, or a decrypt, did not answer."""
+
+    @property
+    def trouble(self) -> str:
+        return "; ".join(why for why in (self.unasked, self.unread) if why)
+
+    def boot_of(self, key_id: str) -> tuple[str, _Boot] | None:
+        return next(((b, boot) for b, boot in self.boots.items() if boot.key_id == key_id), None)
 
 
 class LogsRegistrations:
+    """The keys of the nodes whose lines this container proved (the module says how they
+    are found, and what bounds the work)."""
+
     def __init__(
         self,
         cluster: str,
@@ -93,8 +110,11 @@ class LogsRegistrations:
         logs: Any | None = None,
         kms: Any | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        table: KeptTable | None = None,
     ) -> None:
-        """``certificates``: None for AWS's own, of the Region of the ``logs`` client."""
+        """``certificates``: None for AWS's own, of the Region of the ``logs`` client.
+        ``table``: None keeps what is proved in this container only."""
         self.cluster = cluster
         self._logs = logs or boto3.client("logs")
         self._kms = kms or boto3.client("kms")
@@ -103,7 +123,30 @@ class LogsRegistrations:
             vendored_certificates(self.region) if certificates is None else tuple(certificates)
         )
         self._clock = clock
-        self._streams: dict[str, _Stream] = {}
+        self._table = table
+        self._nodes: dict[str, _Node] = {}
+        self._batch = 0
+        self._learn_left = LEARN_DECRYPTS
+
+    def begin(self) -> None:
+        """A new batch: the ledger may be queried again, registration lines decrypted."""
+        self._batch += 1
+        self._learn_left = LEARN_DECRYPTS
+
+    def learn(self, instance_id: str, events: list[LogEvent]) -> list[LogEvent]:
+        """Prove and keep the registrations among ``events`` (of ``instance_id``'s streams);
+        the other events, which are classified."""
+        rest = []
+        for event in events:
+            sealed = parse_registration(event.message)
+            if sealed is None:
+                rest.append(event)
+            elif self.certificates and self._learn_left > 0:
+                node = self._nodes.setdefault(instance_id, _Node())
+                if _digest(sealed) not in node.checked:
+                    self._learn_left -= 1
+                    self._prove(instance_id, node, event.timestamp_ms, sealed)
+        return rest
 
     def find(
         self, instance_id: str, key_id: str, written_ms: int, *, fresh: bool = False
@@ -113,78 +156,128 @@ class LogsRegistrations:
                 f"no identity certificate for Region {self.region}: list its RSA "
                 "certificate in the cluster setting identity_certificates"
             )
-        stream = self._streams.setdefault(instance_id, _Stream())
-        since = None if stream.read_at is None else self._clock() - stream.read_at
-        newer = written_ms > stream.read_for_ms and (since is None or since >= EARLY_READ)
-        due = since is None or since >= READ_INTERVAL or newer
-        if (key_id not in stream.held and due) or (fresh and newer):
-            stream.read_for_ms = max(stream.read_for_ms, written_ms)
-            self._read(instance_id, stream, key_id)
-        if not stream.held:
-            raise OriginError(_nothing_holds(instance_id, stream))
-        window = stream.windows.get(key_id)
-        refusal = window and window.refusal(key_id, written_ms)
+        node = self._nodes.setdefault(instance_id, _Node())
+        if (fresh or node.boot_of(key_id) is None) and node.loaded_in != self._batch:
+            self._load(instance_id, node)
+        now = self._clock()
+        if node.boot_of(key_id) is None and (
+            node.read_at is None or now - node.read_at >= READ_INTERVAL
+        ):
+            self._read(instance_id, node, key_id)
+        found = node.boot_of(key_id)
+        if found is None:
+            if not node.boots:
+                raise OriginError(_nothing_holds(instance_id, node))
+            if node.trouble:
+                raise OriginError(f"{instance_id}'s newest keys cannot be known: {node.trouble}")
+            return None
+        boot_id, boot = found
+        windows = boot_windows([(b.registered_ms, i) for i, b in node.boots.items()])
+        refusal = windows[boot_id].refusal(key_id, written_ms)
         if refusal:
             raise OutOfBoot(refusal)
-        return stream.held.get(key_id)
+        if boot.registration is None:
+            boot.registration = self._opened(instance_id, boot_id, boot)
+        return boot.registration
 
-    def _read(self, instance_id: str, stream: _Stream, key_id: str) -> None:
-        started = stream.read_at = self._clock()
-        stream.trouble = ""
+    def _load(self, instance_id: str, node: _Node) -> None:
+        node.loaded_in = self._batch
+        if self._table is None:
+            return
         try:
-            for timestamp, message in self._newest_first(instance_id):
-                digest = hashlib.sha256(message.encode("utf-8", "surrogatepass")).hexdigest()
-                if digest not in stream.checked:
-                    stream.checked[digest] = self._check(instance_id, timestamp, message)
-                found = stream.checked[digest]
-                if not isinstance(found, str) and found[1].key_id == key_id:
-                    break
-                if self._clock() - started >= READ_SECONDS:
-                    stream.trouble = f"the read stopped after {READ_SECONDS:.0f} s"
-                    break
-        except ClientError as exc:
-            if error_code(exc) != "ResourceNotFoundException":
-                if is_transient(exc):
-                    raise retryable(exc, f"reading {identity_stream(instance_id)}") from exc
-                stream.trouble = f"its identity stream cannot be read: {error_code(exc)}"
-        except BotoCoreError as exc:
-            raise retryable(exc, f"reading {identity_stream(instance_id)}") from exc
-        held = sorted((r for r in stream.checked.values() if not isinstance(r, str)), key=_time)
-        stream.held, refused = first_per_boot([registration for _, registration in held])
-        stream.windows = boot_windows(held)
-        reasons = refused + [r for r in stream.checked.values() if isinstance(r, str)]
-        if reasons:
-            logger.warning(
-                "registrations refused",
-                extra={"instance_id": instance_id, "count": len(reasons), "reasons": reasons[:3]},
+            kept = self._table.load(instance_id)
+        except (ClientError, BotoCoreError) as exc:
+            if isinstance(exc, ClientError) and not is_transient(exc):
+                raise  # the ledger refused: the deployment is broken, not a line
+            node.unasked = f"the ledger cannot be read now: {_code(exc)}"
+            return
+        node.unasked = ""
+        for item in kept:
+            boot = node.boots.get(item.boot_id)
+            if boot is None or boot.key_id != item.key_id:
+                node.boots[item.boot_id] = _Boot(item.key_id, item.registered_ms, item.sealed)
+            else:
+                boot.registered_ms = min(boot.registered_ms, item.registered_ms)
+
+    def _read(self, instance_id: str, node: _Node, key_id: str) -> None:
+        """The identity stream's newest events, for a key the ledger does not hold."""
+        node.read_at = self._clock()
+        try:
+            page = self._logs.get_log_events(
+                logGroupName=node_log_group(self.cluster),
+                logStreamName=identity_stream(instance_id),
+                startFromHead=False,
+                limit=READ_DECRYPTS,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            missing = _code(exc) == "ResourceNotFoundException"
+            node.unread = "" if missing else f"its identity stream cannot be read: {_code(exc)}"
+            return
+        node.unread = ""
+        for event in list(reversed(page["events"]))[:READ_DECRYPTS]:
+            if _digest(event["message"]) not in node.checked:
+                self._prove(instance_id, node, event["timestamp"], event["message"])
+            if node.boot_of(key_id) is not None or node.unread:
+                return
+
+    def _prove(self, instance_id: str, node: _Node, written_ms: int, sealed: str) -> None:
+        """Check one sealed registration and keep it when it holds; AWS away leaves it to be
+        checked again (``unread``)."""
+        digest = _digest(sealed)
+        try:
+            registration = self._checked(instance_id, sealed)
+        except Unavailable as exc:
+            node.unread = str(exc)
+            return
+        except OriginError as exc:
+            node.checked[digest] = str(exc)
+            logger.warning("registration refused", extra={"instance_id": instance_id})
+            return
+        boot = node.boots.get(registration.boot_id)
+        if boot is not None and boot.key_id != registration.key_id:
+            node.checked[digest] = (
+                f"key {registration.key_id} for boot {registration.boot_id} of {instance_id}: "
+                f"that boot registered key {boot.key_id} first"
+            )
+            logger.warning("registration refused", extra={"instance_id": instance_id})
+            return
+        node.checked[digest] = ""
+        if boot is None:
+            boot = node.boots[registration.boot_id] = _Boot(
+                registration.key_id, written_ms, sealed, registration
+            )
+        boot.registered_ms = min(boot.registered_ms, written_ms)
+        if self._table is not None:
+            self._keep(
+                instance_id, node, Kept(registration.boot_id, boot.key_id, written_ms, sealed)
             )
 
-    def _newest_first(self, instance_id: str) -> Iterator[tuple[int, str]]:
-        """(time, text) of the stream's events, newest first, a page at a time."""
-        args: dict[str, Any] = {
-            "logGroupName": node_log_group(self.cluster),
-            "logStreamName": identity_stream(instance_id),
-            "startFromHead": False,
-        }
-        while True:
-            page = self._logs.get_log_events(**args)
-            for event in reversed(page["events"]):
-                yield event["timestamp"], event["message"]
-            token = page.get("nextBackwardToken")
-            if not page["events"] or token is None or token == args.get("nextToken"):
-                return
-            args["nextToken"] = token
-
-    def _check(
-        self, instance_id: str, timestamp: int, message: str
-    ) -> tuple[int, Registration] | str:
-        """(time, the registration) of one event when it holds, or why not."""
+    def _keep(self, instance_id: str, node: _Node, kept: Kept) -> None:
+        assert self._table is not None
         try:
-            registration = Registration.from_json(self._decrypt(instance_id, message))
-            check_registration(registration, instance_id, self.certificates, datetime.now(UTC))
-        except OriginError as exc:
-            return str(exc)
-        return timestamp, registration
+            if not self._table.keep(instance_id, kept):
+                # Another key of the boot was kept first (by another container): the
+                # ledger's is the boot's key.
+                del node.boots[kept.boot_id]
+                node.loaded_in = -1
+        except (ClientError, BotoCoreError) as exc:
+            if isinstance(exc, ClientError) and not is_transient(exc):
+                raise
+            # Kept in this container; the identity stream still holds it for the others.
+            logger.warning(
+                "registration not kept", extra={"instance_id": instance_id, "error": _code(exc)}
+            )
+
+    def _opened(self, instance_id: str, boot_id: str, boot: _Boot) -> Registration:
+        registration = self._checked(instance_id, boot.sealed)
+        if (registration.boot_id, registration.key_id) != (boot_id, boot.key_id):
+            raise OriginError(f"the ledger's registration of boot {boot_id} is not its key's")
+        return registration
+
+    def _checked(self, instance_id: str, sealed: str) -> Registration:
+        registration = Registration.from_json(self._decrypt(instance_id, sealed))
+        check_registration(registration, instance_id, self.certificates, datetime.now(UTC))
+        return registration
 
     def _decrypt(self, instance_id: str, message: str) -> bytes:
         try:
@@ -200,25 +293,28 @@ class LogsRegistrations:
             raise OriginError("a registration is not base64") from exc
         except (ClientError, BotoCoreError) as exc:
             if is_transient(exc):
-                raise retryable(exc, f"decrypting a registration of {instance_id}") from exc
+                raise Unavailable(f"KMS cannot decrypt now: {_code(exc)}") from exc
             # A key of another account, one disabled or pending deletion, a blob that is no
             # ciphertext of this key: this registration is refused, with the reason.
-            code = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
             raise OriginError(
-                f"a registration does not decrypt as {instance_id}'s: {code}"
+                f"a registration does not decrypt as {instance_id}'s: {_code(exc)}"
             ) from exc
         plaintext: bytes = answer["Plaintext"]
         return plaintext
 
 
-def _time(checked: tuple[int, Registration]) -> int:
-    return checked[0]
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _nothing_holds(instance_id: str, stream: _Stream) -> str:
+def _code(exc: ClientError | BotoCoreError) -> str:
+    return error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+
+
+def _nothing_holds(instance_id: str, node: _Node) -> str:
     """Why no key of ``instance_id`` is known: its registrations refused, or unread."""
-    refused = sorted({r for r in stream.checked.values() if isinstance(r, str)})
-    why = [*refused[:REFUSALS_TOLD], *([stream.trouble] if stream.trouble else [])]
+    refused = sorted({why for why in node.checked.values() if why})
+    why = [*refused[:REFUSALS_TOLD], *([node.trouble] if node.trouble else [])]
     if not why:
         return f"no registration of {instance_id} found"
     return f"no registration of {instance_id} holds: {'; '.join(why)}"

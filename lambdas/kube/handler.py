@@ -29,6 +29,7 @@ from lambdas.kube import (
 from lambdas.kube.client import api_client
 from lambdas.kube.env import env
 from lambdas.observability import logger, tracer
+from nodemedic.contracts.kube import HEALTH_STATUSES
 from nodemedic.contracts.substrates import DELETE_NODECLAIM_OP, NODECLAIM_GONE_OP, NODECLAIM_OF_OP
 
 T = TypeVar("T")
@@ -60,6 +61,12 @@ class Fields:
         value = self._typed(name, str)
         if not value and not empty_ok:
             raise BadRequest(f"field {name!r} must not be empty")
+        return value
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        value = self.text(name)
+        if value not in allowed:
+            raise BadRequest(f"field {name!r} must be one of {allowed}, got {value!r}")
         return value
 
     def optional_text(self, name: str) -> str | None:
@@ -123,11 +130,11 @@ def _marking(f: Fields) -> dict[str, str]:
     return {
         "fault_id": f.text("fault_id"),
         "condition": f.text("condition"),
-        "condition_status": f.text("condition_status"),
+        "condition_status": f.choice("condition_status", nodes.CONDITION_STATUSES),
         "reason": f.text("reason"),
         # Free text for people; a fault without an evidence line still gets its mark.
         "message": f.text("message", empty_ok=True),
-        "health_status": f.text("health_status"),
+        "health_status": f.choice("health_status", HEALTH_STATUSES),
     }
 
 
@@ -192,9 +199,7 @@ def _requested(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _deep_check(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    verdict = f.text("verdict")
-    if verdict not in gate.VERDICTS:
-        raise BadRequest(f"field 'verdict' must be Passed or Failed, got {verdict!r}")
+    verdict = f.choice("verdict", gate.VERDICTS)
     return gate.deep_check_verdict(
         core,
         f.text("instance_id"),

@@ -39,6 +39,8 @@ _MERGE = "application/merge-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
 _CONFLICT_RETRIES = 5
 _PAGE = 500
+CONDITION_STATUSES = ("True", "False", "Unknown")
+"""What a Node condition's status may be (Kubernetes' ``ConditionStatus``)."""
 
 
 class NodeNotFound(LookupError):
@@ -142,7 +144,7 @@ def mark(
     without them never undoes an earlier cordon or taint."""
     if health_status not in HEALTH_STATUSES:
         raise ValueError(f"health_status {health_status!r} is not one of {HEALTH_STATUSES}")
-    if condition_status not in ("True", "False", "Unknown"):
+    if condition_status not in CONDITION_STATUSES:
         raise ValueError(f"condition_status {condition_status!r} is not True/False/Unknown")
     _set_condition(
         core, name, kind=condition, status=condition_status, reason=reason, message=message

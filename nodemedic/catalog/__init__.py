@@ -26,8 +26,10 @@ from nodemedic.contracts.kube import (
 )
 from nodemedic.contracts.metrics import METRICS_NAMESPACE
 
-Source = Literal["kmsg", "health", "deep-check"]
-"""``deep-check`` rules match health result text too, but only on the deep check's stream."""
+Source = Literal["kmsg", "health", "deep-check", "hyperpod"]
+"""``deep-check`` rules match health result text too, but only on the deep check's stream.
+``hyperpod`` rules match SageMaker HyperPod's own events (``nodemedic.detect.hyperpod``):
+``contracts.substrates.HYPERPOD_SOURCE``."""
 Component = Literal["gpu", "neuron", "efa", "memory", "cpu", "storage", "kernel"]
 Severity = Literal["info", "warning", "critical", "fatal"]
 Action = Literal["ignore", "notify", "reset", "reboot", "replace"]
@@ -65,6 +67,7 @@ FAMILIES = (
     "storage",
     "health",
     "deepcheck",
+    "hyperpod",
 )
 """The built-in rule files, ``rules/<family>.yaml``, in the order they are merged.
 
@@ -75,7 +78,8 @@ NVIDIA's driver gives (``xid``, generated) before the driver's other messages ab
 same GPU (an Xid 79 line also says "GPU has fallen off the bus") and the NVSwitches,
 accelerators before the generic memory, CPU, kernel and storage lines a failing accelerator
 also causes, and agent health results (another text, ``source: health``) and the deep
-check's verdicts (``source: deep-check``, its own stream) last.
+check's verdicts (``source: deep-check``, its own stream), then SageMaker HyperPod's own
+findings (``source: hyperpod``, its own log group) last.
 """
 FIELDS = {
     "id",

@@ -8,7 +8,8 @@ from typing import Final
 # Environment variables --------------------------------------------------------------------
 
 ENV_CLUSTER: Final = "NODEMEDIC_CLUSTER"
-"""The agent's cluster name (the DaemonSet sets it)."""
+"""The cluster's name: the agent's (the DaemonSet sets it), and the classify Lambda's where it
+reads HyperPod log groups, whose names do not say it."""
 ENV_CATALOG_EXTRA: Final = "NODEMEDIC_CATALOG_EXTRA"
 """Extra rule files, ``os.pathsep``-separated, tried before the built-in catalog."""
 ENV_STATE_MACHINE_ARN: Final = "STATE_MACHINE_ARN"
@@ -34,6 +35,10 @@ HYPERPOD_LOG_GROUPS_ENV: Final = "NODEMEDIC_HYPERPOD_LOG_GROUPS"
 """Comma-separated: the SageMaker HyperPod cluster log groups (``/aws/sagemaker/Clusters/
 <name>/<id>``) the classify Lambda reads HyperPod's own findings from; an event of any other
 such group is refused (``nodemedic.remediate.hyperpod``). Unset or empty: none."""
+HYPERPOD_EVENTS_ENV: Final = "NODEMEDIC_HYPERPOD_EVENTS"
+"""``notify`` or ``act`` (unset: ``notify``), for the classify Lambda: where the origin is
+enforced, HyperPod's events (unsigned, writable by every node of the cluster) are at most
+notified unless this is ``act`` (docs/security.md)."""
 ENV_LEDGER_TABLE: Final = "LEDGER_TABLE"
 """The ledger table: the classify Lambda records heartbeats there, the kube Lambda's
 ``silent`` op reads them."""

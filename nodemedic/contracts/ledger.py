@@ -65,3 +65,13 @@ remediation state machine reads it before it acts (``nodemedic.remediate.recorde
 PLANNED_PK: Final = "recorded#planned"
 """``recorded#planned`` / ``<decision_id>``: the same, of a decision the planned Lambda
 made of an AWS notice; only its role may write this partition."""
+REGISTRATION_PK_PREFIX: Final = "registration#"
+"""``registration#<instance-id>`` / ``<boot_id>``: the registration of that boot's key that
+the classifier proved (``key_id``; ``registered_ms``, the time of the first event that
+carried it; ``sealed``, the registration as the agent sealed it, so a reader of the ledger
+never sees a key). Only the classifier's role may write this partition, and it writes a
+boot's item once, with its first key: no node credential reaches the ledger."""
+
+
+def registration_pk(instance_id: str) -> str:
+    return REGISTRATION_PK_PREFIX + instance_id

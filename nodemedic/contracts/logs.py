@@ -1,5 +1,6 @@
 """Names in CloudWatch Logs: the node log group, its streams, and the marks the agent puts on a
-line (injected, previous boot, signature, heartbeat) that the classifier reads back."""
+line (injected, previous boot, signature, heartbeat, registration) that the classifier reads
+back."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def split_previous_boot(text: str) -> tuple[bool, str]:
 IDENTITY_STREAM: Final = "{instance_id}/identity"
 """Where an agent registers its signing key: one event per start, the registration
 encrypted under the cluster's origin key (``nodemedic.origin``). No subscription reads it;
-the classifier reads it itself (``logs:GetLogEvents``) when it meets a key it does not know."""
+the classifier reads it itself (``logs:GetLogEvents``) only when it meets a key its ledger
+does not hold (``REGISTRATION_MARK``: the kmsg stream carries the same registration)."""
 IDENTITY_STREAM_RE: Final = re.compile(r"^i-[0-9a-f]{8,17}/identity$")
 
 
@@ -158,6 +160,23 @@ def split_signature(text: str) -> tuple[tuple[str, str] | None, str]:
 AGENT_LINE_PREFIX: Final = "nodemedic: "
 """What every line the agent writes of its own starts with (spool-full notes, overwritten
 ring buffer counts, heartbeats): one subscription filter term selects them all."""
+REGISTRATION_MARK: Final = AGENT_LINE_PREFIX + "registration "
+"""The kmsg stream's registration line: the mark, then the boot's registration sealed as in
+its identity stream (``agent.origin.sealed_registration``). The agent ships it unsigned,
+ahead of every line its key signs, so the subscription brings it to the classifier with the
+boot's first lines; the classifier proves it once, keeps it in the ledger
+(``contracts.ledger.REGISTRATION_PK_PREFIX``), and never classifies it."""
+
+
+def registration_message(sealed: str) -> str:
+    return REGISTRATION_MARK + sealed
+
+
+def parse_registration(text: str) -> str | None:
+    """The sealed registration a registration line carries; None for any other line."""
+    return text[len(REGISTRATION_MARK) :] if text.startswith(REGISTRATION_MARK) else None
+
+
 HEARTBEAT_MARK: Final = AGENT_LINE_PREFIX + "heartbeat "
 HEARTBEAT_SECONDS: Final = 300
 """The agent's default heartbeat interval; the reconcile calls a node silent after

@@ -61,6 +61,10 @@ UNPARSABLE_METRIC: Final = "UnparsableLines"
 """Published by the classifier for each line that is not what its stream carries (a health
 line that is no health result, a heartbeat without its state); the rest of its batch is
 classified."""
+HYPERPOD_REFUSED_METRIC: Final = "HyperPodEventsRefused"
+"""Published by the classifier for each SageMaker HyperPod event it refuses whole, with the
+dimensions ``Cluster`` and ``REASON_DIMENSION``: ``unlisted`` (a log group the cluster does not
+list) or ``no-instance`` (a stream that names no instance): logged, never classified."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""

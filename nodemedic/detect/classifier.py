@@ -28,14 +28,16 @@ from nodemedic.contracts.logs import (
     split_previous_boot,
     split_signature,
 )
-from nodemedic.detect.matching import (
-    PREFIX,
-    Found,
-    Searcher,
-    compiled,
-    prefixes,
-    required_literal,
+from nodemedic.detect.groups import (
+    Group,
+    Start,
+    catalog_order,
+    group_of,
+    scan_needles,
+    start_needles,
 )
+from nodemedic.detect.hyperpod import hyperpod_text
+from nodemedic.detect.matching import PREFIX, Found
 
 _CHUNK = 1024
 MAX_LINE = 8192
@@ -90,64 +92,6 @@ class Fault(NamedTuple):
         return split_previous_boot(split_signature(self.line)[1])[0]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class _Group:
-    """All rules that share one (source, pattern), in catalog order."""
-
-    first: int
-    regex: Searcher
-    needle: str | None
-    rules: tuple[tuple[int, Rule], ...]
-    key: str | None
-    """When every rule constrains the same single group, a lookup replaces the rule loop."""
-    by_value: Mapping[str, tuple[int, Rule]]
-    starts: frozenset[str] | None = None
-    """The first characters every match starts with (``matching.prefixes``), if known."""
-    fallback: tuple[int, Rule] | None = None
-    """With a lookup, the first rule that constrains nothing (a catch-all after the others:
-    the codes no rule names), met where the lookup finds no rule."""
-
-    def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
-        """The first of this group's rules that ``line`` meets. A line reached by its first
-        characters may lack the needle: an ``in`` test costs a fraction of a search."""
-        if self.needle is not None and self.needle not in line:
-            return None
-        found = self.regex.search(line)
-        if found is None:
-            return None
-        if self.key is not None:
-            hit = self.by_value.get(found.group(self.key) or "", self.fallback)
-            return None if hit is None else (*hit, found)
-        for index, rule in self.rules:
-            if not rule.match or all(found.group(n) in values for n, values in rule.match):
-                return index, rule, found
-        return None
-
-
-def _group(rules: list[tuple[int, Rule]], user: frozenset[str]) -> _Group:
-    """The rules of one pattern; those after the first that constrains nothing can never
-    win, so only the ones before it need the same single group for a lookup."""
-    plain = next((n for n, (_, rule) in enumerate(rules) if not rule.match), len(rules))
-    keys = {rule.match[0][0] if len(rule.match) == 1 else None for _, rule in rules[:plain]}
-    key = keys.pop() if len(keys) == 1 else None
-    by_value: dict[str, tuple[int, Rule]] = {}
-    if key is not None:
-        for index, rule in rules[:plain]:
-            for value in rule.match[0][1]:
-                by_value.setdefault(value, (index, rule))
-    pattern = rules[0][1].pattern
-    return _Group(
-        first=rules[0][0],
-        regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
-        needle=required_literal(pattern),
-        starts=prefixes(pattern),
-        rules=tuple(rules),
-        key=key,
-        by_value=by_value,
-        fallback=rules[plain] if key is not None and plain < len(rules) else None,
-    )
-
-
 HEALTH_FIELDS = ("check", "status", "reason", "device")
 """What a health result line must hold for the rules (docs/contracts.md)."""
 
@@ -182,11 +126,14 @@ def health_text(line: str) -> str | None:
 def unparsable_lines(lines: Sequence[str], source: Source) -> Iterator[tuple[int, str]]:
     """(index, why) of each of ``lines`` (behind their signatures) that is not what a
     ``source`` stream carries: a health or deep-check line that is no health result, a
-    kmsg line that has the heartbeat's mark and no heartbeat's state. Any other kmsg line
-    is a kernel line, whatever its text."""
+    HyperPod event that is neither a detection nor a deep health check result, a kmsg line
+    that has the heartbeat's mark and no heartbeat's state. Any other kmsg line is a kernel
+    line, whatever its text."""
     for index, line in enumerate(lines):
         try:
-            if source != "kmsg":
+            if source == "hyperpod":
+                hyperpod_text(line, MAX_LINE)
+            elif source != "kmsg":
                 health_result(line)
             elif line.startswith(HEARTBEAT_MARK):
                 read_heartbeat(line)
@@ -197,9 +144,14 @@ def unparsable_lines(lines: Sequence[str], source: Source) -> Iterator[tuple[int
 def _text(line: str, source: Source) -> str:
     """What ``source``'s rules match in ``line``: a kernel line's message without the
     signature, previous-boot and injected marks (rules match from the message's start), a health
-    result's canonical text; empty for a health line that is no health result, which then
-    has no fault."""
+    result's or a HyperPod event's canonical text; empty for a health line that is no health
+    result or a HyperPod event that is unparsable, which then has no fault."""
     cut = line[:MAX_LINE]
+    if source == "hyperpod":
+        try:
+            return hyperpod_text(cut, MAX_LINE)
+        except UnparsableLine:
+            return ""
     if source != "kmsg":
         return health_text(cut) or ""
     # The marks start with "[": a storm's lines are mostly passed over without a call.
@@ -208,29 +160,26 @@ def _text(line: str, source: Source) -> str:
     return split_injected(split_previous_boot(split_signature(cut)[1])[1])[1]
 
 
-def _scan_needles(groups: Sequence[_Group]) -> dict[str, tuple[_Group, ...]]:
-    """Each needle a line is searched for, with the groups (in catalog order) that a line
-    holding it may match. A needle that holds another needle is not searched for: its
-    groups go with the shorter one, which every line that holds the longer one holds."""
-    needles = {group.needle for group in groups if group.needle is not None}
-    scanned = [n for n in needles if not any(o != n and o in n for o in needles)]
-    return {
-        needle: tuple(g for g in groups if g.needle is not None and needle in g.needle)
-        for needle in sorted(scanned)
-    }
+def _texts(lines: Sequence[str], source: Source) -> list[str]:
+    """``_text`` of each line; a kernel line without a mark (most of them) without the call,
+    which would cost a third of what classifying a line costs in a boot log."""
+    if source != "kmsg":
+        return [_text(line, source) for line in lines]
+    return [line[:MAX_LINE] if line[:1] != "[" else _text(line, source) for line in lines]
 
 
 @dataclass(frozen=True, slots=True)
 class _Index:
     """The groups of one source, by the needle that lets a line reach them."""
 
-    by_needle: Mapping[str, tuple[_Group, ...]]
-    always: tuple[_Group, ...]
+    by_needle: Mapping[str, tuple[Group, ...]]
+    always: tuple[Group, ...]
     """Groups with no needle, in catalog order: candidates for every line."""
-    by_start: Mapping[str, tuple[_Group, ...]]
+    by_start: Mapping[str, Start]
     """The groups whose matches start with a few known characters, by those: in bulk, a
-    line reaches them by one lookup of its first characters, not a search of every line."""
-    searched: Mapping[str, tuple[_Group, ...]]
+    line reaches them by its first characters, not by a search of every line for each of
+    their needles."""
+    searched: Mapping[str, tuple[Group, ...]]
     """The needles of the other groups, searched for in bulk."""
 
     def fault(self, line: str, text: str) -> Fault | None:
@@ -246,10 +195,7 @@ class _Index:
     def faults(self, lines: Sequence[str], texts: Sequence[str]) -> Iterator[tuple[int, Fault]]:
         """(index, fault) for each of ``lines`` (matched as ``texts``) that has a fault."""
         found = self.needles_found(texts, self.searched)
-        start = self.by_start.get
-        for number, groups in enumerate(map(start, [text[:PREFIX] for text in texts])):
-            if groups is not None:
-                found.setdefault(number, []).append(groups)
+        self._add_started(texts, found)
         numbers: Iterable[int] = (
             sorted(found) if not self.always else (i for i, text in enumerate(texts) if text)
         )
@@ -259,19 +205,42 @@ class _Index:
             if fault is not None:
                 yield number, fault
 
-    def _candidates(self, found: list[tuple[_Group, ...]]) -> Iterable[_Group]:
+    def _add_started(self, texts: Sequence[str], found: dict[int, list[tuple[Group, ...]]]) -> None:
+        """Add to ``found`` the groups each text reaches by its first characters (``Start``)."""
+        tested: dict[str, list[int]] = {}
+        plans = self.by_start.get
+        for number, start in enumerate([text[:PREFIX] for text in texts]):
+            plan = plans(start)
+            if plan is None:
+                continue
+            if plan.needles is None:
+                found.setdefault(number, []).append(plan.groups)
+            else:
+                tested.setdefault(start, []).append(number)
+        for start, numbers in tested.items():
+            plan = self.by_start[start]
+            needles = plan.needles or ()
+            reached = (
+                [n for n in numbers if needles[0] in texts[n]]
+                if len(needles) == 1
+                else {n for needle in needles for n in numbers if needle in texts[n]}
+            )
+            for number in reached:
+                found.setdefault(number, []).append(plan.groups)
+
+    def _candidates(self, found: list[tuple[Group, ...]]) -> Iterable[Group]:
         """The groups of the needles a line holds, and those with none, in catalog order."""
         if len(found) == 1 and not self.always:
             return found[0]
-        return sorted({g for groups in found for g in groups}.union(self.always), key=_first)
+        return sorted({g for groups in found for g in groups}.union(self.always), key=catalog_order)
 
     def needles_found(
-        self, texts: Sequence[str], needles: Mapping[str, tuple[_Group, ...]]
-    ) -> dict[int, list[tuple[_Group, ...]]]:
+        self, texts: Sequence[str], needles: Mapping[str, tuple[Group, ...]]
+    ) -> dict[int, list[tuple[Group, ...]]]:
         """For each text that holds one of ``needles``, the group tuples of those it holds."""
         text = "\n".join(texts)
         starts = list(accumulate(map(_plus_newline, map(len, texts)), initial=0))
-        found: dict[int, list[tuple[_Group, ...]]] = {}
+        found: dict[int, list[tuple[Group, ...]]] = {}
         find = text.find
         for needle, groups in needles.items():
             at = find(needle)
@@ -285,11 +254,7 @@ class _Index:
 _plus_newline = partial(add, 1)
 
 
-def _first(group: _Group) -> int:
-    return group.first
-
-
-def _first_fault(line: str, text: str, candidates: Iterable[_Group]) -> Fault | None:
+def _first_fault(line: str, text: str, candidates: Iterable[Group]) -> Fault | None:
     """The fault of the first rule (in catalog order) of ``candidates`` that ``text``
     meets; None when there is none or that rule says ``ignore``."""
     best: tuple[int, Rule, Found] | None = None
@@ -316,21 +281,27 @@ class Classifier:
         for source in get_args(Source):
             groups = sorted(
                 (
-                    _group(rules, catalog.user)
+                    group_of(rules, catalog.user)
                     for (src, _), rules in grouped.items()
                     if src == source
                 ),
-                key=_first,
+                key=catalog_order,
             )
-            by_start: dict[str, list[_Group]] = {}
+            by_start: dict[str, list[Group]] = {}
             for group in groups:
                 for start in group.starts or ():
                     by_start.setdefault(start, []).append(group)
             self._indexes[source] = _Index(
-                by_needle=_scan_needles(groups),
+                by_needle=scan_needles(groups),
                 always=tuple(g for g in groups if g.needle is None and g.starts is None),
-                by_start={start: tuple(found) for start, found in by_start.items()},
-                searched=_scan_needles([g for g in groups if g.starts is None]),
+                by_start={
+                    start: Start(
+                        groups=tuple(found),
+                        needles=start_needles(found),
+                    )
+                    for start, found in by_start.items()
+                },
+                searched=scan_needles([g for g in groups if g.starts is None]),
             )
 
     def classify(self, line: str, source: Source = "kmsg") -> Fault | None:
@@ -360,7 +331,7 @@ class Classifier:
         lines = iter(lines)
         offset = 0
         while chunk := list(islice(lines, _CHUNK)):
-            texts = [_text(line, source) for line in chunk]
+            texts = _texts(chunk, source)
             for number, fault in index.faults(chunk, texts):
                 yield offset + number, fault
             offset += len(chunk)

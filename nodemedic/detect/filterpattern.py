@@ -14,6 +14,10 @@ the log group's second filter free for the user.
 
 One more term selects every line the agent writes of its own (``AGENT_LINE_PREFIX``): its
 heartbeats reach the classifier, and the rules on its notes need no terms of their own.
+
+The ``hyperpod`` rules add no term: they read SageMaker HyperPod's log groups, not the
+nodes' group, and match a canonical text their events do not hold verbatim. A HyperPod
+group's filter is ``HYPERPOD_FILTER_PATTERN``.
 """
 
 from __future__ import annotations
@@ -23,12 +27,18 @@ import re
 from nodemedic.catalog import Catalog, CatalogError
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
+from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.matching import required_literal
 
 MAX_PATTERN_LENGTH = 1024
 """PutSubscriptionFilter's limit on ``filterPattern``."""
 MAX_FILTERS = 2
 """CloudWatch Logs' limit on subscription filters per log group."""
+HYPERPOD_FILTER_PATTERN = ""
+"""The subscription filter of a listed HyperPod cluster's log group: every event. The group
+is quiet (a detection per node condition that changes, a deep health check's results, a
+node's lifecycle script output), and an event that does not parse must reach the classifier
+to be counted, which a JSON pattern would never let through."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _STATUS_WORDS = {"ok", "warn", "fail", "skipped"}
 
@@ -56,7 +66,7 @@ def filter_terms(catalog: Catalog) -> list[str]:
     """The minimal set of terms: a term that contains another term adds nothing."""
     terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
-        if rule.action != "ignore":
+        if rule.action != "ignore" and rule.source != HYPERPOD_SOURCE:
             terms.setdefault(_term(rule.id, required_literal(rule.pattern), rule.source))
     return [t for t in terms if not any(o != t and o in t for o in terms)]
 

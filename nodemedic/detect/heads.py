@@ -113,10 +113,11 @@ def strip_head(line: str) -> tuple[str, int | None]:
     head = HEAD.match(line)
     if head is None or not head.end():  # a bare message: one failed try per piece
         return line, None
-    priority = head["pri"] or head["kpri"]
+    pri, kpri, facility, decoded, talos = head.group("pri", "kpri", "facility", "decoded", "talos")
+    priority = pri or kpri
     if priority is not None:
         return line[head.end() :], int(priority) >> 3
-    named = head["facility"] or head["decoded"] or head["talos"]
+    named = facility or decoded or talos
     return line[head.end() :], None if named is None else FACILITIES[named]
 
 

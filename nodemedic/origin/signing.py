@@ -139,25 +139,18 @@ class BootWindow:
         return None
 
 
-def boot_windows(timed: Sequence[tuple[int, Registration]]) -> dict[str, BootWindow]:
-    """The window of each key that holds (``first_per_boot``), by key id, from one
-    instance's checked registrations with their event times, in the order written. A boot
-    begins at the first registration of its key still kept."""
-    held, _ = first_per_boot([registration for _, registration in timed])
-    began: dict[str, tuple[int, str]] = {}
-    for at, registration in timed:
-        known = held.get(registration.key_id)
-        if known is not None and known.boot_id == registration.boot_id:
-            began.setdefault(registration.boot_id, (at, registration.key_id))
-    boots = sorted(began.items(), key=lambda item: item[1][0])
+def boot_windows(boots: Sequence[tuple[int, str]]) -> dict[str, BootWindow]:
+    """The window of each boot, by boot id, from one instance's (time its key was first
+    registered, boot id) of every boot that holds a key (one key a boot: the first)."""
+    ordered = sorted(boots)
     windows = {}
-    for index, (boot_id, (_, key)) in enumerate(boots):
-        before = boots[index + 1] if index + 1 < len(boots) else None
-        windows[key] = BootWindow(
+    for index, (_, boot_id) in enumerate(ordered):
+        after = ordered[index + 1] if index + 1 < len(ordered) else None
+        windows[boot_id] = BootWindow(
             boot_id,
-            after_ms=boots[index - 1][1][0] if index else None,
-            before_ms=before[1][0] if before else None,
-            next_boot=before[0] if before else "",
+            after_ms=ordered[index - 1][0] if index else None,
+            before_ms=after[0] if after else None,
+            next_boot=after[1] if after else "",
         )
     return windows
 
@@ -235,23 +228,3 @@ def unproven(
     """Why ``message`` is not proven to come from ``instance_id`` (``proof``), or None."""
     found = proof(registrations, instance_id, timestamp_ms, message, fresh=fresh)
     return found if isinstance(found, Unproven) else None
-
-
-def first_per_boot(
-    registrations: Sequence[Registration],
-) -> tuple[dict[str, Registration], list[str]]:
-    """(the registrations that hold by key id, why each other one was refused), from one
-    instance's checked registrations in the order they were written. A boot has one key:
-    the first registered. A later registration of the same boot with another key is what a
-    replay of the instance's identity document with a key of the replayer's looks like,
-    and is refused."""
-    first: dict[str, Registration] = {}
-    refused = []
-    for registration in registrations:
-        known = first.setdefault(registration.boot_id, registration)
-        if known.key != registration.key:
-            refused.append(
-                f"key {registration.key_id} for boot {registration.boot_id} of "
-                f"{registration.instance_id}: that boot registered key {known.key_id} first"
-            )
-    return {r.key_id: r for r in first.values()}, refused

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from nodemedic.remediate.target import AutoModeReboot, HyperPodRepair
 from nodemedic.settings.declare import setting
 
+HyperPodEvents = Literal["notify", "act"]
 NODEPOOL_NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 """A NodePool's name: a Kubernetes object name (DNS-1123 subdomain), so no IAM wildcard."""
 HYPERPOD_NAME: Final = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -46,6 +47,11 @@ class SubstrateSettings:
     has the node); `when_recovery_off`: it acts while the cluster's `NodeRecovery` (read at
     run time with DescribeCluster) is `None`, and defers while it is `Automatic`. Either
     way, never both repairs on one node."""
+    hyperpod_events: HyperPodEvents = setting("notify")
+    """What HyperPod's own health monitoring agent's detections may do: every node of the
+    cluster can write the log group they come from, so under `proof_of_origin: enforce`
+    they are at most notified (`notify`); `act` lets them reboot or replace as their rule
+    says ([security](security.md))."""
     auto_mode_reboot: AutoModeReboot = setting("notify")
     """What a reboot (or a GPU reset) of an EKS Auto Mode node becomes: its EC2 managed
     instances refuse EC2 and SSM actions, so only a replacement is possible. `notify`: the

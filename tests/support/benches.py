@@ -44,7 +44,7 @@ QUICK = {
     "bench.backtest": Quick(
         ("--lines", "5000", "--nodes", "4"), r"bare classifier +[\d,]+ lines/min", False
     ),
-    "bench.triage": Quick(("--lines", "5000"), r"bare classifier +[\d,]+ lines/CPU-s", False),
+    "bench.triage": Quick(("--lines", "5000"), r"[\d,]+ lines/CPU-s  \(bare classifier\)", False),
     "bench.cost": Quick(
         ("--nodes", "2", "--minutes", "0.2", "--faults", "1"), r"total +[\d.]+\$ +[\d.]+\$", True
     ),

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from agent.origin import Encrypt, sealed_registration
-from nodemedic.contracts.logs import identity_stream, node_log_group
+from nodemedic.contracts.logs import (
+    identity_stream,
+    kmsg_stream,
+    node_log_group,
+    registration_message,
+)
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from world.aws.identity import identity_document, local_authority
 
@@ -29,18 +34,20 @@ CERTIFICATE = str(AUTHORITY.write_certificate(_HOME / "authority.pem"))
 """The PEM file the clusters under test verify identity documents with."""
 
 
-def register(logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str) -> bytes:
-    """A new key for ``instance_id``'s boot, registered in its identity stream with the
-    identity document the authority signed for it; the key."""
+def register(
+    logs: Any, kms: Any, cluster: str, instance_id: str, boot_id: str, *, line: bool = True
+) -> bytes:
+    """A new key for ``instance_id``'s boot, registered with the identity document the
+    authority signed for it as the agent registers it: in its identity stream, and first in
+    its kmsg stream (``line``; False: as an agent of the release before, which ships no
+    registration line); the key."""
     key = secrets.token_bytes(KEY_BYTES)
     document = identity_document(instance_id, kms.meta.region_name)
     registration = Registration(instance_id, boot_id, key, document, AUTHORITY.sign(document))
-    put(
-        logs,
-        cluster,
-        identity_stream(instance_id),
-        sealed_registration(encrypter(kms), cluster, registration),
-    )
+    sealed = sealed_registration(encrypter(kms), cluster, registration)
+    at = put(logs, cluster, identity_stream(instance_id), sealed)
+    if line:
+        put(logs, cluster, kmsg_stream(instance_id), registration_message(sealed), at)
     return key
 
 

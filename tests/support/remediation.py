@@ -110,6 +110,8 @@ NODE_GROUPS = (
     "g6-reset-partial-fails",
     "g6-reset-deep-record",
     "p5-reset",
+    "p5-hyperpod",
+    "p5-hyperpod-notify",
 )
 """The Auto Scaling groups nodemedic may act on: one per test, so tests share no breaker."""
 ACTING = ClusterSettings(

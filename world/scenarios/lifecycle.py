@@ -325,8 +325,8 @@ def _history(life: Lifecycle) -> None:
     for entry in shown:
         steps = ", ".join(str(s.get("step")) for s in entry.get("steps", []))
         life.say(
-            f"  {entry.get('instance_id')}  {entry.get('fault_id'):<22} "
-            f"{entry.get('outcome'):<28} by {entry.get('triggered_by')}: {steps}"
+            f"  {entry.get('instance_id')}  {entry.get('fault_id')!s:<22} "
+            f"{entry.get('outcome')!s:<28} by {entry.get('triggered_by')}: {steps}"
         )
     manual = [e for e in shown if e.get("source") == "manual"]
     life.expect(

@@ -24,6 +24,8 @@ from nodemedic.contracts.logs import (
     kmsg_stream,
     node_log_group,
     origin_key_alias,
+    parse_registration,
+    registration_message,
     shipped_message,
 )
 from nodemedic.origin.identity import load_certificates
@@ -68,6 +70,11 @@ def events(logs: Any, stream: str, cluster: str = CLUSTER) -> list[tuple[int, st
     return [(e["timestamp"], e["message"]) for e in page["events"]]
 
 
+def shipped_lines(logs: Any, stream: str, cluster: str = CLUSTER) -> list[tuple[int, str]]:
+    """The events of a kmsg stream but its registration lines."""
+    return [(t, m) for t, m in events(logs, stream, cluster) if parse_registration(m) is None]
+
+
 def registrations(logs: Any, kms: Any, cfg: Config) -> list[Registration]:
     """The identity stream's registrations, decrypted as the classifier does: with the
     cluster and the instance as encryption context."""
@@ -96,7 +103,7 @@ def run(cfg: Config, lines: list[str], logs: Any, expected: int) -> Running:
     running = Running(Agent(cfg))
     append_lines(Path(cfg.kmsg), lines)
     stream = kmsg_stream(cfg.instance_id)
-    wait_for(lambda: len(events(logs, stream, cfg.cluster)) >= expected, 15, "kernel lines")
+    wait_for(lambda: len(shipped_lines(logs, stream, cfg.cluster)) >= expected, 15, "kernel lines")
     return running
 
 
@@ -120,7 +127,8 @@ def test_the_agent_registers_its_boot_key_once_and_signs_every_event(
             CiphertextBlob=base64.b64decode(sealed),
             EncryptionContext={ORIGIN_CONTEXT_CLUSTER: CLUSTER, ORIGIN_CONTEXT_INSTANCE: "i-0ff"},
         )
-    shipped = events(logs, kmsg_stream(instance_id))
+    (_, first), *shipped = events(logs, kmsg_stream(instance_id))
+    assert first == registration_message(sealed), "the kmsg stream's first line"
     known = Known([registration])
     assert [unproven(known, instance_id, ts, m) for ts, m in shipped] == [None] * len(lines)
     assert [m.split("] ", 1)[1] for _, m in shipped] == [shipped_message(x, None) for x in lines]
@@ -143,7 +151,7 @@ def test_a_restart_keeps_the_boots_key_and_a_new_boot_gets_a_new_one(
     assert (first.boot_id, again.boot_id, new_boot.boot_id) == (cfg.boot_id, cfg.boot_id, "b-2")
     assert again.key == first.key
     assert new_boot.key != first.key
-    shipped = events(logs, kmsg_stream(instance_id))
+    shipped = shipped_lines(logs, kmsg_stream(instance_id))
     known = Known([first, new_boot])
     assert [unproven(known, instance_id, ts, m) for ts, m in shipped] == [None] * 3
     key_file = cfg.state_dir / "origin-key.json"
@@ -168,11 +176,11 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     wait_for(lambda: running.agent.metrics.signing == 1, 10, "the registration")
     append_lines(Path(cfg.kmsg), ["after"])
     stream = kmsg_stream(instance_id)
-    wait_for(lambda: len(events(logs, stream, cluster)) == 2, 15, "the line after")
+    wait_for(lambda: len(shipped_lines(logs, stream, cluster)) == 2, 15, "the line after")
     running.close()
 
     (registration,) = registrations(logs, kms, cfg)
-    (_, _), (ts, after) = events(logs, stream, cluster)
+    (_, _), (ts, after) = shipped_lines(logs, stream, cluster)
     assert unproven(Known([registration]), instance_id, ts, after) is None
 
 

@@ -16,6 +16,7 @@ OVERRIDES = {
     env.ENV_KUBECONFIG: "the local world and the tests point the kube Lambda at a file",
     env.ENV_CATALOG_EXTRA: "set by the stack only when extra rule files are configured",
     env.ENV_GPU_RESET: "set by the stack only when gpu_reset is on",
+    env.ENV_CLUSTER: "read by the classifier only where HyperPod log groups are listed",
 }
 """Variables the bundled code reads that the default stack does not set, and why."""
 LIBRARY_PREFIXES = ("POWERTOOLS_",)

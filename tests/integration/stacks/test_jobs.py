@@ -71,8 +71,8 @@ def test_the_job_monitor_may_only_query_and_put_ledger_items(template: Template)
     # Nor in the recorders' partitions: it would vouch for decisions it did not make.
     (denied,) = [s for s in statements if s["Effect"] == "Deny"]
     assert denied["Condition"] == {
-        "ForAnyValue:StringEquals": {
-            "dynamodb:LeadingKeys": ["recorded#classifier", "recorded#planned"]
+        "ForAnyValue:StringLike": {
+            "dynamodb:LeadingKeys": ["recorded#classifier", "recorded#planned", "registration#*"]
         }
     }
 

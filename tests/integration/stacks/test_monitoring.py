@@ -11,6 +11,7 @@ import pytest
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
+    CLUSTER_DIMENSION,
     FAULT_TO_ACTION_METRIC,
     IN_REMEDIATION_METRIC,
     METRICS_NAMESPACE,
@@ -20,7 +21,9 @@ from nodemedic.contracts.metrics import (
     REMEDIATIONS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
+    UNREADABLE_NOTICES_METRIC,
 )
+from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.filterpattern import filter_terms
 from stacks.alarms import ACTING
 from stacks.dashboard import EVIDENCE_LINES
@@ -124,6 +127,17 @@ def test_a_failed_planned_execution_alarms(template: Template) -> None:
     )
 
 
+def test_an_unreadable_aws_notice_alarms(template: Template) -> None:
+    """The planned Lambda plans nothing for an event it cannot read, and counts it: the
+    instance such a notice named may go at its deadline undrained, so one pages."""
+    alarm = _alarms(template)["nodemedic-demo-unreadable-notices"]
+    watched = (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"], alarm["Threshold"])
+    assert watched == (METRICS_NAMESPACE, UNREADABLE_NOTICES_METRIC, "Sum", 1)
+    # What the planned Lambda publishes (``lambdas.planned.handler``): the cluster alone.
+    assert alarm["Dimensions"] == [{"Name": CLUSTER_DIMENSION, "Value": SETTINGS.name}]
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
 def test_every_alarm_notifies_the_topic(template: Template) -> None:
     topic_id, _ = one(template, "AWS::SNS::Topic")
     for name, alarm in _alarms(template).items():
@@ -208,8 +222,8 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
     # stranded nodes, nodes held out, silent nodes, forged decisions, unproven evidence,
-    # failed planned repairs, failed jobs
-    assert len(alarms) == 13
+    # failed planned repairs, unreadable notices, failed jobs
+    assert len(alarms) == 14
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
@@ -281,8 +295,9 @@ def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Templ
     assert regex is not None
     assert f"limit {EVIDENCE_LINES}" in query
     compiled = re.compile(regex[1])
+    # HyperPod's rules read HyperPod's log groups, never the nodes' group this widget shows.
     for rule in catalog.rules:
-        if rule.action != "ignore" and rule.example:
+        if rule.action != "ignore" and rule.example and rule.source != HYPERPOD_SOURCE:
             assert compiled.search(rule.example), rule.id
     assert compiled.pattern.count("|") == len(filter_terms(catalog)) - 1
 

@@ -11,8 +11,14 @@ import yaml
 from aws_cdk import assertions
 from aws_cdk import aws_stepfunctions as sfn
 
+from lambdas.classify.env import ClassifyEnv
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts.env import ENV_ACCEPT_INJECTED
+from nodemedic.contracts.env import (
+    ENV_ACCEPT_INJECTED,
+    ENV_CLUSTER,
+    HYPERPOD_EVENTS_ENV,
+    HYPERPOD_LOG_GROUPS_ENV,
+)
 from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.contracts.release import VERSION
 from nodemedic.contracts.stack import VERSION_OUTPUT
@@ -55,6 +61,21 @@ def test_a_cluster_that_accepts_injected_faults_tells_its_classifier() -> None:
     settings = ClusterSettings(name="drill", accept_injected_faults=True)
     _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
     assert classifier["Properties"]["Environment"]["Variables"][ENV_ACCEPT_INJECTED] == "true"
+
+
+def test_a_cluster_with_hyperpod_tells_its_classifier_the_groups_it_and_the_trust() -> None:
+    """The classify handler refuses to start with HyperPod groups but no cluster name, and
+    HyperPod's events act only where the settings say so."""
+    settings = ClusterSettings(
+        name="ml", hyperpod_clusters=(("ml-cluster", "abcdef123456"),), hyperpod_events="act"
+    )
+    _, classifier = _function(synth_template(settings), "lambdas.classify.handler.handler")
+    variables = classifier["Properties"]["Environment"]["Variables"]
+    assert variables[HYPERPOD_LOG_GROUPS_ENV] == "/aws/sagemaker/Clusters/ml-cluster/abcdef123456"
+    assert variables[ENV_CLUSTER] == "ml"
+    assert variables[HYPERPOD_EVENTS_ENV] == "act"
+    read = ClassifyEnv.from_environ(variables)  # as the handler reads it, without an error
+    assert read.hyperpod_act and read.cluster == "ml"
 
 
 def test_agents_write_to_the_cluster_log_group_with_its_retention(template: Template) -> None:
@@ -167,23 +188,26 @@ def test_the_classifier_may_start_executions_and_use_its_table_only(template: Te
     table_id, _ = one(template, "AWS::DynamoDB::Table", "IngestIdempotency")
     ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     granted: dict[str, list[Any]] = {}
-    ledger: dict[str, Any] = {}
+    ledger: dict[tuple[str, ...], Any] = {}
     for statement in statements(template, _role_of(classifier)):
         assert statement["Effect"] == "Allow"
         resource = statement["Resource"]
         if resource == {"Fn::GetAtt": [ledger_id, "Arn"]}:
-            # The ledger: heartbeats, and the markers of the decisions it starts; only there.
-            (action,) = actions(statement)
-            ledger[action] = statement["Condition"]
+            # The ledger: heartbeats, the markers of the decisions it starts, and the
+            # registrations it proved; only there.
+            ledger[tuple(sorted(actions(statement)))] = statement["Condition"]
             continue
         for action in actions(statement):
             granted[action] = resource if isinstance(resource, list) else [resource]
     assert ledger == {
-        "dynamodb:UpdateItem": {
+        ("dynamodb:UpdateItem",): {
             "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["heartbeat"]}
         },
-        "dynamodb:PutItem": {
+        ("dynamodb:PutItem",): {
             "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["recorded#classifier"]}
+        },
+        ("dynamodb:Query", "dynamodb:UpdateItem"): {
+            "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["registration#*"]}
         },
     }
     assert granted["states:StartExecution"] == [{"Ref": machine_id}]
@@ -366,11 +390,15 @@ def test_remediation_may_reboot_and_replace_only_in_the_configured_node_groups(
 
 MARKERS = ["recorded#classifier", "recorded#planned"]
 """The recorders' partitions of the ledger (``nodemedic.contracts.ledger``)."""
+KEPT = "registration#*"
+"""The classifier's kept registrations."""
 
 
-def test_only_its_recorder_may_write_a_decisions_marker(template: Template) -> None:
+def test_only_its_recorder_may_write_a_decisions_marker_or_a_kept_registration(
+    template: Template,
+) -> None:
     """Every role that may write the ledger: the classifier and the planned Lambda in their
-    own partition only; any other (the state machine, the job monitor) is denied both."""
+    own partitions only; any other (the state machine, the job monitor) is denied them all."""
     ledger_id, _ = one(template, "AWS::DynamoDB::Table", "RemediationLedger")
     ledger = {"Fn::GetAtt": [ledger_id, "Arn"]}
     writes = {a.lower() for a in LEDGER_WRITES}
@@ -380,20 +408,23 @@ def test_only_its_recorder_may_write_a_decisions_marker(template: Template) -> N
         for statement in on_ledger:
             if statement["Effect"] != "Allow" or not _lower(statement) & writes:
                 continue
-            condition = statement.get("Condition", {}).get("ForAllValues:StringEquals", {})
-            keys = condition.get("dynamodb:LeadingKeys")
-            if keys is None:
+            condition = statement.get("Condition", {})
+            only = condition.get("ForAllValues:StringEquals", {})
+            keys = only.get("dynamodb:LeadingKeys", [])
+            keys += condition.get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys", [])
+            if not keys:
+                keys = None
                 (denied,) = [s for s in on_ledger if s["Effect"] == "Deny"]
                 assert _lower(denied) == writes, role_id
                 assert denied["Condition"] == {
-                    "ForAnyValue:StringEquals": {"dynamodb:LeadingKeys": MARKERS}
+                    "ForAnyValue:StringLike": {"dynamodb:LeadingKeys": [*MARKERS, KEPT]}
                 }
             partitions.setdefault(role_id, set()).update(keys or ["*"])
     _, classifier = _function(template, "lambdas.classify.handler.handler")
     _, planned = _function(template, "lambdas.planned.handler.handler")
-    recorders = {role: found & set(MARKERS) for role, found in partitions.items()}
+    recorders = {role: found & {*MARKERS, KEPT} for role, found in partitions.items()}
     assert {role: found for role, found in recorders.items() if found} == {
-        _role_of(classifier): {"recorded#classifier"},
+        _role_of(classifier): {"recorded#classifier", KEPT},
         _role_of(planned): {"recorded#planned"},
     }
     _, machine = one(template, MACHINE, REMEDIATION)

@@ -3,13 +3,14 @@ or a check named with a quote, a backslash or a newline cannot break or forge a 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from agent.checks.nvidia import NvidiaSmi
-from agent.kmsg import FileKmsgReader
-from agent.metrics import Metrics
+from agent.kmsg import FileKmsgReader, Line
+from agent.metrics import Metrics, xid_pattern
 from agent.telemetry import exposition
 from nodemedic.contracts.release import VERSION
 from tests.support.paths import EVENTS
@@ -65,3 +66,32 @@ def test_the_agent_says_which_release_it_is() -> None:
     """A rollback checks every node runs the release it went back to (releasing.md)."""
     seen = read_exposition(Metrics().render())
     assert seen[f'nodemedic_agent_info{{version="{VERSION}"}}'] == 1
+
+
+def test_a_user_rule_that_replaces_the_xid_rule_cannot_stall_the_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catastrophic-backtracking pattern (``(?:\\w+\\s?)+$``) takes seconds with Python's
+    ``re`` on this one 60-character line; the agent matches a user's rule with RE2, as the
+    classifier does, so the line costs no more than any other and real Xids still count."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "schema: 1\nrules:\n  - id: nvidia-xid-unknown\n    source: kmsg\n"
+        "    pattern: '^NVRM: Xid \\((?P<pci>[^)]*)\\): (?P<xid>\\d+), (?:\\w+\\s?)+$'\n"
+        "    component: gpu\n    severity: warning\n    action: notify\n"
+        "    metric: GpuXid\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("NODEMEDIC_CATALOG_EXTRA", str(rules))
+    monkeypatch.setenv("NODE_NAME", "h200-node")
+    xid_pattern.cache_clear()
+    evil = "NVRM: Xid (PCI:0000:00:06): 79, " + "a" * 24 + "!"
+    real = "NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus"
+    metrics = Metrics()
+    started = time.monotonic()
+    try:
+        metrics.read([Line(1, None, evil, 0), Line(2, None, real, 0)])
+    finally:
+        xid_pattern.cache_clear()
+    assert time.monotonic() - started < 1.0
+    assert metrics.xids == {("79", "pci:0000:00:06"): 1}

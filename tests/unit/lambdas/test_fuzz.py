@@ -2,7 +2,8 @@
 its own state machine's code (``tests.support.fuzz``): nothing escapes but the error the
 entry point declares for a payload it refuses, and the planned Lambda, which EventBridge
 invokes with whatever a rule matched, fails no invocation at all. (The classify handler's
-own: ``tests/unit/lambdas/classify/test_fuzz.py``.)
+own: ``tests/unit/lambdas/classify/test_fuzz.py``; the kube Lambda's and the job monitor's:
+``tests/unit/lambdas/kube/test_fuzz.py``, ``tests/unit/lambdas/jobs/test_fuzz.py``.)
 """
 
 from __future__ import annotations

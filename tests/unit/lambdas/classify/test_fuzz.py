@@ -7,8 +7,9 @@ which moto never does.)
 Payloads are made from the real subscription payloads in ``tests/events/subscription``,
 each changed in one way: the ways that keep it a valid payload (any message text, JSON
 nested or cut or huge in any stream kind, lines signed with any key, any stream of the
-node) must be classified, one bad line never costing the others; the ways that break it
-must be refused. Signed lines reach identity streams holding junk next to real
+node, SageMaker HyperPod's events of any of its streams) must be classified (a HyperPod
+group's may be refused and counted instead), one bad line never costing the others; the
+ways that break it must be refused. Signed lines reach identity streams holding junk next to real
 registrations, so KMS refuses some. The generator is seeded: a failure names the case and
 reproduces.
 """
@@ -27,16 +28,19 @@ import boto3
 import pytest
 
 from agent.origin import sealed_registration
-from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES
+from nodemedic.contracts.env import ENV_CLUSTER, ENV_IDENTITY_CERTIFICATES, HYPERPOD_LOG_GROUPS_ENV
 from nodemedic.contracts.logs import (
     HEARTBEAT_MARK,
     heartbeat_message,
     identity_stream,
     node_log_group,
+    registration_message,
 )
+from nodemedic.contracts.substrates import hyperpod_log_group
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 from tests.support.classify import CONTEXT, World
 from tests.support.origin import AUTHORITY, encrypter, put
+from tests.support.paths import EVENTS
 from tests.support.payloads import decoded, wrap
 from world.aws.identity import identity_document
 
@@ -197,6 +201,43 @@ def heartbeats(rng: random.Random, data: Payload) -> Payload:
     return data
 
 
+HYPERPOD_GROUP = hyperpod_log_group("ml-cluster", "9ixsdpsjyi2y")
+HYPERPOD_REAL = tuple(p.read_text().strip() for p in sorted((EVENTS / "hyperpod").glob("*.json")))
+HYPERPOD_STREAMS = (
+    f"SagemakerHealthMonitoringAgent/worker-group-1/{INSTANCES[0]}",
+    f"DeepHealthCheckResults/{INSTANCES[1]}",
+    "DeepHealthCheckResults/run-1",
+    f"LifecycleConfig/worker-group-1/{INSTANCES[2]}",
+    "SagemakerHealthMonitoringAgent/",
+)
+
+
+def hyperpod_events(rng: random.Random, data: Payload) -> Payload:
+    """SageMaker HyperPod's events, whole, cut, nested or junk, on any of its streams, of
+    the listed group or another: classified, or refused and counted, never malformed."""
+    data["logGroup"] = rng.choice((HYPERPOD_GROUP, HYPERPOD_GROUP + "0"))
+    data["logStream"] = rng.choice(HYPERPOD_STREAMS)
+    for event in _events(data):
+        real = rng.choice(HYPERPOD_REAL)
+        event["message"] = rng.choice(
+            (real, real[: rng.randrange(len(real))], _nested(rng), rng.choice(JUNK_JSON))
+        )
+    return data
+
+
+def registration_lines(rng: random.Random, data: Payload) -> Payload:
+    """Registration lines among the others, in any stream of a node: sealed-looking junk
+    KMS refuses, text that is no base64, nothing, or more than a batch may decrypt."""
+    data["logStream"] = f"{rng.choice(INSTANCES)}/{rng.choice(STREAMS)}"
+    for event in _events(data):
+        if rng.random() < 0.7:
+            sealed = rng.choice(
+                (base64.b64encode(rng.randbytes(200)).decode(), _text(rng, 40), "", "A" * 70_000)
+            )
+            event["message"] = registration_message(sealed)
+    return data
+
+
 def any_stream(rng: random.Random, data: Payload) -> Payload:
     data["logStream"] = f"{rng.choice(INSTANCES)}/{rng.choice((*STREAMS, 'identity'))}"
     return data
@@ -210,7 +251,9 @@ GOOD: tuple[Case, ...] = (
     huge_lines,
     signed_lines,
     heartbeats,
+    registration_lines,
     any_stream,
+    hyperpod_events,
 )
 BAD: tuple[Case, ...] = (odd_field, missing_field, odd_event, foreign_names)
 
@@ -256,6 +299,8 @@ def registered(aws: World, ledger: str, monkeypatch: pytest.MonkeyPatch) -> Worl
     """The cluster's origin key and log group; the first two nodes registered, next to
     junk that no KMS key sealed, which KMS refuses; heartbeats recorded in the ledger."""
     monkeypatch.setenv(ENV_IDENTITY_CERTIFICATES, AUTHORITY.certificate_pem)
+    monkeypatch.setenv(HYPERPOD_LOG_GROUPS_ENV, HYPERPOD_GROUP)
+    monkeypatch.setenv(ENV_CLUSTER, CLUSTER)
     kms, logs = boto3.client("kms"), boto3.client("logs")
     key = kms.create_key()["KeyMetadata"]["KeyId"]
     kms.create_alias(AliasName=f"alias/nodemedic-{CLUSTER}-origin", TargetKeyId=key)

@@ -14,7 +14,12 @@ import pytest
 from agent.origin import sealed_registration, signer
 from nodemedic.contracts.env import ENV_IDENTITY_CERTIFICATES, ENV_PROOF_OF_ORIGIN
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
-from nodemedic.contracts.logs import identity_stream, node_log_group, origin_key_alias
+from nodemedic.contracts.logs import (
+    identity_stream,
+    node_log_group,
+    origin_key_alias,
+    registration_message,
+)
 from nodemedic.contracts.metrics import (
     FORGED_REASON,
     REASON_DIMENSION,
@@ -187,3 +192,42 @@ def test_a_line_signed_with_a_key_its_node_did_not_register_is_counted_as_forged
 ) -> None:
     deliver(enforced, signer(KEYS[ATTACKER], VICTIM)(AT, XID79))
     assert unproven_published(capsys.readouterr().out) == {FORGED_REASON: [1.0]}
+
+
+def test_a_boots_registration_line_proves_its_lines_in_every_container_without_its_stream(
+    enforced: World, ledger: str
+) -> None:
+    """The agent ships its registration first in its kmsg stream: the classifier keeps it
+    in the ledger, so the boot's later lines prove in a container that starts cold, though
+    the identity stream never held that registration and thousands of events were written
+    into it since."""
+    kms, logs = boto3.client("kms"), boto3.client("logs")
+    key, document = b"n" * KEY_BYTES, identity_document(VICTIM, "us-east-1")
+    registration = Registration(VICTIM, "boot-2", key, document, AUTHORITY.sign(document))
+    sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
+    sign = signer(key, VICTIM)
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "logGroup": node_log_group(CLUSTER),
+        "logStream": f"{VICTIM}/kmsg",
+        "logEvents": [
+            {"id": "1", "timestamp": AT, "message": registration_message(sealed)},
+            {"id": "2", "timestamp": AT + 1, "message": sign(AT + 1, XID79)},
+        ],
+    }
+    result = enforced["handler"](wrap(payload), CONTEXT)
+    assert result["lines"] == 1 and result["unproven"] == []
+    now = int(time.time() * 1000)
+    logs.put_log_events(
+        logGroupName=node_log_group(CLUSTER),
+        logStreamName=identity_stream(VICTIM),
+        logEvents=[{"timestamp": now, "message": JUNK} for _ in range(10_000)],
+    )
+    enforced["module"]._registrations.cache_clear()
+
+    verdict = {"check": DEEP_CHECK_VERDICT, "device": "node", "status": "ok", "reason": "Passed"}
+    line = json.dumps(verdict | {"figures": {}, "ts": "2025-11-22T18:31:00Z"})
+    deliver(enforced, sign(AT, line), source="deep-check")
+
+    passed = [d for d in executions(enforced) if d["fault_id"] == "deep-check-passed"]
+    assert [d["key_boot_id"] for d in passed] == ["boot-2"]

@@ -1,31 +1,31 @@
 """The classifier's registry of agent keys against what anyone holding the agents' shared
-credential can write into an identity stream (any number of events), and against what
-KMS and CloudWatch Logs may answer (a refusal is a reason, throttling a retry)."""
+credential can write into a node's streams (any number of events, before or after the
+genuine registration), and against what KMS, DynamoDB and CloudWatch Logs may answer: the
+work stays bounded per batch and per node, and AWS away refuses only that node's lines."""
 
 from __future__ import annotations
 
 import base64
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
+from moto import mock_aws
 
-from lambdas.classify.errors import Retryable
-from lambdas.classify.origin import EARLY_READ, READ_INTERVAL, READ_SECONDS, LogsRegistrations
-from nodemedic.contracts.logs import identity_stream
+from lambdas.classify.kept import KeptTable
+from lambdas.classify.origin import LEARN_DECRYPTS, READ_DECRYPTS, READ_INTERVAL, LogsRegistrations
+from nodemedic.contracts.logs import identity_stream, registration_message
 from nodemedic.origin.identity import OriginError, load_certificates
-from nodemedic.origin.signing import (
-    KEY_BYTES,
-    Registration,
-    first_per_boot,
-    key_id,
-    sign,
-    unproven,
-)
+from nodemedic.origin.signing import KEY_BYTES, Registration, sign, unproven
+from nodemedic.remediate.batch import LogEvent
+from tests.support.classify import LEDGER, REGION
+from tests.support.tables import create_ledger_table
 from world.aws.identity import identity_document, local_authority
 
-CLUSTER, VICTIM = "trn-prod", "i-0a1b2c3d4e5f60718"
+CLUSTER, VICTIM, OTHER = "trn-prod", "i-0a1b2c3d4e5f60718", "i-0b1b2c3d4e5f60719"
 AUTHORITY = local_authority()
 CERTIFICATES = load_certificates(AUTHORITY.certificate_pem)
 WRITTEN = 1_763_836_200_000
@@ -49,51 +49,36 @@ class Clock:
 
 
 class Logs:
-    """GetLogEvents over one identity stream, in pages, both ways, as CloudWatch pages it."""
+    """GetLogEvents over the identity streams, newest first, as CloudWatch pages them."""
 
-    def __init__(self, page: int = 10_000, region: str = "us-east-1") -> None:
-        self.events: list[dict[str, Any]] = []
-        self.page = page
-        self.reads = 0
-        """Reads begun (their first page)."""
+    def __init__(self, region: str = REGION) -> None:
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.reads: list[str] = []
         self.error: Exception | None = None
         self.meta = type("Meta", (), {"region_name": region})()
 
-    def put(self, message: str) -> None:
-        self.events.append({"timestamp": WRITTEN + len(self.events), "message": message})
+    def put(self, instance_id: str, message: str) -> int:
+        events = self.events.setdefault(identity_stream(instance_id), [])
+        at = WRITTEN + sum(len(e) for e in self.events.values())
+        events.append({"timestamp": at, "message": message})
+        return at
 
     def get_log_events(self, **args: Any) -> dict[str, Any]:
-        token = args.get("nextToken")
-        self.reads += token is None
+        self.reads.append(args["logStreamName"])
         if self.error is not None:
             raise self.error
-        if args["logStreamName"] != identity_stream(VICTIM):
+        if args["logStreamName"] not in self.events or args["startFromHead"]:
             raise client_error("ResourceNotFoundException")
-        last = len(self.events)
-        if token is None:
-            start, end = (0, self.page) if args["startFromHead"] else (last - self.page, last)
-        elif token.startswith("f"):
-            start = int(token[1:])
-            end = start + self.page
-        else:
-            end = int(token[1:])
-            start = end - self.page
-        start, end = max(start, 0), min(end, last)
-        return {
-            "events": self.events[start:end],
-            "nextForwardToken": f"f{end}",
-            "nextBackwardToken": f"b{start}",
-        }
+        return {"events": self.events[args["logStreamName"]][-args.get("limit", 10_000) :]}
 
 
 class Kms:
     """Decrypt of the blobs it sealed; any other blob is refused as AWS refuses it."""
 
-    def __init__(self, clock: Clock, seconds: float = 0.0) -> None:
+    def __init__(self) -> None:
         self.sealed: dict[bytes, bytes] = {}
         self.decrypts = 0
-        self.clock, self.seconds = clock, seconds
-        self.refusal = "InvalidCiphertextException"
+        self.error: Exception | None = None
 
     def seal(self, plaintext: bytes) -> str:
         blob = secrets.token_bytes(32)
@@ -102,220 +87,289 @@ class Kms:
 
     def decrypt(self, CiphertextBlob: bytes, EncryptionContext: dict[str, str]) -> dict[str, Any]:
         self.decrypts += 1
-        self.clock.now += self.seconds
+        if self.error is not None:
+            raise self.error
         if CiphertextBlob not in self.sealed:
-            raise client_error(self.refusal)
+            raise client_error("InvalidCiphertextException")
         return {"Plaintext": self.sealed[CiphertextBlob]}
 
 
+class Dynamo:
+    """The ledger's client, counting Queries; ``error`` answers every call."""
+
+    def __init__(self) -> None:
+        self.client = boto3.client("dynamodb")
+        self.queries = 0
+        self.error: Exception | None = None
+
+    def query(self, **args: Any) -> Any:
+        self.queries += 1
+        if self.error is not None:
+            raise self.error
+        return self.client.query(**args)
+
+    def update_item(self, **args: Any) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.client.update_item(**args)
+
+
 class World:
-    def __init__(self, seconds_per_decrypt: float = 0.0) -> None:
+    def __init__(self) -> None:
         self.clock = Clock()
         self.logs = Logs()
-        self.kms = Kms(self.clock, seconds_per_decrypt)
-        self.registry = LogsRegistrations(CLUSTER, CERTIFICATES, self.logs, self.kms, self.clock)
+        self.kms = Kms()
+        self.dynamo = Dynamo()
+        self.registry = self.container()
 
-    def register(self, boot: str = "boot-1", key: bytes | None = None) -> bytes:
-        """Write a registration of ``key`` (a new one if None) for ``boot``."""
+    def container(self) -> LogsRegistrations:
+        """A classifier container that starts cold: it knows nothing but the ledger."""
+        table = KeptTable(LEDGER, self.dynamo)
+        return LogsRegistrations(
+            CLUSTER, CERTIFICATES, self.logs, self.kms, self.clock, table=table
+        )
+
+    def sealed(self, boot: str = "boot-1", key: bytes | None = None) -> tuple[bytes, str]:
         key = key or secrets.token_bytes(KEY_BYTES)
-        document = identity_document(VICTIM, "us-east-1")
+        document = identity_document(VICTIM, REGION)
         registration = Registration(VICTIM, boot, key, document, AUTHORITY.sign(document))
-        self.logs.put(self.kms.seal(registration.to_json().encode()))
+        return key, self.kms.seal(registration.to_json().encode())
+
+    def register(
+        self, boot: str = "boot-1", key: bytes | None = None, container: Any = None
+    ) -> bytes:
+        """What the agent does at start: the registration in the identity stream, and first
+        in the kmsg stream, whose batch ``container`` (this world's by default) classifies."""
+        key, sealed = self.sealed(boot, key)
+        at = self.logs.put(VICTIM, sealed)
+        self.batch([registration_message(sealed)], at, container or self.registry)
         return key
 
-    def junk(self, count: int) -> None:
-        for _ in range(count):
-            self.logs.put(base64.b64encode(secrets.token_bytes(200)).decode("ascii"))
+    def batch(self, messages: list[str], at: int, container: LogsRegistrations) -> list[LogEvent]:
+        container.begin()
+        events = [LogEvent(str(i), at, message) for i, message in enumerate(messages)]
+        return container.learn(VICTIM, events)
 
-    def proves(self, key: bytes) -> bool:
-        line = sign(key, VICTIM, 1, XID79)
-        return unproven(self.registry, VICTIM, 1, line) is None
+    def junk_registrations(self, count: int) -> None:
+        """Sealed-looking registration lines in the victim's kmsg stream, in batches."""
+        for start in range(0, count, 1000):
+            lines = [registration_message(_junk()) for _ in range(min(1000, count - start))]
+            assert self.batch(lines, WRITTEN + 10_000, self.registry) == []
+
+    def proves(self, key: bytes, at: int = WRITTEN + 5, container: Any = None) -> bool:
+        return self.why(key, at, container) is None
+
+    def why(self, key: bytes, at: int, container: Any = None, *, fresh: bool = False) -> Any:
+        registry = container or self.registry
+        registry.begin()
+        return unproven(registry, VICTIM, at, sign(key, VICTIM, at, XID79), fresh=fresh)
 
 
-def test_a_thousand_junk_events_before_the_registration_do_not_hide_it() -> None:
-    world = World()
-    world.junk(1000)
+def _junk() -> str:
+    return base64.b64encode(secrets.token_bytes(200)).decode("ascii")
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        create_ledger_table(LEDGER)
+        yield World()
+
+
+def test_ten_thousand_junk_events_newer_than_the_registration_do_not_hide_the_key(
+    world: World,
+) -> None:
     key = world.register()
+    for _ in range(10_000):
+        world.logs.put(VICTIM, _junk())
+    world.junk_registrations(10_000)
+    assert world.kms.decrypts <= 1 + 10 * LEARN_DECRYPTS, "bounded by batch"
     assert world.proves(key)
-    assert world.kms.decrypts == 1  # read from the newest
+
+    world.kms.decrypts = 0
+    cold = world.container()
+    assert world.proves(key, container=cold)
+    assert world.kms.decrypts == 1, "the kept registration alone, decrypted once"
+    assert world.logs.reads == [] and world.dynamo.queries == 1
 
 
-def test_junk_after_the_registration_is_decrypted_once_per_container() -> None:
-    world = World()
-    key = world.register()
-    world.junk(1000)
+def test_a_batch_of_junk_registration_lines_costs_at_most_its_bound(world: World) -> None:
+    world.batch([registration_message(_junk()) for _ in range(10_000)], WRITTEN, world.registry)
+    assert world.kms.decrypts == LEARN_DECRYPTS
+
+
+def test_a_key_registered_just_after_a_read_proves_the_next_boots_deep_check_at_once(
+    world: World,
+) -> None:
+    """A rebooted node's deep-check pass is signed with its new boot's key, and the
+    container that classifies it may have looked for the node's keys seconds before: the
+    registration another container kept is found at once, with no read of the stream."""
+    old = world.register("boot-1")
+    assert world.proves(old)
+    assert not world.proves(secrets.token_bytes(KEY_BYTES))  # a read of the stream
+    reads = len(world.logs.reads)
+    new = world.register("boot-2", container=world.container())
+    passed = WRITTEN + 60_000
+    assert world.why(new, passed, fresh=True) is None
+    assert len(world.logs.reads) == reads
+
+
+def test_a_cold_container_reads_a_key_not_kept_at_most_once_per_node_per_interval(
+    world: World,
+) -> None:
+    """An agent that ships no registration line (or whose line was lost) is found in its
+    identity stream, by one read, which keeps what it proves for every other container."""
+    key, sealed = world.sealed()
+    world.logs.put(VICTIM, sealed)
+    for _ in range(READ_DECRYPTS - 1):
+        world.logs.put(VICTIM, _junk())
     assert world.proves(key)
-    assert world.kms.decrypts == 1001
-    world.clock.now += READ_INTERVAL
-    assert not world.proves(secrets.token_bytes(KEY_BYTES))
-    assert world.kms.decrypts == 1001 and world.logs.reads == 2
-
-
-def test_a_flood_of_fresh_key_ids_costs_one_read_per_interval() -> None:
-    world = World()
-    key = world.register()
-    for _ in range(500):
+    assert world.kms.decrypts == READ_DECRYPTS and len(world.logs.reads) == 1
+    for _ in range(29):  # forged batches with fresh key ids, over a minute
+        world.clock.now += 2
         assert not world.proves(secrets.token_bytes(KEY_BYTES))
-    assert world.logs.reads == 1
-    world.clock.now += READ_INTERVAL
-    for _ in range(500):
-        world.proves(secrets.token_bytes(KEY_BYTES))
-    assert world.logs.reads == 2 and world.proves(key)
+    assert len(world.logs.reads) == 2, "one read per 30 s"
+    world.kms.decrypts = 0
+    assert world.proves(key, container=world.container())
+    assert world.kms.decrypts == 1 and len(world.logs.reads) == 2
 
 
-def test_a_read_stops_after_its_time_and_a_later_one_goes_on() -> None:
-    world = World(seconds_per_decrypt=0.125)
-    key = world.register()
-    world.junk(60)
-    line = sign(key, VICTIM, 1, XID79)
-    why = unproven(world.registry, VICTIM, 1, line)
+def test_a_key_registered_before_the_newest_events_is_not_read_for_the_junk(world: World) -> None:
+    key, sealed = world.sealed()
+    world.logs.put(VICTIM, sealed)
+    for _ in range(10_000):
+        world.logs.put(VICTIM, _junk())
+    why = world.why(key, WRITTEN + 5)
     assert why is not None and not why.forged
-    assert f"the read stopped after {READ_SECONDS:.0f} s" in why.reason
-    assert world.kms.decrypts == READ_SECONDS / 0.125
-    world.clock.now += READ_INTERVAL
-    assert world.proves(key) and world.kms.decrypts == 61
-
-
-def test_a_registration_kms_refuses_is_refused_with_the_reason_and_costs_no_other() -> None:
-    """A key of another account answers AccessDenied: that registration is refused, the
-    others still hold, and a node with no other is unverifiable, with the reason."""
-    world = World()
-    world.kms.refusal = "AccessDeniedException"
-    key = world.register()
-    world.junk(3)
-    assert world.proves(key)
-    alone = World()
-    alone.kms.refusal = "AccessDeniedException"
-    alone.junk(1)
-    why = unproven(alone.registry, VICTIM, 1, sign(key, VICTIM, 1, XID79))
-    assert why is not None and not why.forged
-    assert "does not decrypt as " + VICTIM + "'s: AccessDeniedException" in why.reason
+    assert world.kms.decrypts == READ_DECRYPTS
 
 
 @pytest.mark.parametrize(
     "error",
     [
         client_error("ThrottlingException"),
-        client_error("KMSInternalException", 500),
-        client_error("DependencyTimeoutException", 503),
-        EndpointConnectionError(endpoint_url="https://kms.us-east-1.amazonaws.com"),
+        client_error("ServiceUnavailableException", 503),
+        EndpointConnectionError(endpoint_url="https://logs.us-east-1.amazonaws.com"),
     ],
-    ids=["throttling", "internal", "timeout", "unreachable"],
+    ids=["throttling", "unavailable", "unreachable"],
 )
-def test_kms_throttling_or_failing_is_retried_by_lambda(error: Exception) -> None:
-    world = World()
-    world.register()
-
-    def decrypt(**_: Any) -> None:
-        raise error
-
-    world.kms.decrypt = decrypt  # type: ignore[method-assign,assignment]
-    with pytest.raises(Retryable, match="retried by Lambda"):
-        world.registry.find(VICTIM, "00000000", 1)
-
-
-def test_the_identity_stream_refused_is_a_reason_throttled_a_retry() -> None:
-    world = World()
-    world.logs.error = client_error("AccessDeniedException")
-    with pytest.raises(OriginError, match="identity stream cannot be read: AccessDenied"):
-        world.registry.find(VICTIM, "00000000", 1)
-    throttled = World()
-    throttled.logs.error = client_error("ThrottlingException")
-    with pytest.raises(Retryable):
-        throttled.registry.find(VICTIM, "00000000", 1)
-
-
-def test_a_region_without_a_certificate_says_which_setting_and_reads_nothing() -> None:
-    logs = Logs(region="ap-southeast-6")
-    registry = LogsRegistrations(CLUSTER, None, logs, Kms(Clock()))
-    with pytest.raises(OriginError, match=r"Region ap-southeast-6: .*identity_certificates"):
-        registry.find(VICTIM, "00000000", 1)
-    assert logs.reads == 0
-    assert len(LogsRegistrations(CLUSTER, None, Logs(), Kms(Clock())).certificates) == 1
-
-
-def test_a_second_key_of_a_boot_is_refused_once_the_first_is_read() -> None:
-    world = World()
-    first = world.register("boot-1")
-    second = world.register("boot-1")
-    assert world.proves(first)
-    assert not world.proves(second)
-    assert world.kms.decrypts == 2
-
-
-def test_a_key_registered_again_holds_and_the_newest_registration_alone_proves() -> None:
-    """The agent registers its boot's key again on a timer (``agent.origin``), since the log
-    group deletes events older than its retention: the same key again is no second key of
-    the boot, and once the first registration expired, a new container finds the key in
-    the newest one alone."""
-    world = World()
+def test_a_throttled_read_refuses_only_that_nodes_unproven_lines(
+    world: World, error: Exception
+) -> None:
     key = world.register()
-    world.register(key=key)
+    world.logs.error = error
+    why = world.why(secrets.token_bytes(KEY_BYTES), WRITTEN + 5)
+    assert why is not None and not why.forged, "unverifiable, not retried"
+    assert "identity stream cannot be read" in why.reason
+    assert world.proves(key), "the node's kept key still proves"
+    world.logs.error = None
+    world.clock.now += READ_INTERVAL
+    assert not world.proves(secrets.token_bytes(KEY_BYTES))
+
+
+@pytest.mark.parametrize(
+    "error", [client_error("ThrottlingException"), client_error("KMSInternalException", 500)]
+)
+def test_kms_away_leaves_the_key_unverifiable_and_it_is_proved_later(
+    world: World, error: Exception
+) -> None:
+    world.kms.error = error
+    key = world.register()
+    why = world.why(key, WRITTEN + 5)
+    assert why is not None and not why.forged and "KMS cannot decrypt now" in why.reason
+    world.kms.error = None
+    world.clock.now += READ_INTERVAL
     assert world.proves(key)
-    again = Registration(VICTIM, "boot-1", key, identity_document(VICTIM, "us-east-1"), "")
-    assert first_per_boot([again, again]) == ({key_id(key): again}, []), "nothing refused"
-    del world.logs.events[0]  # the retention deleted the first registration
-    cold = LogsRegistrations(CLUSTER, CERTIFICATES, world.logs, world.kms, world.clock)
-    line = sign(key, VICTIM, 1, XID79)
-    assert unproven(cold, VICTIM, 1, line) is None
-    assert len(world.logs.events) == 1
 
 
-def test_a_key_registered_just_after_a_read_proves_a_later_line_before_the_interval() -> None:
-    """A boot's first line can be read for before its registration lands; the deep check's
-    pass a little later must not wait out the interval (it comes once, and a pass dropped
-    leaves the node behind the health-check taint)."""
-    world = World()
-    world.register()
-    early = secrets.token_bytes(KEY_BYTES)
-    first, later = WRITTEN + 1_000, WRITTEN + 2_000
-    assert unproven(world.registry, VICTIM, first, sign(early, VICTIM, first, XID79))
-    key = world.register(boot="boot-2")
-    world.clock.now += EARLY_READ
-    assert unproven(world.registry, VICTIM, later, sign(key, VICTIM, later, XID79)) is None
-    assert world.logs.reads == 2
+def test_the_ledger_throttled_leaves_the_lines_unverifiable(world: World) -> None:
+    key = world.register()
+    world.dynamo.error = client_error("ProvisionedThroughputExceededException")
+    world.logs.error = client_error("ThrottlingException")
+    why = world.why(key, WRITTEN + 5, world.container())
+    assert why is not None and not why.forged
 
 
-def _line(registry: LogsRegistrations, key: bytes, at: int, *, fresh: bool = False) -> Any:
-    return unproven(registry, VICTIM, at, sign(key, VICTIM, at, XID79), fresh=fresh)
+def test_a_new_boots_key_the_ledger_cannot_tell_is_unverifiable_not_forged(world: World) -> None:
+    """The container knows the node's earlier boot; the new boot's registration was kept by
+    another container, and the ledger is throttled now: the new key is not called forged
+    because the identity stream's newest events (junk) do not hold it."""
+    old = world.register("boot-1")
+    assert world.proves(old)
+    new = world.register("boot-2", container=world.container())
+    for _ in range(READ_DECRYPTS):
+        world.logs.put(VICTIM, _junk())
+    world.dynamo.error = client_error("ThrottlingException")
+    world.clock.now += READ_INTERVAL
+
+    why = world.why(new, WRITTEN + 60_000, fresh=True)
+
+    assert why is not None and not why.forged and "the ledger cannot be read now" in why.reason
+    world.dynamo.error = None
+    assert world.proves(new, WRITTEN + 60_000)
 
 
-def test_an_earlier_boots_key_proves_no_line_once_a_later_boot_registered() -> None:
+def test_a_second_key_of_a_boot_is_refused_in_every_container(world: World) -> None:
+    first = world.register("boot-1")
+    second = world.register("boot-1", container=world.container())
+    assert world.proves(first) and not world.proves(second)
+    cold = world.container()
+    assert world.proves(first, container=cold) and not world.proves(second, container=cold)
+
+
+def test_a_key_registered_again_holds(world: World) -> None:
+    """The agent registers its boot's key again on a timer (``agent.origin``): the same
+    key again is no second key of the boot."""
+    key = world.register()
+    world.register(key=key, container=world.container())
+    assert world.proves(key) and world.proves(key, container=world.container())
+
+
+def test_an_earlier_boots_key_proves_no_line_once_a_later_boot_registered(world: World) -> None:
     """Whoever kept a key of a boot that ended (it lay in the node's state dir) cannot sign
-    new lines with it, even for a container that reads the stream for the first time."""
-    world = World()
+    new lines with it, even for a container that starts cold."""
     old = world.register("boot-1")
     new = world.register("boot-2")
+    cold = world.container()
     rebooted = WRITTEN + 1  # boot-2's registration
-    cold = LogsRegistrations(CLUSTER, CERTIFICATES, world.logs, world.kms, world.clock)
 
-    why = _line(cold, old, rebooted + 60_000)
+    why = world.why(old, rebooted + 60_000, cold)
 
     assert why is not None and why.forged
     assert "boot boot-2 registered before the line was written" in why.reason
-    assert _line(cold, old, rebooted - 1) is None, "the old boot's own lines still prove"
-    assert _line(cold, new, rebooted + 60_000) is None
-
-
-def test_a_later_boots_key_proves_no_line_from_before_the_earlier_boot_registered() -> None:
-    world = World()
-    old = world.register("boot-1")
-    new = world.register("boot-2")
-    assert _line(world.registry, old, WRITTEN) is None  # read back to boot-1's registration
-
-    why = _line(world.registry, new, WRITTEN - 1)
-
+    assert world.proves(old, rebooted - 1, cold), "the old boot's own lines still prove"
+    assert world.proves(new, rebooted + 60_000, cold)
+    why = world.why(new, WRITTEN - 1, cold)
     assert why is not None and why.forged and "began after the line" in why.reason
-    assert _line(world.registry, new, WRITTEN) is None, "its kernel's lines before it registered"
 
 
-def test_a_container_that_knew_only_the_earlier_boots_key_reads_again_for_an_acting_line() -> None:
-    world = World()
+def test_a_container_that_knew_only_the_earlier_boots_key_asks_again_for_an_acting_line(
+    world: World,
+) -> None:
     old = world.register("boot-1")
-    assert _line(world.registry, old, WRITTEN + 10, fresh=True) is None
-    world.register("boot-2")
-    world.clock.now += EARLY_READ
+    assert world.why(old, WRITTEN + 10, fresh=True) is None
+    world.register("boot-2", container=world.container())
 
-    why = _line(world.registry, old, WRITTEN + 60_000, fresh=True)
+    why = world.why(old, WRITTEN + 60_000, fresh=True)
 
-    assert why is not None and why.forged and world.logs.reads == 2
+    assert why is not None and why.forged
+
+
+def test_another_nodes_junk_costs_this_node_nothing(world: World) -> None:
+    key = world.register()
+    world.kms.decrypts = 0
+    world.registry.begin()
+    junk = [LogEvent("j", WRITTEN, registration_message(_junk())) for _ in range(100)]
+    world.registry.learn(OTHER, junk)
+    assert world.proves(key) and world.kms.decrypts == LEARN_DECRYPTS
+
+
+def test_a_region_without_a_certificate_says_which_setting_and_reads_nothing() -> None:
+    logs, kms = Logs(region="ap-southeast-6"), Kms()
+    registry = LogsRegistrations(CLUSTER, None, logs, kms, Clock())
+    with pytest.raises(OriginError, match=r"Region ap-southeast-6: .*identity_certificates"):
+        registry.find(VICTIM, "00000000", 1)
+    registry.learn(VICTIM, [LogEvent("1", 1, registration_message(_junk()))])
+    assert logs.reads == [] and kms.decrypts == 0
+    assert len(LogsRegistrations(CLUSTER, None, Logs(), Kms()).certificates) == 1

@@ -1,0 +1,109 @@
+"""The rules of a catalog as the classifier tries them: grouped by pattern, each group with
+the needle a line must hold and the first characters a match must start with.
+
+Rules that share a pattern are evaluated by one search followed by a table lookup on the
+captured value (every Xid is one search, not 150); a group is tried only on a line that
+holds its needle (``matching.required_literal``) or starts as its matches do
+(``matching.prefixes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from nodemedic.catalog import Rule
+from nodemedic.detect.matching import Found, Searcher, compiled, prefixes, required_literal
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Group:
+    """All rules that share one (source, pattern), in catalog order."""
+
+    first: int
+    regex: Searcher
+    needle: str | None
+    rules: tuple[tuple[int, Rule], ...]
+    key: str | None
+    """When every rule constrains the same single group, a lookup replaces the rule loop."""
+    by_value: Mapping[str, tuple[int, Rule]]
+    starts: frozenset[str] | None = None
+    """The first characters every match starts with (``matching.prefixes``), if known."""
+    fallback: tuple[int, Rule] | None = None
+    """With a lookup, the first rule that constrains nothing (a catch-all after the others:
+    the codes no rule names), met where the lookup finds no rule."""
+
+    def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
+        """The first of this group's rules that ``line`` meets. A line reached by its first
+        characters may lack the needle: an ``in`` test costs a fraction of a search."""
+        if self.needle is not None and self.needle not in line:
+            return None
+        found = self.regex.search(line)
+        if found is None:
+            return None
+        if self.key is not None:
+            hit = self.by_value.get(found.group(self.key) or "", self.fallback)
+            return None if hit is None else (*hit, found)
+        for index, rule in self.rules:
+            if not rule.match or all(found.group(n) in values for n, values in rule.match):
+                return index, rule, found
+        return None
+
+
+def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
+    """The rules of one pattern; those after the first that constrains nothing can never
+    win, so only the ones before it need the same single group for a lookup."""
+    plain = next((n for n, (_, rule) in enumerate(rules) if not rule.match), len(rules))
+    keys = {rule.match[0][0] if len(rule.match) == 1 else None for _, rule in rules[:plain]}
+    key = keys.pop() if len(keys) == 1 else None
+    by_value: dict[str, tuple[int, Rule]] = {}
+    if key is not None:
+        for index, rule in rules[:plain]:
+            for value in rule.match[0][1]:
+                by_value.setdefault(value, (index, rule))
+    pattern = rules[0][1].pattern
+    return Group(
+        first=rules[0][0],
+        regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
+        needle=required_literal(pattern),
+        starts=prefixes(pattern),
+        rules=tuple(rules),
+        key=key,
+        by_value=by_value,
+        fallback=rules[plain] if key is not None and plain < len(rules) else None,
+    )
+
+
+def start_needles(groups: Sequence[Group]) -> tuple[str, ...] | None:
+    """The needles of the groups a prefix reaches (``Start``); None where a group has none."""
+    if any(group.needle is None for group in groups):
+        return None
+    return tuple(scan_needles(groups))
+
+
+def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
+    """Each needle a line is searched for, with the groups (in catalog order) that a line
+    holding it may match. A needle that holds another needle is not searched for: its
+    groups go with the shorter one, which every line that holds the longer one holds."""
+    needles = {group.needle for group in groups if group.needle is not None}
+    scanned = [n for n in needles if not any(o != n and o in n for o in needles)]
+    return {
+        needle: tuple(g for g in groups if g.needle is not None and needle in g.needle)
+        for needle in sorted(scanned)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The groups whose matches start with one prefix, in catalog order. Most lines that
+    start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "ena 0000:..."): a
+    line reaches the groups only where it holds one of their ``needles`` (an ``in`` test
+    of the lines that start so, in a comprehension: a fraction of what trying the groups'
+    rules costs); with a group that has no needle (``needles`` None), every such line."""
+
+    groups: tuple[Group, ...]
+    needles: tuple[str, ...] | None
+
+
+def catalog_order(group: Group) -> int:
+    return group.first

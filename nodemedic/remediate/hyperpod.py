@@ -1,0 +1,76 @@
+"""A SageMaker HyperPod log group's batch → the node it is about, and how far it is trusted.
+
+HyperPod's health monitoring agent and deep health checks write their findings to the
+cluster's log group (``nodemedic.detect.hyperpod`` reads them); the classifier turns them
+into decisions like any other (source ``hyperpod``), so they pass through the same breaker,
+ledger, history, metrics and job resume. Two things differ from nodemedic's own lines:
+
+- Where they come from. Only the groups the cluster lists (``NODEMEDIC_HYPERPOD_LOG_GROUPS``)
+  are read; any other is refused whole, since nothing in an event says which cluster of whose
+  it belongs to.
+- What they prove. They carry no signature, and AWS's managed policy for HyperPod's
+  instance role (``AmazonSageMakerClusterInstanceRolePolicy``) lets every node of every
+  cluster put events in any stream of any ``/aws/sagemaker/Clusters/*`` group: whoever gets
+  a node's instance credentials can write a detection for another node. So an event's
+  origin is never proven (``HYPERPOD_UNPROVEN``), and where the origin is enforced it is at
+  most notified, unless the cluster says HyperPod's events may act (docs/security.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+from nodemedic.contracts.substrates import HYPERPOD_LOG_GROUP_PREFIX, HYPERPOD_SOURCE
+from nodemedic.detect.hyperpod import instance_of_stream
+from nodemedic.origin.signing import Unproven
+from nodemedic.remediate.batch import LogEvent
+from nodemedic.remediate.decision import Identity
+
+UNLISTED_REASON: Final = "unlisted"
+"""A HyperPod log group the cluster does not list: its events are refused."""
+NO_INSTANCE_REASON: Final = "no-instance"
+"""A stream of a listed group that names no instance: its events are refused."""
+HYPERPOD_UNPROVEN: Final = Unproven(
+    reason="SageMaker HyperPod's event is unsigned and any node of the cluster can write it"
+    " (NODEMEDIC_HYPERPOD_EVENTS is notify)",
+    forged=False,
+)
+"""Why no HyperPod event is proven: the reason its capped decision's evidence starts with."""
+
+
+class Refused(ValueError):
+    """A HyperPod payload nodemedic does not classify; ``reason`` is one of the reasons
+    above, the metric's dimension."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def is_hyperpod_group(log_group: str) -> bool:
+    """The log group is a HyperPod cluster's (listed or not): its payloads are read here,
+    never as a nodemedic agent's."""
+    return log_group.startswith(HYPERPOD_LOG_GROUP_PREFIX)
+
+
+def hyperpod_identity(
+    log_group: str, log_stream: str, *, listed: Collection[str], cluster: str
+) -> Identity:
+    """The node of nodemedic's ``cluster`` a HyperPod batch is about: the instance its
+    stream names (``instance_of_stream``), read only from a group of ``listed``. Refused
+    (``Refused``) otherwise, whole."""
+    if log_group not in listed:
+        raise Refused(
+            UNLISTED_REASON,
+            f"log group {log_group!r} is not listed in NODEMEDIC_HYPERPOD_LOG_GROUPS",
+        )
+    instance_id = instance_of_stream(log_stream)
+    if instance_id is None:
+        raise Refused(NO_INSTANCE_REASON, f"log stream {log_stream!r} names no instance")
+    return Identity(cluster=cluster, instance_id=instance_id, source=HYPERPOD_SOURCE)
+
+
+def hyperpod_origin(event: LogEvent) -> Unproven:
+    """No HyperPod event proves where it comes from (``HYPERPOD_UNPROVEN``)."""
+    return HYPERPOD_UNPROVEN
