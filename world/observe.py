@@ -3,7 +3,8 @@ recorded, never the demo's own clock at the moment it looked.
 
 =============  ==================================================================
 line written   the kernel log file's modification time after ``nodemedic inject``
-shipped        CloudWatch Logs' ingestion time of the event in ``<instance>/kmsg``
+shipped        CloudWatch Logs' ingestion time of the event in ``<instance>/kmsg`` (or
+               the stream it was written to, ``FaultRun.where``)
 classified     the earliest record of the classifier's verdict: the execution it
                started, or else its invocation's output in its log group
 started        the Step Functions execution's start date
@@ -76,8 +77,10 @@ class Observer:
     # One finder per step ------------------------------------------------------------------
 
     def _shipped(self, run: FaultRun) -> Step | None:
-        group = self.world.settings.log_group_name
-        stream = f"{run.machine.instance_id}/kmsg"
+        group, stream = run.where or (
+            self.world.settings.log_group_name,
+            f"{run.machine.instance_id}/kmsg",
+        )
         try:
             events = self.logs.filter_log_events(
                 logGroupName=group,

@@ -3,12 +3,19 @@ nodes of a SageMaker HyperPod cluster with its own recovery off, listed in
 ``hyperpod_clusters`` with ``hyperpod_repair`` ``when_recovery_off``. An Xid 48 reboots its
 node through ``BatchRebootClusterNodes``, an Xid 79 replaces its node through
 ``BatchReplaceClusterNodes``; neither touches an Auto Scaling group, and the ledger, the mail
-and ``nodemedic history`` name HyperPod as the substrate."""
+and ``nodemedic history`` name HyperPod as the substrate. Then HyperPod's own health
+monitoring agent's ``NvidiaErrorReboot``, written into the cluster's log group, reboots a
+third node, and the history gives it the source ``hyperpod``."""
 
 from __future__ import annotations
 
 import pytest
 
+from nodemedic.contracts.substrates import (
+    HYPERPOD_AGENT_STREAM_PREFIX,
+    HYPERPOD_SOURCE,
+    hyperpod_log_group,
+)
 from tests.support.e2e import run_scenario
 from world.scenarios.hyperpod import CLUSTER
 from world.scenarios.kit import Result, history_entries
@@ -33,7 +40,7 @@ def _cluster_nodes(world: World) -> set[str]:
 
 def test_xid_48_rebooted_and_xid_79_replaced_through_hyperpod(world: World, result: Result) -> None:
     assert result.ok, ([(r.fault.title, r.problems) for r in result.runs], result.problems)
-    rebooted, replaced = result.runs
+    rebooted, replaced, _ = result.runs
     assert (rebooted.outcome, replaced.outcome) == ("rebooted", "replaced")
     assert world.machine_events(rebooted.machine.instance_id, "reboot")
     assert rebooted.machine.instance_id in _cluster_nodes(world)
@@ -44,7 +51,7 @@ def test_xid_48_rebooted_and_xid_79_replaced_through_hyperpod(world: World, resu
 def test_the_replaced_node_s_successor_joins_the_cluster_and_kubernetes(
     world: World, result: Result
 ) -> None:
-    (_, replaced) = result.runs
+    (_, replaced, _) = result.runs
     members = _cluster_nodes(world)
     assert replaced.machine.instance_id not in members
     assert len(members) == NODES
@@ -54,7 +61,7 @@ def test_the_replaced_node_s_successor_joins_the_cluster_and_kubernetes(
 
 
 def test_the_timeline_names_hyperpod_s_calls(result: Result) -> None:
-    rebooted, replaced = result.runs
+    rebooted, replaced, _ = result.runs
     assert "BatchRebootClusterNodes" in rebooted.steps["acted"].detail
     assert "BatchReplaceClusterNodes" in replaced.steps["acted"].detail
 
@@ -71,3 +78,26 @@ def test_history_and_mail_name_hyperpod_as_the_substrate(world: World, result: R
         ), entry
         mails = [m.body for m in world.inbox.about(run.machine.instance_id)]
         assert [(m["outcome"], m["substrate"]) for m in mails] == [(run.outcome, "hyperpod")]
+
+
+def test_hyperpod_s_own_detection_reboots_its_node_with_source_hyperpod(
+    world: World, result: Result
+) -> None:
+    (*_, detected) = result.runs
+    assert detected.ok, detected.problems
+    name, cluster_id = CLUSTER
+    assert detected.steps["shipped"].detail == (
+        f"{hyperpod_log_group(name, cluster_id)} "
+        f"{HYPERPOD_AGENT_STREAM_PREFIX}workers/{detected.machine.instance_id}"
+    )
+    assert "BatchRebootClusterNodes" in detected.steps["acted"].detail
+    assert world.machine_events(detected.machine.instance_id, "reboot")
+    code, shown = history_entries(world)
+    assert code == 0
+    (entry,) = [e for e in shown if e["instance_id"] == detected.machine.instance_id]
+    assert (entry["source"], entry["fault_id"], entry["outcome"], entry["substrate"]) == (
+        HYPERPOD_SOURCE,
+        "hyperpod-nvidia-error-reboot",
+        "rebooted",
+        "hyperpod",
+    ), entry

@@ -44,7 +44,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "planned_lead_time": planned.LEAD_TIME,
     },
     "reset": {"gpu_reset": True},
-    "hyperpod": {"hyperpod_clusters": (hyperpod.CLUSTER,), "hyperpod_repair": "when_recovery_off"},
+    "hyperpod": {
+        "hyperpod_clusters": (hyperpod.CLUSTER,),
+        "hyperpod_repair": "when_recovery_off",
+        "hyperpod_events": "act",
+    },
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
@@ -54,8 +58,9 @@ rebooted node on its deep check, keeps one spare, calls a deep check overdue aft
 15 minutes) and has room for its five replaces. The planned scenario asks a person before
 each replacement, gives up after two minutes, not four hours, and starts a planned repair
 20 s before a notice's deadline, not an hour. The reset scenario turns the GPU reset rung on
-(off by default: docs/deploy.md, "GPU reset"). The HyperPod scenario lists its cluster and
-lets nodemedic act on it while HyperPod's own recovery is off (by default it defers)."""
+(off by default: docs/deploy.md, "GPU reset"). The HyperPod scenario lists its cluster, lets
+nodemedic act on it while HyperPod's own recovery is off (by default it defers) and lets
+HyperPod's own detections act (by default, unsigned, they are at most notified)."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
     "reset": {"instance_type": RESETTABLE_TYPE},
