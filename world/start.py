@@ -7,7 +7,9 @@
   cluster (``stacks.synth``), deployed by ``world.aws.stack``; beside it an Auto
   Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
   the stack does not) and a queue subscribed to the notifications topic, the inbox a
-  person would read (``inbox.py``).
+  person would read (``inbox.py``). With ``hyperpod_recovery``, the machines are the nodes
+  of a SageMaker HyperPod cluster instead (``hyperpod.py``), whose batch calls reboot and
+  replace them, and the listed clusters' log groups exist before the stack subscribes to them.
 - Kubernetes is a real control plane (``kubeapi.local_cluster``: kube-apiserver,
   kube-scheduler, kube-controller-manager) with one Node per instance (``providerID
   aws:///<az>/<instance-id>``), simulated kubelets, a training job spread over the nodes

@@ -15,6 +15,9 @@ ids; a node it does not know is a ``ValidationException``, where HyperPod answer
   ``Failed`` with ``InstanceIdNotFound`` for a node the cluster does not have);
 - ``DescribeClusterNode`` of an unknown node or cluster is ``ResourceNotFound``;
 - ``DescribeCluster`` carries the ``NodeRecovery`` given to ``create_hyperpod_cluster``.
+
+``hyperpod_machines`` starts a world whose machines are a cluster's nodes, in no Auto
+Scaling group, as HyperPod's instances are.
 """
 
 from __future__ import annotations

@@ -45,7 +45,9 @@ SUBSTRATE = "hyperpod"
 
 
 def run_hyperpod(world: World, say: Say) -> Result:
-    cluster = world.hyperpod or CLUSTER[0]
+    cluster = world.hyperpod
+    if cluster is None:
+        raise RuntimeError("the hyperpod scenario runs in a world started with hyperpod_recovery")
     before = _cluster_nodes(world, cluster)
     say("")
     say(
