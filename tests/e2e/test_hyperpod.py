@@ -20,6 +20,7 @@ from tests.support.e2e import run_scenario
 from world.scenarios.hyperpod import CLUSTER
 from world.scenarios.kit import Result, history_entries
 from world.scenarios.registry import SETTINGS, WORLDS
+from world.snapshot import render, snapshot
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
@@ -101,3 +102,18 @@ def test_hyperpod_s_own_detection_reboots_its_node_with_source_hyperpod(
         "rebooted",
         "hyperpod",
     ), entry
+
+
+def test_the_demo_s_final_state_shows_the_hyperpod_cluster_not_a_node_group(
+    world: World, result: Result
+) -> None:
+    (_, replaced, _) = result.runs
+    state = snapshot(world)
+    aws = state["aws"]
+    assert aws["node_group"] is None
+    cluster = aws["hyperpod_cluster"]
+    assert cluster["name"] == CLUSTER[0]
+    assert {i["instance_id"] for i in cluster["instances"]} == _cluster_nodes(world)
+    assert [i["instance_id"] for i in cluster["left"]] == [replaced.machine.instance_id]
+    shown = render(state, since=replaced.written_at)
+    assert f"AWS: SageMaker HyperPod cluster {CLUSTER[0]}" in shown

@@ -119,5 +119,23 @@ def history_entries(world: World) -> tuple[int, list[dict[str, Any]]]:
     out = io.StringIO()
     with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
         code = history.run(args)
-    shown: list[dict[str, Any]] = json.loads(out.getvalue() or "{}").get("remediations", [])
-    return code, shown
+    return code, printed_remediations(out.getvalue())
+
+
+def printed_remediations(printed: str) -> list[dict[str, Any]]:
+    """The remediations of the history's one JSON object in what stdout got meanwhile: the
+    Lambda handlers run in this process, and their log and metric lines land there too,
+    before, after or right against it (a print's text and its newline are two writes)."""
+    decoder = json.JSONDecoder()
+    start = printed.find(HISTORY_START)
+    while start >= 0:
+        with contextlib.suppress(ValueError):
+            found, _ = decoder.raw_decode(printed, start)
+            if isinstance(found, dict) and "remediations" in found:
+                return list(found["remediations"])
+        start = printed.find(HISTORY_START, start + 1)
+    return []
+
+
+HISTORY_START = '{"cluster": '
+"""How ``nodemedic history --format json``'s object begins (its keys are sorted)."""
