@@ -33,7 +33,16 @@ Say = Callable[[str], None]
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
-SCENARIO_NAMES = ("default", "jobs", "lifecycle", "planned", "reset", "spread", "storm")
+SCENARIO_NAMES = (
+    "default",
+    "hyperpod",
+    "jobs",
+    "lifecycle",
+    "planned",
+    "reset",
+    "spread",
+    "storm",
+)
 """``world.scenarios.registry.SCENARIOS``' names, for ``--help`` and ``--scenario``'s choices
 without
 loading the scenarios (seconds: moto, kubernetes, the CDK); a unit test holds the two equal."""
@@ -52,7 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "replace, the history; planned: an AWS Health retirement notice replaced before "
         "its deadline, and a replacement approved with `nodemedic approve`; reset: an Xid "
         "46's GPU reset through SSM, only its GPU's pod drained, the node given back without a "
-        "reboot "
+        "reboot; hyperpod: the nodes of a SageMaker HyperPod cluster, an Xid 48 rebooted and "
+        "an Xid 79 replaced through HyperPod's batch calls "
         "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")

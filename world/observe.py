@@ -3,16 +3,19 @@ recorded, never the demo's own clock at the moment it looked.
 
 =============  ==================================================================
 line written   the kernel log file's modification time after ``nodemedic inject``
-shipped        CloudWatch Logs' ingestion time of the event in ``<instance>/kmsg``
+shipped        CloudWatch Logs' ingestion time of the event in ``<instance>/kmsg`` (or
+               the stream it was written to, ``FaultRun.where``)
 classified     the earliest record of the classifier's verdict: the execution it
                started, or else its invocation's output in its log group
 started        the Step Functions execution's start date
 marked         the Node watch event showing it cordoned / tainted / labelled
 drained        the execution history's ``Drained`` state
-rebooted       the Node watch event showing it Ready with a new boot id
+rebooted       the Node watch event showing it Ready with a new boot id (through
+               HyperPod's BatchRebootClusterNodes where the world's machines are its)
 GPU reset      the Node watch event showing it given back at the same boot id, after it
                was marked and SSM ran the reset with success
-replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy``
+replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy`` (or the
+               instance terminated by HyperPod's BatchReplaceClusterNodes)
 notified       the SQS ``SentTimestamp`` of the SNS message about the instance
 =============  ==================================================================
 
@@ -74,8 +77,10 @@ class Observer:
     # One finder per step ------------------------------------------------------------------
 
     def _shipped(self, run: FaultRun) -> Step | None:
-        group = self.world.settings.log_group_name
-        stream = f"{run.machine.instance_id}/kmsg"
+        group, stream = run.where or (
+            self.world.settings.log_group_name,
+            f"{run.machine.instance_id}/kmsg",
+        )
         try:
             events = self.logs.filter_log_events(
                 logGroupName=group,
@@ -164,13 +169,22 @@ class Observer:
             )
             if seen is None:
                 return None
-            return Step(seen.at, f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})")
+            back = f"Ready with boot id {seen.boot_id[:8]} (was {run.boot_id[:8]})"
+            return Step(seen.at, self._through("BatchRebootClusterNodes", back))
         unhealthy = [
             e for e in self.world.machine_events(instance_id, "unhealthy") if e.at >= run.written_at
         ]
         if not unhealthy:
             return None
-        return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
+        if self.world.hyperpod is None:
+            return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
+        return Step(unhealthy[0].at, self._through("BatchReplaceClusterNodes", "terminating"))
+
+    def _through(self, call: str, detail: str) -> str:
+        """``detail``, with the HyperPod call that acted where HyperPod owns the machines."""
+        if self.world.hyperpod is None:
+            return detail
+        return f"HyperPod {call} ({self.world.hyperpod}): {detail}"
 
     def _reset(self, run: FaultRun) -> Step | None:
         marked = run.steps.get("marked")

@@ -1,5 +1,7 @@
 """The state of the local world after a scenario, read from its APIs: the cluster's nodes
-and training pods, the node group's instances, the metrics and the notifications."""
+and training pods, the node group's instances (or, where the machines are a HyperPod
+cluster's nodes, the cluster's: then ``node_group`` is null and ``hyperpod_cluster`` says
+them), the metrics and the notifications."""
 
 from __future__ import annotations
 
@@ -55,28 +57,18 @@ def _cluster(world: World) -> dict[str, Any]:
 
 
 def _aws(world: World) -> dict[str, Any]:
-    autoscaling = world.aws("autoscaling")
-    (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[NODE_GROUP])[
-        "AutoScalingGroups"
-    ]
-    instances = [
-        {
-            "instance_id": i["InstanceId"],
-            "lifecycle": i["LifecycleState"],
-            "health": i["HealthStatus"],
-            "zone": i["AvailabilityZone"],
-        }
-        for i in sorted(group["Instances"], key=lambda i: i["InstanceId"])
-    ]
-    # Instances that left the group (terminated by it) are still in EC2 for a while.
-    ec2 = world.aws("ec2")
-    members = {i["instance_id"] for i in instances}
-    gone = [
-        {"instance_id": i["InstanceId"], "state": i["State"]["Name"]}
-        for r in ec2.describe_instances()["Reservations"]
-        for i in r["Instances"]
-        if i["InstanceId"] not in members and i["InstanceId"] in world.machines
-    ]
+    owner = _hyperpod_cluster(world, world.hyperpod) if world.hyperpod else _node_group(world)
+    # Instances that left it (terminated) are still in EC2 for a while.
+    members = {i["instance_id"] for i in owner["instances"]}
+    owner["left"] = sorted(
+        (
+            {"instance_id": i["InstanceId"], "state": i["State"]["Name"]}
+            for r in world.aws("ec2").describe_instances()["Reservations"]
+            for i in r["Instances"]
+            if i["InstanceId"] not in members and i["InstanceId"] in world.machines
+        ),
+        key=lambda i: i["instance_id"],
+    )
     notifications = [
         {
             "subject": n.subject,
@@ -87,16 +79,45 @@ def _aws(world: World) -> dict[str, Any]:
         }
         for n in world.inbox.messages()
     ]
-    return {
-        "node_group": {
-            "name": NODE_GROUP,
-            "desired": group["DesiredCapacity"],
-            "instances": instances,
-            "left": sorted(gone, key=lambda i: i["instance_id"]),
-        },
+    found = {
+        "node_group": None if world.hyperpod else owner,
         "metrics": _metrics(world),
         "notifications": notifications,
     }
+    if world.hyperpod:
+        found["hyperpod_cluster"] = owner
+    return found
+
+
+def _node_group(world: World) -> dict[str, Any]:
+    (group,) = world.aws("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[NODE_GROUP]
+    )["AutoScalingGroups"]
+    instances = [
+        {
+            "instance_id": i["InstanceId"],
+            "lifecycle": i["LifecycleState"],
+            "health": i["HealthStatus"],
+            "zone": i["AvailabilityZone"],
+        }
+        for i in sorted(group["Instances"], key=lambda i: i["InstanceId"])
+    ]
+    return {"name": NODE_GROUP, "desired": group["DesiredCapacity"], "instances": instances}
+
+
+def _hyperpod_cluster(world: World, name: str) -> dict[str, Any]:
+    """The HyperPod cluster whose nodes the machines are (the world has no node group)."""
+    pages = world.aws("sagemaker").get_paginator("list_cluster_nodes").paginate(ClusterName=name)
+    instances = [
+        {
+            "instance_id": node["InstanceId"],
+            "instance_group": node["InstanceGroupName"],
+            "status": node.get("InstanceStatus", {}).get("Status"),
+        }
+        for page in pages
+        for node in sorted(page["ClusterNodeSummaries"], key=lambda n: n["InstanceId"])
+    ]
+    return {"name": name, "instances": instances}
 
 
 def _metrics(world: World) -> list[dict[str, Any]]:
@@ -157,12 +178,7 @@ def render(state: dict[str, Any], *, since: float) -> list[str]:
         lines.append(
             f"  worker {p['worker']}  {p['name']:<36} {p['phase'] or '-':<9} {p['node'] or '-'}"
         )
-    group = state["aws"]["node_group"]
-    lines.append(f"AWS: Auto Scaling group {group['name']} (desired {group['desired']})")
-    for i in group["instances"]:
-        lines.append(f"  {i['instance_id']:<20} {i['lifecycle']:<12} {i['health']:<10} {i['zone']}")
-    for i in group["left"]:
-        lines.append(f"  {i['instance_id']:<20} left the group: {i['state']}")
+    lines += _owner_lines(state["aws"])
     lines.append("AWS: CloudWatch metrics (sum over the run)")
     for m in state["aws"]["metrics"]:
         dims = ",".join(f"{k}={v}" for k, v in sorted(m["dimensions"].items()))
@@ -173,6 +189,27 @@ def render(state: dict[str, Any], *, since: float) -> list[str]:
         if n["summary"]:
             lines.append(f"            {n['summary']}")
     return lines
+
+
+def _owner_lines(aws: dict[str, Any]) -> list[str]:
+    """The Auto Scaling group's instances, or the HyperPod cluster's nodes, and those gone."""
+    group = aws["node_group"]
+    if group is not None:
+        lines = [f"AWS: Auto Scaling group {group['name']} (desired {group['desired']})"]
+        lines += [
+            f"  {i['instance_id']:<20} {i['lifecycle']:<12} {i['health']:<10} {i['zone']}"
+            for i in group["instances"]
+        ]
+        left = "left the group"
+    else:
+        group = aws["hyperpod_cluster"]
+        lines = [f"AWS: SageMaker HyperPod cluster {group['name']}"]
+        lines += [
+            f"  {i['instance_id']:<20} {i['instance_group']:<12} {i['status']}"
+            for i in group["instances"]
+        ]
+        left = "left the cluster"
+    return lines + [f"  {i['instance_id']:<20} {left}: {i['state']}" for i in group["left"]]
 
 
 def _yes(value: bool) -> str:

@@ -7,7 +7,9 @@
   cluster (``stacks.synth``), deployed by ``world.aws.stack``; beside it an Auto
   Scaling node group of accelerator instances (``aws.node_group``: EKS owns node groups,
   the stack does not) and a queue subscribed to the notifications topic, the inbox a
-  person would read (``inbox.py``).
+  person would read (``inbox.py``). With ``hyperpod_recovery``, the machines are the nodes
+  of a SageMaker HyperPod cluster instead (``hyperpod.py``), whose batch calls reboot and
+  replace them, and the listed clusters' log groups exist before the stack subscribes to them.
 - Kubernetes is a real control plane (``kubeapi.local_cluster``: kube-apiserver,
   kube-scheduler, kube-controller-manager) with one Node per instance (``providerID
   aws:///<az>/<instance-id>``), simulated kubelets, a training job spread over the nodes
@@ -45,6 +47,7 @@ from nodemedic.settings import ClusterSettings
 from world.agents import AgentFleet, AgentSettings, PodDevices, chart_values
 from world.aws.cloudformation import Deployment
 from world.aws.gpus import nodes_run_commands
+from world.aws.hyperpod import create_log_groups, hyperpod_calls, hyperpod_machines
 from world.aws.hypervisor import Hypervisor, machines
 from world.aws.identity import MetadataService, local_authority
 from world.aws.inbox import Inbox
@@ -93,6 +96,7 @@ def local_world(
     deep_checks: bool = False,
     launch_seconds: float = TERMINATE_SECONDS,
     instance_type: str = INSTANCE_TYPE,
+    hyperpod_recovery: str | None = None,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -100,7 +104,9 @@ def local_world(
     the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
     ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
-    each type's Node devices)."""
+    each type's Node devices); ``hyperpod_recovery``: the machines are the nodes of the
+    settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
+    Auto Scaling group's (None: the group's)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -129,6 +135,7 @@ def local_world(
                 nodes + spares,
                 timings,
                 instance_type=instance_type,
+                hyperpod_recovery=hyperpod_recovery,
             )
             cluster = stack.enter_context(
                 _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
@@ -137,7 +144,7 @@ def local_world(
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
             f"deployed in {timings['deploy']:.1f}s ({resource_count(deployment)}); "
-            f"node group {NODE_GROUP}: {len(first_machines)} x {instance_type}"
+            f"{_owner(settings, hyperpod_recovery)}: {len(first_machines)} x {instance_type}"
         )
         stack.enter_context(
             mock.patch.dict(os.environ, {"KUBECONFIG": str(cluster.remediator_kubeconfig)})
@@ -188,8 +195,10 @@ def local_world(
             timings=timings,
             deep_checks=deep_checks,
             instance_type=instance_type,
+            hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )
         stack.enter_context(nodes_run_commands(world.gpus))
+        stack.enter_context(_owner_calls(world))
         boots = {m.instance_id: world.register(m).status.node_info.boot_id for m in first_machines}
         job.create([m.node for m in first_machines if m.instance_id not in standing])
         job.start()
@@ -249,6 +258,7 @@ def _build_aws(
     timings: dict[str, float],
     *,
     instance_type: str,
+    hyperpod_recovery: str | None,
 ) -> tuple[Deployment, list[Machine]]:
     from stacks.pipeline import stack_name
     from stacks.synth import synth_template
@@ -257,23 +267,49 @@ def _build_aws(
     template = synth_template(settings)
     timings["synth"] = time.monotonic() - began
     began = time.monotonic()
+    logs = boto3.client("logs", region_name=REGION, endpoint_url=endpoint)
     if settings.job_monitoring:
         # Fluent Bit (Container Insights) creates it on a real cluster; the stack imports it.
-        boto3.client("logs", region_name=REGION, endpoint_url=endpoint).create_log_group(
-            logGroupName=application_log_group(settings.name)
-        )
+        logs.create_log_group(logGroupName=application_log_group(settings.name))
+    create_log_groups(logs, settings.hyperpod_clusters)
     deployment = deploy(template, stack_name=stack_name(settings), endpoint_url=endpoint)
     timings["deploy"] = time.monotonic() - began
-    instance_ids = node_group(
-        NODE_GROUP,
-        size,
-        region=REGION,
-        endpoint_url=endpoint,
-        instance_type=instance_type,
-        availability_zone=ZONE,
-    )
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
+    if hyperpod_recovery is not None:
+        instance_ids = hyperpod_machines(
+            ec2,
+            boto3.client("sagemaker", region_name=REGION, endpoint_url=endpoint),
+            settings.hyperpod_clusters[0][0],
+            size,
+            instance_type=instance_type,
+            availability_zone=ZONE,
+            node_recovery=hyperpod_recovery,
+        )
+    else:
+        instance_ids = node_group(
+            NODE_GROUP,
+            size,
+            region=REGION,
+            endpoint_url=endpoint,
+            instance_type=instance_type,
+            availability_zone=ZONE,
+        )
     return deployment, [ec2_machine(ec2, i) for i in instance_ids]
+
+
+def _owner(settings: ClusterSettings, hyperpod_recovery: str | None) -> str:
+    """What the machines are members of, as the start says it."""
+    if hyperpod_recovery is None:
+        return f"node group {NODE_GROUP}"
+    return f"HyperPod cluster {settings.hyperpod_clusters[0][0]} (NodeRecovery {hyperpod_recovery})"
+
+
+def _owner_calls(world: World) -> contextlib.AbstractContextManager[None]:
+    """The calls of the machines' owner that moto lacks: HyperPod's batch calls, a node it
+    replaced joining the world; the Auto Scaling group's are always answered."""
+    if world.hyperpod is None:
+        return contextlib.nullcontext()
+    return hyperpod_calls(launched=lambda _, new: world.launched(new))
 
 
 def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:

@@ -85,6 +85,9 @@ class FaultRun:
     boot_id: str
     """The Node's boot id when the line was written."""
     steps: dict[str, Step] = field(default_factory=dict)
+    where: tuple[str, str] | None = None
+    """(log group, stream) the line was written to, where not the node's own kernel log
+    (its agent ships that to ``<instance>/kmsg`` of the cluster's node log group)."""
     decision_id: str | None = None
     outcome: str | None = None
     problems: list[str] = field(default_factory=list)

@@ -126,6 +126,9 @@ class World:
     """The instances the world put in Standby as the group's spares (setting ``spares``)."""
     instance_type: str = INSTANCE_TYPE
     """Every machine's, the group's launch template's."""
+    hyperpod: str | None = None
+    """The HyperPod cluster whose nodes the machines are (None: the Auto Scaling group's
+    members): its batch calls reboot and replace them."""
     gpus: Gpus = field(default_factory=Gpus)
     """The machines' GPUs, as the SSM commands sent to them find them."""
     _lock: threading.Lock = field(default_factory=threading.Lock)

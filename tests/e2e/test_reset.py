@@ -17,7 +17,8 @@ from tests.support.e2e import run_scenario, workers_running_again
 from world.scenarios.gpureset import BYSTANDER
 from world.scenarios.kit import Result
 from world.scenarios.registry import SETTINGS, WORLDS
-from world.world import World, demo_settings
+from world.snapshot import render, snapshot
+from world.world import NODE_GROUP, World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 NODES = 3
@@ -77,3 +78,12 @@ def test_each_nodes_agent_published_its_device_record(world: World, result: Resu
             if POD_DEVICES_KEY in json.dumps(entry.fields_v1 or {})
         }
         assert writers == {FIELD_MANAGER}, (machine.node, writers)
+
+
+def test_the_demo_s_final_state_shows_the_node_group(world: World, result: Result) -> None:
+    state = snapshot(world)
+    group = state["aws"]["node_group"]
+    assert (group["name"], group["desired"], len(group["instances"])) == (NODE_GROUP, NODES, NODES)
+    assert group["left"] == []
+    assert "hyperpod_cluster" not in state["aws"]
+    assert f"AWS: Auto Scaling group {NODE_GROUP} (desired {NODES})" in render(state, since=0.0)

@@ -15,6 +15,9 @@ ids; a node it does not know is a ``ValidationException``, where HyperPod answer
   ``Failed`` with ``InstanceIdNotFound`` for a node the cluster does not have);
 - ``DescribeClusterNode`` of an unknown node or cluster is ``ResourceNotFound``;
 - ``DescribeCluster`` carries the ``NodeRecovery`` given to ``create_hyperpod_cluster``.
+
+``hyperpod_machines`` starts a world whose machines are a cluster's nodes, in no Auto
+Scaling group, as HyperPod's instances are.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ import boto3
 
 from nodemedic.contracts.substrates import hyperpod_log_group
 from world.aws.motopatch import DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_NODE, replaced
+from world.aws.stack import IMAGE_ID
 
 Launched = Callable[[str, str], None]
 """``launched(old_instance_id, new_instance_id)``: HyperPod replaced a node."""
 BATCH_CALLS = ("batch_reboot_cluster_nodes", "batch_replace_cluster_nodes")
 """The responses moto lacks, added to ``SageMakerResponse`` while the calls are active."""
 NOT_FOUND = "InstanceIdNotFound"
+GROUP = "workers"
+"""The instance group of a world's HyperPod cluster (``hyperpod_machines``)."""
 _recovery: dict[str, str] = {}
 
 
@@ -67,6 +73,31 @@ def create_hyperpod_cluster(
             _add_node(cluster, group, instance_id)
     _recovery[name] = node_recovery
     return arn
+
+
+def hyperpod_machines(
+    ec2: Any,
+    sagemaker: Any,
+    cluster: str,
+    count: int,
+    *,
+    instance_type: str,
+    availability_zone: str,
+    node_recovery: str,
+) -> list[str]:
+    """``count`` running instances in no Auto Scaling group, made the nodes of the HyperPod
+    cluster ``cluster`` (one instance group, ``GROUP``): how a world whose machines
+    HyperPod owns starts; their instance ids, sorted."""
+    found = ec2.run_instances(
+        ImageId=IMAGE_ID,
+        InstanceType=instance_type,
+        MinCount=count,
+        MaxCount=count,
+        Placement={"AvailabilityZone": availability_zone},
+    )["Instances"]
+    instance_ids = sorted(i["InstanceId"] for i in found)
+    create_hyperpod_cluster(sagemaker, cluster, {GROUP: instance_ids}, node_recovery=node_recovery)
+    return instance_ids
 
 
 def create_log_groups(logs: Any, clusters: Iterable[tuple[str, str]]) -> None:

@@ -45,6 +45,8 @@ from world.aws.cloudformation import (
 from world.aws.resources import CREATORS, SKIPPED, Client
 
 QUICK_EC2 = {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}
+IMAGE_ID = "ami-0a1b2c3d4e5f60718"
+"""The world's machines' image: moto validates none; a real node's is the EKS accelerated AMI."""
 """Environment for moto (set before its EC2 backend starts): skip loading the catalog of
 public AMIs, seconds per fresh backend; ``node_group`` needs none of them."""
 DEFAULT_AZ = "us-east-1a"
@@ -124,8 +126,7 @@ def node_group(
     template = f"{name}-nodes"
     client("ec2").create_launch_template(
         LaunchTemplateName=template,
-        # moto validates no image id; a real group's would be the EKS accelerated AMI.
-        LaunchTemplateData={"ImageId": "ami-0a1b2c3d4e5f60718", "InstanceType": instance_type},
+        LaunchTemplateData={"ImageId": IMAGE_ID, "InstanceType": instance_type},
     )
     autoscaling = client("autoscaling")
     autoscaling.create_auto_scaling_group(

@@ -5,13 +5,22 @@ scenarios stand on this module (and on ``verdict``), the registry (``scenarios``
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
+from console.cli import history
+from world.aws.motoserver import CREDENTIALS, REGION
 from world.timeline import Fault, FaultRun
 from world.world import Machine, World
 
 DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
+XID_48 = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
 FAULT_TIMEOUT = 300.0
 """A deadline for a broken run only: a remediation is followed until it is done, in seconds
 on an idle machine, minutes on a busy one."""
@@ -93,3 +102,40 @@ def _healthy(world: World, machine: Machine) -> bool:
         and not seen.unschedulable
         and not seen.tainted
     )
+
+
+def history_entries(world: World) -> tuple[int, list[dict[str, Any]]]:
+    """``nodemedic history --format json`` (the CLI's own function) over the world's ledger:
+    its exit code and the remediations it shows."""
+    parser = argparse.ArgumentParser()
+    history.configure(parser)
+    args = parser.parse_args(
+        [
+            *("--cluster", world.settings.name, "--table", world.ledger_table),
+            *("--region", REGION),
+            *("--endpoint-url", world.endpoint, "--format", "json"),
+        ]
+    )
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
+        code = history.run(args)
+    return code, printed_remediations(out.getvalue())
+
+
+def printed_remediations(printed: str) -> list[dict[str, Any]]:
+    """The remediations of the history's one JSON object in what stdout got meanwhile: the
+    Lambda handlers run in this process, and their log and metric lines land there too,
+    before, after or right against it (a print's text and its newline are two writes)."""
+    decoder = json.JSONDecoder()
+    start = printed.find(HISTORY_START)
+    while start >= 0:
+        with contextlib.suppress(ValueError):
+            found, _ = decoder.raw_decode(printed, start)
+            if isinstance(found, dict) and "remediations" in found:
+                return list(found["remediations"])
+        start = printed.find(HISTORY_START, start + 1)
+    return []
+
+
+HISTORY_START = '{"cluster": '
+"""How ``nodemedic history --format json``'s object begins (its keys are sorted)."""

@@ -21,16 +21,9 @@ started by hand; the scenario starts their state machines as the rules would.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import json
-import os
 import time
 from typing import Any
-from unittest import mock
 
-from console.cli import history
 from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
     DEEP_CHECK_LABEL,
@@ -40,16 +33,14 @@ from nodemedic.contracts.kube import (
     SPARE_LABEL,
 )
 from nodemedic.contracts.logs import DEEP_CHECK_FAILED_FAULT
-from world.aws.motoserver import CREDENTIALS, REGION
 from world.deepcheck import CHECK_SECONDS
 from world.kube.watch import NodeSeen
-from world.scenarios.kit import DMA_ERROR, Result, targets
+from world.scenarios.kit import DMA_ERROR, XID_48, Result, history_entries, targets
 from world.scenarios.lifewatch import Lifecycle, health_checking
 from world.scenarios.verdict import verify
-from world.timeline import Fault, FaultRun
+from world.timeline import FaultRun
 from world.world import Machine, Say, World
 
-REBOOT = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
 LABEL_MANAGER = "kubectl-label"
 LABEL_REQUESTER = "admin"
 """The user of the world's cluster-admin kubeconfig (world/kube/kubeauth.py), who labels."""
@@ -106,7 +97,7 @@ def _rebooted(life: Lifecycle) -> None:
     world = life.world
     life.say("2. A reboot, then the post-repair deep check (post_reboot_deep_check)")
     machine = _pick(life, 0)
-    run = life.fault(REBOOT, machine)
+    run = life.fault(XID_48, machine)
     life.expect(
         run.outcome in (AWAITING_DEEP_CHECK_OUTCOME, "rebooted"),
         f"reboot of {machine.node}: outcome {run.outcome}, not {AWAITING_DEEP_CHECK_OUTCOME}",
@@ -313,20 +304,8 @@ def _history(life: Lifecycle) -> None:
     """7: ``nodemedic history --format json`` over the world's ledger shows every one."""
     world = life.world
     life.say("6. nodemedic history --cluster demo --format json")
-    parser = argparse.ArgumentParser()
-    history.configure(parser)
-    args = parser.parse_args(
-        [
-            *("--cluster", world.settings.name, "--table", world.ledger_table),
-            *("--region", REGION),
-            *("--endpoint-url", world.endpoint, "--format", "json"),
-        ]
-    )
-    out = io.StringIO()
-    with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
-        code = history.run(args)
+    code, shown = history_entries(world)
     life.expect(code == 0, f"nodemedic history exited {code}")
-    shown = json.loads(out.getvalue() or "{}").get("remediations", [])
     by_instance: dict[str, list[dict[str, Any]]] = {}
     for entry in shown:
         by_instance.setdefault(str(entry.get("instance_id")), []).append(entry)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from world.scenarios import default, gpureset, lifecycle, planned, spread, storm
+from world.scenarios import default, gpureset, hyperpod, lifecycle, planned, spread, storm
 from world.scenarios import jobs as jobscenario
 from world.scenarios.kit import Result
 from world.world import NODE_GROUP, RESETTABLE_TYPE, Say, World
@@ -22,6 +22,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "lifecycle": lifecycle.run_lifecycle,
     "planned": planned.run_planned,
     "reset": gpureset.run_reset,
+    "hyperpod": hyperpod.run_hyperpod,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
@@ -43,6 +44,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "planned_lead_time": planned.LEAD_TIME,
     },
     "reset": {"gpu_reset": True},
+    "hyperpod": {
+        "hyperpod_clusters": (hyperpod.CLUSTER,),
+        "hyperpod_repair": "when_recovery_off",
+        "hyperpod_events": "act",
+    },
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
@@ -52,11 +58,14 @@ rebooted node on its deep check, keeps one spare, calls a deep check overdue aft
 15 minutes) and has room for its five replaces. The planned scenario asks a person before
 each replacement, gives up after two minutes, not four hours, and starts a planned repair
 20 s before a notice's deadline, not an hour. The reset scenario turns the GPU reset rung on
-(off by default: docs/deploy.md, "GPU reset")."""
+(off by default: docs/deploy.md, "GPU reset"). The HyperPod scenario lists its cluster, lets
+nodemedic act on it while HyperPod's own recovery is off (by default it defers) and lets
+HyperPod's own detections act (by default, unsigned, they are at most notified)."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
     "reset": {"instance_type": RESETTABLE_TYPE},
+    "hyperpod": {"hyperpod_recovery": hyperpod.RECOVERY},
 }
 """A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
 taint and run the deep check at start; the reset's machines are of a type whose GPUs reset
-one at a time."""
+one at a time; the HyperPod scenario's machines are its cluster's nodes, not the group's."""

@@ -11,8 +11,8 @@ from nodemedic.contracts.kube import FLEET_LABEL, HEALTH_LABEL, TAINT_KEY
 from nodemedic.contracts.ledger import DECISION_SK_PREFIX
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
 from world.observe import Observer, follow
-from world.scenarios.kit import FAULT_TIMEOUT
-from world.timeline import FaultRun, format_step
+from world.scenarios.kit import FAULT_TIMEOUT, targets
+from world.timeline import Fault, FaultRun, format_step, inject
 from world.world import Say, World
 
 
@@ -192,3 +192,17 @@ def judged(world: World, observer: Observer, run: FaultRun, say: Say) -> None:
     follow(observer, [run], lambda r, step: say("  " + format_step(r, step)), timeout=FAULT_TIMEOUT)
     verify(world, run)
     say(f"  => {verdict_line(run)}")
+
+
+def each_judged(world: World, faults: tuple[Fault, ...], say: Say) -> list[FaultRun]:
+    """Each fault injected on a healthy node of its own (``targets``), one after the other,
+    each followed to its end and judged: a scenario of lines and their expected outcomes."""
+    observer = Observer(world)
+    runs = []
+    for fault, machine in zip(faults, targets(world, len(faults)), strict=True):
+        say("")
+        say(f"{fault.title} on {machine.node} ({machine.instance_id}); expect: {fault.expect}")
+        run = inject(world, machine, fault)
+        runs.append(run)
+        judged(world, observer, run, say)
+    return runs
