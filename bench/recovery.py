@@ -40,8 +40,7 @@ from bench.mttr import next_machine
 from bench.storm import executions
 from nodemedic.settings import ClusterSettings
 from world.scenarios.gpureset import XID_46
-from world.scenarios.kit import DMA_ERROR
-from world.scenarios.lifecycle import REBOOT
+from world.scenarios.kit import DMA_ERROR, XID_48
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
 from world.timeline import Fault, inject
@@ -52,7 +51,7 @@ WAIT = 180.0
 POLL = 0.1
 NODES = 4
 PATHS: dict[str, Fault] = {
-    "reboot": REBOOT,
+    "reboot": XID_48,
     "reset": XID_46,
     "replace": DMA_ERROR,
     "spare": DMA_ERROR,
