@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 NESTED: Any = []
@@ -117,3 +118,43 @@ def payloads(rng: random.Random, seeds: Sequence[Any], count: int) -> Iterator[t
         else:
             index = rng.randrange(len(seeds))
             yield f"{number}:seed-{index}", mutated(rng, seeds[index])
+
+
+class Touched(Exception):
+    """The handler called the cluster or AWS: every field it read before that was accepted,
+    and what happens past the call is the handler's own tests'."""
+
+
+class Untouchable:
+    """A Kubernetes API or boto3 client whose every use raises ``Touched``."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise Touched(name)
+
+
+def outcomes(
+    handler: Callable[[Any], object],
+    cases: Iterable[tuple[str, Any]],
+    refused: type[Exception] | tuple[type[Exception], ...] = (),
+) -> tuple[Counter[str], list[str]]:
+    """How each case ended (``returned``, ``refused`` with the handler's own error,
+    ``reached`` the cluster or AWS), and the cases that escaped with any other exception,
+    each named with it."""
+    ended: Counter[str] = Counter()
+    escaped = []
+    for name, payload in cases:
+        try:
+            handler(payload)
+            ended["returned"] += 1
+        except refused:
+            ended["refused"] += 1
+        except Touched:
+            ended["reached"] += 1
+        except Exception as exc:
+            escaped.append(f"{name}: {exc!r}")
+    return ended, escaped
+
+
+def kinds(escaped: Sequence[str]) -> tuple[int, list[str]]:
+    """How many escaped, and their distinct kinds (the first 40), for an assertion's message."""
+    return len(escaped), sorted({e.split(": ", 1)[1][:150] for e in escaped})[:40]

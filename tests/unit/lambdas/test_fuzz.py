@@ -27,30 +27,13 @@ from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.fleet import FleetRules
 from nodemedic.remediate.planned import NoticeError, notice_of
 from nodemedic.remediate.policy import Policy
-from tests.support.fuzz import payloads
+from tests.support.fuzz import outcomes, payloads
 from tests.support.paths import EVENTS
 
 CASES = 10_000
 SEED = 20261129
 GROUP = "ng-1"
 SENT = "2026-11-22T18:30:00Z"
-
-
-def run(
-    handler: Callable[[Any, Any], Any],
-    cases: Iterator[tuple[str, Any]],
-    refusal: type[Exception] | tuple[type[Exception], ...] = (),
-) -> tuple[int, list[str]]:
-    """(how many were refused with ``refusal``, what else escaped, by case)."""
-    refused, escaped = 0, []
-    for name, payload in cases:
-        try:
-            handler(payload, None)
-        except refusal:
-            refused += 1
-        except Exception as exc:
-            escaped.append(f"{name}: {exc!r}")
-    return refused, escaped
 
 
 def notices(instance_id: str) -> list[Any]:
@@ -111,13 +94,13 @@ def planned_world(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.slow
 def test_the_notice_parser_raises_only_notice_errors() -> None:
-    refused, escaped = run(
-        lambda event, _: notice_of(event),
+    ended, escaped = outcomes(
+        notice_of,
         payloads(random.Random(SEED), notices("i-0123456789abcdef0"), CASES),
         NoticeError,
     )
     assert escaped == [], escaped[:20]
-    assert refused > 1_000
+    assert ended["refused"] > 1_000
 
 
 @pytest.mark.slow
@@ -130,10 +113,10 @@ def test_no_event_fails_the_planned_lambdas_invocation(
     seeds = notices("i-0123456789abcdef0")
     planned_ids: list[str] = []
 
-    def invoke(event: Any, context: Any) -> None:
-        planned_ids.extend(planned.handler(event, context)["planned"])
+    def invoke(event: Any) -> None:
+        planned_ids.extend(planned.handler(event, None)["planned"])
 
-    _, escaped = run(invoke, payloads(random.Random(SEED), seeds, CASES))
+    _, escaped = outcomes(invoke, payloads(random.Random(SEED), seeds, CASES))
     assert escaped == [], escaped[:20]
     unreadable = capsys.readouterr().out.count('"UnreadableNotices":[1.0]')
     assert unreadable > 500
@@ -194,8 +177,10 @@ def policy_events() -> list[dict[str, Any]]:
 def test_the_policy_lambda_refuses_a_bad_payload_only_with_a_policy_error() -> None:
     """The state machine records where and why a task failed: a ``PolicyError`` names the
     field; any other error would say nothing of the payload."""
-    refused, escaped = run(
-        policy_handler, payloads(random.Random(SEED), policy_events(), CASES), PolicyError
+    ended, escaped = outcomes(
+        lambda event: policy_handler(event, None),
+        payloads(random.Random(SEED), policy_events(), CASES),
+        PolicyError,
     )
     assert escaped == [], escaped[:20]
-    assert refused > 1_000
+    assert ended["refused"] > 1_000

@@ -17,7 +17,7 @@ import pytest
 from lambdas.kube import handler as kube
 from lambdas.kube.resume import JOB_FIELDS
 from nodemedic.contracts.substrates import DELETE_NODECLAIM_OP, NODECLAIM_GONE_OP, NODECLAIM_OF_OP
-from tests.support.fuzz import payloads
+from tests.support.fuzz import Untouchable, kinds, outcomes, payloads
 from tests.support.lambda_context import lambda_context
 
 CASES = 10_000
@@ -88,17 +88,6 @@ EVENTS: list[dict[str, Any]] = [
 ]
 
 
-class Touched(Exception):
-    """The op called the cluster or AWS: its fields were all read."""
-
-
-class Untouchable:
-    """A Kubernetes API or boto3 client whose every use raises ``Touched``."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise Touched(name)
-
-
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = SimpleNamespace(access=None, ledger=lambda op: "ledger")
@@ -116,17 +105,10 @@ def test_every_op_has_a_seed() -> None:
 @pytest.mark.usefixtures("offline")
 def test_a_bad_payload_is_refused_only_with_a_bad_request_before_the_cluster() -> None:
     context = lambda_context("kube", memory_mb=256, timeout_seconds=60)
-    outcomes = {"refused": 0, "reached": 0}
-    escaped = []
-    for name, payload in payloads(random.Random(SEED), EVENTS, CASES):
-        try:
-            kube.handler(payload, context)
-        except kube.BadRequest:
-            outcomes["refused"] += 1
-        except Touched:
-            outcomes["reached"] += 1
-        except Exception as exc:
-            escaped.append(f"{name}: {exc!r}")
-    kinds = sorted({e.split(": ", 1)[1][:150] for e in escaped})
-    assert escaped == [], (len(escaped), kinds[:40])
-    assert outcomes["refused"] > 2_000 and outcomes["reached"] > 2_000, outcomes
+    ended, escaped = outcomes(
+        lambda payload: kube.handler(payload, context),
+        payloads(random.Random(SEED), EVENTS, CASES),
+        kube.BadRequest,
+    )
+    assert escaped == [], kinds(escaped)
+    assert ended["refused"] > 2_000 and ended["reached"] > 2_000, ended
