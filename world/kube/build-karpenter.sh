@@ -9,6 +9,12 @@
 # "launches" a NodeClaim by creating its Node object, which the world's simulated kubelet then
 # runs. Everything else (provisioning, termination finalizer, disruption) is Karpenter's code.
 #
+# One declared change to the module (build revision 2): karpenter-kwok-aws-provider-id.patch,
+# applied to a copy of the module before the build, gives the provider's Nodes and NodeClaims
+# the provider ID an EC2 instance's Node has, aws:///<zone>/i-<17 hex>, where upstream's is
+# kwok://<node>. nodemedic finds a node's instance by that provider ID, so without it no
+# fault on a Karpenter node of the world could be traced to its instance.
+#
 # The build is build-kube.sh's (sourced for its functions: Go lookup, module wrapper, cache
 # layout, lock, atomic rename), with two differences: Karpenter's go.mod asks for a newer Go
 # than the machines have, so GOTOOLCHAIN names the approved toolchain, which the go command
@@ -33,11 +39,12 @@ KARPENTER_MODULE=sigs.k8s.io/karpenter
 # The toolchain the go command fetches for this build: the approved one newer than go.mod's.
 KARPENTER_GOTOOLCHAIN=go1.27.3
 BUILD_NAME=build-karpenter
-BUILD_REVISION=1
+BUILD_REVISION=2
 BINARIES=(karpenter)
 DEST="$CACHE/karpenter-$KARPENTER_VERSION-r$BUILD_REVISION"
 # The CRD directories of the module: Karpenter's own API group and the KWOK node class.
 CRD_DIRS=(pkg/apis/crds kwok/apis/crds)
+KARPENTER_PATCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/karpenter-kwok-aws-provider-id.patch"
 
 cached() {
     [[ -x $DEST/karpenter && -d $DEST/crds ]]
@@ -46,6 +53,19 @@ cached() {
 # As Karpenter's own release build (its Makefile's ko flags): the version into
 # pkg/operator.Version, which the controller logs and reports as a metric label.
 karpenter_ldflags() { printf '%s' "-s -w -X $KARPENTER_MODULE/pkg/operator.Version=v$KARPENTER_VERSION"; }
+
+# The module copied out of the (read-only) module cache, the patch applied to the copy, and
+# the build module pointed at it: only this build sees the patched source.
+patch_module() {
+    local module=$1 version=$2 src="$WORK/karpenter-src" json cached_dir
+    json=$(go mod download -json "$module@v$version") || die "go mod download $module@v$version failed"
+    cached_dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+    [[ -n $cached_dir && -d $cached_dir ]] || die "no module directory for $module in: $json"
+    cp -R "$cached_dir" "$src"
+    chmod -R u+w "$src"
+    patch --quiet --forward -p1 -d "$src" <"$KARPENTER_PATCH" || die "$KARPENTER_PATCH does not apply to $module v$version"
+    go mod edit -replace "$module=../${src##*/}" # relative: the go.mod kept says what was built
+}
 
 build_all() {
     export GOTOOLCHAIN=$KARPENTER_GOTOOLCHAIN
@@ -68,11 +88,12 @@ build_all() {
         cp "$upstream/$dir"/*.yaml "$out/crds/"
     done
     chmod -R u+w "$out/crds" # the module cache is read-only; the cache directory must be removable
+    cp "$KARPENTER_PATCH" "$out/"
 }
 
 build_summary() {
-    printf 'karpenter v%s (%s/kwok, the KWOK cloud provider) with %s\n' \
-        "$KARPENTER_VERSION" "$KARPENTER_MODULE" "$KARPENTER_GOTOOLCHAIN"
+    printf 'karpenter v%s (%s/kwok, the KWOK cloud provider, patched: %s) with %s\n' \
+        "$KARPENTER_VERSION" "$KARPENTER_MODULE" "${KARPENTER_PATCH##*/}" "$KARPENTER_GOTOOLCHAIN"
     printf 'crds: %s\n' "$(cd "$OUT/crds" && echo *.yaml)"
 }
 

@@ -240,12 +240,17 @@ build_command() { # build_command NAME MODULE VERSION PACKAGE LDFLAGS_FN OUT EXP
     upstream=$(dep_gomod "$module@v$version")
     printf 'module nodemedic.invalid/build-kube/%s\n\ngo %s\n\nrequire %s v%s\n' \
         "$name" "$(gomod_go_version "$upstream")" "$module" "$version" >go.mod
+    patch_module "$module" "$version"
     timed "modules: $name" resolve "$package"
     ldflags=$("$ldflags_fn")
     timed "$name" go build -trimpath -ldflags "$ldflags" -o "$out/$name" "$package"
     [[ -z $want ]] || check_version "$out/$name" "$want" "$@"
     keep_gomod "$name"
 }
+
+# A hook run in the build module before it resolves: build-karpenter.sh patches its module
+# there. The Kubernetes, etcd and helm builds take their modules as published.
+patch_module() { :; }
 
 etcd_ldflags() { printf '%s' "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module"; }
 
