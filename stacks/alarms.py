@@ -3,12 +3,13 @@
 pipeline itself. Every alarm notifies the cluster's topic.
 
 CloudWatch evaluates a Metrics Insights alarm on the last three hours of data, one query
-per alarm, and allows 200 such alarms per account and Region by default.
+per alarm, and allows 200 such alarms per account and Region by default. So HyperPod's own
+findings get alarms only on a cluster that lists HyperPod clusters (``watched``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
@@ -34,6 +35,7 @@ from nodemedic.contracts.metrics import (
     UNREADABLE_NOTICES_METRIC,
     UNVERIFIABLE_REASON,
 )
+from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.settings import ClusterSettings
 from stacks.insights import insights_query, is_insights_query
 
@@ -49,6 +51,16 @@ class FaultMetric:
     metric: str
     rules: tuple[str, ...]
     summary: str
+
+
+def watched(catalog: Catalog, settings: ClusterSettings) -> Catalog:
+    """The rules whose faults can arise on the cluster: HyperPod's own findings (``source:
+    hyperpod``) only where it lists HyperPod clusters, whose log groups alone carry them.
+    Elsewhere their alarms would never fire and would use up the account's Metrics
+    Insights alarms, their dashboard series would stay empty."""
+    if settings.hyperpod_clusters:
+        return catalog
+    return replace(catalog, rules=tuple(r for r in catalog.rules if r.source != HYPERPOD_SOURCE))
 
 
 def fault_metrics(catalog: Catalog) -> list[FaultMetric]:
@@ -124,7 +136,7 @@ class Alarms(Construct):
                 f"Fault {fault.metric} ({fault.namespace}) on a node of {settings.name}: "
                 f"{fault.summary}. Rules: {', '.join(fault.rules)}.",
             )
-            for fault in fault_metrics(catalog)
+            for fault in fault_metrics(watched(catalog, settings))
         ]
         self.pipeline = [
             self._alarm(

@@ -41,7 +41,7 @@ from nodemedic.contracts.metrics import (
 from nodemedic.contracts.stack import dashboard_name
 from nodemedic.detect.filterpattern import filter_terms
 from nodemedic.settings import ClusterSettings
-from stacks.alarms import breaker_tripped, cluster_metric
+from stacks.alarms import breaker_tripped, cluster_metric, watched
 from stacks.insights import insights_query, search_expressions
 
 PERIOD = Duration.minutes(5)
@@ -201,7 +201,7 @@ class Dashboard(Construct):
             title="Faults per component",
             left=[
                 _expression(component_sum(ns, cluster=cluster, period_seconds=seconds), component)
-                for component, ns in faults_by_component(catalog).items()
+                for component, ns in faults_by_component(watched(catalog, settings)).items()
             ],
             stacked=True,
             width=12,

@@ -37,6 +37,7 @@ SCENARIO_NAMES = (
     "default",
     "hyperpod",
     "jobs",
+    "karpenter",
     "lifecycle",
     "planned",
     "reset",
@@ -62,8 +63,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "its deadline, and a replacement approved with `nodemedic approve`; reset: an Xid "
         "46's GPU reset through SSM, only its GPU's pod drained, the node given back without a "
         "reboot; hyperpod: the nodes of a SageMaker HyperPod cluster, an Xid 48 rebooted and "
-        "an Xid 79 replaced through HyperPod's batch calls "
-        "(default: %(default)s)",
+        "an Xid 79 replaced through HyperPod's batch calls; karpenter: the training workers "
+        "on nodes the real Karpenter controller launched, an Xid 79's NodeClaim deleted and "
+        "replaced by Karpenter (default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(

@@ -15,7 +15,8 @@ rebooted       the Node watch event showing it Ready with a new boot id (through
 GPU reset      the Node watch event showing it given back at the same boot id, after it
                was marked and SSM ran the reset with success
 replaced       the hypervisor seeing ``SetInstanceHealth Unhealthy`` (or the
-               instance terminated by HyperPod's BatchReplaceClusterNodes)
+               instance terminated by HyperPod's BatchReplaceClusterNodes, or once
+               Karpenter deleted the Node of the NodeClaim nodemedic deleted)
 notified       the SQS ``SentTimestamp`` of the SNS message about the instance
 =============  ==================================================================
 
@@ -176,9 +177,15 @@ class Observer:
         ]
         if not unhealthy:
             return None
+        return Step(unhealthy[0].at, self._terminated(instance_id))
+
+    def _terminated(self, instance_id: str) -> str:
+        """How the instance's owner replaced it."""
+        if instance_id in self.world.karpenter:
+            return "NodeClaim deleted, Karpenter's instance terminated"
         if self.world.hyperpod is None:
-            return Step(unhealthy[0].at, "Auto Scaling instance Unhealthy: terminating")
-        return Step(unhealthy[0].at, self._through("BatchReplaceClusterNodes", "terminating"))
+            return "Auto Scaling instance Unhealthy: terminating"
+        return self._through("BatchReplaceClusterNodes", "terminating")
 
     def _through(self, call: str, detail: str) -> str:
         """``detail``, with the HyperPod call that acted where HyperPod owns the machines."""

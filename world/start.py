@@ -10,6 +10,9 @@
   person would read (``inbox.py``). With ``hyperpod_recovery``, the machines are the nodes
   of a SageMaker HyperPod cluster instead (``hyperpod.py``), whose batch calls reboot and
   replace them, and the listed clusters' log groups exist before the stack subscribes to them.
+  With ``karpenter_nodes``, the training job runs on a Karpenter NodePool instead: the real
+  controller provisions a node for each worker, behind which the world runs an EC2
+  instance and an agent (``nodepool.py``).
 - Kubernetes is a real control plane (``kubeapi.local_cluster``: kube-apiserver,
   kube-scheduler, kube-controller-manager) with one Node per instance (``providerID
   aws:///<az>/<instance-id>``), simulated kubelets, a training job spread over the nodes
@@ -43,6 +46,7 @@ from kubernetes import client
 
 from agent.poddevices import GPU_RESOURCE
 from nodemedic.contracts.jobs import application_log_group
+from nodemedic.contracts.substrates import NODEPOOL_LABEL
 from nodemedic.settings import ClusterSettings
 from world.agents import AgentFleet, AgentSettings, PodDevices, chart_values
 from world.aws.cloudformation import Deployment
@@ -68,6 +72,7 @@ from world.kube.kubelet import SimulatedKubelet
 from world.kube.poddevices import install, write_credentials
 from world.kube.watch import NodeWatch
 from world.kube.workload import TrainingJob
+from world.nodepool import NODEPOOL, karpenter_pool, provisioned
 from world.world import (
     DEVICES,
     INSTANCE_TYPE,
@@ -80,6 +85,9 @@ from world.world import (
 )
 
 ZONE = "us-east-1a"
+KARPENTER_LAUNCH = 300.0
+"""How long Karpenter may take to launch the workers' nodes: seconds when idle, minutes on
+a loaded 2-core machine."""
 TERMINATE_SECONDS = 1.0
 """From ``Unhealthy`` to the group terminating the instance and launching its replacement."""
 
@@ -97,6 +105,7 @@ def local_world(
     launch_seconds: float = TERMINATE_SECONDS,
     instance_type: str = INSTANCE_TYPE,
     hyperpod_recovery: str | None = None,
+    karpenter_nodes: int = 0,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -106,7 +115,9 @@ def local_world(
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
     each type's Node devices); ``hyperpod_recovery``: the machines are the nodes of the
     settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
-    Auto Scaling group's (None: the group's)."""
+    Auto Scaling group's (None: the group's); ``karpenter_nodes``: the training job has that
+    many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
+    group's machines run none (0: the workers run on the group's machines)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -157,7 +168,11 @@ def local_world(
         stack.callback(watch.stop)
         # The instances ``stand_by`` will make spares run no training worker.
         standing = chosen((m.instance_id for m in first_machines), spares)
-        job = TrainingJob(api, workers=min(workers, nodes))
+        job = TrainingJob(
+            api,
+            workers=karpenter_nodes or min(workers, nodes),
+            node_selector={NODEPOOL_LABEL: NODEPOOL} if karpenter_nodes else {},
+        )
         agents = _agent_fleet(
             AgentSettings(
                 cluster=settings.name,
@@ -200,9 +215,13 @@ def local_world(
         stack.enter_context(nodes_run_commands(world.gpus))
         stack.enter_context(_owner_calls(world))
         boots = {m.instance_id: world.register(m).status.node_info.boot_id for m in first_machines}
-        job.create([m.node for m in first_machines if m.instance_id not in standing])
-        job.start()
-        stack.callback(job.stop)
+        # On a NodePool, the workers wait Pending for the nodes Karpenter launches for them.
+        job.create(
+            []
+            if karpenter_nodes
+            else [m.node for m in first_machines if m.instance_id not in standing]
+        )
+        stack.callback(job.start().stop)
         hypervisor = Hypervisor(
             on_reboot=world.rebooted,
             on_power_off=world.powered_off,
@@ -215,6 +234,7 @@ def local_world(
             for instance_id, boot_id in boots.items():
                 world.start_agent(instance_id, boot_id)
             _wait_agents_shipping(world, list(boots), timeout=90)
+        stack.enter_context(_karpenter_workers(world, karpenter_nodes, say))
         timings["agents"] = time.monotonic() - started
         if spares:
             core = client.CoreV1Api(api)
@@ -227,6 +247,20 @@ def local_world(
         )
         timings["world"] = time.monotonic() - began
         yield world
+
+
+@contextlib.contextmanager
+def _karpenter_workers(world: World, count: int, say: Say) -> Iterator[None]:
+    """Karpenter running, once it launched a node for each of the ``count`` workers and
+    their agents ship; nothing where ``count`` is 0."""
+    if not count:
+        yield
+        return
+    with karpenter_pool(world):
+        pool = provisioned(world, count, timeout=KARPENTER_LAUNCH)
+        _wait_agents_shipping(world, pool, timeout=90)
+        say(f"Karpenter: NodePool {NODEPOOL} provisioned {', '.join(pool)} for the workers")
+        yield
 
 
 @contextlib.contextmanager

@@ -129,6 +129,9 @@ class World:
     hyperpod: str | None = None
     """The HyperPod cluster whose nodes the machines are (None: the Auto Scaling group's
     members): its batch calls reboot and replace them."""
+    karpenter: set[str] = field(default_factory=set)
+    """The instances Karpenter launched for its NodePool (``world.nodepool``): replaced by
+    deleting their NodeClaim, terminated once Karpenter deleted their Node."""
     gpus: Gpus = field(default_factory=Gpus)
     """The machines' GPUs, as the SSM commands sent to them find them."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -228,12 +231,19 @@ class World:
     def launched(self, instance_id: str) -> None:
         machine = ec2_machine(self.aws("ec2"), instance_id)
         with self._lock:
-            self.machines[instance_id] = machine
             if self.launch_checks:
                 self.checks[instance_id] = self.launch_checks.popleft()
         node = self.register(machine)
-        self.start_agent(instance_id, node.status.node_info.boot_id)
-        self._event("launched", instance_id, machine.node)
+        self.joined(machine, node.status.node_info.boot_id)
+
+    def joined(self, machine: Machine, boot_id: str) -> None:
+        """A launched machine's Node joined, at boot ``boot_id``: it is the world's, and runs
+        an agent. Called for the group's replacements and for Karpenter's instances, whose
+        Nodes Karpenter creates (``world.nodepool``)."""
+        with self._lock:
+            self.machines[machine.instance_id] = machine
+        self.start_agent(machine.instance_id, boot_id)
+        self._event("launched", machine.instance_id, machine.node)
 
 
 def ec2_machine(ec2: Any, instance_id: str) -> Machine:

@@ -31,6 +31,8 @@ out; what the replacements do lives with the behaviour they stand for:
                                             here)
 ``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
                                             targets (``motoservices.py``)
+``moto.ec2.models.instances``               an instance gets the id a Karpenter Node's
+``.random_instance_id``                     provider ID names (``instances.py``)
 ``SageMakerModelBackend``                   HyperPod's ``ResourceNotFound`` and
 ``.describe_cluster_node`` and              ``NodeRecovery``; the batch reboot and
 ``.describe_cluster``                       replace calls moto lacks (``hyperpod.py``)
@@ -152,6 +154,8 @@ SEND_TO_TARGETS = Target(
 _SAGEMAKER = "moto.sagemaker.models.SageMakerModelBackend"
 DESCRIBE_CLUSTER_NODE = Target(_SAGEMAKER, "describe_cluster_node", "(self, cluster_name, node_id)")
 DESCRIBE_CLUSTER = Target(_SAGEMAKER, "describe_cluster", "(self, cluster_name)")
+RANDOM_INSTANCE_ID = Target("moto.ec2.models.instances", "random_instance_id", "()")
+"""A module's function: ``owner`` is then the module."""
 TARGETS = (
     REBOOT_INSTANCES,
     SEND_COMMAND,
@@ -166,6 +170,7 @@ TARGETS = (
     SEND_TO_TARGETS,
     DESCRIBE_CLUSTER_NODE,
     DESCRIBE_CLUSTER,
+    RANDOM_INSTANCE_ID,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)

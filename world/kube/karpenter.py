@@ -25,7 +25,7 @@ import datetime
 import logging
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,11 @@ NODECLASS_PLURAL = "kwoknodeclasses"
 KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
 """The label (``fake``) the KWOK provider puts on the Nodes it creates."""
 NODEPOOL_PLURAL = "nodepools"
+Joined = Callable[[client.V1Node], None]
+"""``joined(node)``: a Node the provider created is Ready and its pods run (its kubelet
+adopted it)."""
+Gone = Callable[[str], None]
+"""``gone(node_name)``: a Node the provider created is gone (its NodeClaim terminated)."""
 _log = logging.getLogger(__name__)
 
 
@@ -80,13 +85,17 @@ def karpenter(
     *,
     nodepool: str = "gpu",
     timeout: float = 120.0,
+    joined: Joined | None = None,
+    gone: Gone | None = None,
 ) -> Iterator[Karpenter]:
     """Karpenter running against ``cluster`` with a NodePool ``nodepool`` of p5.48xlarge, its
     Nodes run by ``kubelet``; stopped on the way out, whatever ends the block. The NodePool
     never consolidates nor expires a node, so every NodeClaim that goes is one a test or
     nodemedic deleted. Feature gates are Karpenter's defaults (``NodeRepair`` off). The CRDs
     stay (the apiserver may be a session's); the pool's NodeClaims, the NodePool and the
-    node class go with the controller."""
+    node class go with the controller. ``joined`` and ``gone`` hear of each Node the
+    provider creates once its kubelet runs it, and once it is deleted: where the world
+    plays the cloud behind the provider's instances."""
     bins = ensure_binaries(BUILD_SCRIPT, (BINARY,))
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
@@ -106,7 +115,7 @@ def karpenter(
             "BATCH_MAX_DURATION": "2s",
         }
         processes: list[subprocess.Popen[bytes]] = []
-        nodes = KwokNodes(kubelet)
+        nodes = KwokNodes(kubelet, joined=joined, gone=gone)
         try:
             _create_nodeclass(custom, nodepool)
             _create_nodepool(custom, nodepool, nodepool)
@@ -139,11 +148,21 @@ def apply_crds(api: client.ApiClient, crds: Path, deadline: float) -> None:
 
 class KwokNodes:
     """What KWOK does for the Nodes the KWOK provider creates, with the simulated kubelet
-    as their kubelet: each new one adopted (Ready, its pods run), each gone one forgotten."""
+    as their kubelet: each new one adopted (Ready, its pods run), each gone one forgotten;
+    ``joined`` and ``gone`` told of each."""
 
-    def __init__(self, kubelet: SimulatedKubelet, *, interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        kubelet: SimulatedKubelet,
+        *,
+        interval: float = 0.5,
+        joined: Joined | None = None,
+        gone: Gone | None = None,
+    ) -> None:
         self.kubelet = kubelet
         self.interval = interval
+        self.joined = joined
+        self.gone = gone
         self._passes = Passes("kwok-nodes")
         self._ours: set[str] = set()
 
@@ -151,11 +170,15 @@ class KwokNodes:
         listed = self.kubelet.core.list_node(label_selector=f"{KWOK_NODE_LABEL}=fake").items
         for node in listed:
             if node.metadata.name not in self._ours:
-                self.kubelet.adopt(node)
+                adopted = self.kubelet.adopt(node)
                 self._ours.add(node.metadata.name)
-        for gone in self._ours - {n.metadata.name for n in listed}:
-            self.kubelet.forget(gone)
-            self._ours.discard(gone)
+                if self.joined is not None:
+                    self.joined(adopted)
+        for name in self._ours - {n.metadata.name for n in listed}:
+            self.kubelet.forget(name)
+            self._ours.discard(name)
+            if self.gone is not None:
+                self.gone(name)
 
     def start(self) -> None:
         self._passes.start(self.sync, self.interval)

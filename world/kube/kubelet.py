@@ -163,19 +163,20 @@ class SimulatedKubelet:
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
 
-    def adopt(self, node: client.V1Node) -> None:
+    def adopt(self, node: client.V1Node) -> client.V1Node:
         """Become the kubelet of a Node another component created with none behind it, as
         KWOK does for the Nodes Karpenter's KWOK provider makes for its NodeClaims: report it
         Ready, with addresses and node info, and run the pods bound to it. Its devices are
         its allocatable extended resources (``nvidia.com/gpu``: the instance type's).
         Karpenter registers and initializes the NodeClaim from there (its unregistered
-        taint comes off then); nothing here touches labels or taints. Once per Node."""
+        taint comes off then); nothing here touches labels or taints. Once per Node. The Node
+        as it reports it (its boot id)."""
         name = node.metadata.name
         allocatable = (node.status and node.status.allocatable) or {}
         counts = {r: int(n) for r, n in allocatable.items() if "/" in r and n.isdigit()}
         with self._lock:
             if name in self._nodes:
-                return
+                return node
         tracked = self._track(name, counts)
         if self._pod_resources is not None:
             self._serve(name)
@@ -187,9 +188,12 @@ class SimulatedKubelet:
             ],
             "nodeInfo": _node_info(),
         }
-        self.core.patch_node_status(name, {"status": status}, _content_type=STRATEGIC)
+        adopted: client.V1Node = self.core.patch_node_status(
+            name, {"status": status}, _content_type=STRATEGIC
+        )
         if counts:
             self._publish_devices(tracked)
+        return adopted
 
     def forget(self, name: str) -> None:
         """Stop playing the kubelet of a Node that is gone (its instance terminated)."""

@@ -50,6 +50,9 @@ class TrainingJob:
     namespace: str = "training"
     workers: int = 6
     interval: float = 0.2
+    node_selector: dict[str, str] = field(default_factory=dict)
+    """The nodes its workers may run on (none: any), as a ``nodeSelector``: a Karpenter
+    NodePool's label, where the workers are what Karpenter provisions nodes for."""
     placements: list[Placement] = field(default_factory=list)
     _passes: Passes = field(default_factory=lambda: Passes("training-job"))
     _owner: dict[str, Any] = field(default_factory=dict)
@@ -149,6 +152,8 @@ class TrainingJob:
             "containers": [TRAINER],
             "affinity": one_per_node(self.name),
         }
+        if self.node_selector:
+            spec["nodeSelector"] = self.node_selector
         if node is not None:
             spec["nodeName"] = node
         pod = self.core.create_namespaced_pod(

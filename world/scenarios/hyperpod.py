@@ -21,7 +21,7 @@ from nodemedic.contracts.substrates import (
 )
 from world.aws.hyperpod import GROUP
 from world.observe import Observer
-from world.scenarios.kit import XID_48, Result, history_entries, targets
+from world.scenarios.kit import XID_48, XID_79, Result, history_entries, targets
 from world.scenarios.verdict import each_judged, judged
 from world.timeline import Fault, FaultRun, Step
 from world.world import Machine, Say, World
@@ -30,7 +30,6 @@ CLUSTER = ("ml-cluster", "a1b2c3d4e5f6")
 """The HyperPod cluster's name and id (the id: the end of its ARN, as the settings take it)."""
 RECOVERY = "None"
 """Its ``NodeRecovery``: off, so that nodemedic acts (``Automatic``: it defers)."""
-XID_79 = Fault("xid", "79", "replace", "GPU has fallen off the bus (Xid 79)")
 FAULTS = (XID_48, XID_79)
 AGENT_REBOOT = Fault(
     "hyperpod",

@@ -21,6 +21,7 @@ from world.world import Machine, World
 
 DMA_ERROR = Fault("neuron", "DMA_ERROR", "replace", "Neuron DMA engine error")
 XID_48 = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
+XID_79 = Fault("xid", "79", "replace", "GPU has fallen off the bus (Xid 79)")
 FAULT_TIMEOUT = 300.0
 """A deadline for a broken run only: a remediation is followed until it is done, in seconds
 on an idle machine, minutes on a busy one."""

@@ -9,7 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from world.scenarios import default, gpureset, hyperpod, lifecycle, planned, spread, storm
+from world.nodepool import NODEPOOL
+from world.scenarios import (
+    default,
+    gpureset,
+    hyperpod,
+    karpenter,
+    lifecycle,
+    planned,
+    spread,
+    storm,
+)
 from world.scenarios import jobs as jobscenario
 from world.scenarios.kit import Result
 from world.world import NODE_GROUP, RESETTABLE_TYPE, Say, World
@@ -23,6 +33,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "planned": planned.run_planned,
     "reset": gpureset.run_reset,
     "hyperpod": hyperpod.run_hyperpod,
+    "karpenter": karpenter.run_karpenter,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
@@ -49,6 +60,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "hyperpod_repair": "when_recovery_off",
         "hyperpod_events": "act",
     },
+    "karpenter": {"karpenter_nodepools": (NODEPOOL,), "reboot_timeout": 180},
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
@@ -60,12 +72,16 @@ each replacement, gives up after two minutes, not four hours, and starts a plann
 20 s before a notice's deadline, not an hour. The reset scenario turns the GPU reset rung on
 (off by default: docs/deploy.md, "GPU reset"). The HyperPod scenario lists its cluster, lets
 nodemedic act on it while HyperPod's own recovery is off (by default it defers) and lets
-HyperPod's own detections act (by default, unsigned, they are at most notified)."""
+HyperPod's own detections act (by default, unsigned, they are at most notified). The
+Karpenter scenario lists its NodePool and gives Karpenter's termination of a NodeClaim as
+long as a demo reboot would take on a loaded machine, minutes, not the demo's 20 s."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
     "reset": {"instance_type": RESETTABLE_TYPE},
     "hyperpod": {"hyperpod_recovery": hyperpod.RECOVERY},
+    "karpenter": {"karpenter_nodes": karpenter.NODES},
 }
 """A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
 taint and run the deep check at start; the reset's machines are of a type whose GPUs reset
-one at a time; the HyperPod scenario's machines are its cluster's nodes, not the group's."""
+one at a time; the HyperPod scenario's machines are its cluster's nodes, not the group's;
+the Karpenter scenario's training workers run on nodes Karpenter launches for them."""

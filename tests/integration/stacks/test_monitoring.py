@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -28,8 +29,10 @@ from nodemedic.detect.filterpattern import filter_terms
 from stacks.alarms import ACTING
 from stacks.dashboard import EVIDENCE_LINES
 from stacks.insights import DIMENSIONS
+from stacks.synth import synth_template
 from tests.support.templates import MACHINE, REMEDIATION, SETTINGS, Template, one, render, resources
 
+HYPERPOD_CLUSTERS = (("ml-cluster", "abcdef123456"),)
 QUERY = re.compile(
     r'^SELECT MAX\("(?P<metric>[^"]+)"\) FROM SCHEMA\("(?P<namespace>[^"]+)", "Cluster", '
     r"\"NodeGroup\"\) WHERE \"Cluster\" = 'demo'$"
@@ -53,11 +56,22 @@ def _insights_alarms(template: Template) -> dict[tuple[str, str], dict[str, Any]
     return found
 
 
+@pytest.fixture(scope="module")
+def hyperpod_template() -> Template:
+    """The demo cluster with a HyperPod cluster listed."""
+    return synth_template(dataclasses.replace(SETTINGS, hyperpod_clusters=HYPERPOD_CLUSTERS))
+
+
+def _node_rules() -> list[Any]:
+    """The rules a cluster with no HyperPod cluster alarms and graphs: all but HyperPod's."""
+    return [r for r in load_catalog().rules if r.source != HYPERPOD_SOURCE]
+
+
 def test_every_metric_that_makes_nodemedic_act_has_one_insights_alarm(
     template: Template,
 ) -> None:
     catalog = load_catalog()
-    acting = {(r.namespace, r.metric) for r in catalog.rules if r.action in ACTING}
+    acting = {(r.namespace, r.metric) for r in _node_rules() if r.action in ACTING}
     notify_only = {(r.namespace, r.metric) for r in catalog.rules if r.action == "notify"}
     alarmed = _insights_alarms(template)
     assert set(alarmed) == acting
@@ -73,6 +87,30 @@ def test_every_metric_that_makes_nodemedic_act_has_one_insights_alarm(
     assert dma["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert dma["TreatMissingData"] == "notBreaching"
     assert "neuron-dma-error" in dma["AlarmDescription"]
+
+
+def test_hyperpod_s_findings_have_alarms_and_graphs_only_where_hyperpod_is_listed(
+    template: Template, hyperpod_template: Template
+) -> None:
+    """HyperPod's findings come only from a listed HyperPod cluster's log group: elsewhere
+    their Metrics Insights alarms could never fire and would use up the account's quota."""
+    hyperpod = {
+        (r.namespace, r.metric)
+        for r in load_catalog().rules
+        if r.source == HYPERPOD_SOURCE and r.action in ACTING
+    }
+    without, listed = _insights_alarms(template), _insights_alarms(hyperpod_template)
+    print(f"Metrics Insights alarms: {len(without)} without HyperPod, {len(listed)} with")
+    assert hyperpod and not hyperpod & set(without)
+    assert set(listed) == set(without) | hyperpod
+    assert len(listed) == len(without) + len(hyperpod)
+    graphed = [
+        " ".join(_expressions(_widget(_dashboard(t), "Faults per component")))
+        for t in (template, hyperpod_template)
+    ]
+    for _, metric in hyperpod:
+        assert f'MetricName="{metric}"' not in graphed[0]
+        assert f'MetricName="{metric}"' in graphed[1]
 
 
 def test_queries_fit_cloudwatch_limits(template: Template) -> None:
@@ -163,10 +201,10 @@ def _expressions(widget: dict[str, Any]) -> list[str]:
 
 
 def test_the_dashboard_graphs_faults_per_component(template: Template) -> None:
-    catalog = load_catalog()
+    rules = _node_rules()
     widget = _widget(_dashboard(template), "Faults per component")
     labels = [m[0]["label"] for m in widget["metrics"]]
-    components = list(dict.fromkeys(r.component for r in catalog.rules if r.action != "ignore"))
+    components = list(dict.fromkeys(r.component for r in rules if r.action != "ignore"))
     assert labels == components
     for expression in _expressions(widget):
         for search in re.findall(r"SEARCH\('([^']*)'", expression):
@@ -174,7 +212,7 @@ def test_the_dashboard_graphs_faults_per_component(template: Template) -> None:
             assert 'Cluster="demo"' in search
     # Every fault metric is in its component's line.
     text = " ".join(_expressions(widget))
-    for rule in catalog.rules:
+    for rule in rules:
         if rule.action != "ignore":
             assert f'MetricName="{rule.metric}"' in text
 
