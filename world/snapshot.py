@@ -1,7 +1,8 @@
 """The state of the local world after a scenario, read from its APIs: the cluster's nodes
 and training pods, the node group's instances (or, where the machines are a HyperPod
 cluster's nodes, the cluster's: then ``node_group`` is null and ``hyperpod_cluster`` says
-them), the metrics and the notifications."""
+them), the instances of Karpenter's NodeClaims where it launched any
+(``karpenter_nodepool``), the metrics and the notifications."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _aws(world: World) -> dict[str, Any]:
     owner = _hyperpod_cluster(world, world.hyperpod) if world.hyperpod else _node_group(world)
     # Instances that left it (terminated) are still in EC2 for a while.
     members = {i["instance_id"] for i in owner["instances"]}
-    owner["left"] = sorted(
+    states = sorted(
         (
             {"instance_id": i["InstanceId"], "state": i["State"]["Name"]}
             for r in world.aws("ec2").describe_instances()["Reservations"]
@@ -69,6 +70,8 @@ def _aws(world: World) -> dict[str, Any]:
         ),
         key=lambda i: i["instance_id"],
     )
+    # Karpenter's instances were never the group's: they are its NodePool's.
+    owner["left"] = [i for i in states if i["instance_id"] not in world.karpenter]
     notifications = [
         {
             "subject": n.subject,
@@ -86,6 +89,9 @@ def _aws(world: World) -> dict[str, Any]:
     }
     if world.hyperpod:
         found["hyperpod_cluster"] = owner
+    if world.karpenter:
+        pool = [{**i, "node": world.machines[i["instance_id"]].node} for i in states]
+        found["karpenter_nodepool"] = [i for i in pool if i["instance_id"] in world.karpenter]
     return found
 
 
@@ -192,7 +198,8 @@ def render(state: dict[str, Any], *, since: float) -> list[str]:
 
 
 def _owner_lines(aws: dict[str, Any]) -> list[str]:
-    """The Auto Scaling group's instances, or the HyperPod cluster's nodes, and those gone."""
+    """The Auto Scaling group's instances, or the HyperPod cluster's nodes, and those gone;
+    then Karpenter's instances, where it launched any."""
     group = aws["node_group"]
     if group is not None:
         lines = [f"AWS: Auto Scaling group {group['name']} (desired {group['desired']})"]
@@ -209,7 +216,14 @@ def _owner_lines(aws: dict[str, Any]) -> list[str]:
             for i in group["instances"]
         ]
         left = "left the cluster"
-    return lines + [f"  {i['instance_id']:<20} {left}: {i['state']}" for i in group["left"]]
+    lines += [f"  {i['instance_id']:<20} {left}: {i['state']}" for i in group["left"]]
+    if aws.get("karpenter_nodepool"):
+        lines.append("AWS: the instances of Karpenter's NodeClaims")
+        lines += [
+            f"  {i['instance_id']:<20} {i['state']:<12} {i['node']}"
+            for i in aws["karpenter_nodepool"]
+        ]
+    return lines
 
 
 def _yes(value: bool) -> str:

@@ -15,6 +15,7 @@ from world.nodepool import NODEPOOL
 from world.scenarios.karpenter import NODES, nodeclaims
 from world.scenarios.kit import Result, history_entries
 from world.scenarios.registry import SETTINGS, WORLDS
+from world.snapshot import render, snapshot
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
@@ -83,3 +84,16 @@ def test_history_and_mail_name_karpenter_as_the_substrate(world: World, result: 
     ), entry
     mails = [m.body for m in world.inbox.about(run.machine.instance_id)]
     assert [(m["outcome"], m["substrate"]) for m in mails] == [("replaced", "karpenter")]
+
+
+def test_the_final_state_lists_karpenter_s_instances_apart_from_the_group(
+    world: World, result: Result
+) -> None:
+    (run,) = result.runs
+    state = snapshot(world)
+    aws = state["aws"]
+    assert run.machine.instance_id not in {i["instance_id"] for i in aws["node_group"]["left"]}
+    pool = {i["instance_id"]: i["state"] for i in aws["karpenter_nodepool"]}
+    assert pool.pop(run.machine.instance_id) in ("shutting-down", "terminated")
+    assert list(pool.values()) == ["running"] * NODES
+    assert "AWS: the instances of Karpenter's NodeClaims" in render(state, since=run.written_at)

@@ -20,6 +20,9 @@ READ_AT_RUN_TIME = {
     "its source note": gpus.RECORDED_REPORT.with_name("SOURCES.md"),
     "the kube-apiserver build": kubeapi.BUILD_SCRIPT,
     "the Karpenter build": karpenter.BUILD_SCRIPT,
+    "its patch of the KWOK provider": karpenter.BUILD_SCRIPT.with_name(
+        "karpenter-kwok-aws-provider-id.patch"
+    ),
     "Karpenter's instance types": karpenter.INSTANCE_TYPES,
     "the planned demo's retirement notice": planned.NOTICE,
 }

@@ -5,6 +5,7 @@ and nothing is found or deleted through anything but what Karpenter wrote."""
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -136,6 +137,8 @@ def test_deleting_the_nodeclaim_has_karpenter_replace_the_node_for_the_pending_w
         "provider_id": core.read_node(broken).spec.provider_id,
     }
     assert claim["status"]["nodeName"] == broken
+    # The patched provider names the instance as EC2's Nodes do: how nodemedic finds it.
+    assert re.fullmatch(r"aws:///us-east-1a/i-[0-9a-f]{17}", found["provider_id"]), found
 
     # What nodemedic does before: cordon and drain; the worker's successor is left pending.
     core.patch_node(broken, {"spec": {"unschedulable": True}})
