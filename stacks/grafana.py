@@ -40,8 +40,8 @@ Json = dict[str, Any]
 @cache
 def cloudwatch_body() -> Json:
     """The CloudWatch dashboard body of a placeholder cluster with every widget on (job
-    monitoring included), Region references left out. Synthesized once per process (a
-    synthesis takes seconds); callers read it, never change it."""
+    monitoring and HyperPod's findings included), Region references left out. Synthesized
+    once per process (a synthesis takes seconds); callers read it, never change it."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_logs as logs
     from aws_cdk.assertions import Template
@@ -49,7 +49,13 @@ def cloudwatch_body() -> Json:
     from stacks.dashboard import Dashboard
 
     stack = Stack(App(), "Grafana")
-    settings = ClusterSettings(name=PLACEHOLDER, node_groups=(PLACEHOLDER,), job_monitoring=True)
+    # A HyperPod cluster listed too: its findings' series are graphed only where one is.
+    settings = ClusterSettings(
+        name=PLACEHOLDER,
+        node_groups=(PLACEHOLDER,),
+        job_monitoring=True,
+        hyperpod_clusters=((PLACEHOLDER, "abcdef123456"),),
+    )
     log_group = NODE_LOG_GROUP.format(cluster=PLACEHOLDER)
     Dashboard(
         stack,
