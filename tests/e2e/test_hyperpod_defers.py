@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from world.observe import Observer, follow
-from world.scenarios.hyperpod import CLUSTER, XID_79
-from world.scenarios.kit import FAULT_TIMEOUT, history_entries, targets
+from world.scenarios.hyperpod import CLUSTER
+from world.scenarios.kit import FAULT_TIMEOUT, XID_79, history_entries, targets
 from world.timeline import Fault, inject
 from world.world import World, demo_settings
 
