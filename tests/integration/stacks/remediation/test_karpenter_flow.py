@@ -1,7 +1,8 @@
 """Karpenter (``karpenter_nodepools``) in the executing state machine: a node found through
 its NodeClaim is cordoned and drained, its NodeClaim deleted, and the remediation parked as
 failed when the NodeClaim never goes, its record, mail and ``history`` naming the substrate;
-a node no NodeClaim names is only reported.
+a node no NodeClaim names is only reported; an EKS Auto Mode node's reboot is only notified,
+never a failed execution.
 
 Karpenter's CRDs are served (as its build ships them) with no controller running: the test
 writes the NodeClaim and its status as Karpenter would, with a finalizer of its own that
@@ -22,6 +23,7 @@ from kubernetes import client
 
 from console.cli.remediations import entry, lines
 from nodemedic.contracts.substrates import (
+    AUTO_MODE_NODECLASS_GROUP,
     KARPENTER_GROUP,
     NODECLAIM_PLURAL,
     NODECLAIM_VERSION,
@@ -89,8 +91,15 @@ def _machine(world: World) -> str:
     return str(instance["InstanceId"])
 
 
-def _claim(custom: client.CustomObjectsApi, world: World, instance_id: str, name: str) -> None:
-    """The NodeClaim Karpenter would have written for the instance's Node, held."""
+def _claim(
+    custom: client.CustomObjectsApi,
+    world: World,
+    instance_id: str,
+    name: str,
+    nodeclass: str = NODECLASS_GROUP,
+) -> None:
+    """The NodeClaim Karpenter would have written for the instance's Node, held; its node
+    class of the API group ``nodeclass`` (``eks.amazonaws.com``: EKS Auto Mode's)."""
     node = world.node(instance_id)
     assert node is not None
     custom.create_cluster_custom_object(
@@ -102,7 +111,7 @@ def _claim(custom: client.CustomObjectsApi, world: World, instance_id: str, name
             "kind": "NodeClaim",
             "metadata": {"name": name, "labels": {NODEPOOL_LABEL: "gpu"}, "finalizers": [HELD]},
             "spec": {
-                "nodeClassRef": {"group": NODECLASS_GROUP, "kind": NODECLASS_KIND, "name": "gpu"},
+                "nodeClassRef": {"group": nodeclass, "kind": NODECLASS_KIND, "name": "gpu"},
                 "requirements": [],
             },
         },
@@ -158,3 +167,30 @@ def test_a_node_no_nodeclaim_names_is_only_reported(world: World) -> None:
     assert (found["outcome"], found["substrate"]) == ("unmanaged", "none")
     node = world.node(stray)
     assert node is not None and not node.spec.unschedulable and not our_taints(node)
+
+
+def test_an_auto_mode_node_s_reboot_is_notified_never_a_failed_execution(
+    world: World, custom: client.CustomObjectsApi, claims: list[str]
+) -> None:
+    """EKS Auto Mode's instances refuse EC2 actions: with ``auto_mode_reboot`` at its default
+    (``notify``), a reboot-class fault is reported, the node left as it is."""
+    sick = _machine(world)
+    claims.append("auto-held")
+    _claim(custom, world, sick, "auto-held", nodeclass=AUTO_MODE_NODECLASS_GROUP)
+
+    found = _run(world, decision(sick, "nvidia-xid-48", cluster=POOLS.name))
+
+    assert (found["state"], found["outcome"], found["substrate"]) == (
+        "closed",
+        "notified",
+        "automode",
+    ), found
+    claim = custom.get_cluster_custom_object(
+        KARPENTER_GROUP, NODECLAIM_VERSION, NODECLAIM_PLURAL, "auto-held"
+    )
+    assert not claim["metadata"].get("deletionTimestamp"), "the NodeClaim was deleted"
+    node = world.node(sick)
+    assert node is not None and not node.spec.unschedulable and not our_taints(node)
+    (mail,) = [m for m in world.pipelines[POOLS.name].messages(sick)]
+    assert (mail["outcome"], mail["substrate"]) == ("notified", "automode")
+    assert "EKS Auto Mode cannot reboot a node" in mail["reason"], mail
