@@ -64,7 +64,10 @@ patch_module() {
     [[ -n $cached_dir && -d $cached_dir ]] || die "no module directory for $module in: $json"
     cp -R "$cached_dir" "$src"
     chmod -R u+w "$src"
-    patch --quiet --forward -p1 -d "$src" <"$KARPENTER_PATCH" || die "$KARPENTER_PATCH does not apply to $module v$version"
+    # git's apply, since git is on every machine that cloned this and patch(1) may not be;
+    # the ceiling keeps it from taking a repository above the copy for its own.
+    GIT_CEILING_DIRECTORIES="${src%/*}" git -C "$src" apply -p1 "$KARPENTER_PATCH" \
+        || die "$KARPENTER_PATCH does not apply to $module v$version"
     go mod edit -replace "$module=../${src##*/}" # relative: the go.mod kept says what was built
 }
 
