@@ -65,6 +65,7 @@ from world.kube.kubeapi import (
     local_cluster,
 )
 from world.kube.kubelet import SimulatedKubelet
+from world.kube.kwok import kwok_kubelets
 from world.kube.poddevices import install, write_credentials
 from world.kube.watch import NodeWatch
 from world.kube.workload import TrainingJob
@@ -97,6 +98,7 @@ def local_world(
     launch_seconds: float = TERMINATE_SECONDS,
     instance_type: str = INSTANCE_TYPE,
     hyperpod_recovery: str | None = None,
+    kwok: bool = False,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -106,7 +108,9 @@ def local_world(
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
     each type's Node devices); ``hyperpod_recovery``: the machines are the nodes of the
     settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
-    Auto Scaling group's (None: the group's)."""
+    Auto Scaling group's (None: the group's); ``kwok``: KWOK runs the Nodes and their pods
+    (``world.kube.kwok``, the 1,500-node world of ``bench/scale.py``), not the simulated
+    kubelet."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -152,7 +156,11 @@ def local_world(
         api = stack.enter_context(cluster.api_client())
         # Short: a unix socket's path is at most 107 bytes, and a workdir may be long.
         sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nodemedic-")))
-        kubelet = stack.enter_context(SimulatedKubelet(api, pod_resources=sockets))
+        kubelet = stack.enter_context(
+            kwok_kubelets(cluster, api, workdir / "kwok")
+            if kwok
+            else SimulatedKubelet(api, pod_resources=sockets)
+        )
         watch = NodeWatch(cluster.api_client).start()
         stack.callback(watch.stop)
         # The instances ``stand_by`` will make spares run no training worker.

@@ -24,9 +24,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/build-kube.sh"
 KWOK_VERSION=0.8.0
 KWOK_MODULE=sigs.k8s.io/kwok
 BUILD_NAME=build-kwok
-BUILD_REVISION=1
+BUILD_REVISION=2
 BINARIES=(kwok)
 DEST="$CACHE/kwok-$KWOK_VERSION-r$BUILD_REVISION"
+# KWOK runs nothing without stages: its `fast` ones (a Node Ready at once, a bound pod Running
+# at once, a deleted pod gone), copied from the same module into stages/, one file each, which
+# world/kube/kwok.py passes as --config.
+STAGE_DIRS=(kustomize/stage/node/fast kustomize/stage/pod/fast)
+
+cached() {
+    [[ -x $DEST/kwok && -d $DEST/stages ]]
+}
 
 # As KWOK's release build (hack/releases.sh): the version into pkg/consts, which `--version`
 # prints; the Kubernetes version it reports for its nodes is the one the world runs.
@@ -36,12 +44,22 @@ kwok_ldflags() {
 
 build_all() {
     say "building KWOK v$KWOK_VERSION with $(go version) into $DEST"
-    build_command kwok "$KWOK_MODULE" "$KWOK_VERSION" "$KWOK_MODULE/cmd/kwok" kwok_ldflags "$1" \
+    local out=$1 upstream dir
+    build_command kwok "$KWOK_MODULE" "$KWOK_VERSION" "$KWOK_MODULE/cmd/kwok" kwok_ldflags "$out" \
         "v$KWOK_VERSION" --version
+    upstream=$(go list -m -f '{{.Dir}}' "$KWOK_MODULE") || die "go list -m $KWOK_MODULE failed"
+    mkdir -p "$out/stages"
+    for dir in "${STAGE_DIRS[@]}"; do
+        [[ -d $upstream/$dir ]] || die "no $dir in $upstream"
+        find "$upstream/$dir" -maxdepth 1 -name '*.yaml' ! -name kustomization.yaml \
+            -exec cp {} "$out/stages/" \;
+    done
+    chmod -R u+w "$out/stages" # the module cache is read-only; the cache directory must be removable
 }
 
 build_summary() {
     printf 'kwok v%s (%s/cmd/kwok)\n' "$KWOK_VERSION" "$KWOK_MODULE"
+    printf 'stages: %s\n' "$(cd "$OUT/stages" && echo *.yaml)"
 }
 
 main "$@"

@@ -152,7 +152,7 @@ class SimulatedKubelet:
                     {"type": "InternalIP", "address": ip},
                     {"type": "Hostname", "address": name},
                 ],
-                "conditions": [_ready_condition(ready=True)],
+                "conditions": self.registered_conditions(),
                 "nodeInfo": _node_info(),
             },
         }
@@ -162,6 +162,11 @@ class SimulatedKubelet:
             # An accelerator node's agent publishes its (empty) device record at once.
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
+
+    def registered_conditions(self) -> list[dict[str, str]]:
+        """The conditions a Node registers with: Ready, as a kubelet whose node is up
+        reports it (``world.kube.kwok`` leaves them to KWOK's stages)."""
+        return [_ready_condition(ready=True)]
 
     def adopt(self, node: client.V1Node) -> None:
         """Become the kubelet of a Node another component created with none behind it, as
@@ -219,12 +224,7 @@ class SimulatedKubelet:
 
     def sync(self) -> None:
         """One kubelet pass over every registered Node and the pods bound to them."""
-        with self._lock:
-            nodes = dict(self._nodes)
-        for node in nodes.values():
-            if node.back_at is not None and time.monotonic() >= node.back_at:
-                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
-                node.back_at = None
+        nodes = self.bring_back()
         pods = self.core.list_pod_for_all_namespaces().items
         changed: set[str] = set()
         for pod in pods:
@@ -249,6 +249,17 @@ class SimulatedKubelet:
                 changed.add(node.name)
         for name in sorted(changed):
             self._publish_devices(nodes[name])
+
+    def bring_back(self) -> dict[str, _Node]:
+        """Every registered Node, after those whose reboot ended report Ready with a new
+        boot id."""
+        with self._lock:
+            nodes = dict(self._nodes)
+        for node in nodes.values():
+            if node.back_at is not None and time.monotonic() >= node.back_at:
+                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
+                node.back_at = None
+        return nodes
 
     def start(self) -> SimulatedKubelet:
         self._passes.start(self.sync, self.interval)
