@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.imds import identity_document
-from agent.origin import registration_batches, sealed_registration
+from agent.origin import Encrypt, registration_batches, sealed_registration
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 
 Batch = tuple[str, list[tuple[int, str]]]
@@ -39,8 +39,8 @@ class NodeIdentity:
         return sign(self.key, self.instance_id, at_ms, text)
 
 
-def kms_encrypt(kms: Any) -> Callable[[str, bytes, dict[str, str]], bytes]:
-    """``agent.origin.Encrypt`` over a boto3 KMS client."""
+def kms_encrypt(kms: Any) -> Encrypt:
+    """KMS Encrypt through a boto3 client (moto's: the world's and the flow tests')."""
 
     def encrypt(key_id: str, plaintext: bytes, context: dict[str, str]) -> bytes:
         answer = kms.encrypt(KeyId=key_id, Plaintext=plaintext, EncryptionContext=context)
@@ -54,7 +54,7 @@ def node_identity(
     boot_id: str,
     cluster: str,
     metadata: Callable[[str], str],
-    encrypt: Callable[[str, bytes, dict[str, str]], bytes],
+    encrypt: Encrypt,
 ) -> NodeIdentity:
     """A new boot key for ``instance_id``, registered with the identity document the world's
     IMDS at ``metadata(instance_id)`` serves it."""

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.paths import EVENTS, ROOT
 from world.aws import gpus
-from world.kube import karpenter, kubeapi
+from world.kube import karpenter, kubeapi, kwok
 from world.scenarios import planned
 
 PACKAGE = Path(kubeapi.__file__).parents[1]
@@ -20,6 +20,7 @@ READ_AT_RUN_TIME = {
     "its source note": gpus.RECORDED_REPORT.with_name("SOURCES.md"),
     "the kube-apiserver build": kubeapi.BUILD_SCRIPT,
     "the Karpenter build": karpenter.BUILD_SCRIPT,
+    "the KWOK build": kwok.BUILD_SCRIPT,
     "Karpenter's instance types": karpenter.INSTANCE_TYPES,
     "the planned demo's retirement notice": planned.NOTICE,
 }
