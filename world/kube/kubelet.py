@@ -99,6 +99,9 @@ class SimulatedKubelet:
     """Plays the kubelet of every Node it registered. ``sync`` does one pass; ``start``
     runs passes on a thread every ``interval`` seconds until ``stop``."""
 
+    kwok = False
+    """KWOK makes the Nodes Ready and runs their pods (``world.kube.kwok``): only reboots here."""
+
     def __init__(
         self, api: client.ApiClient, *, interval: float = 0.1, pod_resources: Path | None = None
     ) -> None:
@@ -152,7 +155,7 @@ class SimulatedKubelet:
                     {"type": "InternalIP", "address": ip},
                     {"type": "Hostname", "address": name},
                 ],
-                "conditions": self.registered_conditions(),
+                "conditions": [] if self.kwok else [_ready_condition(ready=True)],
                 "nodeInfo": _node_info(),
             },
         }
@@ -162,11 +165,6 @@ class SimulatedKubelet:
             # An accelerator node's agent publishes its (empty) device record at once.
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
         return self.core.create_node(node)
-
-    def registered_conditions(self) -> list[dict[str, str]]:
-        """The conditions a Node registers with: Ready, as a kubelet whose node is up
-        reports it (``world.kube.kwok`` leaves them to KWOK's stages)."""
-        return [_ready_condition(ready=True)]
 
     def adopt(self, node: client.V1Node) -> None:
         """Become the kubelet of a Node another component created with none behind it, as
@@ -222,9 +220,16 @@ class SimulatedKubelet:
             self._nodes[name].back_at = time.monotonic() + down_seconds
         self._patch_node_status(name, ready=False)
 
-    def sync(self) -> None:
+    def sync(self) -> None:  # noqa: PLR0912 - reboots, then pods: one pass
         """One kubelet pass over every registered Node and the pods bound to them."""
-        nodes = self.bring_back()
+        with self._lock:
+            nodes = dict(self._nodes)
+        for node in nodes.values():
+            if node.back_at is not None and time.monotonic() >= node.back_at:
+                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
+                node.back_at = None
+        if self.kwok:
+            return
         pods = self.core.list_pod_for_all_namespaces().items
         changed: set[str] = set()
         for pod in pods:
@@ -249,17 +254,6 @@ class SimulatedKubelet:
                 changed.add(node.name)
         for name in sorted(changed):
             self._publish_devices(nodes[name])
-
-    def bring_back(self) -> dict[str, _Node]:
-        """Every registered Node, after those whose reboot ended report Ready with a new
-        boot id."""
-        with self._lock:
-            nodes = dict(self._nodes)
-        for node in nodes.values():
-            if node.back_at is not None and time.monotonic() >= node.back_at:
-                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
-                node.back_at = None
-        return nodes
 
     def start(self) -> SimulatedKubelet:
         self._passes.start(self.sync, self.interval)

@@ -43,11 +43,7 @@ class KwokKubelet(SimulatedKubelet):
     still played here: NotReady now, Ready with a new boot id once it ends (KWOK's stage
     reports the Node Ready again meanwhile, keeping its boot id)."""
 
-    def registered_conditions(self) -> list[dict[str, str]]:
-        return []
-
-    def sync(self) -> None:
-        self.bring_back()
+    kwok = True
 
 
 @contextlib.contextmanager
