@@ -105,6 +105,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm
 	$(BIN)/python -m bench.storm --distinct
+	$(BIN)/python -m bench.scale
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

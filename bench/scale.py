@@ -283,7 +283,10 @@ def run_case(
 def report(results: list[dict[str, Any]]) -> None:
     print("nodemedic scale: distinct signed faults on a KWOK world, line written -> node")
     for r in results:
-        head = f"{r['failing']} of {r['nodes']}, breaker {r['breaker']}, spread {r['spread_s']:g}s"
+        breaker = (
+            "baseline: breaker limits raised" if r["breaker"] == "raised" else "default breaker"
+        )
+        head = f"{r['failing']} of {r['nodes']}, {breaker}, spread {r['spread_s']:g}s"
         print(f"  {head}")
         for stage in ("cordon", "drained", "repaired"):
             s = r[stage]
