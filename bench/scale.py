@@ -276,6 +276,9 @@ def run_case(
             "lambda_per_node": lambda_calls / stormed_nodes,
             "stepfunctions_calls_per_node": sfn_calls / stormed_nodes,
             "fault_put": spread_of(writers.fault_puts),
+            # The in-process Lambdas run one at a time: near 1, that lock is what binds.
+            "lambda_busy": sum(v for k, v in used.items() if k.startswith("seconds:"))
+            / (written_s + waited),
             "outcomes": dict(Counter(m.outcome for m in world.inbox.messages())),
         }
 
@@ -307,7 +310,8 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{r['errors']}, breaker {r['breaker_state']}; per node: Lambda "
             f"{r['lambda_per_node']:.1f}, Step Functions calls "
             f"{r['stepfunctions_calls_per_node']:.1f}; a fault's PutLogEvents p50 "
-            f"{r['fault_put']['p50'] or 0:.2f} s, max {r['fault_put']['max'] or 0:.2f} s"
+            f"{r['fault_put']['p50'] or 0:.2f} s, max {r['fault_put']['max'] or 0:.2f} s; "
+            f"in-process Lambdas busy {100 * r['lambda_busy']:.0f} % of the storm"
         )
         print(
             f"    world up {r['world_s']:.0f} s (KWOK Ready {r['kwok_ready_s']:.1f} s), "
