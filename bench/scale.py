@@ -271,6 +271,7 @@ def run_case(
             "statuses": dict(statuses),
             "executions_failed": statuses.get("FAILED", 0) + statuses.get("TIMED_OUT", 0),
             "errors": len(writers.failures) + dead_letters(world),
+            "dead_letters": dead_letters(world),
             "failures": writers.failures[:5],
             "breaker_state": breaker["state"],
             "lambda_per_node": lambda_calls / stormed_nodes,

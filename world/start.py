@@ -202,6 +202,7 @@ def local_world(
             machines={m.instance_id: m for m in first_machines},
             timings=timings,
             deep_checks=deep_checks,
+            agent_processes=agent_processes,
             instance_type=instance_type,
             hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )

@@ -17,7 +17,7 @@ def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired(
     tmp_path: Path,
 ) -> None:
     figures = run_case(30, 3, raised=True, spread=1.0, workdir=tmp_path)
-    assert figures["errors"] == 0, figures
+    assert figures["errors"] == 0, (figures["failures"], figures["dead_letters"])
     # KWOK made the 30 Nodes Ready; every failing node got one execution, all ended well.
     assert figures["kwok_ready_s"] is not None
     assert figures["statuses"] == {"SUCCEEDED": 3}, figures
