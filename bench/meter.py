@@ -96,6 +96,7 @@ class Meter:
             **{
                 f"lambda:{kind}": 1,
                 f"gb_seconds:{kind}": billed * memory_mb / 1024,
+                f"seconds:{kind}": seconds,
                 f"lambda:{kind}:{function.rsplit('-', 1)[0]}": 1,
             }
         )

@@ -69,6 +69,7 @@ from world.kube.kubeapi import (
     local_cluster,
 )
 from world.kube.kubelet import SimulatedKubelet
+from world.kube.kwok import kwok_kubelets
 from world.kube.poddevices import install, write_credentials
 from world.kube.watch import NodeWatch
 from world.kube.workload import TrainingJob
@@ -106,6 +107,7 @@ def local_world(
     instance_type: str = INSTANCE_TYPE,
     hyperpod_recovery: str | None = None,
     karpenter_nodes: int = 0,
+    kwok: bool = False,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -117,7 +119,9 @@ def local_world(
     settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
     Auto Scaling group's (None: the group's); ``karpenter_nodes``: the training job has that
     many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
-    group's machines run none (0: the workers run on the group's machines)."""
+    group's machines run none (0: the workers run on the group's machines); ``kwok``: KWOK
+    runs the Nodes and their pods (``world.kube.kwok``, the 1,500-node world of
+    ``bench/scale.py``), not the simulated kubelet."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -163,7 +167,11 @@ def local_world(
         api = stack.enter_context(cluster.api_client())
         # Short: a unix socket's path is at most 107 bytes, and a workdir may be long.
         sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nodemedic-")))
-        kubelet = stack.enter_context(SimulatedKubelet(api, pod_resources=sockets))
+        kubelet = stack.enter_context(
+            kwok_kubelets(cluster, api, workdir / "kwok")
+            if kwok
+            else SimulatedKubelet(api, pod_resources=sockets)
+        )
         watch = NodeWatch(cluster.api_client).start()
         stack.callback(watch.stop)
         # The instances ``stand_by`` will make spares run no training worker.
@@ -209,6 +217,7 @@ def local_world(
             machines={m.instance_id: m for m in first_machines},
             timings=timings,
             deep_checks=deep_checks,
+            agent_processes=agent_processes,
             instance_type=instance_type,
             hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )

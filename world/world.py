@@ -133,6 +133,9 @@ class World:
     """The instances Karpenter launched for its NodePool (``world.nodepool``): replaced by
     deleting their NodeClaim, terminated once Karpenter deleted their Node."""
     gpus: Gpus = field(default_factory=Gpus)
+    agent_processes: bool = True
+    """Each machine runs an agent, restarted with its boots; off, none ever does (the caller
+    writes the nodes' streams: ``bench/storm.py``, ``bench/scale.py``)."""
     """The machines' GPUs, as the SSM commands sent to them find them."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -200,6 +203,8 @@ class World:
         )
 
     def start_agent(self, instance_id: str, boot_id: str) -> None:
+        if not self.agent_processes:
+            return
         outcome = self.checks.setdefault(instance_id, "pass")
         extra = deepcheck.agent_args(outcome) if self.deep_checks else []
         self.agents.start(instance_id, boot_id, extra, self.machines[instance_id].node)

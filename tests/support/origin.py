@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.origin import Encrypt, sealed_registration
+from agent.origin import sealed_registration
 from nodemedic.contracts.logs import (
     identity_stream,
     kmsg_stream,
@@ -26,6 +26,7 @@ from nodemedic.contracts.logs import (
 )
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from world.aws.identity import identity_document, local_authority
+from world.aws.origins import kms_encrypt as encrypter
 
 AUTHORITY = local_authority()
 _HOME = Path(tempfile.mkdtemp(prefix="nodemedic-authority-"))
@@ -49,17 +50,6 @@ def register(
     if line:
         put(logs, cluster, kmsg_stream(instance_id), registration_message(sealed), at)
     return key
-
-
-def encrypter(kms: Any) -> Encrypt:
-    """KMS Encrypt through a boto3 client (moto's, in the flow tests)."""
-
-    def encrypt(key_id: str, plaintext: bytes, context: dict[str, str]) -> bytes:
-        answer = kms.encrypt(KeyId=key_id, Plaintext=plaintext, EncryptionContext=context)
-        blob: bytes = answer["CiphertextBlob"]
-        return blob
-
-    return encrypt
 
 
 def put(logs: Any, cluster: str, stream: str, message: str, timestamp_ms: int = 0) -> int:

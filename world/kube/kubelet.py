@@ -1,19 +1,12 @@
 """Simulated kubelets for the local control plane, in the manner of kwok: Nodes that report
-what an EKS accelerator node reports, pods bound to them turn Running and Ready, deletions
-finish, and a reboot shows as NotReady followed by Ready with a new boot id.
-
-No container runs. The real kube-scheduler binds pods to these Nodes (their allocatable
-cpu, memory, pods and devices are what it fits pods into), or a caller names the Node in
-``spec.nodeName``; a kubelet here runs only the pods bound to its own Nodes, and leaves a
-pod no scheduler has bound Pending, as a real one never sees it.
-
-Its device manager hands each running pod the devices its containers' limits ask for
-(ids ``0``, ``1``, ... per resource, as the NVIDIA device plugin's ``index`` strategy
-names GPUs) and serves them as a kubelet does, over the PodResources API on a unix socket
-per Node (``pod_resources``; ``world.kube.podresources``), which the local world's agents read
-and publish on their Nodes. Where no agent runs (the flow and kube tests) it publishes the
-record itself, made by the agent's own code (``agent.poddevices``; GPU ``i``'s bus id is
-``world.aws.gpus.bus_id(i)``): ``nodemedic.io/pod-devices``, docs/deploy.md.
+what an EKS accelerator node reports, bound pods turn Running and Ready, deletions finish,
+and a reboot shows as NotReady, then Ready with a new boot id. No container runs: the real
+kube-scheduler binds pods to these Nodes (or a caller sets ``spec.nodeName``); a pod no
+scheduler bound stays Pending. The device manager hands each running pod the devices its
+limits ask for (ids ``0``, ``1``, ... as the NVIDIA device plugin's ``index`` strategy) and
+serves them over the PodResources API on a unix socket per Node (``world.kube.podresources``)
+for the world's agents; where no agent runs it publishes ``nodemedic.io/pod-devices`` itself
+with the agent's own code (``agent.poddevices``; GPU ``i``'s bus id is ``gpus.bus_id(i)``).
 """
 
 from __future__ import annotations
@@ -99,6 +92,8 @@ class SimulatedKubelet:
     """Plays the kubelet of every Node it registered. ``sync`` does one pass; ``start``
     runs passes on a thread every ``interval`` seconds until ``stop``."""
 
+    kwok = False  # KWOK makes Nodes Ready and runs pods (world.kube.kwok): only reboots here
+
     def __init__(
         self, api: client.ApiClient, *, interval: float = 0.1, pod_resources: Path | None = None
     ) -> None:
@@ -152,7 +147,7 @@ class SimulatedKubelet:
                     {"type": "InternalIP", "address": ip},
                     {"type": "Hostname", "address": name},
                 ],
-                "conditions": [_ready_condition(ready=True)],
+                "conditions": [] if self.kwok else [_ready_condition(ready=True)],
                 "nodeInfo": _node_info(),
             },
         }
@@ -223,12 +218,9 @@ class SimulatedKubelet:
 
     def sync(self) -> None:
         """One kubelet pass over every registered Node and the pods bound to them."""
-        with self._lock:
-            nodes = dict(self._nodes)
-        for node in nodes.values():
-            if node.back_at is not None and time.monotonic() >= node.back_at:
-                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
-                node.back_at = None
+        nodes = self._wake_rebooted()
+        if self.kwok:
+            return
         pods = self.core.list_pod_for_all_namespaces().items
         changed: set[str] = set()
         for pod in pods:
@@ -254,6 +246,16 @@ class SimulatedKubelet:
         for name in sorted(changed):
             self._publish_devices(nodes[name])
 
+    def _wake_rebooted(self) -> dict[str, _Node]:
+        """Nodes whose reboot is over come back Ready with a new boot id; all of them."""
+        with self._lock:
+            nodes = dict(self._nodes)
+        for node in nodes.values():
+            if node.back_at is not None and time.monotonic() >= node.back_at:
+                self._patch_node_status(node.name, ready=True, boot_id=str(uuid.uuid4()))
+                node.back_at = None
+        return nodes
+
     def start(self) -> SimulatedKubelet:
         self._passes.start(self.sync, self.interval)
         return self
@@ -264,8 +266,7 @@ class SimulatedKubelet:
             server.stop(None)
 
     def socket(self, name: str) -> Path:
-        """The PodResources socket of Node ``name`` (short: a unix socket's path is at most
-        107 bytes)."""
+        """Node ``name``'s PodResources socket (short: a unix socket's path is ≤ 107 bytes)."""
         assert self._pod_resources is not None, "a kubelet without sockets"
         return self._pod_resources / f"{self._nodes[name].index}.sock"
 

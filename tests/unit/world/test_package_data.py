@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.paths import EVENTS, ROOT
 from world.aws import gpus
-from world.kube import karpenter, kubeapi
+from world.kube import karpenter, kubeapi, kwok
 from world.scenarios import planned
 
 PACKAGE = Path(kubeapi.__file__).parents[1]
@@ -23,6 +23,7 @@ READ_AT_RUN_TIME = {
     "its patch of the KWOK provider": karpenter.BUILD_SCRIPT.with_name(
         "karpenter-kwok-aws-provider-id.patch"
     ),
+    "the KWOK build": kwok.BUILD_SCRIPT,
     "Karpenter's instance types": karpenter.INSTANCE_TYPES,
     "the planned demo's retirement notice": planned.NOTICE,
 }

@@ -1,0 +1,362 @@
+"""Quarantine at fleet scale: a KWOK world of 1,500 Nodes in which a share fail at once, each
+with its own signed, replace- or reboot-level fault, and how fast the pipeline cordons,
+drains and repairs them, under the default breaker and, as the baseline of the same
+invocation, with the breaker's limits raised out of the way.
+
+    python -m bench.scale [--nodes 1500] [--failing 150,375] [--burst 1000] [--spread 5]
+
+Each case runs in a fresh process and world (``local_world(kwok=True,
+agent_processes=False)``): moto with the synthesized stack and the in-process Lambdas, the
+real kube-apiserver whose Nodes and pods KWOK runs (``world.kube.kwok``). No agent process
+runs: every node gets one identity (``world.aws.origins``), registered with the identity
+document the world's IMDS serves it and sealed under the cluster's origin key, and its
+lines are signed with that key and written to its ``<id>/kmsg`` stream with PutLogEvents by a
+pool of threads, as its agent would ship them. The cluster enforces proof of origin.
+
+Per failing node: line written (the PutLogEvents call began) → Node cordoned (the watch),
+→ drained and → repaired (the decision record's step times: the step after ``draining``,
+and ``closed``). The burst writes ``--burst`` distinct faults within 1 s and reports the
+time to the last cordon. Distinct faults: each catalog rule that reboots or replaces by one
+line, in turn; ``fleet_min_nodes`` is raised to just above what the rotation puts on one
+rule, so that the storm is distinct faults and never a fleet event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.cost import diff
+from bench.meter import Meter, metering
+from bench.mttr import acting_faults, percentile
+from bench.storm import WRITERS, Writers, dead_letters, fault_lines, wait_decided
+from console.cli.breaker import status
+from console.cli.history import records
+from console.cli.remediations import entry
+from nodemedic.catalog import load_catalog
+from nodemedic.contracts.logs import heartbeat_message, identity_stream, kmsg_stream
+from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
+from world.aws.origins import NodeIdentity, kms_encrypt, node_identity
+from world.kube.kwok import wait_ready_nodes
+from world.start import local_world
+from world.terminal import chatter_to, copy_of
+from world.world import World, demo_settings
+
+RAISED = {
+    "max_unhealthy_percent": 100,
+    "reboots_per_hour": 10_000,
+    "reboots_per_day": 10_000,
+    "replacements_per_hour": 10_000,
+    "replacements_per_day": 10_000,
+}
+"""The breaker's rate and share limits out of the way (the baseline); ``max_parallel`` and
+``max_in_flight`` are raised to the failing count."""
+SETTLE_SECONDS = 240.0
+"""How long a case waits after the last fault for its decisions to end; what is still held
+or running then is counted as such, not as an error."""
+
+
+class SignedWriters(Writers):
+    """The nodes' streams, each node signing with its own key; records when each write began
+    (the line is in the log group from then: moto delivers it before the call returns)."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.began: dict[str, float] = {}
+        self.fault_puts: list[float] = []
+        """Seconds each fault line's PutLogEvents took: moto delivers to the classifier,
+        which proves the line's origin and starts the execution, before it answers."""
+
+    def create(self, instance_ids: list[str]) -> None:
+        super().create(instance_ids)
+        streams = [identity_stream(i) for i in instance_ids]
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(
+                pool.map(
+                    lambda s: self.logs.create_log_stream(logGroupName=self.group, logStreamName=s),
+                    streams,
+                )
+            )
+
+    def register(self, identities: list[NodeIdentity]) -> None:
+        """Every node's registration, then a signed heartbeat ahead of any fault."""
+        heartbeat = heartbeat_message({"interval": 300, "lines_read": 100})
+        batches = [b for n in identities for b in n.registration]
+        self.write_events(batches)
+        self.write_all([(kmsg_stream(n.instance_id), [heartbeat]) for n in identities])
+
+    def write_events(self, batches: list[tuple[str, list[tuple[int, str]]]]) -> None:
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(lambda b: self._put_events(*b), batches))
+
+    def _put_events(self, stream: str, events: list[tuple[int, str]]) -> None:
+        try:
+            self.logs.put_log_events(
+                logGroupName=self.group,
+                logStreamName=stream,
+                logEvents=[{"timestamp": at, "message": m} for at, m in events],
+            )
+        except Exception as exc:  # a failed write is a figure, not a crash
+            self.failures.append(f"{stream}: {exc!r}")
+            return
+        self.sent["lines"] += len(events)
+        self.sent["requests"] += 1
+
+    def signed_faults(
+        self, identities: list[NodeIdentity], lines: list[str], spread: float
+    ) -> None:
+        """One signed fault line per node, spread evenly over ``spread`` seconds."""
+        began = time.monotonic()
+
+        def one(index: int) -> None:
+            time.sleep(max(0.0, began + spread * index / len(lines) - time.monotonic()))
+            node = identities[index]
+            stream = kmsg_stream(node.instance_id)
+            self.began[node.instance_id] = time.time()
+            at_ms = int(time.time() * 1000)
+            self._put_events(stream, [(at_ms, node.signed(lines[index], at_ms))])
+            self.fault_puts.append(time.time() - self.began[node.instance_id])
+
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(one, range(len(lines))))
+
+
+def case_settings(failing: int, raised: bool) -> Any:
+    """The demo cluster's, proof of origin enforced, fleet correlation above the rotation."""
+    rules = len(acting_faults(load_catalog(), ("reboot", "replace")))
+    limits: dict[str, Any] = (
+        {**RAISED, "max_parallel": failing, "max_in_flight": failing} if raised else {}
+    )
+    return demo_settings(
+        proof_of_origin="enforce",
+        fleet_min_nodes=math.ceil(failing / rules) + 1,
+        **limits,
+    )
+
+
+def identities(world: World, instance_ids: list[str]) -> list[NodeIdentity]:
+    """One identity per node, for its current boot."""
+    metadata = world.agents.settings.metadata
+    assert metadata is not None, "the world serves no IMDS"
+    encrypt = kms_encrypt(world.aws("kms"))
+    boots = {i: (world.watch.latest(i) or _unseen(i)).boot_id for i in instance_ids}
+    with ThreadPoolExecutor(WRITERS) as pool:
+        return list(
+            pool.map(
+                lambda i: node_identity(i, boots[i], world.settings.name, metadata, encrypt),
+                instance_ids,
+            )
+        )
+
+
+def _unseen(instance_id: str) -> Any:
+    raise RuntimeError(f"the watch never saw the Node of {instance_id}")
+
+
+def step_seconds(world: World, began: dict[str, float]) -> dict[str, list[float]]:
+    """Line written → drained (the first step after ``draining``) and → closed, per node."""
+    found: dict[str, list[float]] = {"drained": [], "repaired": []}
+    for record in records(world.aws("dynamodb"), world.ledger_table, None):
+        written = began.get(str(record.get("instance_id")))
+        if written is None:
+            continue
+        steps = [(s["step"], _epoch(s["at"])) for s in entry(record)["steps"]]
+        names = [name for name, _ in steps]
+        if "draining" in names and names.index("draining") + 1 < len(steps):
+            found["drained"].append(steps[names.index("draining") + 1][1] - written)
+        if "closed" in names:
+            found["repaired"].append(steps[names.index("closed")][1] - written)
+    return found
+
+
+def _epoch(at: Any) -> float:
+    return datetime.fromisoformat(str(at).replace("Z", "+00:00")).timestamp()
+
+
+def spread_of(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p90": None, "max": None, "n": 0}
+    return {
+        "p50": percentile(values, 0.5),
+        "p90": percentile(values, 0.9),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def run_case(
+    nodes: int, failing: int, *, raised: bool, spread: float, workdir: Path
+) -> dict[str, Any]:
+    progress = copy_of(sys.stderr)
+
+    def say(text: str) -> None:
+        print(text, file=progress, flush=True)
+
+    meter = Meter(lambda m: selected(subscription_filter_patterns(load_catalog()), m))
+    settings = case_settings(failing, raised)
+    began_world = time.monotonic()
+    with (
+        chatter_to(workdir / "world.log"),
+        metering(meter),
+        local_world(
+            workdir, settings=settings, nodes=nodes, agent_processes=False, kwok=True, say=say
+        ) as world,
+    ):
+        instance_ids = sorted(world.machines)
+        names = {world.machines[i].node for i in instance_ids}
+        ready_s = wait_ready_nodes(world.api, names, timeout=600)
+        world_s = time.monotonic() - began_world
+        say(f"scale: {nodes} Nodes Ready (KWOK) {ready_s:.1f}s after the world, {world_s:.0f}s")
+        writers = SignedWriters(world)
+        writers.create(instance_ids)
+        t0 = time.monotonic()
+        nodes_identities = identities(world, instance_ids)
+        sealed_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        writers.register(nodes_identities)
+        registered_s = time.monotonic() - t0
+        say(f"scale: identities sealed in {sealed_s:.1f}s, registered in {registered_s:.1f}s")
+        before = meter.counts()
+        stormed = random.sample(nodes_identities, failing)
+        lines = fault_lines(failing, True, settings)
+        storm_began = time.time()
+        t0 = time.monotonic()
+        writers.signed_faults(stormed, lines, spread)
+        written_s = time.monotonic() - t0
+        say(f"scale: {failing} signed faults written in {written_s:.1f}s")
+        waited, statuses = wait_decided(world, failing, SETTLE_SECONDS)
+        used = diff(meter.counts(), before)
+        cordon = [
+            seen.at - writers.began[n.instance_id]
+            for n in stormed
+            if (
+                seen := world.watch.first(
+                    n.instance_id, writers.began[n.instance_id], lambda s: s.unschedulable
+                )
+            )
+        ]
+        cordoned_at = [s.at for s in world.watch.seen if s.at >= storm_began and s.unschedulable]
+        steps = step_seconds(world, writers.began)
+        breaker = status(world.aws("dynamodb"), world.ledger_table, settings.name, int(time.time()))
+        stormed_nodes = len(stormed)
+        sfn_calls = sum(v for k, v in used.items() if k.startswith("call:stepfunctions:"))
+        lambda_calls = used["lambda:delivery"] + used["lambda:filtered"] + used["lambda:invocation"]
+        return {
+            "nodes": nodes,
+            "failing": failing,
+            "breaker": "raised" if raised else "default",
+            "spread_s": spread,
+            "world_s": world_s,
+            "kwok_ready_s": ready_s,
+            "identities_sealed_s": sealed_s,
+            "registrations_written_s": registered_s,
+            "faults_written_s": written_s,
+            "cordon": spread_of(cordon),
+            "drained": spread_of(steps["drained"]),
+            "repaired": spread_of(steps["repaired"]),
+            "last_cordon_s": (max(cordoned_at) - storm_began) if cordoned_at else None,
+            "cordoned": len(cordon),
+            "decided_s": written_s + waited,
+            "statuses": dict(statuses),
+            "executions_failed": statuses.get("FAILED", 0) + statuses.get("TIMED_OUT", 0),
+            "errors": len(writers.failures) + dead_letters(world),
+            "dead_letters": dead_letters(world),
+            "failures": writers.failures[:5],
+            "breaker_state": breaker["state"],
+            "lambda_per_node": lambda_calls / stormed_nodes,
+            "stepfunctions_calls_per_node": sfn_calls / stormed_nodes,
+            "fault_put": spread_of(writers.fault_puts),
+            # The in-process Lambdas run one at a time: near 1, that lock is what binds.
+            "lambda_busy": sum(v for k, v in used.items() if k.startswith("seconds:"))
+            / (written_s + waited),
+            "outcomes": dict(Counter(m.outcome for m in world.inbox.messages())),
+        }
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    print("nodemedic scale: distinct signed faults on a KWOK world, line written -> node")
+    for r in results:
+        breaker = (
+            "baseline: breaker limits raised" if r["breaker"] == "raised" else "default breaker"
+        )
+        head = f"{r['failing']} of {r['nodes']}, {breaker}, spread {r['spread_s']:g}s"
+        print(f"  {head}")
+        for stage in ("cordon", "drained", "repaired"):
+            s = r[stage]
+            if s["n"]:
+                print(
+                    f"    -> {stage:<9} p50 {s['p50']:7.2f} s  p90 {s['p90']:7.2f} s  "
+                    f"max {s['max']:7.2f} s  ({s['n']} nodes)"
+                )
+            else:
+                print(f"    -> {stage:<9} none")
+        last = r["last_cordon_s"]
+        print(
+            f"    last cordon {'-' if last is None else f'{last:.1f} s'} after the first line; "
+            f"faults written in {r['faults_written_s']:.1f} s; decided in {r['decided_s']:.0f} s"
+        )
+        print(
+            f"    executions {r['statuses']}, failed {r['executions_failed']}, errors "
+            f"{r['errors']}, breaker {r['breaker_state']}; per node: Lambda "
+            f"{r['lambda_per_node']:.1f}, Step Functions calls "
+            f"{r['stepfunctions_calls_per_node']:.1f}; a fault's PutLogEvents p50 "
+            f"{r['fault_put']['p50'] or 0:.2f} s, max {r['fault_put']['max'] or 0:.2f} s; "
+            f"in-process Lambdas busy {100 * r['lambda_busy']:.0f} % of the storm"
+        )
+        print(
+            f"    world up {r['world_s']:.0f} s (KWOK Ready {r['kwok_ready_s']:.1f} s), "
+            f"{r['nodes']} identities sealed {r['identities_sealed_s']:.1f} s, registered "
+            f"{r['registrations_written_s']:.1f} s; mails {r['outcomes']}"
+        )
+        for failure in r["failures"]:
+            print(f"    failed: {failure}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1500)
+    parser.add_argument("--failing", default="150,375", help="failing counts, comma-separated")
+    parser.add_argument(
+        "--burst", type=int, default=1000, help="distinct faults within 1 s (0: none)"
+    )
+    parser.add_argument("--spread", type=float, default=5.0, help="seconds the faults arrive over")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, as JSON
+    args = parser.parse_args()
+    if args.case:
+        case = json.loads(args.case)
+        with tempfile.TemporaryDirectory(prefix="nodemedic-scale-") as workdir:
+            print(json.dumps(run_case(**case, workdir=Path(workdir))))
+        return 0
+    cases = [
+        {"nodes": args.nodes, "failing": f, "raised": raised, "spread": args.spread}
+        for f in (int(x) for x in args.failing.split(","))
+        for raised in (True, False)
+    ]
+    if args.burst:
+        cases.append({"nodes": args.nodes, "failing": args.burst, "raised": False, "spread": 1.0})
+    results = []
+    for case in cases:
+        child = subprocess.run(
+            [sys.executable, "-m", "bench.scale", f"--case={json.dumps(case)}"],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    report(results)
+    return 0 if all(r["errors"] == 0 and r["executions_failed"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The scale benchmark at a small size: a KWOK world whose nodes run no agent process still
+proves every fault's origin, cordons and repairs each failing node, and its figures come out
+whole, so ``bench.scale`` never breaks unseen between full runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.scale import run_case
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+
+
+def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired(
+    tmp_path: Path,
+) -> None:
+    figures = run_case(30, 3, raised=True, spread=1.0, workdir=tmp_path)
+    assert figures["errors"] == 0, (figures["failures"], figures["dead_letters"])
+    # KWOK made the 30 Nodes Ready; every failing node got one execution, all ended well.
+    assert figures["kwok_ready_s"] is not None
+    assert figures["statuses"] == {"SUCCEEDED": 3}, figures
+    assert figures["executions_failed"] == 0
+    # Proof of origin is enforced: a cordon means the signed line was proven.
+    cordon = figures["cordon"]
+    assert cordon["n"] == 3, figures
+    assert 0 < cordon["p50"] <= cordon["p90"] <= cordon["max"]
+    # With the breaker's limits raised, each one is drained and repaired, in that order.
+    assert figures["drained"]["n"] == 3 and figures["repaired"]["n"] == 3, figures
+    assert figures["drained"]["max"] <= figures["repaired"]["max"]
+    assert figures["breaker_state"] == "closed"
+    assert figures["lambda_per_node"] > 0 and figures["stepfunctions_calls_per_node"] > 0
