@@ -48,7 +48,7 @@ def quarantine_phase(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     s = flow.scope
     rules = flow.settings.quarantine_rules
     if not (rules.group_percent and rules.cluster_percent):
-        return sfn.Pass(s, "No quarantine")
+        return then
     start = flow.step("Start quarantine", "quarantining")
     limits = flow.arithmetic(
         "Quarantine limits",
