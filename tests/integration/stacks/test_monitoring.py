@@ -398,6 +398,6 @@ def test_the_quarantine_limit_trips_loudly(template: Template) -> None:
     published = [
         p["MetricData"][0]
         for p in _put_metric_data(template)
-        if p["MetricData"][0]["MetricName"] == "QuarantineTripped"
+        if p["MetricData"][0].get("MetricName") == "QuarantineTripped"
     ]
     assert [[d["Name"] for d in m["Dimensions"]] for m in published] == [["Cluster"]]
