@@ -115,9 +115,7 @@ class Fields:
             at = datetime.datetime.fromisoformat(raw)
             # In UTC at once: a time at the calendar's edge whose offset moves it past the
             # edge is refused here, not when a record is written of it.
-            return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).astimezone(
-                datetime.UTC
-            )
+            return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).astimezone(datetime.UTC)
         except (ValueError, OverflowError) as exc:
             raise BadRequest(f"field {name!r} is not an ISO 8601 time: {raw!r}") from exc
 
