@@ -28,6 +28,7 @@ from nodemedic.contracts.metrics import (
     FORGED_DECISIONS_METRIC,
     HELD_OUT_METRIC,
     METRICS_NAMESPACE,
+    QUARANTINE_TRIPPED_METRIC,
     REASON_DIMENSION,
     SILENT_METRIC,
     STRANDED_METRIC,
@@ -188,6 +189,17 @@ class Alarms(Construct):
                 f"replacement of the cluster is held for breaker_cooldown "
                 f"({settings.breaker_cooldown} s), then until the limits have room. See "
                 f"`nodemedic breaker status --cluster {settings.name}`; `reset` reopens it.",
+            ),
+            self._alarm(
+                "QuarantineTripped",
+                "quarantine-tripped",
+                cluster_metric(QUARANTINE_TRIPPED_METRIC, settings.name, "Sum"),
+                f"The quarantine limit of {settings.name} was reached "
+                f"(quarantine_group_percent {settings.quarantine_group_percent} %, "
+                f"quarantine_cluster_percent {settings.quarantine_cluster_percent} % per "
+                f"{settings.quarantine_window} s): more faulty nodes than that were not "
+                "cordoned and wait for the breaker untouched. Many faults at once are likelier "
+                "a rollout or a job than hardware: look before raising the limit.",
             ),
             self._alarm(
                 "StrandedNodes",

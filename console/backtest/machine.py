@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from typing import Final
 
 from console.backtest.ledger import Key, Store, Write
+from console.backtest.run import Outcome, Run, held_for_fleet, iso
 from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
-from nodemedic.remediate import breaker, fleet, ledger, phases
+from nodemedic.remediate import breaker, fleet, ledger, phases, quarantine
 from nodemedic.remediate.decision import Decision
-from nodemedic.remediate.policy import Group, Plan, plan
+from nodemedic.remediate.policy import Group, plan
 from nodemedic.settings import ClusterSettings
 
 HOUR = 3600
@@ -36,49 +37,6 @@ report), ``STOP``, or None for the next one."""
 STOP: Final = "stop"
 """Where a duplicate goes: the remediation ends at once, with no report, as the state
 machine's "Duplicate" does."""
-
-
-@dataclass
-class Outcome:
-    """What became of one decision."""
-
-    decision: Decision
-    decided_at: int
-    action: str = ""
-    """notify, monitor, duplicate, upgraded, reboot, replace, held-breaker or held-fleet."""
-    would: str = ""
-    """The action the plan asked for (what a monitor-only cluster would have done)."""
-    reason: str = ""
-    acted_at: int | None = None
-    """When the last step happened: the cordon, the reboot, the replacement, the hold."""
-    cordoned_at: int | None = None
-    escalated: bool = False
-    trips: list[str] = field(default_factory=list)
-
-
-def _iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class Run:
-    """One remediation in flight: what its phases leave for the later ones, as the state
-    machine's execution state does."""
-
-    decision: Decision
-    now: int
-    out: Outcome
-    planned: Plan = field(init=False)
-    """Set by the intake."""
-    locked: bool = False
-    admitted: bool = False
-    held: bool = False
-    """The breaker refused it at least once."""
-
-
-def _held_for_fleet(run: Run, reason: str) -> str:
-    run.out.action, run.out.acted_at, run.out.reason = "held-fleet", run.now, reason
-    return phases.REPORT
 
 
 @dataclass
@@ -160,7 +118,7 @@ class Machine:
         instance, me = decision.instance_id, decision.decision_id
         lock = (instance, LOCK_SK)
         item = ledger.lock_item(
-            me, decision.fault_id, planned.action, _iso(now), planned.lock_expires_epoch
+            me, decision.fault_id, planned.action, iso(now), planned.lock_expires_epoch
         )
         if self.store.put(lock, item, ledger.LOCK_FREE, {":now": now}):
             run.locked = True
@@ -168,7 +126,7 @@ class Machine:
                 out.action = "monitor"
                 return phases.REPORT
             return None
-        flags = {":now": _iso(now), ":me": me, ":fault": decision.fault_id}
+        flags = {":now": iso(now), ":me": me, ":fault": decision.fault_id}
         out.acted_at = now
         if self.store.update(lock, ledger.FLAG_RECURRENCE, ledger.RECURRENCE, flags):
             out.action, out.reason = "duplicate", "the fault recurred after the node's reboot"
@@ -206,12 +164,49 @@ class Machine:
 
     def _gate(self, run: Run) -> str | None:
         if self._fleet(run.decision.fault_id, run.decision.instance_id, run.now):
-            return _held_for_fleet(run, "fleet event")
+            return held_for_fleet(run, "fleet event")
         return None
 
     def settles_at(self, fault_id: str, now: int) -> int:
         first = int(self.store.item(self._fleet_key(fault_id)).get(fleet.FIRST_AT, now))
         return max(now, first + self.settings.fleet_rules.settle)
+
+    def _quarantine_keys(self, window: str) -> tuple[Key, Key]:
+        sk = quarantine.QUARANTINE_SK.format(window)
+        return (ledger.BREAKER_PK.format(self.group.name), sk), (
+            breaker.CLUSTER_PK.format(self.settings.name),
+            sk,
+        )
+
+    def _quarantine(self, run: Run) -> None:
+        """The quarantine's transaction and trip, on a cluster of the group's nodes alone."""
+        decision, rules = run.decision, self.settings.quarantine_rules
+        if not (
+            rules.group_percent
+            and rules.cluster_percent
+            and decision.source in quarantine.QUARANTINED_SOURCES
+            and run.planned.action in quarantine.QUARANTINED_ACTIONS
+        ):
+            return
+        found = quarantine.limits(self.group.size, self.group.size, run.now, rules)
+        keys = self._quarantine_keys(found.window)
+        values = {
+            ":me": frozenset({decision.instance_id}),
+            ":instance": decision.instance_id,
+            ":at": iso(run.now),
+        }
+        if self.store.transact(
+            [
+                (key, quarantine.JOIN, quarantine.ROOM, {**values, ":limit": limit})
+                for key, limit in zip(keys, (found.group, found.cluster), strict=True)
+            ]
+        ):
+            run.out.quarantined_at = run.now
+            return
+        run.out.quarantine_refused = True
+        reason = quarantine.tripped_reason(decision.instance_id, self.group.name, found, rules)
+        trip = {":at": iso(run.now), ":reason": reason}
+        self.store.update(keys[1], quarantine.TRIP, quarantine.NOT_TRIPPED, trip)
 
     def _admit(self, decision: Decision, action: str, now: int, limit: int) -> bool:
         """The admission transaction: group slot, cluster slot, both rate windows."""
@@ -230,7 +225,7 @@ class Machine:
             )
             for window, per in (("hour", "hourly"), ("day", "daily"))
         ]
-        slot = {":me": me, ":instance": instance, ":now": _iso(now), ":limit": limit}
+        slot = {":me": me, ":instance": instance, ":now": iso(now), ":limit": limit}
         cluster = {":me": me, ":instance": instance, ":now": now, ":limit": clock["cap"]}
         return self.store.transact(
             [
@@ -299,15 +294,19 @@ class Machine:
                 if not out.trips or out.trips[-1] != reason:
                     out.trips.append(reason)
             run.held = True
+            if out.quarantined_at is not None and self._declared(decision.fault_id):
+                return held_for_fleet(run, "fleet event; quarantine lifted while held")
             if run.now - started >= self.settings.breaker_hold:
                 out.action, out.acted_at, out.reason = "held-breaker", run.now, reason
                 return phases.REPORT
             run.now = yield run.now + self.settings.poll_seconds
 
+    def _declared(self, fault_id: str) -> bool:
+        return self.store.item(self._fleet_key(fault_id)).get(fleet.VERDICT) == fleet.FLEET
+
     def _recheck(self, run: Run) -> str | None:
-        window = self.store.item(self._fleet_key(run.decision.fault_id))
-        if run.held and window.get(fleet.VERDICT) == fleet.FLEET:
-            return _held_for_fleet(run, "fleet event")
+        if run.held and self._declared(run.decision.fault_id):
+            return held_for_fleet(run, "fleet event")
         return None
 
     def _mark(self, run: Run) -> None:
@@ -325,7 +324,7 @@ class Machine:
         if settled > run.now:
             run.now = yield settled
         if self._fleet(run.decision.fault_id, run.decision.instance_id, run.now):
-            return _held_for_fleet(run, "fleet event; given back")
+            return held_for_fleet(run, "fleet event; given back")
         return None
 
     def _approval(self, run: Run) -> None:
@@ -344,12 +343,12 @@ class Machine:
         if ledger.UPGRADED_AT in self.store.item(lock):
             action, out.escalated = "replace", True
         if action == "reboot":
-            self.store.update(lock, ledger.NOTE_REBOOT, ledger.UNFLAGGED, {":now": _iso(run.now)})
+            self.store.update(lock, ledger.NOTE_REBOOT, ledger.UNFLAGGED, {":now": iso(run.now)})
             reboot_key = (instance, ledger.REBOOT_SK.format(fault_id))
             self.store.put(reboot_key, ledger.reboot_item(run.now, decision.decision_id), None, {})
             out.action, out.acted_at = "reboot", run.now
             run.now = yield run.now + self.action_seconds
-            if self.store.update(lock, ledger.GIVE_BACK, ledger.UNFLAGGED, {":now": _iso(run.now)}):
+            if self.store.update(lock, ledger.GIVE_BACK, ledger.UNFLAGGED, {":now": iso(run.now)}):
                 return None
             action, out.escalated = "replace", True
         out.action, out.acted_at = action, run.now
@@ -364,7 +363,7 @@ class Machine:
         them back."""
         instance = run.decision.instance_id
         if run.admitted:
-            released = {":me": frozenset({instance}), ":now": _iso(run.now)}
+            released = {":me": frozenset({instance}), ":now": iso(run.now)}
             for key in (self._breaker_key(), self._cluster_key()):
                 self.store.update(key, ledger.RELEASE, None, released)
             self.releases += 1
@@ -379,6 +378,7 @@ STEPS: Final[Mapping[str, Step]] = {
     phases.FLEET_SIGHTING: Machine._sight,
     phases.LOCK: Machine._lock,
     phases.FLEET_GATE: Machine._gate,
+    phases.QUARANTINE: Machine._quarantine,
     phases.BREAKER_ADMISSION: Machine._breaker,
     phases.FLEET_RECHECK: Machine._recheck,
     phases.MARK: Machine._mark,

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import count as counter
 
-from console.backtest.machine import Machine, Outcome, Steps
+from console.backtest.machine import Machine, Steps
 from console.backtest.read import Event, History
+from console.backtest.run import Outcome
 from nodemedic.catalog import Source
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.classifier import Classifier

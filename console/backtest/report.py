@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from console.backtest.machine import Outcome
 from console.backtest.replay import Replay, Seen, instance_of
+from console.backtest.run import Outcome
 from nodemedic.remediate.batch import ACTING
 from nodemedic.remediate.decision import cap_note
 
@@ -44,6 +44,8 @@ TOTALS = (
     "held",
     "held_breaker",
     "held_fleet",
+    "quarantined",
+    "quarantine_refused",
 )
 
 
@@ -69,6 +71,9 @@ class Row:
     reason: str
     breaker: tuple[str, ...] = ()
     """Why the breaker held the decision, each time its reason changed."""
+    quarantined: int | None = None
+    """When the quarantine would have cordoned the node, before the breaker admitted it."""
+    quarantine_refused: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +91,8 @@ class Row:
             "escalated": self.escalated,
             "reason": self.reason,
             "breaker": list(self.breaker),
+            "quarantined": when(self.quarantined),
+            "quarantine_refused": self.quarantine_refused,
         }
 
 
@@ -113,6 +120,8 @@ def _row(seen: Seen, outcome: Outcome | None) -> Row:
         _reason(seen, outcome)
         + (f"; held by the breaker first: {outcome.trips[0]}" if _held_first(outcome) else ""),
         tuple(outcome.trips),
+        outcome.quarantined_at,
+        outcome.quarantine_refused,
     )
 
 
@@ -157,6 +166,8 @@ def totals(replay: Replay, found: Iterable[Row]) -> dict[str, int]:
         "held": by["held-breaker"] + by["held-fleet"],
         "held_breaker": by["held-breaker"],
         "held_fleet": by["held-fleet"],
+        "quarantined": sum(1 for _, o in replay.outcomes if o.quarantined_at is not None),
+        "quarantine_refused": sum(1 for _, o in replay.outcomes if o.quarantine_refused),
     }
 
 

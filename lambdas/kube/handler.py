@@ -113,9 +113,11 @@ class Fields:
         raw = self.text(name)
         try:
             at = datetime.datetime.fromisoformat(raw)
-        except ValueError as exc:
+            # In UTC at once: a time at the calendar's edge whose offset moves it past the
+            # edge is refused here, not when a record is written of it.
+            return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).astimezone(datetime.UTC)
+        except (ValueError, OverflowError) as exc:
             raise BadRequest(f"field {name!r} is not an ISO 8601 time: {raw!r}") from exc
-        return at if at.tzinfo else at.replace(tzinfo=datetime.UTC)
 
 
 Op = Callable[[client.CoreV1Api, Fields], dict[str, Any]]
@@ -171,6 +173,12 @@ def _clear(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
     node = f.text("node")
     nodes.clear(core, node, fault_id=f.text("fault_id"), condition=f.text("condition"))
     return {"node": node, "cleared": True}
+
+
+def _lift(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
+    node = f.text("node")
+    nodes.lift(core, node)
+    return {"node": node, "lifted": True}
 
 
 def _fail(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
@@ -285,6 +293,7 @@ OPS: dict[str, Op] = {
     "node_status": _node_status,
     "clear": _clear,
     "hold": _hold,
+    "lift": _lift,
     "delete_node": _delete_node,
     "fail": _fail,
     "tainted": _tainted,

@@ -52,6 +52,9 @@ class Located:
     node: str | None
     boot_id: str | None
     ready: bool
+    nodes: int
+    """The cluster's Nodes, counted on the same listing: the quarantine limit's share of the
+    cluster (``nodemedic.remediate.quarantine``)."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +124,16 @@ def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
 
 
 def locate(core: client.CoreV1Api, instance_id: str) -> Located:
-    node = find_node(core, instance_id)
+    node, count = None, 0
+    for each in each_node(core):
+        count += 1
+        if node is None and instance_of(each.spec.provider_id or "") == instance_id:
+            node = each
     if node is None:
-        return Located(node=None, boot_id=None, ready=False)
-    return Located(node=node.metadata.name, boot_id=boot_id_of(node), ready=is_ready(node))
+        return Located(node=None, boot_id=None, ready=False, nodes=count)
+    return Located(
+        node=node.metadata.name, boot_id=boot_id_of(node), ready=is_ready(node), nodes=count
+    )
 
 
 def mark(
@@ -258,7 +267,12 @@ def clear_condition(core: client.CoreV1Api, name: str, *, condition: str, messag
 def clear(core: client.CoreV1Api, name: str, *, fault_id: str, condition: str) -> None:
     """Back to service: condition healthy, label Schedulable, our taint and cordon gone."""
     clear_condition(core, name, condition=condition, message=f"nodemedic remediated {fault_id}")
+    lift(core, name)
 
+
+def lift(core: client.CoreV1Api, name: str) -> None:
+    """Back to work, the fault's condition kept: label Schedulable, our taint and our own
+    cordon gone (a quarantine whose repair the breaker held too long)."""
     update_node(core, name, lambda node: given_back(core, node, {HEALTH_LABEL: SCHEDULABLE}))
 
 

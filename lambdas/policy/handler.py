@@ -1,5 +1,6 @@
 """The remediation state machine's arithmetic: ``plan``, ``elapsed``, ``clock``, ``fleet``,
-and the breaker's ``admission`` windows and ``judge``ment of a refused admission.
+the ``quarantine`` limits, and the breaker's ``admission`` windows and ``judge``ment of a
+refused admission.
 
 States Language has no date arithmetic: the escalation window, the lock's expiry in epoch
 seconds and the durations the metrics report need code. Everything else the state machine
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodemedic.remediate import breaker, fleet
+from nodemedic.remediate import breaker, fleet, quarantine
 from nodemedic.remediate.errors import PolicyError
 from nodemedic.remediate.policy import Group, Policy, clock, elapsed, parse_time, plan
 from nodemedic.remediate.target import hyperpod_group, target_of
@@ -91,6 +92,20 @@ def _admission(event: dict[str, Any]) -> dict[str, Any]:
     return breaker.admission(at, str(event["action"]), breaker.Limits.from_mapping(event["limits"]))
 
 
+def _quarantine(event: dict[str, Any]) -> dict[str, Any]:
+    """The decision's quarantine window and limits, and the page's reason if refused."""
+    rules = quarantine.QuarantineRules.from_mapping(event["rules"])
+    group = str(event["group"]["name"]) if event["group"]["found"] else ""
+    found = quarantine.limits(
+        int(event["group"]["size"]) if group else 0,
+        int(event["cluster_nodes"]),
+        int(parse_time(event["at"], "at").timestamp()),
+        rules,
+    )
+    reason = quarantine.tripped_reason(str(event["instance_id"]), group, found, rules)
+    return found.to_mapping() | {"reason": reason}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "plan": _plan,
     "elapsed": lambda event: {"seconds": elapsed(event["since"], event["until"])},
@@ -98,6 +113,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "admission": _admission,
     "judge": _judge,
     "fleet": _fleet,
+    "quarantine": _quarantine,
     "hyperpod": lambda event: hyperpod_group(str(event["cluster"]), event["description"]),
 }
 

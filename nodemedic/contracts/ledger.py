@@ -32,6 +32,9 @@ RESET_SK_PREFIX: Final = "reset#"
 FLEET_SK_PREFIX: Final = "fleet#"
 """``group#<asg>`` / ``fleet#<fault_id>``: the group's nodes that reported a fault within
 the fleet window, and whether they make a fleet event."""
+QUARANTINE_SK_PREFIX: Final = "quarantine#"
+"""``group#<asg>`` and ``cluster#<name>`` / ``quarantine#<window index>``: the nodes
+quarantined in one quarantine window, and when the window's limit tripped."""
 
 
 def group_pk(group: str) -> str:

@@ -31,6 +31,11 @@ BREAKER_METRIC: Final = "BreakerHeld"
 BREAKER_TRIPPED_METRIC: Final = "BreakerTripped"
 """Count (dimension Cluster only): 1 each time the cluster's breaker trips on a limit (the
 cluster cap or a group's rate), once per trip; its alarm pages."""
+QUARANTINED_METRIC: Final = "Quarantined"
+"""Count: 1 per node cordoned at once, before the breaker (``nodemedic.remediate.quarantine``)."""
+QUARANTINE_TRIPPED_METRIC: Final = "QuarantineTripped"
+"""Count (dimension Cluster only): 1 the first time a quarantine window refuses a node; its
+alarm pages."""
 REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
 """Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
 LINES_CLASSIFIED_METRIC: Final = "LinesClassified"

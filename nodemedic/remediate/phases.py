@@ -23,6 +23,9 @@ LOCK: Final = "lock"
 A monitor-only plan marks the node here and goes on to the report."""
 FLEET_GATE: Final = "fleet gate"
 """A fleet event declared already, or by this sighting, holds the node before the breaker."""
+QUARANTINE: Final = "quarantine"
+"""A proven reset, reboot or replace fault's node cordoned at once, under its own limit
+(``quarantine``), before the breaker paces the repair."""
 BREAKER_ADMISSION: Final = "breaker admission"
 """A slot of the group and of the cluster, and room in the rate windows (``breaker``); a
 decision refused waits, up to ``breaker_hold``."""
@@ -52,6 +55,7 @@ PHASES: Final = (
     FLEET_SIGHTING,
     LOCK,
     FLEET_GATE,
+    QUARANTINE,
     BREAKER_ADMISSION,
     FLEET_RECHECK,
     MARK,

@@ -1,6 +1,7 @@
 """The cluster settings, each declared once: its type, default and bounds (``setting(...)``,
 ``nodemedic.settings.declare``) and, under it, its doc; the substrates' are inherited
-(``nodemedic.settings.substrates``). The checks of values, cdk.json's types, the JSON Schema
+(``nodemedic.settings.substrates``), and so are the quarantine's
+(``nodemedic.settings.quarantine``). The checks of values, cdk.json's types, the JSON Schema
 and docs/deploy.md's table are derived from them (``make generated``; unit tests fail while
 a committed one is stale). To add a setting: its declaration (``per_group=True`` where a
 group may set its own), a check in ``checks`` where a bound cannot say it, ``make generated``.
@@ -27,6 +28,7 @@ from nodemedic.settings.checks import (
     SPARE_COUNT,
 )
 from nodemedic.settings.declare import SettingsError, required, setting
+from nodemedic.settings.quarantine import QuarantineSettings
 from nodemedic.settings.substrates import SubstrateSettings
 
 RecoveryMode = Literal["Automatic", "None"]
@@ -37,7 +39,7 @@ ApprovalTimeoutDefault = Literal["hold", "proceed"]
 
 
 @dataclass(frozen=True)
-class ClusterSettings(SubstrateSettings):
+class ClusterSettings(SubstrateSettings, QuarantineSettings):
     """One monitored cluster and how far nodemedic may act on it."""
 
     name: str = required(schema={"pattern": NAME.pattern}, checked_by="name_errors")

@@ -26,7 +26,7 @@ from nodemedic.contracts.logs import (
 )
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from world.aws.identity import identity_document, local_authority
-from world.aws.origins import kms_encrypt as encrypter
+from world.aws.origins import kms_encrypt
 
 AUTHORITY = local_authority()
 _HOME = Path(tempfile.mkdtemp(prefix="nodemedic-authority-"))
@@ -45,7 +45,7 @@ def register(
     key = secrets.token_bytes(KEY_BYTES)
     document = identity_document(instance_id, kms.meta.region_name)
     registration = Registration(instance_id, boot_id, key, document, AUTHORITY.sign(document))
-    sealed = sealed_registration(encrypter(kms), cluster, registration)
+    sealed = sealed_registration(kms_encrypt(kms), cluster, registration)
     at = put(logs, cluster, identity_stream(instance_id), sealed)
     if line:
         put(logs, cluster, kmsg_stream(instance_id), registration_message(sealed), at)

@@ -88,8 +88,10 @@ BATCH: Final = "$.batch"
 HYPERPOD_WATCH: Final = "$.hyperpod_watch"
 """``{rounds}``: the wait for HyperPod to replace a node."""
 NODE: Final = "$.node"
-"""The kube ``locate`` op's answer: ``{node, boot_id, ready}``; ``node`` null if none."""
+"""The kube ``locate`` op's answer: ``{node, boot_id, ready, nodes}``; ``node`` null if
+none, ``nodes`` the cluster's Node count."""
 NODE_NAME: Final = f"{NODE}.node"
+CLUSTER_NODES: Final = f"{NODE}.nodes"
 BOOT_ID: Final = f"{NODE}.boot_id"
 
 # The plan ---------------------------------------------------------------------------------
@@ -218,6 +220,15 @@ def time_of(change: str) -> str:
 
 
 MARKED_AT: Final = f"{time_of('marked')}.at"
+
+# Quarantine (``stacks.remediation.phases.quarantine``) --------------------------------------
+
+QUARANTINE: Final = "$.quarantine"
+"""``quarantine.Limits`` of this decision, and the page's ``reason`` should it be refused."""
+QUARANTINE_REASON: Final = f"{QUARANTINE}.reason"
+QUARANTINED_AT: Final = time_of("quarantined")
+"""``{at}``, present once the quarantine cordoned the node."""
+
 FAULT_TO_ACTION: Final = "$.fault_to_action"
 """``{seconds}`` from the fault line's ``first_seen`` to the cordon."""
 FAULT_TO_ACTION_SECONDS: Final = f"{FAULT_TO_ACTION}.seconds"

@@ -19,8 +19,14 @@ report). JSONPath query language, native integrations everywhere except the Kube
    ``node_groups``): label and condition only.
 4. fleet gate (``fleet.gate``): a fleet event declared already, or declared by this
    sighting (``fleet.declare``), holds the node before the breaker (``fleet.hold``).
+4a. quarantine (``quarantine``): a reset, reboot or replace of a line the node's agent
+   shipped marks the Node at once (condition, label, taint, cordon), under the quarantine
+   limit of its group and cluster per window; refused, the limit trips (a page,
+   ``QuarantineTripped``) and the node waits untouched.
 5. breaker admission (``breaker``): act only once admitted into the group's slots; held
-   decisions wait, sweeping stale holders once a minute (``sweep``).
+   decisions wait, sweeping stale holders once a minute (``sweep``); a quarantined one reads
+   its fleet window every round (given back if it was declared a fleet event) and is given
+   back if held too long.
 6. fleet recheck (``fleet.recheck``): a decision the breaker held reads its window again.
 7. mark (``mark``), 8. drain (``drain``; the jobs to resume found first, ``resume``).
 9. fleet judgement (``fleet.judge``): the window settles and is judged.
@@ -68,6 +74,7 @@ from nodemedic.remediate.phases import (
     LOCK,
     MARK,
     PHASES,
+    QUARANTINE,
     REBOOT_OR_REPLACE,
     RELEASE,
     REPORT,
@@ -86,6 +93,7 @@ from stacks.remediation.phases.fleet.sight import sight
 from stacks.remediation.phases.intake import intake
 from stacks.remediation.phases.lock import lock
 from stacks.remediation.phases.mark import mark
+from stacks.remediation.phases.quarantine import quarantine_phase
 from stacks.remediation.phases.release import release
 from stacks.remediation.phases.repair import reboot_or_replace
 from stacks.remediation.phases.report import report
@@ -121,7 +129,10 @@ BUILDERS: Final[Mapping[str, Builder]] = {
     FLEET_SIGHTING: lambda w, then: sight(w.flow, then=then),
     LOCK: lambda w, then: lock(w.flow, report=w.later(REPORT), failure=w.failure, act=then),
     FLEET_GATE: lambda w, then: gate(w.flow, hold=w.fleet_hold, declare=w.fleet_declare, then=then),
-    BREAKER_ADMISSION: lambda w, then: admit(w.flow, report=w.later(REPORT), admitted=then),
+    QUARANTINE: lambda w, then: quarantine_phase(w.flow, then=then),
+    BREAKER_ADMISSION: lambda w, then: admit(
+        w.flow, report=w.later(REPORT), fleet_hold=w.fleet_hold, admitted=then
+    ),
     FLEET_RECHECK: lambda w, then: recheck(w.flow, hold=w.fleet_hold, then=then),
     MARK: lambda w, then: mark(w.flow, then),
     DRAIN: lambda w, then: drain(w.flow, failure=w.failure, act=then),

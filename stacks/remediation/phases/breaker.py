@@ -51,14 +51,23 @@ from stacks.remediation.kit.transact import (
     text,
     transaction,
 )
+from stacks.remediation.phases.fleet.recheck import while_held
+from stacks.remediation.phases.quarantine import lifted
 from stacks.remediation.phases.sweep import sweep
 
 WINDOWS = ("hour", "day")
 
 
-def admit(flow: Flow, *, report: sfn.IChainable, admitted: sfn.IChainable) -> sfn.IChainable:
+def admit(
+    flow: Flow,
+    *,
+    report: sfn.IChainable,
+    fleet_hold: sfn.IChainable,
+    admitted: sfn.IChainable,
+) -> sfn.IChainable:
     """Take a slot, publish the group's count, go on to ``admitted``; a decision held too
-    long goes to the ``report`` as held."""
+    long goes to the ``report`` as held, its quarantine lifted; a quarantined one whose
+    fleet window is declared meanwhile goes to the ``fleet_hold``."""
     s = flow.scope
     # An AWS notice is not a fault: its node goes at AWS's deadline whatever is held, and a
     # wave of them (a Spot reclaim, a Capacity Block's end) says nothing of the fleet's
@@ -91,19 +100,25 @@ def admit(flow: Flow, *, report: sfn.IChainable, admitted: sfn.IChainable) -> sf
         sfn.Condition.number_greater_than_equals(
             state.HOLD_ROUNDS, policy.rounds(st.breaker_hold, st.poll_seconds)
         ),
-        flow.ended("Held too long", "held").next(report),
+        lifted(flow, then=flow.ended("Held too long", "held").next(report)),
     ).otherwise(hold_wait)
     hold_wait.next(
         flow.next_round(
             "Count hold", state.HOLD, held=True, sweep_at=sfn.JsonPath.number_at(state.SWEEP_AT)
         )
     ).next(
-        sfn.Choice(s, "Sweep due?")
-        .when(
-            sfn.Condition.number_greater_than_equals_json_path(state.HOLD_ROUNDS, state.SWEEP_AT),
-            sweep(flow, then=entry),
+        while_held(
+            flow,
+            hold=fleet_hold,
+            then=sfn.Choice(s, "Sweep due?")
+            .when(
+                sfn.Condition.number_greater_than_equals_json_path(
+                    state.HOLD_ROUNDS, state.SWEEP_AT
+                ),
+                sweep(flow, then=entry),
+            )
+            .otherwise(entry),
         )
-        .otherwise(entry)
     )
     count = _count_slots(flow)
     count.next(in_remediation(flow, "Publish nodes in remediation", state.SLOT_HOLDERS)).next(
@@ -345,8 +360,8 @@ def _report_held(flow: Flow) -> sfn.Chain:
                     "action": sfn.JsonPath.string_at(state.ACTION),
                     "reason": sfn.JsonPath.string_at(state.VERDICT_REASON),
                     "summary": formatted(
-                        "breaker holds {} of {} (group {}): {}; the node is untouched and "
-                        "the decision waits up to {} s (max_parallel {}, "
+                        "breaker holds {} of {} (group {}): {}; nothing is drained, "
+                        "rebooted or replaced and the decision waits up to {} s (max_parallel {}, "
                         "max_unhealthy_percent {}, group limit {} of {} nodes)",
                         state.ACTION,
                         state.INSTANCE_ID,

@@ -60,23 +60,34 @@ def give_way(
     return recorded
 
 
-def mark(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
-    """Enter ``marking``, cordon and taint the Node, publish the fault-to-action time."""
-    start = flow.step("Start marking", "marking")
-    # From the fault line's time to the cordon (acting only: a monitored node is never
-    # cordoned).
+def fault_to_action(flow: Flow, suffix: str, at: str) -> sfn.Chain:
+    """``FaultToActionSeconds``: from the fault line's time to the node's first cordon at
+    ``at`` (``{at}``), how long the faulty node kept taking work."""
     elapsed = flow.elapsed(
-        "Fault to action",
+        f"Fault to action{suffix}",
         text_at(state.decision("first_seen")),
-        text_at(state.MARKED_AT),
+        text_at(f"{at}.at"),
         state.FAULT_TO_ACTION,
     )
-    metric = one_metric(
-        flow,
-        "Publish fault-to-action time",
-        FAULT_TO_ACTION_METRIC,
-        state.FAULT_TO_ACTION_SECONDS,
-        "Seconds",
+    return sfn.Chain.start(elapsed).next(
+        one_metric(
+            flow,
+            f"Publish fault-to-action time{suffix}",
+            FAULT_TO_ACTION_METRIC,
+            state.FAULT_TO_ACTION_SECONDS,
+            "Seconds",
+        )
     )
-    start.next(mark_node(flow, "Mark", cordon=True)).next(elapsed).next(metric).next(then)
+
+
+def mark(flow: Flow, then: sfn.IChainable) -> sfn.IChainable:
+    """Enter ``marking``, cordon and taint the Node, publish the fault-to-action time unless
+    the quarantine cordoned it first (and published it then)."""
+    start = flow.step("Start marking", "marking")
+    first = (
+        sfn.Choice(flow.scope, "Quarantined before?")
+        .when(sfn.Condition.is_present(state.QUARANTINED_AT), then)
+        .otherwise(fault_to_action(flow, "", state.time_of("marked")).next(then))
+    )
+    start.next(mark_node(flow, "Mark", cordon=True)).next(first)
     return start

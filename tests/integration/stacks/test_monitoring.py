@@ -259,9 +259,9 @@ def test_the_dashboard_shows_remediations_timings_and_the_breaker(template: Temp
     }
     assert set(alarms) == pipeline
     # classifier errors, kube errors, dead letters, failures, breaker open, breaker tripped,
-    # stranded nodes, nodes held out, silent nodes, forged decisions, unproven evidence,
-    # failed planned repairs, unreadable notices, failed jobs
-    assert len(alarms) == 14
+    # quarantine tripped, stranded nodes, nodes held out, silent nodes, forged decisions,
+    # unproven evidence, failed planned repairs, unreadable notices, failed jobs
+    assert len(alarms) == 15
 
 
 def _put_metric_data(template: Template) -> list[dict[str, Any]]:
@@ -417,3 +417,25 @@ def test_the_dashboard_shows_the_job_monitors_metrics_per_job(
     # A cluster without job monitoring has no job widgets to stay empty.
     titles = [w["properties"].get("title", "") for w in _dashboard(plain_template)["widgets"]]
     assert titles and not [t for t in titles if t.startswith("Job")]
+
+
+def test_the_quarantine_limit_trips_loudly(template: Template) -> None:
+    """The state machine's trip datum is what the alarm reads, and the alarm mails."""
+    (alarm,) = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("AlarmName") == f"nodemedic-{SETTINGS.name}-quarantine-tripped"
+    ]
+    assert (alarm["MetricName"], alarm["Namespace"], alarm["Statistic"]) == (
+        "QuarantineTripped",
+        "NodeMedic",
+        "Sum",
+    )
+    assert alarm["Dimensions"] == [{"Name": "Cluster", "Value": SETTINGS.name}]
+    assert alarm["AlarmActions"]
+    published = [
+        p["MetricData"][0]
+        for p in _put_metric_data(template)
+        if p["MetricData"][0].get("MetricName") == "QuarantineTripped"
+    ]
+    assert [[d["Name"] for d in m["Dimensions"]] for m in published] == [["Cluster"]]

@@ -1,5 +1,6 @@
 """The fleet recheck: a decision the breaker held reads its window again once admitted,
-before the cordon (``stacks.remediation.phases.fleet``)."""
+before the cordon, and a quarantined one at every round of the breaker's hold
+(``stacks.remediation.phases.fleet``)."""
 
 from __future__ import annotations
 
@@ -22,5 +23,22 @@ def recheck(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IC
     return (
         sfn.Choice(s, "Held by the breaker?")
         .when(sfn.Condition.boolean_equals(state.HELD, True), read)
+        .otherwise(then)
+    )
+
+
+def while_held(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
+    """A round of the breaker's hold: a node the quarantine cordoned reads its window, and is
+    given back (``hold``) as soon as it is declared a fleet event, not once admitted."""
+    s = flow.scope
+    read = flow.read("Read fleet while held", key(), state.FLEET_READ)
+    read.next(
+        sfn.Choice(s, "Fleet event declared while held?")
+        .when(declared(state.FLEET_READ_VERDICT), hold)
+        .otherwise(then)
+    )
+    return (
+        sfn.Choice(s, "Quarantined while held?")
+        .when(sfn.Condition.is_present(state.QUARANTINED_AT), read)
         .otherwise(then)
     )

@@ -46,6 +46,8 @@ KUBE_OPS = {
     "delete_node",
     "fail",
     "hold",
+    # A quarantine the breaker held past breaker_hold, given back.
+    "lift",
     "jobs_on_node",
     "resume_jobs",
     "deep_check",
@@ -376,6 +378,7 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
     assert {name: p["op"] for name, p in calls.items()} == {
         "Plan": "plan",
         "Fault to action": "elapsed",
+        "Fault to action (quarantine)": "elapsed",
         "Elapsed": "elapsed",
         "Sweep clock": "clock",
         "Failed: clock": "clock",
@@ -386,6 +389,8 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
         "Judge fleet": "fleet",
         "Judge fleet now": "fleet",
         "Judge fleet to mail": "fleet",
+        # The quarantine's window and its shares of the group and the cluster.
+        "Quarantine limits": "quarantine",
     }
     assert calls["Plan"]["last_reboot.$"] == "$.last_reboot"
     reshaped = definition["States"]["Last reboot"]

@@ -39,10 +39,11 @@ from nodemedic.contracts.logs import (
 from nodemedic.contracts.substrates import hyperpod_log_group
 from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 from tests.support.classify import CONTEXT, World
-from tests.support.origin import AUTHORITY, encrypter, put
+from tests.support.origin import AUTHORITY, put
 from tests.support.paths import EVENTS
 from tests.support.payloads import decoded, wrap
 from world.aws.identity import identity_document
+from world.aws.origins import kms_encrypt
 
 CASES = 10_000
 SEED = 20261124
@@ -310,7 +311,7 @@ def registered(aws: World, ledger: str, monkeypatch: pytest.MonkeyPatch) -> Worl
     for instance, secret in KEYS.items():
         document = identity_document(instance, kms.meta.region_name)
         registration = Registration(instance, "boot-1", secret, document, AUTHORITY.sign(document))
-        sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
+        sealed = sealed_registration(kms_encrypt(kms), CLUSTER, registration)
         put(logs, CLUSTER, identity_stream(instance), sealed)
     put(logs, CLUSTER, identity_stream(INSTANCES[0]), junk)
     return aws

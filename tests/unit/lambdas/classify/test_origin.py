@@ -29,9 +29,9 @@ from nodemedic.contracts.metrics import (
 from nodemedic.origin.signing import KEY_BYTES, Registration
 from nodemedic.remediate.decision import UNPROVEN_NOTE
 from tests.support.classify import CONTEXT, World, executions
-from tests.support.origin import encrypter
 from tests.support.payloads import wrap
 from world.aws.identity import identity_document, local_authority
+from world.aws.origins import kms_encrypt
 
 CLUSTER, VICTIM, ATTACKER = "trn-prod", "i-0a1b2c3d4e5f60718", "i-0ffffffffffffff01"
 STRANGER = "i-0eeeeeeeeeeeeee02"
@@ -56,7 +56,7 @@ def enforced(aws: World, monkeypatch: pytest.MonkeyPatch) -> World:
     for instance, secret in KEYS.items():
         document = identity_document(instance, "us-east-1")
         registration = Registration(instance, "boot-1", secret, document, AUTHORITY.sign(document))
-        sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
+        sealed = sealed_registration(kms_encrypt(kms), CLUSTER, registration)
         put(logs, identity_stream(instance), sealed)
     return aws
 
@@ -204,7 +204,7 @@ def test_a_boots_registration_line_proves_its_lines_in_every_container_without_i
     kms, logs = boto3.client("kms"), boto3.client("logs")
     key, document = b"n" * KEY_BYTES, identity_document(VICTIM, "us-east-1")
     registration = Registration(VICTIM, "boot-2", key, document, AUTHORITY.sign(document))
-    sealed = sealed_registration(encrypter(kms), CLUSTER, registration)
+    sealed = sealed_registration(kms_encrypt(kms), CLUSTER, registration)
     sign = signer(key, VICTIM)
     payload = {
         "messageType": "DATA_MESSAGE",

@@ -47,6 +47,7 @@ EVENTS: list[dict[str, Any]] = [
     },
     {"op": "node_status", "node": NODE, "boot_id": "b-1"},
     {"op": "clear", "node": NODE, "fault_id": "nvidia-xid-79", "condition": "Ready"},
+    {"op": "lift", "node": NODE},
     {"op": "delete_node", "node": NODE},
     {"op": "fail", "node": NODE, "fault_id": "f", "step": "draining", "error": "E", "message": ""},
     {"op": "tainted"},
