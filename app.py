@@ -36,8 +36,14 @@ def build(app: cdk.App) -> list[PipelineStack]:
     return add_pipelines(app, clusters_from_context(app.node.try_get_context(CONTEXT_KEY)))
 
 
+NO_STACK_TRACES = {"aws:cdk:disable-stack-trace": True}
+"""The CDK CLI prints a warning's first stack frame outside aws-cdk-lib as its source: for an
+app in Python, the jsii runtime's bundle (``/tmp/.../lib/program.js:1:5591``), a line that
+names nothing of the app. cdk.json cannot say it: the CLI warns about any ``aws:`` key there."""
+
+
 def main() -> None:
-    app = cdk.App()
+    app = cdk.App(context=NO_STACK_TRACES)
     try:
         build(app)
     except (ValueError, TypeError) as exc:

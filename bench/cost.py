@@ -36,7 +36,7 @@ from unittest import mock
 from agent.inject import append_file
 from bench.meter import Meter, metering
 from bench.mttr import finished_execution, next_machine
-from bench.pricing import Fixed, Usage, load_prices, monthly_dollars
+from bench.pricing import Fixed, Usage, bill, load_prices, monthly_dollars
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.logs import HEARTBEAT_SECONDS, heartbeat_message
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
@@ -55,6 +55,8 @@ FAULT_RATES = (0.1, 1.0, 5.0)
 """Remediations per 100 nodes per day."""
 TARGET = 50.0
 """Dollars per 1,000 nodes a month at one fault per 100 nodes a day."""
+SMALL_CLUSTER = 64
+"""A cluster size whose bill the report reads off the split, where the fixed part shows."""
 
 
 def benign_lines() -> list[str]:
@@ -143,14 +145,13 @@ def per_remediation(
     faults: Counter[str], histories: list[list[dict[str, Any]]], traced: bool
 ) -> Usage:
     count = max(1, len(histories))
-    transitions = sum(1 for h in histories for e in h if e["type"].endswith("StateEntered"))
     history_bytes = sum(len(json.dumps(e, default=str)) + 26 for h in histories for e in h)
     agent_bytes = sum(v for k, v in faults.items() if k.startswith("log_bytes:"))
     return Usage(
         log_bytes=agent_bytes + faults["lambda_log_bytes"] + history_bytes,
         lambda_requests=faults["lambda:delivery"] + faults["lambda:invocation"],
         lambda_gb_seconds=faults["gb_seconds:delivery"] + faults["gb_seconds:invocation"],
-        transitions=transitions,
+        transitions=sum(transitions(h) for h in histories),
         write_units=faults["write_units"],
         read_units=faults["read_units"],
         metric_requests=faults["call:cloudwatch:PutMetricData"],
@@ -193,7 +194,14 @@ def fixed_costs(template: dict[str, Any], meter: Meter, world: World) -> Fixed:
     )
 
 
-def report(base: Usage, fix: Usage, fixed: Fixed, nodes_run: int) -> None:
+def transitions(history: list[dict[str, Any]]) -> int:
+    """Step Functions bills a transition per state entered."""
+    return sum(1 for event in history if event["type"].endswith("StateEntered"))
+
+
+def report(
+    base: Usage, fix: Usage, fixed: Fixed, nodes_run: int, runs: list[list[dict[str, Any]]]
+) -> None:
     prices = load_prices()
     print(
         f"nodemedic cost per 1,000 nodes per month, us-east-1 list prices of {prices['date']}"
@@ -211,12 +219,22 @@ def report(base: Usage, fix: Usage, fixed: Fixed, nodes_run: int) -> None:
     at_one = totals[1 + FAULT_RATES.index(1.0)]
     verdict = "met" if at_one <= TARGET else "NOT met"
     print(f"  target <= {TARGET:g}$ at 1 fault/100 nodes/day: {verdict}")
+    split = bill(base.plus(fix, 1 / 100), fixed, prices)
+    print(
+        f"  per cluster, whatever its size: {split.fixed:.2f}$ a month (alarms, custom metrics);"
+        f" per node at 1 fault/100 nodes/day: {split.per_node:.4f}$ a month"
+    )
+    print(
+        f"  a {SMALL_CLUSTER}-node cluster at 1 fault/100 nodes/day: {split.fixed:.2f}$ + "
+        f"{SMALL_CLUSTER} x {split.per_node:.4f}$ = {split.of(SMALL_CLUSTER):.2f}$ a month"
+    )
     print(
         f"  per node-day: {base.log_bytes / 1024:.1f} KiB ingested, {base.lambda_requests:.0f} "
         f"invocations, {base.lambda_gb_seconds:.3f} GB-s, {base.write_units:.0f} WRU"
     )
     print(
-        f"  per remediation: {fix.transitions:.0f} transitions, {fix.log_bytes / 1024:.1f} KiB "
+        f"  per remediation: {fix.transitions:.0f} transitions (runs: "
+        f"{', '.join(str(transitions(h)) for h in runs)}), {fix.log_bytes / 1024:.1f} KiB "
         f"logs, {fix.lambda_requests:.0f} invocations, {fix.lambda_gb_seconds:.2f} GB-s, "
         f"{fix.write_units:.0f} WRU, {fix.read_units:.0f} RRU, {fix.sns_publishes:.0f} SNS"
     )
@@ -264,7 +282,7 @@ def main() -> int:
     traced = classifier_traced(templates[0])
     print(f"classify Lambda traced actively: {'yes' if traced else 'no'}", file=progress)
     base = baseline(start, noise, lines, args.noise_per_day, traced)
-    report(base, per_remediation(faults, histories, traced), fixed, args.nodes)
+    report(base, per_remediation(faults, histories, traced), fixed, args.nodes, histories)
     return 0
 
 

@@ -88,10 +88,20 @@ def recorded_traces(requests: float, seconds: float) -> float:
     return reservoir + TRACE_RATE * (requests - reservoir)
 
 
-def monthly_dollars(
-    per_node_day: Usage, fixed: Fixed, prices: dict[str, Any], nodes: int = 1000
+def cluster_dollars(fixed: Fixed, prices: dict[str, Any]) -> dict[str, float]:
+    """What one cluster pays a month whatever its size: the alarms its template deploys and
+    the custom metrics its functions publish."""
+    return {
+        "CloudWatch metrics": price(prices, "custom_metrics", fixed.custom_metrics),
+        "CloudWatch alarms": price(prices, "alarms_standard", fixed.standard_alarm_metrics)
+        + price(prices, "alarms_insights", fixed.insights_metrics_analysed),
+    }
+
+
+def fleet_dollars(
+    per_node_day: Usage, fixed: Fixed, prices: dict[str, Any], nodes: int
 ) -> dict[str, float]:
-    """Dollars a month by service for ``nodes`` nodes that each cause ``per_node_day``."""
+    """What ``nodes`` nodes that each cause ``per_node_day`` add to it a month, by service."""
     month = per_node_day.times(nodes * DAYS_PER_MONTH)
     stored_gb = per_node_day.log_bytes * nodes * fixed.retention_days * fixed.compression / GB
     return {
@@ -102,12 +112,40 @@ def monthly_dollars(
         "Step Functions": price(prices, "sfn_transitions", month.transitions),
         "DynamoDB": price(prices, "dynamodb_writes", month.write_units)
         + price(prices, "dynamodb_reads", month.read_units),
-        "CloudWatch metrics": price(prices, "custom_metrics", fixed.custom_metrics)
-        + price(prices, "metric_api", month.metric_requests),
-        "CloudWatch alarms": price(prices, "alarms_standard", fixed.standard_alarm_metrics)
-        + price(prices, "alarms_insights", fixed.insights_metrics_analysed),
+        "CloudWatch metrics": price(prices, "metric_api", month.metric_requests),
         "SNS": price(prices, "sns_publishes", month.sns_publishes),
         "X-Ray": price(
             prices, "xray_traces", recorded_traces(month.traces, DAYS_PER_MONTH * 86400)
         ),
     }
+
+
+def monthly_dollars(
+    per_node_day: Usage, fixed: Fixed, prices: dict[str, Any], nodes: int = 1000
+) -> dict[str, float]:
+    """Dollars a month by service for a cluster of ``nodes`` nodes that each cause
+    ``per_node_day``: its fixed part and its nodes' part together."""
+    fleet = fleet_dollars(per_node_day, fixed, prices, nodes)
+    for service, dollars in cluster_dollars(fixed, prices).items():
+        fleet[service] = fleet.get(service, 0.0) + dollars
+    return fleet
+
+
+@dataclass(frozen=True)
+class Bill:
+    """A cluster's month split so that any size can be read off: ``fixed`` plus
+    ``per_node`` times its nodes (X-Ray's sampling aside, the nodes' part is linear)."""
+
+    fixed: float
+    per_node: float
+
+    def of(self, nodes: int) -> float:
+        return self.fixed + self.per_node * nodes
+
+
+def bill(per_node_day: Usage, fixed: Fixed, prices: dict[str, Any], nodes: int = 1000) -> Bill:
+    """The split, the per-node part averaged over a fleet of ``nodes``."""
+    return Bill(
+        fixed=sum(cluster_dollars(fixed, prices).values()),
+        per_node=sum(fleet_dollars(per_node_day, fixed, prices, nodes).values()) / nodes,
+    )

@@ -292,6 +292,9 @@ class Dashboard(Construct):
             alarms=list(alarms),
             sort_by=cw.AlarmStatusWidgetSortBy.STATE_UPDATED_TIMESTAMP,
             width=12,
+            # The classifier's chart beside it makes the row 6 high anyway; at the default
+            # 3 the widget cut off every alarm past the 7th.
+            height=6,
         )
         evidence = cw.LogQueryWidget(
             title="Latest node lines matching the fault catalog",

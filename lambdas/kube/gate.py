@@ -6,9 +6,12 @@ A boot id that changed says the machine restarted, not that its accelerators wor
 ``post_reboot_deep_check`` the reboot leaves its node cordoned, behind the health-check
 taint, until the agent's deep check after the boot passes (the kube ``deep_check`` op then
 uncordons it). A node whose verdict never comes (an agent without ``--deep-check-at-start``,
-a check that hangs) would wait unseen; the reconcile asks for the overdue ones, and each
-wait is told once: the node's own annotation remembers it, so no ledger item outlives a
-deleted node.
+a check that hangs, a check that found nothing it could run) would wait unseen; the
+reconcile asks for the overdue ones, and each wait is told once: the node's own annotation
+remembers it, so no ledger item outlives a deleted node. A node a reboot held is given back
+then, ``Unchecked``: its reboot cleared the fault, and a check that never comes must not
+keep it out of service for good. A new node, never in service, stays out for people to
+decide.
 
 A held node is admitted only by a pass of its current boot (``not_its_boot``): between the
 reboot and the new boot's registration, the previous boot's key still proves lines, and
@@ -45,6 +48,7 @@ from nodemedic.contracts.kube import (
     DEEP_CHECK_OVERDUE_ANNOTATION,
     DEEP_CHECK_SINCE_ANNOTATION,
     DEEP_CHECK_TAINT_KEY,
+    DEEP_CHECK_UNCHECKED,
     FAULT_REASON_LABEL,
     FAULT_TYPE_LABEL,
     HEALTH_LABEL,
@@ -82,6 +86,8 @@ class Overdue:
     since: str
     """When the wait began (ISO 8601 UTC): what the told annotation remembers."""
     told: bool
+    held: bool
+    """A reboot held the node for this check (``DEEP_CHECK_HELD_ANNOTATION``)."""
 
 
 def deep_check_verdict(
@@ -276,32 +282,81 @@ def _tell(core: client.CoreV1Api, late: Overdue) -> bool:
     return told
 
 
+def _give_back(core: client.CoreV1Api, late: Overdue) -> bool:
+    """The overdue node a reboot held, back in service, ``Unchecked``; False when it is no
+    longer that wait's (a verdict came, someone let it in) or a remediation has it since
+    (nodemedic's taint, or a health label other than the hold's): that one is not ours to
+    give back. The check and the patch are one write, so a remediation's taint and cordon
+    land either before it (the node stays) or after it (they hold)."""
+    gave = False
+
+    def change(node: Any) -> dict[str, Any]:
+        nonlocal gave
+        annotations = node.metadata.annotations or {}
+        labels = node.metadata.labels or {}
+        gave = (
+            DEEP_CHECK_HELD_ANNOTATION in annotations
+            and annotations.get(DEEP_CHECK_SINCE_ANNOTATION) == late.since
+            and waiting_since(node) is not None
+            and not any(t.key == TAINT_KEY for t in node.spec.taints or [])
+            and labels.get(HEALTH_LABEL) == UNSCHEDULABLE
+        )
+        if not gave:
+            return {"metadata": {}}
+        patch = given_back(
+            core,
+            node,
+            {HEALTH_LABEL: SCHEDULABLE, DEEP_CHECK_LABEL: DEEP_CHECK_UNCHECKED},
+            DEEP_CHECK_TAINT_KEY,
+        )
+        patch["metadata"]["annotations"] |= {
+            DEEP_CHECK_HELD_ANNOTATION: None,
+            DEEP_CHECK_SINCE_ANNOTATION: None,
+        }
+        return patch
+
+    update_node(core, late.node, change)
+    return gave
+
+
 def overdue(core: client.CoreV1Api, timeout_seconds: int, now: datetime.datetime) -> dict[str, Any]:
-    """``{count, nodes, new: {count, message}}``: every node waiting for its deep check
-    longer than ``timeout_seconds``, and the ones not told of this wait before, marked told
-    now (``message`` names them and how long each waited, for SNS)."""
+    """``{count, nodes, new: {count, message}, given_back}``: every node waiting for its deep
+    check longer than ``timeout_seconds``, and the ones not told of this wait before, marked
+    told now (``message`` names them and how long each waited, for SNS); ``given_back``:
+    those a reboot held, back in service now (``_give_back``)."""
     found = []
     for node in each_node(core):
         since = waiting_since(node)
         if since is None or (now - since).total_seconds() < timeout_seconds:
             continue
         mark = iso(since)
+        annotations = node.metadata.annotations or {}
         found.append(
             Overdue(
                 node=node.metadata.name,
                 instance_id=instance_of(node.spec.provider_id or ""),
                 waited=int((now - since).total_seconds()),
                 since=mark,
-                told=(node.metadata.annotations or {}).get(DEEP_CHECK_OVERDUE_ANNOTATION) == mark,
+                told=annotations.get(DEEP_CHECK_OVERDUE_ANNOTATION) == mark,
+                held=DEEP_CHECK_HELD_ANNOTATION in annotations,
             )
         )
     found.sort(key=lambda o: o.node)
-    new = [o for o in found if not o.told and _tell(core, o)]
-    return summary(
+    back = {o.node for o in found if o.held and _give_back(core, o)}
+    new = [o for o in found if not o.told and (o.node in back or _tell(core, o))]
+
+    def line(o: Overdue) -> str:
+        then = f"given back, {DEEP_CHECK_UNCHECKED}" if o.node in back else "still out"
+        return f"{o.node} ({o.instance_id}): waiting since {o.since}, {o.waited} s; {then}"
+
+    told = summary(
         [o.node for o in found],
-        [f"{o.node} ({o.instance_id}): waiting since {o.since}, {o.waited} s" for o in new],
+        [line(o) for o in new],
         f"{len(new)} node(s) had no deep check verdict within deep_check_timeout "
-        f"({timeout_seconds} s): each stays behind the {DEEP_CHECK_TAINT_KEY} taint, out of "
-        "service. Its agent may lack --deep-check-at-start, may not run, or its check may "
-        "hang (docs/deploy.md). Each wait is told once.",
+        f"({timeout_seconds} s). A node a reboot held is given back, its deep check "
+        f"label {DEEP_CHECK_UNCHECKED}: the reboot cleared its fault. A new node stays behind "
+        f"the {DEEP_CHECK_TAINT_KEY} taint, out of service. Its agent may lack "
+        "--deep-check-at-start, may not run, may have found no tool to check with, or its "
+        "check may hang (docs/deploy.md). Each wait is told once.",
     )
+    return told | {"given_back": sorted(back)}

@@ -85,7 +85,12 @@ Nodes."""
 DEEP_CHECK_LABEL: Final = "nodemedic.io/deep-health-check-status"
 """HyperPod's values: ``InProgress`` from registration until the deep check's verdict,
 then ``Passed`` or ``Failed``."""
-DeepCheckStatus = Literal["InProgress", "Passed", "Failed"]
+DeepCheckStatus = Literal["InProgress", "Passed", "Failed", "Unchecked"]
+DEEP_CHECK_UNCHECKED: Final[DeepCheckStatus] = "Unchecked"
+"""nodemedic's own value: a node a reboot held for its deep check and gave back with no
+verdict after ``deep_check_timeout`` (its check never ran, could check nothing, or hung).
+The reboot cleared its fault; keeping it out for a check that may never come would leave it
+out of service for good."""
 DEEP_CHECK_TAINT_KEY: Final = "nodemedic.io/health-check"
 """``nodemedic.io/health-check:NoSchedule``: put by the kubelet at registration
 (``--register-with-taints``), removed once the node's deep check passed."""

@@ -172,14 +172,16 @@ class ClusterSettings(SubstrateSettings, QuarantineSettings):
     deep_check_timeout: int = setting(900, minimum=1)
     """Seconds a node may wait behind the `nodemedic.io/health-check` taint without a deep check
     verdict (from its creation, or from when a reboot put it there) before one notification
-    names it and how long it waited. It stays tainted; the reconcile looks every 5 minutes, and
-    tells each wait once (annotation `nodemedic.io/deep-check-overdue`)."""
+    names it and how long it waited. A new node stays tainted; one a reboot held is given back,
+    labelled `Unchecked` (its reboot cleared the fault). The reconcile looks every 5 minutes,
+    and tells each wait once (annotation `nodemedic.io/deep-check-overdue`)."""
     post_reboot_deep_check: bool = setting(True)
     """After a reboot the node stays cordoned, behind the `nodemedic.io/health-check` taint and
     `deep-health-check-status=InProgress`, until the deep check its agent runs after the boot
-    passes (then it is uncordoned and labelled `Schedulable`; a failed check replaces it). The
-    agent must run with `--deep-check-at-start`. `false`: the node is given back as soon as it
-    is Ready with a new boot id."""
+    passes (then it is uncordoned and labelled `Schedulable`; a failed check replaces it; no
+    verdict within `deep_check_timeout` gives it back, `Unchecked`). The agent must run with
+    `--deep-check-at-start`. `false`: the node is given back as soon as it is Ready with a new
+    boot id."""
     gpu_reset: bool = setting(False)
     """The faults NVIDIA heals with a GPU reset (Xid catalog immediate action `RESET_GPU`: Xid 46,
     62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158; rule action `reset`) decide

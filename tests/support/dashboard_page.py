@@ -1,6 +1,6 @@
 """What people must not see on a dashboard page, measured in a real browser: a title cut
-off, time labels on top of each other, an error page's text, or an empty chart that does
-not say why."""
+off, time labels on top of each other, an error page's text, an empty chart that does not
+say why, or an alarm cut off its widget."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ _MEASURE = """<script>
         problems.push('error text ' + text + ': ' + title);
     if (w.classList.contains('log') && !w.querySelector('a[href^="https://"]'))
       problems.push('log widget without a console link: ' + title);
+    const box = w.getBoundingClientRect();
+    for (const badge of w.querySelectorAll('.alarm')) {
+      const b = badge.getBoundingClientRect();
+      if (b.bottom > box.bottom + 0.5 || b.right > box.right + 0.5)
+        problems.push('alarm badge clipped: ' + badge.textContent);
+    }
   }
   const out = document.createElement('pre');
   out.id = 'measured';

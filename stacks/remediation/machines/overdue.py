@@ -2,8 +2,10 @@
 health-check taint longer than ``deep_check_timeout`` without a verdict (the kube Lambda's
 ``overdue_deep_checks`` op, ``lambdas.kube.gate``), told once per wait in one mail.
 
-The node stays tainted: no verdict is no proof of health, and replacing it would replace
-every node of a cluster whose agents lack ``--deep-check-at-start``. People decide.
+No verdict is no proof of health, and replacing the node would replace every node of a
+cluster whose agents lack ``--deep-check-at-start``: a new node stays tainted, and people
+decide. A node a reboot held is given back instead (``Unchecked``): its reboot cleared the
+fault, and with the default image's missing tools its check may find nothing to run.
 """
 
 from __future__ import annotations

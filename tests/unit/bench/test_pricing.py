@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.pricing import GB, Fixed, Usage, load_prices, monthly_dollars
+from bench.pricing import GB, Fixed, Usage, bill, load_prices, monthly_dollars
 
 NOTHING_FIXED = Fixed(
     custom_metrics=0,
@@ -67,3 +67,16 @@ def test_xray_records_one_trace_a_second_and_a_twentieth_of_the_rest() -> None:
     recorded = seconds + 0.05 * (100_000_000 - seconds)
     costs = month_of(Usage(traces=100_000_000))
     assert costs["X-Ray"] == pytest.approx(5.00 * recorded / 1_000_000, rel=1e-6)
+
+
+def test_a_clusters_bill_is_its_fixed_part_plus_a_part_per_node() -> None:
+    """Alarms and custom metrics are the cluster's whatever its size; the rest grows with its
+    nodes, so a 64-node cluster's month is read off the split."""
+    fixed = Fixed(10, 3, 7, retention_days=30, compression=0.2)
+    node_day = Usage(log_bytes=GB / 1000, lambda_requests=300, write_units=288, transitions=1)
+    split = bill(node_day, fixed, load_prices())
+    assert split.fixed == pytest.approx(3.00 + 1.00)
+    for nodes in (1, 64, 1000):
+        whole = sum(monthly_dollars(node_day, fixed, load_prices(), nodes=nodes).values())
+        assert split.of(nodes) == pytest.approx(whole)
+    assert split.of(64) - split.of(0) == pytest.approx(64 * split.per_node)

@@ -27,8 +27,10 @@ from nodemedic.contracts.metrics import (
     REMEDIATIONS_METRIC,
 )
 from stacks.insights import insights_query
+from stacks.synth import synth_template
 from tests.support.browser import RGB, Picture, read_png, screenshot
 from tests.support.dashboard_page import page_problems
+from tests.support.templates import SETTINGS, render
 from world.aws.motoserver import moto_server
 
 REGION = "us-east-1"
@@ -272,3 +274,49 @@ def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_p
     }
     three = {colour(c) for c in PALETTE[:3]}
     assert seen & three == three, "a series per action and outcome"
+
+
+def _stack_alarm_widget(template: dict[str, Any]) -> dict[str, Any]:
+    """The stack's pipeline alarms widget, its alarm ARNs resolved as CloudFormation would."""
+    (body,) = [
+        r["Properties"]["DashboardBody"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Dashboard"
+    ]
+    text = render(body).replace("${AWS::Region}", REGION).replace("${AWS::Partition}", "aws")
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::CloudWatch::Alarm":
+            name = resource["Properties"]["AlarmName"]
+            arn = f"arn:aws:cloudwatch:{REGION}:123456789012:alarm:{name}"
+            text = text.replace("${" + logical_id + ".Arn}", arn)
+    (widget,) = [w for w in json.loads(text)["widgets"] if w["type"] == "alarm"]
+    return dict(widget)
+
+
+def test_every_pipeline_alarm_of_the_stack_shows_whole(endpoint: str, tmp_path: Path) -> None:
+    """The stack's own widget, at its own size, with every alarm it lists: none cut off."""
+    widget = _stack_alarm_widget(synth_template(SETTINGS))
+    arns = widget["properties"]["alarms"]
+    assert len(arns) >= 11
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=endpoint)
+    for arn in arns:
+        cloudwatch.put_metric_alarm(
+            AlarmName=arn.split(":alarm:", 1)[1],
+            Namespace=METRICS_NAMESPACE,
+            MetricName=REMEDIATIONS_METRIC,
+            Statistic="Sum",
+            Period=300,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="GreaterThanOrEqualToThreshold",
+        )
+    body = {"start": "-PT1H", "widgets": [widget | {"x": 0, "y": 0}]}
+    cloudwatch.put_dashboard(DashboardName="nodemedic-pic", DashboardBody=json.dumps(body))
+
+    html = tmp_path / "alarms.html"
+    argv = ["dashboard", "--cluster", "pic", "--html", str(html), "--region", REGION]
+    assert main([*argv, "--endpoint-url", endpoint]) == 0
+
+    assert page_problems(html, tmp_path, width=WIDTH, height=700) == []
+    text = html.read_text()
+    assert all(f"{arn.split(':alarm:', 1)[1]}: " in text for arn in arns)

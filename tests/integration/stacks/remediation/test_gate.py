@@ -1,7 +1,7 @@
 """The deep check as a gate, on moto and the real apiserver: a rebooted node stays cordoned
 behind the health-check taint until its post-repair deep check passes (a failed one
-replaces it), a node with no verdict within ``deep_check_timeout`` is told once and stays
-tainted, and ``post_reboot_deep_check: false`` gives a rebooted node back at once."""
+replaces it), a rebooted node with no verdict within ``deep_check_timeout`` is given back
+and told once, and ``post_reboot_deep_check: false`` gives a rebooted node back at once."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
+    DEEP_CHECK_UNCHECKED,
     HEALTH_LABEL,
     SCHEDULABLE,
     UNSCHEDULABLE,
@@ -230,27 +231,33 @@ def _told(pipeline: Pipeline, node: str) -> list[str]:
     return pipeline.told("nodemedic demo: deep checks overdue", node)
 
 
-def test_a_node_without_a_verdict_within_the_timeout_is_told_once_and_stays_tainted(
+def test_a_rebooted_node_without_a_verdict_within_the_timeout_is_given_back_and_told_once(
     world: World,
 ) -> None:
+    """Its agent checked nothing, or never ran the check: the reboot cleared the fault, so
+    the node comes back after ``deep_check_timeout`` instead of waiting out of service for
+    a verdict that may never come."""
     gpu, _, _ = world.group("p5-gate-overdue", 3, **GPU)
     pipeline = world.pipelines["demo"]
     _rebooted(world, "demo", gpu)
     name = world.nodes[gpu]
 
     wait_for(
-        lambda: name in _overdue(pipeline)["nodes"],  # type: ignore[operator]
-        what=f"the node overdue after deep_check_timeout ({ACTING.deep_check_timeout} s)",
+        lambda: name in _overdue(pipeline)["given_back"],  # type: ignore[operator]
+        what=f"the node given back after deep_check_timeout ({ACTING.deep_check_timeout} s)",
         timeout=30,
     )
-    _overdue(pipeline)
+    assert name not in _overdue(pipeline)["nodes"]  # type: ignore[operator]
 
     (told,) = _told(pipeline, name)
     assert f"{name} ({gpu}): waiting since" in told
+    assert f"given back, {DEEP_CHECK_UNCHECKED}" in told
     assert "no deep check verdict within deep_check_timeout (3 s)" in told
     node = world.node(gpu)
-    assert node is not None and _checking(node) and node.spec.unschedulable
-    assert node.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
+    assert node is not None and not _checking(node) and not node.spec.unschedulable
+    assert our_taints(node) == []
+    assert node.metadata.labels[DEEP_CHECK_LABEL] == DEEP_CHECK_UNCHECKED
+    assert node.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
 
 
 def test_without_the_post_reboot_deep_check_a_rebooted_node_is_given_back_at_once(

@@ -180,9 +180,13 @@ def test_skipped_sub_checks_say_why(tmp_path: Path) -> None:
     assert f"{MISSING} not found" in str(figures(no_dcgm, DCGMI_DIAG_CHECK)["detail"])
 
 
-def test_a_gpu_type_without_nvidia_smi_fails_rather_than_skips(tmp_path: Path) -> None:
-    results = nvidia_check(node(tmp_path, gpus=8))
-    assert by_check(results)[GPU_COUNT_CHECK] == [("fail", "ToolMissing")]
+def test_a_gpu_type_without_nvidia_smi_is_skipped_never_failed(tmp_path: Path) -> None:
+    """An image or runtime without nvidia-smi says so; it must not fail the verdict, since a
+    failed deep check replaces the node."""
+    results = run(node(tmp_path, gpus=8))
+    assert by_check(results)[GPU_COUNT_CHECK] == [("skipped", "ToolMissing")]
+    assert f"{MISSING} not found" in str(figures(results, GPU_COUNT_CHECK)["detail"])
+    assert (results[-1].status, results[-1].reason) == ("warn", "NothingChecked")
 
 
 def test_neuron_count_counters_neuron_ls_and_nccom_test(tmp_path: Path) -> None:
