@@ -55,20 +55,24 @@ typecheck: $(INSTALLED)
 
 # The fast tier: no network, no apiserver.
 unit: $(INSTALLED)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n auto --dist loadfile tests/unit
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
 # The Kubernetes and Karpenter builds (15 to 30 and about 16 minutes cold, nothing when
 # cached) run beside lint, mypy and the tests that need no apiserver (`checks`); the tests
 # marked kube run once both are done. Their output interleaves as it comes: grouping it (-O)
 # would hold pytest's whole report back until the run ends.
+# Each tier runs on pytest-xdist's workers, a test module at a time: the checks on every
+# core, the kube tier on KUBE_WORKERS, each with its own control plane and worlds on their
+# own ports and folders, since those tests mostly wait on what they watch.
+KUBE_WORKERS ?= 3
 test: $(INSTALLED) node_modules/.installed chromium
 	$(MAKE) --no-print-directory -j2 kube checks
-	$(BIN)/pytest -m kube tests
+	$(BIN)/pytest -m kube -n $(KUBE_WORKERS) --dist loadfile tests/integration tests/e2e
 
 # lint and mypy, then every test that needs no kube-apiserver.
 checks: lint typecheck $(INSTALLED) node_modules/.installed
-	$(BIN)/pytest -m "not kube" tests
+	$(BIN)/pytest -m "not kube" -n auto --dist loadfile tests
 
 # nodemedic/catalog/rules/xid.yaml from NVIDIA's Xid catalog and nodemedic's overrides
 # (nodemedic/catalog/xid/); a unit test fails while the committed file is stale.

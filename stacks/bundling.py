@@ -116,15 +116,19 @@ def resolve(pins: tuple[str, ...]) -> list[str]:
     )
 
 
-def cache_root() -> Path:
+def cache_root(name: str) -> Path:
+    """``name``'s folder in the project's one cache, where the Go builds live too
+    (NODEMEDIC_CACHE, else the user's cache directory)."""
+    if root := os.environ.get("NODEMEDIC_CACHE"):
+        return Path(root) / name
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "nodemedic" / "lambda-deps"
+    return Path(base) / "nodemedic" / name
 
 
 def dependencies(pins: tuple[str, ...]) -> Path:
     """The installed dependency tree for ``pins``, built once and then reused."""
     key = hashlib.sha256(json.dumps([*PLATFORMS, PYTHON_VERSION, *pins]).encode()).hexdigest()
-    target = cache_root() / key[:16]
+    target = cache_root("lambda-deps") / key[:16]
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,8 @@ handlers in-process), so it needs no network and no pip run.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from nodemedic.catalog import extra_paths_from_env, load_catalog
 from nodemedic.settings import CONTEXT_KEY, ClusterSettings
 from nodemedic.settings.groups import catalog_errors
 from stacks.pipeline import PipelineStack, stack_name
+from stacks.synth_cache import cached_template
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
@@ -112,13 +111,13 @@ def _warn_of_auto_mode_repair(stack: PipelineStack, settings: ClusterSettings) -
 
 
 def synth_template(settings: ClusterSettings) -> dict[str, Any]:
-    """The CloudFormation template of ``settings``'s PipelineStack (a fresh copy)."""
-    return copy.deepcopy(_template(settings))
+    """The CloudFormation template of ``settings``'s PipelineStack, synthesized once per
+    machine for the same inputs (``stacks.synth_cache``)."""
 
+    def synthesize() -> dict[str, Any]:
+        app = cdk.App(context={**app_context(), **NO_BUNDLING})
+        (stack,) = add_pipelines(app, [settings], nag=False)
+        template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+        return template
 
-@cache
-def _template(settings: ClusterSettings) -> dict[str, Any]:
-    app = cdk.App(context={**app_context(), **NO_BUNDLING})
-    (stack,) = add_pipelines(app, [settings], nag=False)
-    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
-    return template
+    return cached_template(settings, extra_paths_from_env(), synthesize)

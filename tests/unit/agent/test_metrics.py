@@ -88,10 +88,10 @@ def test_a_user_rule_that_replaces_the_xid_rule_cannot_stall_the_reader(
     evil = "NVRM: Xid (PCI:0000:00:06): 79, " + "a" * 24 + "!"
     real = "NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus"
     metrics = Metrics()
-    started = time.monotonic()
+    started = time.process_time()
     try:
         metrics.read([Line(1, None, evil, 0), Line(2, None, real, 0)])
     finally:
         xid_pattern.cache_clear()
-    assert time.monotonic() - started < 1.0
+    assert time.process_time() - started < 1.0, "CPU seconds on two lines"
     assert metrics.xids == {("79", "pci:0000:00:06"): 1}

@@ -87,9 +87,9 @@ def test_a_pattern_that_needs_backtracking_is_refused_with_its_reason(
     than linear time on one."""
     mine = tmp_path / "mine.yaml"
     mine.write_text(RULE.format(pattern=pattern))
-    started = time.monotonic()
+    started = time.process_time()
     assert main(["catalog", "--check", "--catalog", str(mine)]) == 2
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 1, "CPU seconds, whatever else the machine runs"
     err = capsys.readouterr().err
     assert "rule site-psu-failure" in err and "linear time" in err and reason in err
     monkeypatch.setenv(ENV_CATALOG_EXTRA, str(mine))

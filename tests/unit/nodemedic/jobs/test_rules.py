@@ -75,9 +75,9 @@ def test_a_backtracking_pattern_runs_in_linear_time() -> None:
     """``re`` took 9.4 s to fail this pattern on this line; RE2 takes microseconds."""
     [rule] = parse_rules(r'[{name: words, logPattern: "(\\w+\\s?)+$", faultOnMatch: true}]')
     line = "a" * 40 + "!"
-    began = time.perf_counter()
+    began = time.process_time()
     state = observe(rule, RuleState(started_at=0.0), line, 1.0)
-    assert time.perf_counter() - began < 0.1
+    assert time.process_time() - began < 0.1, "CPU seconds on one line"
     assert state.verdict is None
 
 
