@@ -25,6 +25,7 @@ from tests.support.e2e import (
     workers_by_node,
     workers_running_again,
 )
+from world.pace import pace
 from world.scenarios.kit import Result
 from world.timeline import FaultRun
 from world.world import NODE_GROUP, World
@@ -55,12 +56,15 @@ def test_every_fault_has_its_expected_outcome(result: Result) -> None:
 
 
 def test_each_step_is_timed_in_order_from_real_records(result: Result) -> None:
+    """Within 30 s of the line on an idle machine, as the demo shows; slower in proportion
+    on a busy one (``world.pace``): how fast is bench.mttr's to say, not this test's."""
+    allowed = 30 * pace()
     for run in result.runs:
         found = [run.since_written(step) for step in run.fault.steps]
         times = [t for t in found if t is not None]
         assert len(times) == len(found), (run.fault.title, found)
         assert times == sorted(times), (run.fault.title, times)
-        assert times[-1] < 30, run.fault.title
+        assert times[-1] < allowed, (run.fault.title, times[-1], allowed)
 
 
 def test_the_neuron_dma_error_replaced_the_instance(world: World, result: Result) -> None:
