@@ -178,10 +178,9 @@ class ClusterSettings(SubstrateSettings, QuarantineSettings):
     post_reboot_deep_check: bool = setting(True)
     """After a reboot the node stays cordoned, behind the `nodemedic.io/health-check` taint and
     `deep-health-check-status=InProgress`, until the deep check its agent runs after the boot
-    passes (then it is uncordoned and labelled `Schedulable`; a failed check replaces it; no
-    verdict within `deep_check_timeout` gives it back, `Unchecked`). The agent must run with
-    `--deep-check-at-start`. `false`: the node is given back as soon as it is Ready with a new
-    boot id."""
+    passes (then it is uncordoned, `Schedulable`; a failed check replaces it; no verdict
+    within `deep_check_timeout` gives it back, `Unchecked`). The agent must run with
+    `--deep-check-at-start`. `false`: given back as soon as it is Ready with a new boot id."""
     gpu_reset: bool = setting(False)
     """The faults NVIDIA heals with a GPU reset (Xid catalog immediate action `RESET_GPU`: Xid 46,
     62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158; rule action `reset`) decide
