@@ -55,16 +55,28 @@ def write_log(path: Path, lines: int, fault_share: float) -> None:
             )
 
 
+def usage(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
+    """(CPU seconds, peak RSS in MiB, exit status) of ``command`` run to its end, its
+    output dropped: the kernel's account at the child's exit, whatever language it is in."""
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL) as child:
+        _, status, used = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return used.ru_utime + used.ru_stime, used.ru_maxrss / 1024, child.returncode
+
+
+def triage_command(log: Path) -> list[str]:
+    return [sys.executable, "-m", "console.cli", "triage", "--format", "json", str(log)]
+
+
 def measure(tree: Path, log: Path) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MiB) of one ``triage --format json`` of ``log``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    command = [sys.executable, "-m", "console.cli", "triage", "--format", "json", str(log)]
-    with subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL) as child:
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode not in (0, 2):
-        raise SystemExit(f"triage exited {child.returncode} on {log}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    cpu, rss, status = usage(triage_command(log), tree, env)
+    if status not in (0, 2):
+        raise SystemExit(f"triage exited {status} on {log}")
+    return cpu, rss
 
 
 BARE_LINES = 1_000_000
