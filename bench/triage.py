@@ -8,7 +8,7 @@ short form, syslog):
 - fault-dense lines: every line a fault line, as a node in a storm logs.
 
 Each is judged by a ``nodemedic triage`` process of its own, whose CPU time (user + system)
-and peak RSS the kernel reports at its exit. The baseline, measured in the same run on the
+and peak RSS (``usage``) are measured. The baseline, measured in the same run on the
 same file, is the bare classifier: ``Classifier.classify_lines`` on every line's message,
 read whole beforehand, in a process of its own. With ``--baseline REV``, the same command
 and the bare classifier of the tree at git revision REV run on the same files too,
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench.classifier import corpus
@@ -55,16 +57,46 @@ def write_log(path: Path, lines: int, fault_share: float) -> None:
             )
 
 
+def _peak_kib(pid: int) -> int:
+    """The high-water mark of ``pid``'s resident set (``VmHWM``), 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return 0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    return int(found[1]) if found else 0
+
+
+def usage(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
+    """(CPU seconds, peak RSS in MiB, exit status) of ``command`` run to its end, its
+    output dropped, whatever language it is in. The peak is read from ``/proc`` while it
+    runs: the kernel's ``ru_maxrss`` at exit counts the copy of this process that was forked
+    to start it, a floor the size of the bench itself."""
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL) as child:
+        peak = 0
+        while True:
+            peak = max(peak, _peak_kib(child.pid))
+            pid, status, used = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.02)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return used.ru_utime + used.ru_stime, peak / 1024, child.returncode
+
+
+def triage_command(log: Path) -> list[str]:
+    return [sys.executable, "-m", "console.cli", "triage", "--format", "json", str(log)]
+
+
 def measure(tree: Path, log: Path) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MiB) of one ``triage --format json`` of ``log``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    command = [sys.executable, "-m", "console.cli", "triage", "--format", "json", str(log)]
-    with subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL) as child:
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode not in (0, 2):
-        raise SystemExit(f"triage exited {child.returncode} on {log}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    cpu, rss, status = usage(triage_command(log), tree, env)
+    if status not in (0, 2):
+        raise SystemExit(f"triage exited {status} on {log}")
+    return cpu, rss
 
 
 BARE_LINES = 1_000_000

@@ -130,19 +130,33 @@ class Tally:
 
     hits: Counter[tuple[str, bool]] = field(default_factory=Counter)
     first: dict[tuple[str, bool], Finding] = field(default_factory=dict)
-    counts: Counter[str] = field(default_factory=Counter)
-    """Fault lines by the action each asks for (``Finding.acted``)."""
-    faults: int = 0
-    injected: int = 0
+    lines: Counter[tuple[str, bool]] = field(default_factory=Counter)
+    """Fault lines by rule and whether injected: the counts below are read off these at the
+    end, not kept a line at a time (a storm's every line would pay for the action it asks)."""
 
     def add(self, finding: Finding) -> None:
         key = (finding.fault.rule.id, finding.injected)
         if key not in self.first:
             self.first[key] = finding
         self.hits[key] += finding.repeats
-        self.counts[finding.acted] += 1
-        self.faults += 1
-        self.injected += finding.injected
+        self.lines[key] += 1
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Fault lines by the action each asks for (``Finding.acted``): a rule's lines, kernel
+        or injected, all ask for the action of the first."""
+        counts: Counter[str] = Counter()
+        for key, lines in self.lines.items():
+            counts[self.first[key].acted] += lines
+        return counts
+
+    @property
+    def faults(self) -> int:
+        return self.lines.total()
+
+    @property
+    def injected(self) -> int:
+        return sum(lines for (_, injected), lines in self.lines.items() if injected)
 
     def verdict(self) -> Verdict:
         """The strongest action any rule asks for, and the explanation of each rule's part."""

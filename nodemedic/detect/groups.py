@@ -74,11 +74,12 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
     )
 
 
-def start_needles(groups: Sequence[Group]) -> tuple[str, ...] | None:
-    """The needles of the groups a prefix reaches (``Start``); None where a group has none."""
+def start_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]] | None:
+    """The needles of the groups a prefix reaches (``Start``), each with all of them; None
+    where a group has none."""
     if any(group.needle is None for group in groups):
         return None
-    return tuple(scan_needles(groups))
+    return dict.fromkeys(scan_needles(groups), tuple(groups))
 
 
 def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
@@ -93,16 +94,17 @@ def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
     }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Start:
     """The groups whose matches start with one prefix, in catalog order. Most lines that
     start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "ena 0000:..."): a
-    line reaches the groups only where it holds one of their ``needles`` (an ``in`` test
-    of the lines that start so, in a comprehension: a fraction of what trying the groups'
-    rules costs); with a group that has no needle (``needles`` None), every such line."""
+    line reaches the groups only where it holds one of their ``needles`` (searched for in
+    the lines that start so, joined: a fraction of what trying the groups' rules costs);
+    with a group that has no needle (``needles`` None), every such line."""
 
     groups: tuple[Group, ...]
-    needles: tuple[str, ...] | None
+    needles: Mapping[str, tuple[Group, ...]] | None
+    """Each needle with the groups a line holding it reaches: all of ``groups``."""
 
 
 def catalog_order(group: Group) -> int:

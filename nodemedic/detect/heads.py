@@ -88,8 +88,8 @@ _SLOTS = (
     _TAG,
     # A serial console's or hypervisor's name before dmesg's stamp.
     r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
-    # dmesg's stamp: seconds since boot (with -d's delta), -T's ctime, -H's relative
-    # seconds and minute, or a stamp elided by hand.
+    # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
+    # -T's ctime, -H's relative seconds and minute, or a stamp elided by hand.
     r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+\.\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
@@ -105,11 +105,21 @@ once. It always matches (an empty head for a bare message), and ``end()`` is whe
 message starts. Its times (``stamp``) are in groups: ``iso`` (with ``offset`` where the
 zone follows apart) or ``talos_iso``, ``ctime`` or ``dmesg_ctime``, syslog's ``short``
 (no year), seconds since boot in ``mono`` or microseconds in ``ts``."""
+_STAMP = next(n for n, slot in enumerate(_SLOTS) if slot.startswith(r"\[ *(?:(?P<mono>"))
+_BRACKETED = re.compile("".join(f"(?:{slot})?" for slot in _SLOTS[_STAMP:]))
+"""``HEAD`` for a line that starts with ``[`` (dmesg's lines): no slot before dmesg's stamp
+can start with one (each starts with whitespace, ``<``, a digit, a word character or, the
+console's name, anything but a bracket), and as every slot is optional, ``HEAD`` takes
+each slot's first match in turn. So the slots from the stamp on match alike, without a try
+of each slot before it, which would cost more than the rest of reading the line."""
 
 
 def strip_head(line: str) -> tuple[str, int | None]:
     """``line`` without its head, and the syslog facility the head names (a priority's, or
     a facility by name); None where it names none."""
+    if line[:1] == "[":  # dmesg's: its head names no facility
+        bracketed = _BRACKETED.match(line)
+        return line if bracketed is None else line[bracketed.end() :], None
     head = HEAD.match(line)
     if head is None or not head.end():  # a bare message: one failed try per piece
         return line, None

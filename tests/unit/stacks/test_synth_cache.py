@@ -75,8 +75,8 @@ def test_a_changed_source_file_is_another_template(
         synth_cache.source_digest.cache_clear()
         cached_template(ClusterSettings(name="gpu"), [], synthesize)
     assert synthesize.runs == 1
-    with (root / "stacks" / "pipeline.py").open("a") as source:
-        source.write("# edited\n")
+    with (root / "stacks" / "pipeline.py").open("a") as edited:
+        edited.write("# edited\n")
     synth_cache.source_digest.cache_clear()
     cached_template(ClusterSettings(name="gpu"), [], synthesize)
     assert synthesize.runs == 2
