@@ -21,7 +21,8 @@ from world.scenarios.kit import FAULT_TIMEOUT
 from world.timeline import Fault, FaultRun, format_step, inject
 from world.world import Machine, Say, World
 
-WAIT = 90.0
+WAIT = FAULT_TIMEOUT
+"""Each wait ends once what it waits for is seen: the deadline is for a loaded machine."""
 
 
 class Lifecycle:

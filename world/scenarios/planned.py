@@ -39,8 +39,9 @@ from world.world import Machine, Say, World
 
 NOTICE = Path(__file__).parents[1] / "data" / "aws-health-ec2-instance-retirement-scheduled.json"
 """AWS Health's documented retirement notice (``world/data/SOURCES.md``)."""
-LEAD_TIME = 20
-"""The scenario's ``planned_lead_time`` (an hour by default)."""
+LEAD_TIME = 60
+"""The scenario's ``planned_lead_time`` (an hour by default): time for the replacement to be
+done before the deadline, about 15 s on an idle machine, a minute kept for a busy one."""
 NOTICE_SECONDS = LEAD_TIME + 5
 """From the notice to its deadline: about two weeks on AWS."""
 APPROVAL_RECORDED = "Record approval"
