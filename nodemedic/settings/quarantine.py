@@ -13,15 +13,16 @@ from nodemedic.settings.declare import setting
 class QuarantineSettings:
     """How many faulty nodes may be cordoned at once, before the breaker admits their repair."""
 
-    quarantine_group_percent: int = setting(50, minimum=0, maximum=100)
+    quarantine_group_percent: int = setting(0, minimum=0, maximum=100)
     """Quarantine ([Quarantine](#quarantine)): a node with a proven reset, reboot or replace fault
     is cordoned and tainted at once, before the breaker admits its repair; at most this share of
     its node group per `quarantine_window` (one node at least; 0: no quarantine, the node waits
     for the breaker untouched). One more is not cordoned, and the limit trips: a page and
-    `QuarantineTripped`, whose alarm mails the topic."""
-    quarantine_cluster_percent: int = setting(50, minimum=0, maximum=100)
+    `QuarantineTripped`, whose alarm mails the topic. Off (0) until it is proven on every rung
+    and scenario; NVIDIA NVSentinel's 50 suits most clusters."""
+    quarantine_cluster_percent: int = setting(0, minimum=0, maximum=100)
     """... and at most this share of the cluster's Nodes per `quarantine_window` (0: no
-    quarantine)."""
+    quarantine; NVSentinel's default is 50)."""
     quarantine_window: int = setting(300, minimum=1)
     """Seconds of one quarantine window (NVIDIA NVSentinel's default: 50 % of the nodes in 5
     minutes)."""

@@ -4,6 +4,7 @@ quarantine limit left untouched."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from console.backtest.replay import replay
@@ -12,7 +13,9 @@ from nodemedic.detect.classifier import default_classifier
 from nodemedic.settings import ClusterSettings
 from tests.support.backtest import fault_line, history, node
 
-ENFORCING = ClusterSettings(name="bt", node_groups=("gpu",))
+ENFORCING = ClusterSettings(
+    name="bt", node_groups=("gpu",), quarantine_group_percent=50, quarantine_cluster_percent=50
+)
 DISTINCT = (
     "nvidia-xid-79",
     "nvidia-gpu-fallen-off-bus",
@@ -64,8 +67,8 @@ def test_a_fleet_event_is_quarantined_only_before_its_pattern_shows() -> None:
 
 def test_a_monitor_only_cluster_quarantines_nothing() -> None:
     for settings in (
-        ClusterSettings(name="bt", node_groups=("gpu",), dry_run=True),
-        ClusterSettings(name="bt", node_groups=("gpu",), recovery_mode="None"),
+        dataclasses.replace(ENFORCING, dry_run=True),
+        dataclasses.replace(ENFORCING, recovery_mode="None"),
     ):
         doc = _storm(settings, 20, DISTINCT)
         assert doc["totals"]["quarantined"] == 0
