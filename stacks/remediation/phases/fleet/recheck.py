@@ -13,32 +13,42 @@ from stacks.remediation.phases.fleet.window import declared, key
 
 def recheck(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
     """A decision the breaker held reads its window again before the cordon."""
-    s = flow.scope
-    read = flow.read("Read fleet after hold", key(), state.FLEET_READ)
-    read.next(
-        sfn.Choice(s, "Fleet event declared meanwhile?")
-        .when(declared(state.FLEET_READ_VERDICT), hold)
-        .otherwise(then)
-    )
-    return (
-        sfn.Choice(s, "Held by the breaker?")
-        .when(sfn.Condition.boolean_equals(state.HELD, True), read)
-        .otherwise(then)
+    return _reread(
+        flow,
+        ("Held by the breaker?", "Read fleet after hold", "Fleet event declared meanwhile?"),
+        sfn.Condition.boolean_equals(state.HELD, True),
+        hold=hold,
+        then=then,
     )
 
 
 def while_held(flow: Flow, *, hold: sfn.IChainable, then: sfn.IChainable) -> sfn.IChainable:
     """A round of the breaker's hold: a node the quarantine cordoned reads its window, and is
     given back (``hold``) as soon as it is declared a fleet event, not once admitted."""
-    s = flow.scope
-    read = flow.read("Read fleet while held", key(), state.FLEET_READ)
+    return _reread(
+        flow,
+        ("Quarantined while held?", "Read fleet while held", "Fleet event declared while held?"),
+        sfn.Condition.is_present(state.QUARANTINED_AT),
+        hold=hold,
+        then=then,
+    )
+
+
+def _reread(
+    flow: Flow,
+    names: tuple[str, str, str],
+    when: sfn.Condition,
+    *,
+    hold: sfn.IChainable,
+    then: sfn.IChainable,
+) -> sfn.IChainable:
+    """Where ``when`` holds, the fault's fleet window read again: ``hold`` once it is declared
+    a fleet event, else ``then``; the states named (asked, read, declared?) as ``names``."""
+    asked, reading, declared_yet = names
+    read = flow.read(reading, key(), state.FLEET_READ)
     read.next(
-        sfn.Choice(s, "Fleet event declared while held?")
+        sfn.Choice(flow.scope, declared_yet)
         .when(declared(state.FLEET_READ_VERDICT), hold)
         .otherwise(then)
     )
-    return (
-        sfn.Choice(s, "Quarantined while held?")
-        .when(sfn.Condition.is_present(state.QUARANTINED_AT), read)
-        .otherwise(then)
-    )
+    return sfn.Choice(flow.scope, asked).when(when, read).otherwise(then)
