@@ -23,6 +23,9 @@ from nodemedic.health.result import Result
 log = logging.getLogger(__name__)
 DEEP_CHECK_MARK = "deep-check-boot"
 """In the state directory: the boot id whose deep check results are safe."""
+KEY_TRIES = 3
+"""Registration tries (the first and its retries, ``register_retry`` apart) the start-up
+deep check waits for before it ships unsigned."""
 
 
 def deep_check_node(config: Config, now: datetime) -> Node:
@@ -62,3 +65,13 @@ def deep_check(config: Config, batcher: Batcher, put: Callable[[Batch], None]) -
         put(last)
     log.info("deep check: %s", results[-1].to_json())
     return results
+
+
+def once_keyed(config: Config, keyed: Callable[[float], bool], check: Callable[[], object]) -> None:
+    """The start-up deep check, once this boot's key is registered. Its verdict admits the
+    node only if signed where proof of origin is enforced, and the boot counts as checked
+    once its lines are safe, so a verdict shipped unsigned (IMDS or KMS slow at boot) would
+    hold a good node out for ever. After ``KEY_TRIES`` tries it ships as every line does."""
+    if config.sign and not keyed(KEY_TRIES * config.register_retry):
+        log.warning("no key registered: the deep check ships unsigned")
+    check()

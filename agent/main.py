@@ -6,8 +6,7 @@
 - the shipper thread sends batches oldest first, spooling to disk when it cannot.
 
 On stop (SIGTERM) the collector flushes, the shipper gets ``shutdown_grace`` seconds to
-send what it can, and the rest is spooled; the checkpoint is saved as batches become safe.
-"""
+send what it can, and the rest is spooled; the checkpoint is saved as batches become safe."""
 
 from __future__ import annotations
 
@@ -182,6 +181,7 @@ class Agent:
         self.sign: Signer | None = None
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
+        self.keyed = threading.Event()
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
         self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
@@ -224,7 +224,8 @@ class Agent:
             ).start()
         checks.start()
         if config.deep_check_at_start and not bootcheck.checked_this_boot(config):
-            threading.Thread(target=self.deep_check, name="deep-check", daemon=True).start()
+            check = (config, self.keyed.wait, self.deep_check)
+            threading.Thread(target=bootcheck.once_keyed, args=check, daemon=True).start()
         log.info(
             "agent started: group %s, kmsg %s from %s, %d checks",
             node_log_group(config.cluster),
@@ -324,6 +325,7 @@ class Agent:
             self.outbox.put(batch)
         self.sign = signer(key, config.instance_id)
         self.metrics.signing = 1
+        self.keyed.set()
         log.info("signing every event with key %s", registration.key_id)
         return True
 

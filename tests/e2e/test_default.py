@@ -19,12 +19,14 @@ from nodemedic.contracts.logs import identity_stream, node_log_group
 from nodemedic.contracts.stack import dashboard_name
 from tests.support.dashboard_page import page_problems
 from tests.support.e2e import (
+    DEADLINE,
     group_after_replacements,
     group_instances,
     run_scenario,
     workers_by_node,
     workers_running_again,
 )
+from tests.support.kube import wait_for
 from world.pace import pace
 from world.scenarios.kit import Result
 from world.timeline import FaultRun
@@ -229,17 +231,23 @@ def test_the_demo_enforces_proof_of_origin_and_every_agent_registered(
     world: World, result: Result
 ) -> None:
     """The replace and the reboot above acted on lines the nodes' agents signed with keys
-    registered with identity documents the world's test authority signed."""
+    registered with identity documents the world's test authority signed. A replacement's
+    agent registers once its instance has launched and its agent started, which a busy
+    machine makes a while after the scenario's last outcome: the test waits for it."""
     assert world.settings.proof_of_origin == "enforce"
     logs = world.aws("logs")
-    streams = {
-        s["logStreamName"]
-        for page in logs.get_paginator("describe_log_streams").paginate(
-            logGroupName=node_log_group(world.settings.name)
-        )
-        for s in page["logStreams"]
-    }
-    assert {identity_stream(m.instance_id) for m in world.live_machines()} <= streams
+
+    def unregistered() -> set[str]:
+        streams = {
+            s["logStreamName"]
+            for page in logs.get_paginator("describe_log_streams").paginate(
+                logGroupName=node_log_group(world.settings.name)
+            )
+            for s in page["logStreams"]
+        }
+        return {identity_stream(m.instance_id) for m in world.live_machines()} - streams
+
+    wait_for(lambda: not unregistered(), timeout=DEADLINE, what="every live agent registered")
 
 
 def selected(query: Search, metric: dict[str, Any]) -> bool:

@@ -136,6 +136,9 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
     quiet = QUIET * timings.pace
     quiet_until = time.time() + quiet
     _watch(scene, lambda: time.time() > quiet_until, timeout=quiet)
+    for job in (*RESTARTED, *UNTOUCHED):
+        training.finish(job)
+    say(f"  {', '.join((*RESTARTED, *UNTOUCHED))}: done (ranks exit 0); the monitor leaves them")
     stall, runs = view.restarts.get("stall"), training.runs("stall")
     if stall and len(runs) > 1 and runs[1].last_line_at is not None:
         view.lateness.append(stall[0][0] - (runs[1].last_line_at + timings.frequency))
@@ -164,8 +167,8 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
 def _monitored_problem(world: World, training: Training, view: JobsView, job: str) -> str | None:
     restarts = view.restarts.get(job, [])
     if job in RESTARTED:
-        if not restarts:
-            return "never restarted"
+        if not restarts or restarts[-1][1] != "1 (0 full)":
+            return f"restarted {restarts[-1][1]!r} times, not once" if restarts else "not restarted"
         if len(training.runs(job)) < 2:
             return "restarted, but its pods never ran again"
     elif job in UNTOUCHED:

@@ -17,9 +17,11 @@ import pytest
 
 from agent.config import Config
 from agent.main import Agent
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import (
     ORIGIN_CONTEXT_CLUSTER,
     ORIGIN_CONTEXT_INSTANCE,
+    deep_check_stream,
     identity_stream,
     kmsg_stream,
     node_log_group,
@@ -182,6 +184,43 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     (registration,) = registrations(logs, kms, cfg)
     (_, _), (ts, after) = shipped_lines(logs, stream, cluster)
     assert unproven(Known([registration]), instance_id, ts, after) is None
+
+
+@pytest.mark.usefixtures("imds")
+def test_the_start_up_deep_check_waits_for_the_boots_key_and_ships_signed(
+    tmp_path: Path, moto_url: str, logs: Any, kms: Any, instance_id: str
+) -> None:
+    """The boot counts as checked once its verdict is shipped, and where proof of origin is
+    enforced an unsigned verdict admits nothing: shipped before a slow first registration,
+    it would hold a good node out for ever. It waits for the registration's retry."""
+    cluster = f"late-key-{next(_clusters)}"
+    (tmp_path / "sys").mkdir()
+    cfg = config(
+        tmp_path,
+        moto_url,
+        instance_id,
+        sign=True,
+        cluster=cluster,
+        register_retry=1.0,
+        deep_check_at_start=True,
+        sys_root=tmp_path / "sys",
+    )
+    running = Running(Agent(cfg))
+    wait_for(lambda: running.agent.metrics.registration_failures >= 1, 15, "a failed try")
+    stream = deep_check_stream(instance_id)
+    assert events(logs, stream, cluster) == [], "no verdict before the key"
+    kms.create_alias(
+        AliasName=origin_key_alias(cluster), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
+    )
+    verdict = lambda: any(DEEP_CHECK_VERDICT in m for _, m in events(logs, stream, cluster))  # noqa: E731
+    wait_for(verdict, 30, "the deep check's verdict")
+    running.close()
+
+    (registration,) = registrations(logs, kms, cfg)
+    shipped = events(logs, stream, cluster)
+    assert [unproven(Known([registration]), instance_id, ts, m) for ts, m in shipped] == [
+        None
+    ] * len(shipped)
 
 
 @pytest.mark.usefixtures("origin_key", "imds")
