@@ -125,9 +125,18 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
     for plan in plans:
         training.create(plan)
 
+    ended: set[str] = set()
+
     def done() -> bool:
+        # A restarted job whose new run started has shown its outcome, and ends (its ranks
+        # exit 0, and no monitor watches a finished job): a pass the busy machine delays
+        # later cannot read as one more silence. The others end after the quiet watch.
+        for job in set(RESTARTED) - ended:
+            if view.restarts.get(job) and len(training.runs(job)) > 1:
+                training.finish(job)
+                ended.add(job)
         return (
-            all(view.restarts.get(job) for job in RESTARTED)
+            ended == set(RESTARTED)
             and "diverge" in view.failed
             and all(training.step(job) >= 25 for job in UNTOUCHED)
         )
@@ -136,7 +145,7 @@ def _monitored(scene: _Scene, problems: list[str]) -> None:
     quiet = QUIET * timings.pace
     quiet_until = time.time() + quiet
     _watch(scene, lambda: time.time() > quiet_until, timeout=quiet)
-    for job in (*RESTARTED, *UNTOUCHED):
+    for job in UNTOUCHED:
         training.finish(job)
     say(f"  {', '.join((*RESTARTED, *UNTOUCHED))}: done (ranks exit 0); the monitor leaves them")
     stall, runs = view.restarts.get("stall"), training.runs("stall")
