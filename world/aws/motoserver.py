@@ -21,10 +21,10 @@ from unittest import mock
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from world.aws.inprocess import handlers_in_process
-from world.aws.motopatch import atomic_writes, final_stops, runtime_causes, start_executions
+from world.aws.motopatch import atomic_writes, final_stops, runtime_causes
 from world.aws.motoservices import lambda_targets
 from world.aws.stack import QUICK_EC2
-from world.aws.stepfunctions import definitions_parsed_once
+from world.aws.stepfunctions import definitions_parsed_once, start_executions
 
 REGION = "us-east-1"
 CREDENTIALS = {
