@@ -14,6 +14,11 @@ see the process environment change under them (a variable removed while botocore
 the environment is a ``KeyError`` in an unrelated task). Invocations still run one at a
 time: Powertools keeps its log keys and metrics in module-level state.
 
+What a handler prints goes to its function's log group, as Lambda sends standard output
+there: Powertools prints its metrics as Embedded Metric Format lines, which CloudWatch
+Logs turns into metrics (``world.aws.cloudwatch``). Standard output is captured for the
+invoking thread only (``ThreadOutput``), like the environment.
+
 Public interface: ``handlers_in_process()`` (context manager), ``invoke(function, event)``,
 ``resolve_handler(spec)``, ``Context``.
 """
@@ -32,7 +37,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from stacks.bundling import BUNDLED_PACKAGES
 from world.aws import motopatch
@@ -130,6 +135,41 @@ class ThreadEnviron(MutableMapping[str, str]):
         return dict(self)
 
 
+class ThreadOutput(io.TextIOBase):
+    """``sys.stdout`` whose writes from a thread inside ``captured()`` go to that thread's
+    buffer; every other thread writes to the process's stream, unchanged."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def captured(self) -> Iterator[io.StringIO]:
+        outer = getattr(self._local, "buffer", None)
+        self._local.buffer = io.StringIO()
+        try:
+            yield self._local.buffer
+        finally:
+            self._local.buffer = outer
+
+    def write(self, text: str) -> int:
+        buffer: TextIO | None = getattr(self._local, "buffer", None)
+        return (buffer or self.stream).write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+def _printed() -> contextlib.AbstractContextManager[io.StringIO]:
+    output = sys.stdout
+    if not isinstance(output, ThreadOutput):
+        raise RuntimeError("handlers run in-process only inside handlers_in_process()")
+    return output.captured()
+
+
 def _overlay(variables: dict[str, str]) -> contextlib.AbstractContextManager[None]:
     environ = os.environ
     if not isinstance(environ, ThreadEnviron):
@@ -164,7 +204,7 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
     captured = io.StringIO()
     log_handler = logging.StreamHandler(captured)
     root = logging.getLogger()
-    with _lock, _overlay(variables):
+    with _lock, _overlay(variables), _printed() as printed:
         root.addHandler(log_handler)
         try:
             result = resolve_handler(function.handler)(event, context)
@@ -180,7 +220,7 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
             is_error = True
         finally:
             root.removeHandler(log_handler)
-    return body, is_error, captured.getvalue()
+    return body, is_error, captured.getvalue() + printed.getvalue()
 
 
 def cold_start() -> None:
@@ -200,9 +240,10 @@ def handlers_in_process() -> Iterator[None]:
     """While active, every moto Lambda invocation runs its handler in this process (and
     ``os.environ`` is a ``ThreadEnviron`` over the process environment). The handlers
     start cold and are left cold: nothing they cached outlives the block."""
-    process = os.environ
+    process, output = os.environ, sys.stdout
     # Not meant to change the environment: a view of it, restored on the way out.
     os.environ = ThreadEnviron(process)  # type: ignore[assignment]  # noqa: B003
+    sys.stdout = ThreadOutput(output)
     try:
         with motopatch.lambda_invocations(invoke):
             cold_start()
@@ -212,3 +253,4 @@ def handlers_in_process() -> Iterator[None]:
                 cold_start()
     finally:
         os.environ = process  # noqa: B003
+        sys.stdout = output

@@ -20,7 +20,7 @@ import pytest
 from moto import mock_aws
 
 from tests.support.paths import ROOT
-from world.aws import hyperpod, instances, motopatch, motoservices, stepfunctions
+from world.aws import cloudwatch, hyperpod, instances, motopatch, motoservices, stepfunctions
 from world.aws.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 from world.aws.stack import QUICK_EC2
 
@@ -104,6 +104,8 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motoservices.lambda_targets(),
         hyperpod.hyperpod_calls(),
         instances.chosen_instance_ids(),
+        cloudwatch.metrics_from_logs(),
+        cloudwatch.percentile_statistics(),
     ]
 
 
