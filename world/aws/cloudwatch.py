@@ -86,23 +86,20 @@ def _datum(datum: emf.Datum) -> dict[str, Any]:
     }
 
 
-def extract(cloudwatch: Any, log_group: str, events: Sequence[dict[str, Any]]) -> None:
+def _extract(cloudwatch: Any, log_group: str, events: Sequence[dict[str, Any]]) -> None:
     """Put the metrics of the EMF documents among ``events`` into ``cloudwatch`` (moto's
-    backend of the log group's region)."""
+    backend of the log group's region), and count each malformed one as CloudWatch does."""
     for event in events:
         found = emf.read(str(event.get("message", "")))
         if found is None:
             continue
+        data = found.data
         if found.error is not None:
             _log.warning("%s in %s: %s", found.error, log_group, found.reason)
-            at = datetime.now(UTC).replace(tzinfo=None)
-            dimensions = [{"Name": emf.ERRORS_DIMENSION, "Value": log_group}]
-            error = {"MetricName": found.error, "Dimensions": dimensions, "Value": 1.0}
-            cloudwatch.put_metric_data(
-                emf.ERRORS_NAMESPACE, [{**error, "Unit": "Count", "Timestamp": at}]
-            )
-            continue
-        for datum in found.data:
+            group = ((emf.ERRORS_DIMENSION, log_group),)
+            at = datetime.now(UTC)
+            data = (emf.Datum(emf.ERRORS_NAMESPACE, found.error, group, (1.0,), "Count", at),)
+        for datum in data:
             cloudwatch.put_metric_data(datum.namespace, [_datum(datum)])
 
 
@@ -121,7 +118,7 @@ def metrics_from_logs() -> Iterator[None]:
         first = rejected.get("tooOldLogEventEndIndex", -1) + 1
         last = rejected.get("tooNewLogEventStartIndex", len(log_events))
         backend = cloudwatch_backends[self.account_id][self.region_name]
-        extract(backend, log_group_name, log_events[first:last])
+        _extract(backend, log_group_name, log_events[first:last])
         return token, rejected
 
     with replaced({PUT_LOG_EVENTS: put_log_events}):
