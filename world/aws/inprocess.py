@@ -17,7 +17,7 @@ time: Powertools keeps its log keys and metrics in module-level state.
 What a handler prints goes to its function's log group, as Lambda sends standard output
 there: Powertools prints its metrics as Embedded Metric Format lines, which CloudWatch
 Logs turns into metrics (``world.aws.cloudwatch``). Standard output is captured for the
-invoking thread only (``ThreadOutput``), like the environment.
+invoking thread only (``ThreadOutput``), as the environment is overlaid.
 
 Public interface: ``handlers_in_process()`` (context manager), ``invoke(function, event)``,
 ``resolve_handler(spec)``, ``Context``.
@@ -136,8 +136,8 @@ class ThreadEnviron(MutableMapping[str, str]):
 
 
 class ThreadOutput(io.TextIOBase):
-    """``sys.stdout`` whose writes from a thread inside ``captured()`` go to that thread's
-    buffer; every other thread writes to the process's stream, unchanged."""
+    """A stream whose writes from the thread inside ``captured()`` go to that thread's
+    buffer; every other thread writes to ``stream``, unchanged."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -145,12 +145,11 @@ class ThreadOutput(io.TextIOBase):
 
     @contextlib.contextmanager
     def captured(self) -> Iterator[io.StringIO]:
-        outer = getattr(self._local, "buffer", None)
         self._local.buffer = io.StringIO()
         try:
             yield self._local.buffer
         finally:
-            self._local.buffer = outer
+            self._local.buffer = None
 
     def write(self, text: str) -> int:
         buffer: TextIO | None = getattr(self._local, "buffer", None)
@@ -163,11 +162,18 @@ class ThreadOutput(io.TextIOBase):
         return self.stream.fileno()
 
 
-def _printed() -> contextlib.AbstractContextManager[io.StringIO]:
-    output = sys.stdout
-    if not isinstance(output, ThreadOutput):
-        raise RuntimeError("handlers run in-process only inside handlers_in_process()")
-    return output.captured()
+@contextlib.contextmanager
+def _printed() -> Iterator[io.StringIO]:
+    """What the calling thread prints while the block runs; ``sys.stdout`` is whatever it
+    was before, for every other thread and after the block (a test's capture included)."""
+    output = ThreadOutput(sys.stdout)
+    sys.stdout = output
+    try:
+        with output.captured() as printed:
+            yield printed
+    finally:
+        if sys.stdout is output:
+            sys.stdout = output.stream
 
 
 def _overlay(variables: dict[str, str]) -> contextlib.AbstractContextManager[None]:
@@ -240,10 +246,9 @@ def handlers_in_process() -> Iterator[None]:
     """While active, every moto Lambda invocation runs its handler in this process (and
     ``os.environ`` is a ``ThreadEnviron`` over the process environment). The handlers
     start cold and are left cold: nothing they cached outlives the block."""
-    process, output = os.environ, sys.stdout
+    process = os.environ
     # Not meant to change the environment: a view of it, restored on the way out.
     os.environ = ThreadEnviron(process)  # type: ignore[assignment]  # noqa: B003
-    sys.stdout = ThreadOutput(output)
     try:
         with motopatch.lambda_invocations(invoke):
             cold_start()
@@ -253,4 +258,3 @@ def handlers_in_process() -> Iterator[None]:
                 cold_start()
     finally:
         os.environ = process  # noqa: B003
-        sys.stdout = output
