@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import botocore.session
+
 from world.aws import emf
 from world.aws.motopatch import (
     GET_METRIC_DATA,
@@ -34,7 +36,14 @@ from world.aws.motopatch import (
 
 _PERCENTILE = re.compile(r"p(\d{1,3}(?:\.\d{1,2})?)")
 """``p90``, ``p99.9``: CloudWatch takes up to two decimals."""
-MAX_EXTENDED = 10
+MAX_EXTENDED: int = (
+    botocore.session.get_session()
+    .get_service_model("cloudwatch")
+    .operation_model("GetMetricStatistics")
+    .input_shape.members["ExtendedStatistics"]
+    .metadata["max"]
+)
+"""How many percentiles one GetMetricStatistics call may ask for (botocore's model: 10)."""
 _log = logging.getLogger(__name__)
 
 
