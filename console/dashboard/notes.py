@@ -34,16 +34,17 @@ def silence(name: str, names: Sequence[str], *, found: bool | None) -> str:
 
 
 def answer(exc: Exception, statistics: set[str]) -> str:
-    """CloudWatch's error in one line; a server error by its status, not its body (moto
-    answers a percentile statistic with an HTML page and status 500)."""
+    """CloudWatch's error in one line; a server error by its status, not its body (a moto
+    without the local world's ``percentile_statistics`` answers a percentile statistic with an
+    HTML page and status 500)."""
     response: Mapping[str, Any] = getattr(exc, "response", {})
     status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     if status >= 500:
         percentiles = sorted(s for s in statistics if _PERCENTILE.match(s))
         if percentiles:
             return (
-                f"this CloudWatch computes no percentiles ({', '.join(percentiles)}): the "
-                "local world's moto does not; on AWS this widget is drawn"
+                f"this CloudWatch computes no percentiles ({', '.join(percentiles)}): "
+                "on AWS this widget is drawn"
             )
         return f"CloudWatch failed (HTTP {status})"
     error = response.get("Error", {})

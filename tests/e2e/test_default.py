@@ -17,7 +17,8 @@ from console.dashboard.read import board
 from nodemedic.contracts.kube import HEALTH_LABEL, TAINT_KEY
 from nodemedic.contracts.logs import identity_stream, node_log_group
 from nodemedic.contracts.stack import dashboard_name
-from tests.support.dashboard_page import page_problems
+from tests.support.browser import read_png, screenshot
+from tests.support.dashboard_page import page_problems, plot_colours
 from tests.support.e2e import (
     DEADLINE,
     group_after_replacements,
@@ -168,11 +169,20 @@ def test_the_mail_and_the_metrics_tell_what_happened(world: World, result: Resul
     assert outcomes == {"replaced", "rebooted", "notified"}
 
 
+QUIET_IN_THE_DEMO = {"Breaker: trips of the cluster, decisions held per node group"}
+"""The charts the demo leaves empty on AWS too: its breaker holds nothing, and CloudWatch has
+no metric that was never published."""
+AWS_TRUE = (": never published to this CloudWatch", ": no datapoint in this time range")
+"""Why a chart is empty, in words that hold on AWS (``console.dashboard.notes.silence``)."""
+
+
 def test_the_dashboard_page_draws_the_outcomes_and_says_why_of_the_rest(
     world: World, result: Result, tmp_path: Path
 ) -> None:
-    """The page ``nodemedic demo`` writes at its end, looked at in chromium: every widget
-    has data or says plainly why not, and the remediations are drawn by action and outcome."""
+    """The page ``nodemedic demo`` writes at its end, looked at in chromium: every chart
+    has its lines drawn (the classifier's metrics from its EMF lines, the percentiles, the
+    reconcile's counts) but the ones the demo leaves empty on AWS too, which say why in words
+    that hold there; and the remediations are drawn by action and outcome."""
     drawn = board(
         world.aws("cloudwatch"),
         dashboard_name(world.settings.name),
@@ -183,6 +193,17 @@ def test_the_dashboard_page_draws_the_outcomes_and_says_why_of_the_rest(
     html.write_text(page(drawn))
     height = HEADER + max((w.y + w.height) * ROW for w in drawn.widgets)
     assert page_problems(html, tmp_path, width=WIDTH, height=height) == []
+    picture = read_png(screenshot(html, tmp_path / "dashboard.png", width=WIDTH, height=height))
+    charts = [w for w in drawn.widgets if w.kind == "chart"]
+    lines = {w.title: plot_colours(picture, w, len(w.series)) for w in charts}
+    assert {title for title, seen in lines.items() if not seen} == QUIET_IN_THE_DEMO, lines
+    for chart in charts:
+        said = [
+            n
+            for n in chart.notes
+            if chart.title not in QUIET_IN_THE_DEMO or not n.endswith(AWS_TRUE)
+        ]
+        assert said == [], (chart.title, said)
     (outcomes,) = [w for w in drawn.widgets if w.title == "Remediations by action and outcome"]
     assert {s.label for s in outcomes.series if s.points} == {
         "replace replaced",

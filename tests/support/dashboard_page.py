@@ -10,8 +10,10 @@ import re
 import shutil
 from pathlib import Path
 
-from console.dashboard.svg import NO_DATA
-from tests.support.browser import dump_dom
+from console.dashboard.page import chart_origin, chart_size
+from console.dashboard.read import Widget
+from console.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
+from tests.support.browser import RGB, Picture, dump_dom
 
 ERROR_TEXTS = ("500", "doctype", "<html", "Traceback")
 _MEASURE = """<script>
@@ -68,3 +70,21 @@ def page_problems(page: Path, workdir: Path, *, width: int, height: int) -> list
         raise AssertionError(f"the measuring script did not run on {page}")
     problems: list[str] = json.loads(html.unescape(found.group(1)))
     return problems
+
+
+def colour(hex_colour: str) -> RGB:
+    return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
+
+
+def plot_colours(picture: Picture, widget: Widget, series: int) -> set[RGB]:
+    """The palette colours inside ``widget``'s plot area (legend excluded) as chromium drew
+    the page, its chart having a legend entry for each of ``series``."""
+    (x0, y0), (width, height) = chart_origin(widget), chart_size(widget)
+    left, top, right, bottom = plot_box(width, height, legend_rows([None] * series, width))  # type: ignore[list-item]
+    # Not the palette's grey: anti-aliased text has it too.
+    palette = {colour(c) for c in PALETTE if c != "#7f7f7f"}
+    return {
+        picture.pixel(x, y)
+        for y in range(y0 + top + 1, y0 + bottom)
+        for x in range(x0 + left + 1, x0 + right)
+    } & palette

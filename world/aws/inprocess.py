@@ -14,6 +14,11 @@ see the process environment change under them (a variable removed while botocore
 the environment is a ``KeyError`` in an unrelated task). Invocations still run one at a
 time: Powertools keeps its log keys and metrics in module-level state.
 
+What a handler prints goes to its function's log group, as Lambda sends standard output
+there: Powertools prints its metrics as Embedded Metric Format lines, which CloudWatch
+Logs turns into metrics (``world.aws.cloudwatch``). Standard output is captured for the
+invoking thread only (``ThreadOutput``), as the environment is overlaid.
+
 Public interface: ``handlers_in_process()`` (context manager), ``invoke(function, event)``,
 ``resolve_handler(spec)``, ``Context``.
 """
@@ -32,7 +37,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from stacks.bundling import BUNDLED_PACKAGES
 from world.aws import motopatch
@@ -130,6 +135,47 @@ class ThreadEnviron(MutableMapping[str, str]):
         return dict(self)
 
 
+class ThreadOutput(io.TextIOBase):
+    """A stream whose writes from the thread inside ``captured()`` go to that thread's
+    buffer; every other thread writes to ``stream``, unchanged."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def captured(self) -> Iterator[io.StringIO]:
+        self._local.buffer = io.StringIO()
+        try:
+            yield self._local.buffer
+        finally:
+            self._local.buffer = None
+
+    def write(self, text: str) -> int:
+        buffer: TextIO | None = getattr(self._local, "buffer", None)
+        return (buffer or self.stream).write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+@contextlib.contextmanager
+def _printed() -> Iterator[io.StringIO]:
+    """What the calling thread prints while the block runs; ``sys.stdout`` is whatever it
+    was before, for every other thread and after the block (a test's capture included)."""
+    output = ThreadOutput(sys.stdout)
+    sys.stdout = output
+    try:
+        with output.captured() as printed:
+            yield printed
+    finally:
+        if sys.stdout is output:
+            sys.stdout = output.stream
+
+
 def _overlay(variables: dict[str, str]) -> contextlib.AbstractContextManager[None]:
     environ = os.environ
     if not isinstance(environ, ThreadEnviron):
@@ -164,7 +210,7 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
     captured = io.StringIO()
     log_handler = logging.StreamHandler(captured)
     root = logging.getLogger()
-    with _lock, _overlay(variables):
+    with _lock, _overlay(variables), _printed() as printed:
         root.addHandler(log_handler)
         try:
             result = resolve_handler(function.handler)(event, context)
@@ -180,7 +226,7 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
             is_error = True
         finally:
             root.removeHandler(log_handler)
-    return body, is_error, captured.getvalue()
+    return body, is_error, captured.getvalue() + printed.getvalue()
 
 
 def cold_start() -> None:

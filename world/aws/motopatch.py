@@ -27,8 +27,7 @@ out; what the replacements do lives with the behaviour they stand for:
                                             run it, as SSM's do (moto's own sends a command
                                             with no ``Targets`` to every instance)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
-``._normalise_parameters``                  starts an execution (``start_executions``,
-                                            here)
+``._normalise_parameters``                  starts an execution (``stepfunctions.py``)
 ``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
                                             targets (``motoservices.py``)
 ``moto.ec2.models.instances``               an instance gets the id a Karpenter Node's
@@ -36,6 +35,10 @@ out; what the replacements do lives with the behaviour they stand for:
 ``SageMakerModelBackend``                   HyperPod's ``ResourceNotFound`` and
 ``.describe_cluster_node`` and              ``NodeRecovery``; the batch reboot and
 ``.describe_cluster``                       replace calls moto lacks (``hyperpod.py``)
+``LogsBackend.put_log_events``              EMF lines become metrics (``cloudwatch.py``)
+``Statistics.get_statistics_for_type``,     percentile statistics (``p90``, ``p99.9``) in
+``CloudWatchBackend.get_metric_data``,      GetMetricData and GetMetricStatistics
+``CloudWatchResponse.get_metric_statistics``  (``cloudwatch.py``)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -156,6 +159,20 @@ DESCRIBE_CLUSTER_NODE = Target(_SAGEMAKER, "describe_cluster_node", "(self, clus
 DESCRIBE_CLUSTER = Target(_SAGEMAKER, "describe_cluster", "(self, cluster_name)")
 RANDOM_INSTANCE_ID = Target("moto.ec2.models.instances", "random_instance_id", "()")
 """A module's function: ``owner`` is then the module."""
+PUT_LOG_EVENTS = Target(
+    "moto.logs.models.LogsBackend",
+    "put_log_events",
+    "(self, log_group_name, log_stream_name, log_events)",
+)
+STATISTIC = Target("moto.cloudwatch.models.Statistics", "get_statistics_for_type", "(self, stat)")
+GET_METRIC_DATA = Target(
+    "moto.cloudwatch.models.CloudWatchBackend",
+    "get_metric_data",
+    "(self, queries, start_time, end_time, scan_by='TimestampAscending')",
+)
+GET_METRIC_STATISTICS = Target(
+    "moto.cloudwatch.responses.CloudWatchResponse", "get_metric_statistics", "(self)"
+)
 TARGETS = (
     REBOOT_INSTANCES,
     SEND_COMMAND,
@@ -171,6 +188,10 @@ TARGETS = (
     DESCRIBE_CLUSTER_NODE,
     DESCRIBE_CLUSTER,
     RANDOM_INSTANCE_ID,
+    PUT_LOG_EVENTS,
+    STATISTIC,
+    GET_METRIC_DATA,
+    GET_METRIC_STATISTICS,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)
@@ -352,34 +373,4 @@ def runtime_causes() -> Iterator[None]:
         return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
 
     with replaced({FROM_ERROR: from_error}):
-        yield
-
-
-@contextlib.contextmanager
-def start_executions() -> Iterator[None]:
-    """Let a state machine start another with the native ``states:startExecution`` task.
-
-    moto hands the task's parameters to boto3 as the States Language names them
-    (``StateMachineArn``, ``Name``, ``Input``), where the Step Functions API spells them
-    ``stateMachineArn``, ``name``, ``input``: the call fails with a ``KeyError``. Step
-    Functions maps them onto the API's input shape, and so does the replacement, with
-    moto's own mapping (``_to_boto_request``). The label requests start remediations so.
-    """
-    import botocore.session
-
-    original = SFN_PARAMETERS.current()
-    api = botocore.session.get_session().get_service_model("stepfunctions")
-
-    def normalise(
-        self: Any,
-        parameters: dict[str, Any],
-        boto_service_name: str | None = None,
-        service_action_name: str | None = None,
-    ) -> None:
-        original(self, parameters, boto_service_name, service_action_name)
-        action = service_action_name or self.resource.api_action
-        operation = api.operation_model(action[:1].upper() + action[1:])
-        self._to_boto_request(parameters, operation.input_shape)
-
-    with replaced({SFN_PARAMETERS: normalise}):
         yield

@@ -3,8 +3,9 @@
 In this process so that the Lambda handlers run in it when moto invokes a function
 (``inprocess.py``); with the world's changes to moto in place while it runs (every one is
 named in ``motopatch.py``): handlers in-process, DynamoDB's atomic conditional writes, a
-state machine's definition parsed once. Step Functions executes state machines, and sends
-their AWS calls back to this server.
+state machine's definition parsed once, CloudWatch's metrics from Embedded Metric Format
+log lines and its percentiles. Step Functions executes state machines, and sends their AWS
+calls back to this server.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from unittest import mock
 
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
+from world.aws.cloudwatch import metrics_from_logs, percentile_statistics
 from world.aws.inprocess import handlers_in_process
-from world.aws.motopatch import atomic_writes, final_stops, runtime_causes, start_executions
+from world.aws.motopatch import atomic_writes, final_stops, runtime_causes
 from world.aws.motoservices import lambda_targets
 from world.aws.stack import QUICK_EC2
-from world.aws.stepfunctions import definitions_parsed_once
+from world.aws.stepfunctions import definitions_parsed_once, start_executions
 
 REGION = "us-east-1"
 CREDENTIALS = {
@@ -68,6 +70,8 @@ def moto_server() -> Iterator[str]:
         stack.enter_context(start_executions())
         stack.enter_context(lambda_targets())
         stack.enter_context(definitions_parsed_once())
+        stack.enter_context(metrics_from_logs())
+        stack.enter_context(percentile_statistics())
         yield endpoint
 
 

@@ -1,4 +1,5 @@
-"""Step Functions in moto: parse a state machine's definition once, as the service does.
+"""Step Functions in moto: parse a state machine's definition once, as the service does,
+and let a state machine start another (``start_executions``).
 
 moto's interpreter parses the definition with ANTLR at every ``StartExecution``: about
 0.7 s for nodemedic's 45 kB definition on one core, between the call and the first state,
@@ -18,6 +19,7 @@ from typing import Any
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
 from world.aws import motopatch
+from world.aws.motopatch import SFN_PARAMETERS, replaced
 
 _trees: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -43,3 +45,33 @@ def definitions_parsed_once() -> Iterator[None]:
         finally:
             with _lock:
                 _trees.clear()
+
+
+@contextlib.contextmanager
+def start_executions() -> Iterator[None]:
+    """Let a state machine start another with the native ``states:startExecution`` task.
+
+    moto hands the task's parameters to boto3 as the States Language names them
+    (``StateMachineArn``, ``Name``, ``Input``), where the Step Functions API spells them
+    ``stateMachineArn``, ``name``, ``input``: the call fails with a ``KeyError``. Step
+    Functions maps them onto the API's input shape, and so does the replacement, with
+    moto's own mapping (``_to_boto_request``). The label requests start remediations so.
+    """
+    import botocore.session
+
+    original = SFN_PARAMETERS.current()
+    api = botocore.session.get_session().get_service_model("stepfunctions")
+
+    def normalise(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        original(self, parameters, boto_service_name, service_action_name)
+        action = service_action_name or self.resource.api_action
+        operation = api.operation_model(action[:1].upper() + action[1:])
+        self._to_boto_request(parameters, operation.input_shape)
+
+    with replaced({SFN_PARAMETERS: normalise}):
+        yield

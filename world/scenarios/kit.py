@@ -10,12 +10,15 @@ import contextlib
 import io
 import json
 import os
+import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
 from console.cli import history
 from world.aws.motoserver import CREDENTIALS, REGION
+from world.aws.stack import scheduled_event
 from world.timeline import Fault, FaultRun
 from world.world import Machine, World
 
@@ -140,3 +143,25 @@ def printed_remediations(printed: str) -> list[dict[str, Any]]:
 
 HISTORY_START = '{"cluster": '
 """How ``nodemedic history --format json``'s object begins (its keys are sorted)."""
+
+
+RECONCILE = "RemediationAftercareReconcile"
+"""The reconcile's state machine (logical id prefix): its schedule fires every minute."""
+
+
+def run_as_scheduled(world: World, machine_prefix: str, timeout: float) -> dict[str, Any] | None:
+    """Start the state machine ``machine_prefix`` names as its EventBridge schedule would (the
+    local world's moto fires no schedule) and wait for its end: its output, None when it ran
+    past ``timeout`` seconds."""
+    sfn = world.aws("stepfunctions")
+    arn = world.deployment.find("AWS::StepFunctions::StateMachine", machine_prefix).ref
+    started = sfn.start_execution(
+        stateMachineArn=arn, name=secrets.token_hex(8), input=json.dumps(scheduled_event())
+    )["executionArn"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ended = sfn.describe_execution(executionArn=started)
+        if ended["status"] != "RUNNING":
+            return dict(json.loads(ended.get("output") or "{}"))
+        time.sleep(0.25)
+    return None

@@ -35,7 +35,14 @@ from nodemedic.contracts.kube import (
 from nodemedic.contracts.logs import DEEP_CHECK_FAILED_FAULT
 from world.deepcheck import CHECK_SECONDS
 from world.kube.watch import NodeSeen
-from world.scenarios.kit import DMA_ERROR, XID_48, Result, history_entries, targets
+from world.scenarios.kit import (
+    DMA_ERROR,
+    RECONCILE,
+    XID_48,
+    Result,
+    history_entries,
+    targets,
+)
 from world.scenarios.lifewatch import Lifecycle, health_checking
 from world.scenarios.verdict import verify
 from world.timeline import FaultRun
@@ -203,12 +210,12 @@ def _overdue(life: Lifecycle, instance_id: str) -> None:
     life.say(f"  {node}: its deep check hangs; the reconcile runs every minute")
 
     def told_after_a_tick() -> list[str]:
-        life.run_as_rule("RemediationAftercareReconcile")
+        life.run_as_rule(RECONCILE)
         return _told(world, node)
 
     told = life.wait(told_after_a_tick, f"{node} told overdue", timeout=timeout + 60)
     # Another tick: each wait is told once.
-    life.run_as_rule("RemediationAftercareReconcile")
+    life.run_as_rule(RECONCILE)
     if told:
         life.show(began, f"notified (deep_check_timeout {timeout}s): {told[0][:80]}...")
     times = len(_told(world, node))

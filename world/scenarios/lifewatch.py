@@ -6,7 +6,6 @@ noted, not an exception: the scenario goes on and reports every outcome."""
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,10 +13,9 @@ from typing import Any
 from kubernetes import client
 
 from nodemedic.contracts.kube import DEEP_CHECK_LABEL, DEEP_CHECK_TAINT_KEY
-from world.aws.stack import scheduled_event
 from world.kube.watch import NodeSeen
 from world.observe import Observer, follow
-from world.scenarios.kit import FAULT_TIMEOUT
+from world.scenarios.kit import FAULT_TIMEOUT, run_as_scheduled
 from world.timeline import Fault, FaultRun, format_step, inject
 from world.world import Machine, Say, World
 
@@ -118,19 +116,10 @@ class Lifecycle:
 
     def run_as_rule(self, machine_prefix: str) -> dict[str, Any]:
         """The aftercare state machine's execution its schedule would start; its output."""
-        sfn = self.world.aws("stepfunctions")
-        arn = self.world.deployment.find("AWS::StepFunctions::StateMachine", machine_prefix).ref
-        started = sfn.start_execution(
-            stateMachineArn=arn, name=secrets.token_hex(8), input=json.dumps(scheduled_event())
-        )["executionArn"]
-        ended = self.wait(
-            lambda: (
-                (d := sfn.describe_execution(executionArn=started))["status"] != "RUNNING" and d
-            ),
-            f"{machine_prefix} ran",
-            timeout=60,
-        )
-        return json.loads(ended.get("output") or "{}") if ended else {}
+        ended = run_as_scheduled(self.world, machine_prefix, timeout=60)
+        if ended is None:
+            self.problems.append(f"{machine_prefix} ran: not within 60s")
+        return ended or {}
 
 
 def schedulable(seen: NodeSeen) -> bool:

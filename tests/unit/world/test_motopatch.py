@@ -20,7 +20,7 @@ import pytest
 from moto import mock_aws
 
 from tests.support.paths import ROOT
-from world.aws import hyperpod, instances, motopatch, motoservices
+from world.aws import cloudwatch, hyperpod, instances, motopatch, motoservices, stepfunctions
 from world.aws.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 from world.aws.stack import QUICK_EC2
 
@@ -99,11 +99,13 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.atomic_writes(),
         motopatch.final_stops(),
         motopatch.runtime_causes(),
-        motopatch.start_executions(),
+        stepfunctions.start_executions(),
         motoservices.commands_run(lambda instance, command: {}),
         motoservices.lambda_targets(),
         hyperpod.hyperpod_calls(),
         instances.chosen_instance_ids(),
+        cloudwatch.metrics_from_logs(),
+        cloudwatch.percentile_statistics(),
     ]
 
 

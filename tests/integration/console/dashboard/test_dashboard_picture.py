@@ -16,7 +16,7 @@ import pytest
 from console.cli import main
 from console.dashboard.page import WIDTH, chart_origin, chart_size
 from console.dashboard.read import Widget
-from console.dashboard.svg import NO_DATA, PALETTE, legend_rows, plot_box
+from console.dashboard.svg import NO_DATA, PALETTE, plot_box
 from nodemedic.contracts.metrics import (
     BREAKER_METRIC,
     CLUSTER_DIMENSION,
@@ -29,7 +29,8 @@ from nodemedic.contracts.metrics import (
 from stacks.insights import insights_query
 from stacks.synth import synth_template
 from tests.support.browser import RGB, Picture, read_png, screenshot
-from tests.support.dashboard_page import page_problems
+from tests.support.dashboard_page import colour, page_problems
+from tests.support.dashboard_page import plot_colours as drawn_colours
 from tests.support.templates import SETTINGS, render
 from world.aws.motoserver import moto_server
 
@@ -87,23 +88,11 @@ WIDGETS: list[dict[str, Any]] = [
 ]
 
 
-def colour(hex_colour: str) -> RGB:
-    return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
-
-
 def plot_colours(picture: Picture, index: int, series: int) -> set[RGB]:
     """The palette colours inside widget ``index``'s plot area (legend excluded)."""
     raw = WIDGETS[index]
     widget = Widget("chart", "", raw["x"], raw["y"], raw["width"], raw["height"])
-    (x0, y0), (width, height) = chart_origin(widget), chart_size(widget)
-    left, top, right, bottom = plot_box(width, height, legend_rows([None] * series, width))  # type: ignore[list-item]
-    # Not the palette's grey: anti-aliased text has it too.
-    palette = {colour(c) for c in PALETTE if c != "#7f7f7f"}
-    return {
-        picture.pixel(x, y)
-        for y in range(y0 + top + 1, y0 + bottom)
-        for x in range(x0 + left + 1, x0 + right)
-    } & palette
+    return drawn_colours(picture, widget, series)
 
 
 @pytest.fixture
@@ -251,7 +240,24 @@ def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_p
         dimensions = {CLUSTER_DIMENSION: "pic", NODE_GROUP_DIMENSION: "p5-a"}
         dimensions |= dict(zip(REMEDIATION_EXTRA_DIMENSIONS, values, strict=True))
         put(cloudwatch, REMEDIATIONS_METRIC, dimensions, [1])
-    put(cloudwatch, FAULT_TO_ACTION_METRIC, {"Cluster": "pic", "NodeGroup": "p5-a"}, [3, 9])
+    # Two periods of four remediations each: p50 and p99 are two lines apart.
+    now = datetime.now(UTC)
+    cloudwatch.put_metric_data(
+        Namespace="NodeMedic",
+        MetricData=[
+            {
+                "MetricName": FAULT_TO_ACTION_METRIC,
+                "Dimensions": [
+                    {"Name": "Cluster", "Value": "pic"},
+                    {"Name": "NodeGroup", "Value": "p5-a"},
+                ],
+                "Value": value,
+                "Timestamp": now - timedelta(minutes=minutes),
+            }
+            for minutes, values in ((10, (1, 10, 3, 2)), (5, (2, 4, 20, 6)))
+            for value in values
+        ],
+    )
 
     html = tmp_path / "demo.html"
     argv = ["dashboard", "--cluster", "pic", "--html", str(html), "--region", REGION]
@@ -259,7 +265,7 @@ def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_p
 
     assert page_problems(html, tmp_path, width=WIDTH, height=700) == []
     text = html.read_text()
-    assert "computes no percentiles (p50)" in text
+    assert "computes no percentiles" not in text
     assert f"{BREAKER_METRIC}: never published" in text
     assert "SOURCE" not in text and "logs-insights" in text
     picture = read_png(screenshot(html, tmp_path / "demo.png", width=WIDTH, height=700))
@@ -274,6 +280,10 @@ def test_the_demos_widgets_have_data_or_say_plainly_why_not(endpoint: str, tmp_p
     }
     three = {colour(c) for c in PALETTE[:3]}
     assert seen & three == three, "a series per action and outcome"
+    raw = DEMO_PLACES["percentiles"]
+    percentiles = Widget("chart", "", raw["x"], raw["y"], raw["width"], raw["height"])
+    two = {colour(c) for c in PALETTE[:2]}
+    assert drawn_colours(picture, percentiles, 2) == two, "a line for p50 and one for p99"
 
 
 def _stack_alarm_widget(template: dict[str, Any]) -> dict[str, Any]:
