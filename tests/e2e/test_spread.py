@@ -18,7 +18,7 @@ from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 LIMIT = 3  # replacements_per_hour, the default
-COOLDOWN = 12  # the scenario's breaker_cooldown
+COOLDOWN = SETTINGS["spread"]["breaker_cooldown"]
 WORLD_SETTINGS = demo_settings(**SETTINGS["spread"])
 
 

@@ -36,7 +36,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "karpenter": karpenter.run_karpenter,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
-    "spread": {"breaker_cooldown": 12, "breaker_hold": 3},
+    "spread": {"breaker_cooldown": 30, "breaker_hold": 3},
     "jobs": {
         "job_monitoring": True,
         "job_restarts_per_window": 12,
@@ -63,7 +63,9 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "karpenter": {"karpenter_nodepools": (NODEPOOL,), "reboot_timeout": 180},
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
-cools down for seconds, not an hour and half an hour, so that the demo shows it recover; the
+cools down for seconds, not an hour and half an hour, so that the demo shows it recover (the
+held decision must end its hold before the cooldown ends, or it trips the breaker again: a
+busy machine takes seconds a step, hence 27 s between them); the
 jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
 job breaker lets through in a real cluster's window (three). The lifecycle gates every
 rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not

@@ -23,7 +23,7 @@ from nodemedic.remediate.breaker import windows
 from nodemedic.settings import ClusterSettings
 from world.aws.inbox import Notification
 from world.observe import Observer, follow
-from world.scenarios.kit import DMA_ERROR, Result, targets
+from world.scenarios.kit import DMA_ERROR, FAULT_TIMEOUT, Result, targets
 from world.scenarios.verdict import verdict_line, verify
 from world.timeline import Fault, FaultRun, format_step, inject
 from world.world import Machine, Say, World
@@ -42,7 +42,8 @@ HELD = dataclasses.replace(
     DMA_ERROR, expect="held", title="Neuron DMA engine error, over the hourly limit"
 )
 REBOOT = Fault("xid", "48", "reboot", "GPU uncorrectable double-bit ECC error (Xid 48)")
-SPREAD_TIMEOUT = 150.0
+SPREAD_TIMEOUT = 2 * FAULT_TIMEOUT
+"""A deadline for a broken run only, over all five faults: about a minute idle."""
 WINDOW_NEEDED = 120.0
 """Seconds of the current clock hour the scenario needs: its replacements and the one held
 must fall in one rate window."""
