@@ -59,7 +59,7 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     begin = sfn.Pass(
         s,
         "Begin",
-        parameters={**state.initial_state(substrate=flow.settings.other_substrates), **found},
+        parameters={**state.initial_state(), **found},
     )
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
