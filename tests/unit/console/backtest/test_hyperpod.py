@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from console.backtest.read import History, read_events, read_lines
 from console.backtest.replay import replay
-from console.backtest.report import rows
+from console.backtest.report import document, rows
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.settings import ClusterSettings
 from tests.support.backtest import START
@@ -59,3 +59,38 @@ def test_the_agents_detections_in_a_tailed_group_or_a_nodes_file_are_read() -> N
     for found in (tailed, kept):
         [(node, fault, rule_action, _)] = decided(found, ENFORCING)
         assert (node, fault, rule_action) == (INSTANCE, "hyperpod-nvidia-error-reboot", "reboot")
+
+
+def _agent_history(message: str) -> History:
+    """``message`` as ``aws logs tail`` prints HyperPod's group."""
+    stream = f"SagemakerHealthMonitoringAgent/worker-group-1/{INSTANCE}"
+    found = History()
+    read_lines(found, [f"2026-11-22T18:00:10.000000+00:00 {stream} {message}"], "-", year=2026)
+    return found
+
+
+def test_a_listed_hyperpod_cluster_is_replayed_as_hyperpod_s_own_repair_would_have_it() -> None:
+    """Its NodeRecovery cannot be read offline: taken as Automatic, its default, the repair
+    is deferred to HyperPod (notified), and the document names the substrate."""
+    settings = ClusterSettings(
+        name="bt",
+        hyperpod_clusters=(("ml-cluster", "abcdef123456"),),
+        hyperpod_repair="when_recovery_off",
+        proof_of_origin="audit",
+    )
+    result = replay(_agent_history(TERMINATE), default_classifier(), settings, group="ml-cluster")
+    doc = document(result)
+    assert (doc["substrate"], doc["monitor_only"]) == ("hyperpod", False)
+    (row,) = doc["rows"]
+    assert (row["action"], row["would"]) == ("notify", "notify")
+    assert "replace deferred: HyperPod's automatic node recovery is on" in row["reason"]
+
+
+def test_a_listed_nodepool_is_replayed_as_karpenter_repairs_it() -> None:
+    settings = ClusterSettings(
+        name="bt", karpenter_nodepools=("gpu-pool",), proof_of_origin="audit"
+    )
+    result = replay(_agent_history(REBOOT), default_classifier(), settings, group="gpu-pool")
+    doc = document(result)
+    assert (doc["substrate"], doc["monitor_only"]) == ("karpenter", False)
+    assert [row["action"] for row in doc["rows"]] == ["reboot"]
