@@ -248,6 +248,13 @@ JOBS: Final = "$.jobs"
 """The kube ``jobs_on_node`` op's answer before the drain (``jobs``, ``count``): the opted-in
 jobs to resume once the node is repaired; the caught error instead when it failed."""
 JOBS_COUNT: Final = f"{JOBS}.count"
+DEFERRED: Final = "$.deferred"
+"""The watch of a node whose repair was deferred to HyperPod (``phases.deferred``):
+``rounds`` waited, then ``key`` once HyperPod repaired it (``<instance>:<new boot id>``, or
+``<instance>:replaced``): what its jobs are resumed under, once per repair whatever number
+of decisions were deferred for it. No ``key``: HyperPod left the node as it was."""
+DEFERRED_ROUNDS: Final = f"{DEFERRED}.rounds"
+DEFERRED_KEY: Final = f"{DEFERRED}.key"
 RESUMED: Final = "$.resumed"
 """The kube ``resume_jobs`` op's answer (``resumed``, ``failed``, ``errors``, ``tell``,
 ``message``), or the caught error."""
