@@ -24,7 +24,7 @@ from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import formatted, text_at
 from stacks.remediation.phases import hyperpod
-from stacks.remediation.phases.resume import find_jobs
+from stacks.remediation.phases.resume import find_jobs, jobs_found
 
 
 def deferred(flow: Flow, *, notified: sfn.IChainable) -> sfn.IChainable:
@@ -43,10 +43,7 @@ def deferred(flow: Flow, *, notified: sfn.IChainable) -> sfn.IChainable:
     jobs = (
         sfn.Choice(s, "Jobs on deferred node?")
         .when(
-            sfn.Condition.and_(
-                sfn.Condition.is_present(state.JOBS_COUNT),
-                sfn.Condition.number_greater_than(state.JOBS_COUNT, 0),
-            ),
+            jobs_found(),
             watch,
         )
         .otherwise(notified)

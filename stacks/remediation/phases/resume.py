@@ -1,9 +1,10 @@
 """Auto-resume of training jobs (docs/jobs.md): before the drain, the opted-in jobs with pods
 on the node are found and recorded; once the node is repaired (rebooted and back, or
 replaced), each is restarted whole or failed past its retries, and a failure or a job that
-could not be resumed is mailed. Best effort by design: neither step may fail or strand the
-node's remediation, so their errors are caught, recorded and told, never routed to the
-failure phase."""
+could not be resumed is mailed (a decision deferred to HyperPod's own recovery finds its
+jobs and waits for that repair in ``deferred``). Best effort by design: neither step may
+fail or strand the node's remediation, so their errors are caught, recorded and told, never
+routed to the failure phase."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import dynamo_json, formatted, text_at
 from stacks.remediation.kit.signals import notify
+
+
+def jobs_found() -> sfn.Condition:
+    """``find_jobs`` found opted-in jobs on the node (it did not fail)."""
+    return sfn.Condition.and_(
+        sfn.Condition.is_present(state.JOBS_COUNT),
+        sfn.Condition.number_greater_than(state.JOBS_COUNT, 0),
+    )
 
 
 def find_jobs(flow: Flow, then: sfn.IChainable, suffix: str = "") -> sfn.IChainable:
@@ -89,9 +98,6 @@ def resume_jobs(flow: Flow, then: sfn.IChainable, *, deferred: bool = False) -> 
             resume("Resume jobs after HyperPod's repair", state.DEFERRED_KEY),
         ).when(sfn.Condition.is_present(state.DEFERRED), then)
     return choice.when(
-        sfn.Condition.and_(
-            sfn.Condition.is_present(state.JOBS_COUNT),
-            sfn.Condition.number_greater_than(state.JOBS_COUNT, 0),
-        ),
+        jobs_found(),
         resume("Resume jobs", state.decision("decision_id")),
     ).otherwise(then)
