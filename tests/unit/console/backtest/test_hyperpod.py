@@ -94,3 +94,27 @@ def test_a_listed_nodepool_is_replayed_as_karpenter_repairs_it() -> None:
     doc = document(result)
     assert (doc["substrate"], doc["monitor_only"]) == ("karpenter", False)
     assert [row["action"] for row in doc["rows"]] == ["reboot"]
+
+
+def test_a_deep_check_result_is_replayed_for_the_instance_it_names_itself() -> None:
+    """On a ``DeepHealthCheckResults/<log_stream_id>`` stream that names no instance, as the
+    classifier places it: by the one instance the result names; one naming none is skipped."""
+    named = (EVENTS / "hyperpod" / "deep-health-check-faulty-instance-named.json").read_text()
+    unnamed = (EVENTS / "hyperpod" / "deep-health-check-faulty-instance.json").read_text()
+    found = History()
+    read_events(
+        found,
+        [
+            {
+                "logStreamName": "DeepHealthCheckResults/3f2a9c1e-run",
+                "timestamp": int(START * 1000),
+                "message": message.strip(),
+                "eventId": str(n),
+            }
+            for n, message in enumerate((unnamed, named))
+        ],
+    )
+    assert found.lines == 1
+    assert decided(found, ENFORCING) == [
+        (INSTANCE, "hyperpod-deep-health-check-replace", "replace", "notify")
+    ]
