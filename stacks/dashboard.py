@@ -37,6 +37,7 @@ from nodemedic.contracts.metrics import (
     REMEDIATIONS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
+    SUBSTRATE_DIMENSION,
 )
 from nodemedic.contracts.stack import dashboard_name
 from nodemedic.detect.filterpattern import filter_terms
@@ -206,11 +207,13 @@ class Dashboard(Construct):
             stacked=True,
             width=12,
         )
+        # Where nodes live elsewhere than in Auto Scaling groups, who repaired them too.
+        by_substrate = (SUBSTRATE_DIMENSION,) if settings.other_substrates else ()
         outcomes = cw.GraphWidget(
-            title="Remediations by action and outcome",
+            title=f"Remediations by {'substrate, ' if by_substrate else ''}action and outcome",
             left=[
-                # No SCHEMA: a series without one of the dimensions shows under "Other"
-                # instead of vanishing.
+                # No SCHEMA: a series without one of the dimensions (one published before
+                # the Substrate dimension was) shows under "Other" instead of vanishing.
                 _expression(
                     insights_query(
                         "SUM",
@@ -218,7 +221,7 @@ class Dashboard(Construct):
                         METRICS_NAMESPACE,
                         cluster=cluster,
                         dimensions=None,
-                        group_by=REMEDIATION_EXTRA_DIMENSIONS,
+                        group_by=(*by_substrate, *REMEDIATION_EXTRA_DIMENSIONS),
                     )
                 )
             ],

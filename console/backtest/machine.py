@@ -23,6 +23,7 @@ from nodemedic.contracts.ledger import BREAKER_SK, LOCK_SK
 from nodemedic.remediate import breaker, fleet, ledger, phases, quarantine
 from nodemedic.remediate.decision import Decision
 from nodemedic.remediate.policy import Group, plan
+from nodemedic.remediate.target import Target
 from nodemedic.settings import ClusterSettings
 
 HOUR = 3600
@@ -46,6 +47,8 @@ class Machine:
     settings: ClusterSettings
     group: Group
     action_seconds: int
+    target: Target | None = None
+    """Who repairs the group's nodes (None: its Auto Scaling group, as the plan takes it)."""
     store: Store = field(default_factory=Store)
     releases: int = 0
     """Slots given back so far: besides the clock, only a release lets in a decision the
@@ -89,6 +92,7 @@ class Machine:
             None if at is None else datetime.fromtimestamp(at, UTC),
             datetime.fromtimestamp(run.now, UTC),
             self.settings.for_group(self.group.name).policy,
+            target=self.target,
         )
         out.would, out.reason = run.planned.action, run.planned.reason
         out.escalated = run.planned.escalated

@@ -45,7 +45,8 @@ from nodemedic.contracts.substrates import (
     HYPERPOD_AGENT_STREAM_PREFIX,
     HYPERPOD_DEEP_HEALTH_STREAM_PREFIX,
 )
-from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_stream
+from nodemedic.detect.classifier import MAX_LINE
+from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_result, instance_of_stream
 from nodemedic.detect.logformat import journal_message, message_of
 
 
@@ -155,7 +156,7 @@ def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
     )
     if not isinstance(message, str):
         raise InputError(f"{event_id}: a JSON event needs a message")
-    stream = _stream(str(record.get("logStreamName", "")))
+    stream = _stream(str(record.get("logStreamName", "")), message)
     if stream is not None:
         file.add(*stream, message, event_id)
         return
@@ -163,13 +164,17 @@ def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
     file.add(named, message_source(message), message, event_id)
 
 
-def _stream(name: str) -> tuple[str, Source] | None:
-    """(the node, the source) of a log stream: a nodemedic agent's kmsg or health stream, or
-    a SageMaker HyperPod stream that names its instance; None for any other."""
+def _stream(name: str, message: str) -> tuple[str, Source] | None:
+    """(the node, the source) of a log stream's ``message``: a nodemedic agent's kmsg or
+    health stream, a SageMaker HyperPod stream that names its instance, or a deep health
+    check result that names it itself, as the classifier places them
+    (``nodemedic.remediate.hyperpod.hyperpod_nodes``); None for any other."""
     stream = STREAM_RE.match(name)
     if stream is not None:
         return stream["instance"], "health" if stream["source"] == "health" else "kmsg"
     instance = instance_of_stream(name)
+    if instance is None and name.startswith(HYPERPOD_DEEP_HEALTH_STREAM_PREFIX):
+        instance = instance_of_result(message, MAX_LINE)
     return None if instance is None else (instance, "hyperpod")
 
 
@@ -219,7 +224,7 @@ def read_lines(
             _add_json(file, record, node, event_id)
             continue
         tagged = _TAGGED.match(line)
-        stream = None if tagged is None else _stream(tagged["stream"])
+        stream = None if tagged is None else _stream(tagged["stream"], tagged["msg"])
         if tagged is not None and stream is not None:
             file.time(parse_time(tagged["at"]))
             file.add(*stream, tagged["msg"], event_id)
@@ -326,7 +331,7 @@ def read_events(history: History, events: Iterable[Mapping[str, Any]]) -> None:
     registrations)."""
     for event in events:
         name = str(event.get("logStreamName", ""))
-        stream = _stream(name)
+        stream = _stream(name, str(event.get("message", "")))
         if stream is None:
             continue
         history.add(

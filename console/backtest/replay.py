@@ -28,6 +28,7 @@ from nodemedic.remediate.batch import LogEvent, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Decision, Identity, recent
 from nodemedic.remediate.hyperpod import hyperpod_origin
 from nodemedic.remediate.policy import Group
+from nodemedic.remediate.target import Target
 from nodemedic.settings import ClusterSettings
 
 BATCH_SECONDS = 1.0
@@ -70,6 +71,8 @@ class Replay:
     lines: int
     nodes: list[str]
     """Every node of the history, healthy ones too."""
+    target: Target
+    """Who repairs the group's nodes, as far as its name tells."""
     seen: dict[tuple[str, str], Seen] = field(default_factory=dict)
     outcomes: list[tuple[str, Outcome]] = field(default_factory=list)
     """(node, outcome), in the order the decisions were started."""
@@ -141,8 +144,14 @@ def replay(
     act on) of ``group_size`` nodes (default the nodes in the history)."""
     nodes = {node for node, _ in history.streams}
     name = group or (settings.node_groups[0] if settings.node_groups else "unlisted")
-    result = Replay(settings, Group(name, group_size or len(nodes)), history.lines, sorted(nodes))
-    machine = Machine(settings, result.group, action_seconds)
+    result = Replay(
+        settings,
+        Group(name, group_size or len(nodes)),
+        history.lines,
+        sorted(nodes),
+        target=settings.target_by_name(name),
+    )
+    machine = Machine(settings, result.group, action_seconds, result.target)
     clock: list[tuple[float, int, Steps | tuple[str, Source, list[Event]]]] = []
     order = counter()
     for (node, source), events in sorted(history.streams.items()):

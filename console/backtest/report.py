@@ -174,8 +174,10 @@ def totals(replay: Replay, found: Iterable[Row]) -> dict[str, int]:
 def monitor_only(replay: Replay) -> bool:
     """Nothing would have been cordoned: the cluster acts on no node group."""
     settings = replay.settings
+    # A listed NodePool or HyperPod cluster is acted on as a group of node_groups is.
+    listed = replay.target.substrate in ("karpenter", "hyperpod")
     return (
-        replay.group.name not in settings.node_groups
+        (replay.group.name not in settings.node_groups and not listed)
         or settings.recovery_mode == "None"
         or settings.dry_run
     )
@@ -189,6 +191,7 @@ def document(replay: Replay) -> dict[str, Any]:
         "cluster": replay.settings.name,
         "group": replay.group.name,
         "group_size": replay.group.size,
+        "substrate": replay.target.substrate,
         "monitor_only": monitor_only(replay),
         "rows": [row.to_json() for row in found],
         "totals": totals(replay, found),
@@ -203,10 +206,13 @@ def table(doc: Mapping[str, Any], out: TextIO) -> None:
     if doc["monitor_only"]:
         print(
             f"monitor-only: node group {doc['group']} is not one nodemedic acts on "
-            "(node_groups, recovery_mode, dry_run): nothing is cordoned, rebooted or "
-            "replaced; --enforce replays it as an enforcing cluster",
+            "(node_groups, karpenter_nodepools, hyperpod_clusters, recovery_mode, dry_run): "
+            "nothing is cordoned, rebooted or replaced; --enforce replays it as an "
+            "enforcing cluster",
             file=out,
         )
+    if doc["substrate"] in ("karpenter", "hyperpod"):
+        print(f"{doc['group']}: repaired through {doc['substrate']}, as it allows", file=out)
     lines = [_COLUMNS] + [
         (
             r["node"], r["fault_id"], str(r["lines"]), r["first_line"], r["decided"] or "-",

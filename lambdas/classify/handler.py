@@ -50,8 +50,9 @@ from nodemedic.origin.signing import Proven, proof
 from nodemedic.remediate.batch import BatchResult, LogEvent, Origin, Starter, process_batch
 from nodemedic.remediate.decision import DEFAULT_WINDOW, Identity, IdentityError, identity_of
 from nodemedic.remediate.hyperpod import (
+    NO_INSTANCE_REASON,
     Refused,
-    hyperpod_identity,
+    hyperpod_nodes,
     hyperpod_origin,
     is_hyperpod_group,
 )
@@ -221,29 +222,49 @@ def _finish(identity: Identity, result: BatchResult, *, by_reason: bool) -> dict
 def _hyperpod(
     config: ClassifyEnv, group: str, stream: str, events: list[LogEvent], context: LambdaContext
 ) -> dict[str, Any]:
-    """HyperPod's own findings: classified for the node the stream names where the cluster
-    lists the group; refused whole and counted otherwise (not a malformed payload: nothing
-    is wrong with it, and the dead-letter queue would only keep it). Never proven, they are
-    at most notified where the origin is enforced, unless ``NODEMEDIC_HYPERPOD_EVENTS`` is
-    ``act``."""
+    """HyperPod's own findings: classified for the node each is about where the cluster
+    lists the group; refused and counted otherwise (not a malformed payload: nothing is
+    wrong with it, and the dead-letter queue would only keep it), the rest of the batch
+    classified. Never proven, they are at most notified where the origin is enforced,
+    unless ``NODEMEDIC_HYPERPOD_EVENTS`` is ``act``."""
     try:
-        identity = hyperpod_identity(
-            group, stream, listed=config.hyperpod_log_groups, cluster=config.cluster
+        nodes, unnamed = hyperpod_nodes(
+            group, stream, events, listed=config.hyperpod_log_groups, cluster=config.cluster
         )
     except Refused as exc:
-        # A dimension's value is never empty; a cluster that lists no group may not name itself.
-        dimensions = {CLUSTER_DIMENSION: config.cluster or "-", REASON_DIMENSION: exc.reason}
-        publish_count(HYPERPOD_REFUSED_METRIC, len(events), dimensions)
-        logger.warning(
-            "refused HyperPod events",
-            extra={"reason": str(exc), "log_group": group, "events": len(events)},
-        )
-        return {"refused": exc.reason, "lines": len(events)}
-    enforce = config.enforce_origin and not config.hyperpod_act
-    result = _classify(
-        config, identity, events, context, origin=hyperpod_origin, enforce_origin=enforce
+        return _refused(config, group, exc.reason, str(exc), len(events))
+    refused = (
+        _refused(config, group, NO_INSTANCE_REASON, f"{stream}: no instance", len(unnamed))
+        if unnamed
+        else {}
     )
-    return _finish(identity, result, by_reason=False)
+    enforce = config.enforce_origin and not config.hyperpod_act
+    classified = [
+        _finish(
+            identity,
+            _classify(
+                config, identity, found, context, origin=hyperpod_origin, enforce_origin=enforce
+            ),
+            by_reason=False,
+        )
+        for identity, found in nodes
+    ]
+    # A stream of one node answers as every node's stream does; a deep health check
+    # stream of several nodes, one summary per node.
+    if not classified or (len(classified) == 1 and not refused):
+        return classified[0] if classified else refused
+    return {"nodes": classified, **refused}
+
+
+def _refused(config: ClassifyEnv, group: str, reason: str, why: str, count: int) -> dict[str, Any]:
+    """HyperPod events not classified: counted by ``reason`` and logged."""
+    # A dimension's value is never empty; a cluster that lists no group may not name itself.
+    dimensions = {CLUSTER_DIMENSION: config.cluster or "-", REASON_DIMENSION: reason}
+    publish_count(HYPERPOD_REFUSED_METRIC, count, dimensions)
+    logger.warning(
+        "refused HyperPod events", extra={"reason": why, "log_group": group, "events": count}
+    )
+    return {"refused": reason, "lines": count}
 
 
 @logger.inject_lambda_context(clear_state=True)

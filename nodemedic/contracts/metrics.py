@@ -17,8 +17,8 @@ JOB_DIMENSION: Final = "Job"
 """The pipeline's own metrics; a catalog rule without ``namespace`` publishes here too."""
 REMEDIATIONS_METRIC: Final = "Remediations"
 """Count, one per finished execution, with the extra dimensions ``Action`` (notify, reboot
-or replace, after escalation) and ``Outcome`` (notified, monitored, rebooted, replaced,
-held, failed, ...)."""
+or replace, after escalation), ``Outcome`` (notified, monitored, rebooted, replaced,
+held, failed, ...) and ``SUBSTRATE_DIMENSION``."""
 REMEDIATION_SECONDS_METRIC: Final = "RemediationSeconds"
 """Seconds from the decision's arrival to its outcome."""
 FAULT_TO_ACTION_METRIC: Final = "FaultToActionSeconds"
@@ -36,8 +36,15 @@ QUARANTINED_METRIC: Final = "Quarantined"
 QUARANTINE_TRIPPED_METRIC: Final = "QuarantineTripped"
 """Count (dimension Cluster only): 1 the first time a quarantine window refuses a node; its
 alarm pages."""
+SUBSTRATE_DIMENSION: Final = "Substrate"
+"""On REMEDIATIONS_METRIC only: who repaired the node, a ``Substrate`` of
+``nodemedic.contracts.substrates`` (``none`` too where the execution ended before its plan
+named one). The other pipeline metrics and the catalog's keep ``Cluster`` and ``NodeGroup``
+alone: their alarms query ``SCHEMA(namespace, Cluster, NodeGroup)``, which matches only
+metrics with exactly those dimensions, so one more would silence them."""
 REMEDIATION_EXTRA_DIMENSIONS: Final = ("Action", "Outcome")
-"""Dimensions of REMEDIATIONS_METRIC besides Cluster and NodeGroup."""
+"""Dimensions of REMEDIATIONS_METRIC besides Cluster, NodeGroup and Substrate: what the
+dashboard groups it by."""
 LINES_CLASSIFIED_METRIC: Final = "LinesClassified"
 FAULTS_FOUND_METRIC: Final = "FaultsFound"
 DECISIONS_STARTED_METRIC: Final = "DecisionsStarted"

@@ -36,6 +36,10 @@ DEEP_HEALTH_TEXT: Final = "deep-health-check"
 _CONDITION = re.compile(r"^Node condition (?P<condition>\w+) is now: (?P<status>\w+)")
 """NPD's message of a condition change, quoted in the agent's ``details`` object."""
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
+_INSTANCE_IN_TEXT = re.compile(r"(?<![0-9a-z])i-[0-9a-f]{8}(?:[0-9a-f]{9})?(?![0-9a-z])")
+"""An EC2 instance id as HyperPod's API takes one (``i-[a-f0-9]{8}(?:[a-f0-9]{9})?``,
+InstanceGroupHealthCheckConfiguration), alone or in the name HyperPod gives the instance's
+EKS Node (``hyperpod-i-0123456789abcdef0``)."""
 _NO_REASON = "-"
 
 
@@ -107,3 +111,29 @@ def instance_of_stream(stream: str) -> str | None:
     else:
         return None
     return candidate if _INSTANCE.match(candidate) else None
+
+
+def _texts(value: object) -> list[str]:
+    """Every string of a JSON value, however deep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for each in value.values() for text in _texts(each)]
+    if isinstance(value, list):
+        return [text for each in value for text in _texts(each)]
+    return []
+
+
+def instance_of_result(line: str, max_chars: int) -> str | None:
+    """The instance a deep health check result is about where its stream names none: the
+    one instance its own fields name, by its id or its Node's name. AWS's documentation says
+    the results "show the instance ID that failed the checks", but publishes neither the
+    field nor how ``DeepHealthCheckResults/<log_stream_id>`` is made
+    (tests/events/hyperpod/SOURCES.md). None where it names none, or several: a result about
+    several nodes (a cluster-level NCCL test) is no one node's to repair."""
+    try:
+        event = json_line(line, max_chars)
+    except UnparsableLine:
+        return None
+    named = {found for text in _texts(event) for found in _INSTANCE_IN_TEXT.findall(text)}
+    return named.pop() if len(named) == 1 else None

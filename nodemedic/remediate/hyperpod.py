@@ -18,11 +18,16 @@ ledger, history, metrics and job resume. Two things differ from nodemedic's own 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Final
 
-from nodemedic.contracts.substrates import HYPERPOD_LOG_GROUP_PREFIX, HYPERPOD_SOURCE
-from nodemedic.detect.hyperpod import instance_of_stream
+from nodemedic.contracts.substrates import (
+    HYPERPOD_DEEP_HEALTH_STREAM_PREFIX,
+    HYPERPOD_LOG_GROUP_PREFIX,
+    HYPERPOD_SOURCE,
+)
+from nodemedic.detect.classifier import MAX_LINE
+from nodemedic.detect.hyperpod import instance_of_result, instance_of_stream
 from nodemedic.origin.signing import Unproven
 from nodemedic.remediate.batch import LogEvent
 from nodemedic.remediate.decision import Identity
@@ -54,21 +59,44 @@ def is_hyperpod_group(log_group: str) -> bool:
     return log_group.startswith(HYPERPOD_LOG_GROUP_PREFIX)
 
 
-def hyperpod_identity(
-    log_group: str, log_stream: str, *, listed: Collection[str], cluster: str
-) -> Identity:
-    """The node of nodemedic's ``cluster`` a HyperPod batch is about: the instance its
-    stream names (``instance_of_stream``), read only from a group of ``listed``. Refused
-    (``Refused``) otherwise, whole."""
+NodeEvents = tuple[Identity, list[LogEvent]]
+"""One node's events of a batch: classified together, as a batch of its own stream's."""
+
+
+def hyperpod_nodes(
+    log_group: str,
+    log_stream: str,
+    events: Sequence[LogEvent],
+    *,
+    listed: Collection[str],
+    cluster: str,
+) -> tuple[list[NodeEvents], list[LogEvent]]:
+    """The nodes of nodemedic's ``cluster`` a HyperPod batch is about, each with its events,
+    and the events about no node, read only from a group of ``listed`` (else ``Refused``
+    whole). A stream that names its instance (``instance_of_stream``) is that node's; a deep
+    health check stream that does not (``DeepHealthCheckResults/<log_stream_id>``) is read
+    event by event, each the node its own fields name (``instance_of_result``). Either way
+    the state machine looks the instance up in the listed HyperPod clusters before acting:
+    one that is no node of theirs is only reported."""
     if log_group not in listed:
         raise Refused(
             UNLISTED_REASON,
             f"log group {log_group!r} is not listed in NODEMEDIC_HYPERPOD_LOG_GROUPS",
         )
     instance_id = instance_of_stream(log_stream)
-    if instance_id is None:
+    if instance_id is not None:
+        return [(Identity(cluster, instance_id, HYPERPOD_SOURCE), list(events))], []
+    if not log_stream.startswith(HYPERPOD_DEEP_HEALTH_STREAM_PREFIX):
         raise Refused(NO_INSTANCE_REASON, f"log stream {log_stream!r} names no instance")
-    return Identity(cluster=cluster, instance_id=instance_id, source=HYPERPOD_SOURCE)
+    by_node: dict[str, list[LogEvent]] = {}
+    unnamed: list[LogEvent] = []
+    for event in events:
+        named = instance_of_result(event.message, MAX_LINE)
+        (unnamed if named is None else by_node.setdefault(named, [])).append(event)
+    nodes = [
+        (Identity(cluster, instance, HYPERPOD_SOURCE), found) for instance, found in by_node.items()
+    ]
+    return nodes, unnamed
 
 
 def hyperpod_origin(event: LogEvent) -> Unproven:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from nodemedic.remediate.target import AutoModeReboot, HyperPodRepair
+from nodemedic.remediate.target import AutoModeReboot, HyperPodRepair, Target, target_of
 from nodemedic.settings.declare import setting
 
 HyperPodEvents = Literal["notify", "act"]
@@ -69,6 +69,27 @@ class SubstrateSettings:
         """Whether any substrate besides Auto Scaling is listed: only then does the state
         machine look for one, so a cluster of Auto Scaling groups keeps its template."""
         return bool(self.karpenter_nodepools or self.hyperpod_clusters)
+
+    def target_by_name(self, group: str) -> Target:
+        """The target of a node known only by its group's name (the backtest's, which has no
+        cloud to ask): a listed NodePool's is Karpenter's (an Auto Mode NodePool cannot be
+        told by its name), a listed HyperPod cluster's is HyperPod's with its
+        ``NodeRecovery`` unread, so taken as ``Automatic``, its default; any other name's an
+        Auto Scaling group's, as the state machine finds it."""
+        names = {name for name, _ in self.hyperpod_clusters}
+        found = (
+            "hyperpod"
+            if group in names
+            else "karpenter"
+            if group in self.karpenter_nodepools
+            else None
+        )
+        return target_of(
+            {"substrate": found} if found else None,
+            group,
+            reserved=self.reserved_capacity,
+            repair=self.hyperpod_repair,
+        )
 
     def substrate_errors(self, node_groups: Sequence[str]) -> list[str]:
         return substrate_errors(

@@ -74,6 +74,12 @@ def owner(
     }
 
 
+def job_notes(admin: client.ApiClient, namespace: str, name: str) -> dict[str, str]:
+    """The Job's annotations: what auto-resume wrote on it."""
+    meta = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata
+    return dict(meta.annotations or {})
+
+
 def bind_pod(
     core: client.CoreV1Api,
     namespace: str,

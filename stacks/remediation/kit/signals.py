@@ -16,6 +16,7 @@ from nodemedic.contracts.metrics import (
     METRICS_NAMESPACE,
     NODE_GROUP_DIMENSION,
     REMEDIATIONS_METRIC,
+    SUBSTRATE_DIMENSION,
 )
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
@@ -23,7 +24,8 @@ from stacks.unscoped import unscoped
 
 
 def remediations(outcome: str) -> dict[str, Any]:
-    """One ``Remediations`` datum, by the action planned and the ``outcome``."""
+    """One ``Remediations`` datum, by the action planned, the ``outcome`` and the node's
+    substrate (the plan's, ``none`` before ``"Plan"`` named it)."""
     return {
         "name": REMEDIATIONS_METRIC,
         "value": 1,
@@ -31,6 +33,7 @@ def remediations(outcome: str) -> dict[str, Any]:
         "dimensions": [
             {"Name": "Action", "Value": sfn.JsonPath.string_at(state.ACTION)},
             {"Name": "Outcome", "Value": outcome},
+            {"Name": SUBSTRATE_DIMENSION, "Value": sfn.JsonPath.string_at(state.SUBSTRATE)},
         ],
     }
 

@@ -83,6 +83,7 @@ TARGET_CLUSTER: Final = f"{TARGET}.cluster"
 HYPERPOD: Final = "$.hyperpod"
 """DescribeCluster's answer, then the policy Lambda's ``{group, node_recovery}`` from it."""
 SUBSTRATE: Final = "$.plan.substrate"
+"""Who repairs the node (``Substrate``): ``none`` until ``"Plan"`` names it."""
 BATCH: Final = "$.batch"
 """A HyperPod batch call's answer: ``{Successful, Failed}``."""
 HYPERPOD_WATCH: Final = "$.hyperpod_watch"
@@ -247,6 +248,13 @@ JOBS: Final = "$.jobs"
 """The kube ``jobs_on_node`` op's answer before the drain (``jobs``, ``count``): the opted-in
 jobs to resume once the node is repaired; the caught error instead when it failed."""
 JOBS_COUNT: Final = f"{JOBS}.count"
+DEFERRED: Final = "$.deferred"
+"""The watch of a node whose repair was deferred to HyperPod (``phases.deferred``):
+``rounds`` waited, then ``key`` once HyperPod repaired it (``<instance>:<new boot id>``, or
+``<instance>:replaced``): what its jobs are resumed under, once per repair whatever number
+of decisions were deferred for it. No ``key``: HyperPod left the node as it was."""
+DEFERRED_ROUNDS: Final = f"{DEFERRED}.rounds"
+DEFERRED_KEY: Final = f"{DEFERRED}.key"
 RESUMED: Final = "$.resumed"
 """The kube ``resume_jobs`` op's answer (``resumed``, ``failed``, ``errors``, ``tell``,
 ``message``), or the caught error."""
@@ -335,10 +343,10 @@ CLOCK_EPOCH: Final = f"{CLOCK}.epoch"
 LEASE_UNTIL: Final = f"{CLOCK}.lease_until"
 
 
-def initial_state(source: str = "$", *, substrate: bool = False) -> dict[str, Any]:
-    """``"Begin"``'s parameters, over the decision record as input (at ``source``);
-    ``substrate``: the plan says ``none`` until ``"Plan"`` names the node's, for a failure
-    to record (a cluster that lists another substrate than Auto Scaling)."""
+def initial_state(source: str = "$") -> dict[str, Any]:
+    """``"Begin"``'s parameters, over the decision record as input (at ``source``). The
+    plan's substrate says ``none`` until ``"Plan"`` names the node's, for a failure to
+    record and count (the ``Substrate`` dimension of ``Remediations``)."""
 
     def field(name: str) -> str:
         return sfn.JsonPath.string_at(incoming(name, source))
@@ -355,7 +363,7 @@ def initial_state(source: str = "$", *, substrate: bool = False) -> dict[str, An
         "node": {"node": "", "boot_id": ""},
         "step": {"name": "planning"},
         # Until "Plan" replaces it: a failure before it still has an action to report.
-        "plan": {"action": field("action"), **({"substrate": "none"} if substrate else {})},
+        "plan": {"action": field("action"), "substrate": "none"},
         "hold": {"held": False, "rounds": 0, "sweep_at": 1},
         "verdict": {"verdict": "paced", "reason": ""},
         "fleet": {"verdict": fleet.OPEN},

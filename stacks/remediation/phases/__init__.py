@@ -10,7 +10,9 @@ report). JSONPath query language, native integrations everywhere except the Kube
 1. intake (``intake``): the deep check's verdicts (``deepcheck``), "Valid decision?" and
    "Ours?", "Record decision", the node group, the last reboot for this fault, "Plan"
    (mode notify | monitor | act, escalation, breaker limit), the fault's metric. notify
-   (an application fault): report only, no lock.
+   (an application fault): report only, no lock; one deferred to HyperPod's own recovery
+   finds the node's jobs and waits for HyperPod's repair first (``deferred``), for the
+   report to resume them.
 2. fleet sighting (``fleet.sight``): an acting decision's node joins its fault's window.
 3. lock (``lock``): "Take node lock", one remediation per node; a second decision for a
    node in flight ends as "Duplicate" (and flags a recurrence if the node was already
@@ -48,10 +50,10 @@ stays locked and counted by the breaker (``nodemedic.remediate.parking``); other
 lock is released.
 
 Metrics (namespace NodeMedic, dimensions Cluster and NodeGroup): ``Remediations`` (plus
-``Action`` and ``Outcome``) and ``RemediationSeconds`` per decision, ``BreakerHeld`` per
-hold, ``InRemediation`` (the group's breaker holders, a gauge published at every admission
-and release) and ``FaultToActionSeconds`` (the fault's ``first_seen`` to the cordon); the
-fault's own catalog metric in its namespace.
+``Action``, ``Outcome`` and ``Substrate``) and ``RemediationSeconds`` per decision,
+``BreakerHeld`` per hold, ``InRemediation`` (the group's breaker holders, a gauge
+published at every admission and release) and ``FaultToActionSeconds`` (the fault's
+``first_seen`` to the cordon); the fault's own catalog metric in its namespace.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics
-from stacks.remediation.phases import deepcheck, hyperpod, karpenter
+from stacks.remediation.phases import deepcheck, deferred, hyperpod, karpenter
 from stacks.remediation.phases.recorded import recorded
 
 RECORDED_FIELDS = (
@@ -59,7 +59,7 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     begin = sfn.Pass(
         s,
         "Begin",
-        parameters={**state.initial_state(substrate=flow.settings.other_substrates), **found},
+        parameters={**state.initial_state(), **found},
     )
     # Checked before anything reads the input: a missing field would otherwise stop
     # the execution with an uncatchable States.Runtime error halfway through.
@@ -109,14 +109,17 @@ def intake(flow: Flow, *, report: sfn.IChainable, act: sfn.IChainable) -> sfn.IC
     group = _node_group(flow, plan)
     record.next(_request(flow, group))
     begin.next(recorded(flow, then=deepcheck.verdict(flow, then=record)))
+    # "notified", or "refused" for a manual request where nodemedic does not act, or
+    # "deferred" to HyperPod's own repair (its jobs resumed once it repaired the node).
+    notified = flow.put(
+        "Notified", state.OUTCOME, name=sfn.JsonPath.string_at(state.PLANNED_OUTCOME)
+    )
+    notified.next(report)
     plan.next(
         sfn.Choice(s, "Notify only?")
         .when(
             sfn.Condition.string_equals(state.MODE, "notify"),
-            # "notified", or "refused" for a manual request where nodemedic does not act.
-            flow.put(
-                "Notified", state.OUTCOME, name=sfn.JsonPath.string_at(state.PLANNED_OUTCOME)
-            ).next(report),
+            deferred.deferred(flow, notified=notified) if hyperpod.listed(flow) else notified,
         )
         .otherwise(act)
     )

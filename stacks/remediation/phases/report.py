@@ -21,6 +21,7 @@ from stacks.remediation.kit.render import (
     text_at,
 )
 from stacks.remediation.kit.signals import metrics, notify, remediations
+from stacks.remediation.phases import hyperpod
 from stacks.remediation.phases.resume import resume_jobs
 
 
@@ -91,4 +92,4 @@ def report(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         .otherwise(mailed)
     )
     mailed.next(close).next(then)
-    return resume_jobs(flow, elapsed)
+    return resume_jobs(flow, elapsed, deferred=hyperpod.listed(flow))

@@ -22,6 +22,7 @@ from nodemedic.contracts.metrics import (
     REMEDIATIONS_METRIC,
     SILENT_METRIC,
     STRANDED_METRIC,
+    SUBSTRATE_DIMENSION,
     UNREADABLE_NOTICES_METRIC,
 )
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
@@ -313,10 +314,34 @@ def test_the_state_machine_publishes_what_the_alarms_and_dashboard_read(
         BREAKER_METRIC,
     ):
         assert published.get((METRICS_NAMESPACE, metric)) == per_node_group, metric
-    # Every execution's end, the failed ones too, with what the dashboard groups by.
+    # Every execution's end, the failed ones too, with what the dashboard groups by and
+    # who repaired the node.
     assert published[(METRICS_NAMESPACE, REMEDIATIONS_METRIC)] == {
-        frozenset((*DIMENSIONS, *REMEDIATION_EXTRA_DIMENSIONS))
+        frozenset((*DIMENSIONS, *REMEDIATION_EXTRA_DIMENSIONS, SUBSTRATE_DIMENSION))
     }
+
+
+def test_remediations_name_the_substrate_the_plan_found(
+    template: Template, hyperpod_template: Template
+) -> None:
+    """Every ``Remediations`` datum, the report's and the failure's, counts the node's
+    substrate as the plan named it; a cluster listing another substrate than Auto Scaling
+    graphs its remediations by it."""
+    for each in (template, hyperpod_template):
+        substrates = [
+            d
+            for parameters in _put_metric_data(each)
+            for datum in parameters["MetricData"]
+            if datum.get("MetricName") == REMEDIATIONS_METRIC
+            for d in datum["Dimensions"]
+            if d["Name"] == SUBSTRATE_DIMENSION
+        ]
+        assert len(substrates) >= 2
+        assert all(d == {"Name": "Substrate", "Value.$": "$.plan.substrate"} for d in substrates)
+    (outcomes,) = _expressions(
+        _widget(_dashboard(hyperpod_template), "Remediations by substrate, action and outcome")
+    )
+    assert outcomes.endswith('GROUP BY "Substrate", "Action", "Outcome"')
 
 
 def test_the_evidence_widget_shows_the_lines_the_classifier_sees(template: Template) -> None:

@@ -6,14 +6,19 @@ reported."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from kubernetes import client
 
+from nodemedic.contracts.jobs import JOB_RESTARTS_ANNOTATION
+from nodemedic.contracts.metrics import METRICS_NAMESPACE, REMEDIATIONS_METRIC, SUBSTRATE_DIMENSION
 from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World
+from tests.support.kube import bind_pod, exists, job_notes, owner, wait_for
 from tests.support.remediation import FAST, REGION, decision
 from world.aws.hyperpod import create_hyperpod_cluster, hyperpod_calls
 
@@ -84,6 +89,15 @@ def test_a_reboot_fault_reboots_the_hyperpod_node_through_hyperpod(
     assert sick in _cluster_nodes("ml-cluster")
     (mail,) = world.pipelines[HYPER.name].messages(sick)
     assert (mail["outcome"], mail["substrate"]) == ("rebooted-awaiting-deep-check", "hyperpod")
+    counted = boto3.client("cloudwatch", region_name=REGION).list_metrics(
+        Namespace=METRICS_NAMESPACE,
+        MetricName=REMEDIATIONS_METRIC,
+        Dimensions=[
+            {"Name": "Outcome", "Value": "rebooted-awaiting-deep-check"},
+            {"Name": SUBSTRATE_DIMENSION, "Value": "hyperpod"},
+        ],
+    )["Metrics"]
+    assert counted, "the remediation is counted with its substrate"
 
 
 def test_an_xid_79_replaces_the_hyperpod_node_with_a_new_instance(
@@ -129,3 +143,55 @@ def test_an_instance_no_listed_substrate_owns_is_only_reported(
     node = world.node(stray)
     assert node is not None and not node.spec.unschedulable
     assert stray not in world.hypervisor.reboots
+
+
+@pytest.mark.parametrize("repair", ["reboot", "replace"])
+def test_a_deferred_node_s_jobs_resume_once_hyperpod_repaired_it(
+    world: World,
+    hyperpod: dict[str, list[str]],
+    admin: client.ApiClient,
+    namespace: str,
+    repair: str,
+) -> None:
+    """nodemedic leaves the node to HyperPod's own recovery, but the training job it stops
+    is restarted whole once HyperPod has rebooted or replaced the node, as after nodemedic's
+    own repairs."""
+    sick, peer = hyperpod["ml-auto"][1 if repair == "reboot" else 2], hyperpod["ml-auto"][3]
+    name = f"train-{repair}"
+    job = owner(
+        admin,
+        namespace,
+        "Job",
+        name,
+        {
+            "nodemedic.io/enable-job-auto-resume": "true",
+            "nodemedic.io/job-max-retry-count": "3",
+        },
+    )
+    for rank, instance in enumerate((sick, peer)):
+        bind_pod(world.core, namespace, f"{name}-{rank}", world.nodes[instance], owner=job)
+    pipeline = world.pipelines[HYPER.name]
+    record = decision(sick, "nvidia-xid-79", cluster=HYPER.name)
+    execution = pipeline.start(record)
+    wait_for(
+        lambda: (pipeline.ledger(record) or {}).get("jobs"),
+        timeout=60,
+        what="the jobs on the deferred node recorded",
+    )
+    # HyperPod's own recovery repairs the node, through the calls it answers.
+    sagemaker = boto3.client("sagemaker", region_name=REGION)
+    batch = (
+        sagemaker.batch_reboot_cluster_nodes
+        if repair == "reboot"
+        else sagemaker.batch_replace_cluster_nodes
+    )
+    assert batch(ClusterName="ml-auto", NodeIds=[sick])["Successful"] == [sick]
+
+    result = pipeline.finish(execution)
+
+    assert result["status"] == "SUCCEEDED", result
+    found = pipeline.ledger(record)
+    assert found is not None and found["outcome"] == "deferred"
+    assert json.loads(found["resumed"])["resumed"] == [f"{namespace}/{name}"]
+    wait_for(lambda: not exists(world.core, namespace, f"{name}-1"), what=f"{name}-1 restarted")
+    assert job_notes(admin, namespace, name)[JOB_RESTARTS_ANNOTATION] == "1 (1 full)"

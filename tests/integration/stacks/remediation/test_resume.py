@@ -12,14 +12,9 @@ from kubernetes import client
 
 from nodemedic.contracts.jobs import JOB_FAILED_ANNOTATION, JOB_RESTARTS_ANNOTATION
 from tests.support.flow import NEURON, World, neuron_line
-from tests.support.kube import bind_pod, exists, owner, wait_for
+from tests.support.kube import bind_pod, exists, job_notes, owner, wait_for
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
-
-
-def job_notes(admin: client.ApiClient, namespace: str, name: str) -> dict[str, str]:
-    meta = client.BatchV1Api(admin).read_namespaced_job(name, namespace).metadata
-    return dict(meta.annotations or {})
 
 
 def test_a_replaced_node_restarts_its_opted_in_jobs_whole_and_leaves_the_others(

@@ -172,3 +172,23 @@ def test_listing_hyperpod_groups_without_the_cluster_name_fails_the_first_invoca
     monkeypatch.setenv(HYPERPOD_LOG_GROUPS_ENV, GROUP)
     with pytest.raises(EnvError, match=ENV_CLUSTER):
         aws["handler"](wrap(payload([event("agent-nvidia-error-reboot.json")])), CONTEXT)
+
+
+def test_a_deep_check_stream_that_names_no_instance_is_placed_event_by_event(
+    listed: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``DeepHealthCheckResults/<log_stream_id>``: each result is the node its own fields
+    name; one that names none is refused and counted, the rest classified."""
+    monkeypatch.setenv(HYPERPOD_EVENTS_ENV, "act")
+    named = event("deep-health-check-faulty-instance-named.json")
+    unnamed = event("deep-health-check-faulty-instance.json")
+    stream = "DeepHealthCheckResults/3f2a9c1e-run"
+    result = listed["handler"](wrap(payload([unnamed, named], stream)), CONTEXT)
+    [decision] = executions(listed)
+    assert (decision["instance_id"], decision["action"]) == (INSTANCE, "replace")
+    assert decision["fault_id"] == "hyperpod-deep-health-check-replace"
+    assert decision["evidence_line"] == named
+    assert result["refused"] == "no-instance" and result["lines"] == 1
+    assert [node["started"] for node in result["nodes"]] == [[decision["decision_id"]]]
+    [counted] = [c for c in printed_metrics(capsys) if HYPERPOD_REFUSED_METRIC in c]
+    assert counted[HYPERPOD_REFUSED_METRIC] == [1.0] and counted["Reason"] == "no-instance"

@@ -1,5 +1,6 @@
 """HyperPod's events as the ``hyperpod`` rules see them: what HyperPod decided, whatever the
-form its agent writes, and the node only ever from the stream's name."""
+form its agent writes, and the node from the stream's name, or from a deep health check
+result's own fields where its stream names none."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 from nodemedic.catalog import Source, load_catalog
 from nodemedic.contracts.logs import UnparsableLine
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
-from nodemedic.detect.classifier import classify, unparsable_lines
+from nodemedic.detect.classifier import MAX_LINE, classify, unparsable_lines
 from nodemedic.detect.filterpattern import filter_terms
-from nodemedic.detect.hyperpod import hyperpod_text, instance_of_stream
+from nodemedic.detect.hyperpod import hyperpod_text, instance_of_result, instance_of_stream
 from tests.support.paths import EVENTS
 
 INSTANCE = "i-0a1b2c3d4e5f60718"
@@ -113,3 +114,28 @@ def test_the_hyperpod_rules_add_no_term_to_the_nodes_log_group_filter() -> None:
     catalog = load_catalog()
     without = type(catalog)(rules=tuple(r for r in catalog.rules if r.source != "hyperpod"))
     assert filter_terms(catalog) == filter_terms(without)
+
+
+OTHER = "i-0fe48912b03d2c22e"
+
+
+@pytest.mark.parametrize(
+    ("result", "instance"),
+    [
+        (event("deep-health-check-faulty-instance-named.json"), INSTANCE),
+        (event("deep-health-check-faulty-instance.json"), None),
+        # As the Node's name HyperPod gives it, in any field, however deep.
+        (json.dumps({"level": "error", "details": {"node": f"hyperpod-{INSTANCE}"}}), INSTANCE),
+        # A cluster-level check of two nodes is neither's.
+        (json.dumps({"level": "error", "msg": f"NCCL test failed on {INSTANCE}, {OTHER}"}), None),
+        (json.dumps({"level": "error", "msg": f"on {INSTANCE} and again {INSTANCE}"}), INSTANCE),
+        # Not an instance id: too long, or part of a longer word.
+        (json.dumps({"msg": f"{INSTANCE}0"}), None),
+        (json.dumps({"msg": f"xi-{INSTANCE[2:]}"}), None),
+        ("not json", None),
+    ],
+)
+def test_a_deep_check_result_names_its_node_by_the_one_instance_its_fields_name(
+    result: str, instance: str | None
+) -> None:
+    assert instance_of_result(result, MAX_LINE) == instance
