@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.classifier import corpus
-from console.backtest.read import read_sources
+from console.backtest.files import read_sources
 from console.backtest.replay import replay
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
