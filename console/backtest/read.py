@@ -32,6 +32,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -178,9 +179,11 @@ def _add_json(file: _File, record: Any, node: str, event_id: str) -> None:
     file.add(named, message_source(message), message, event_id)
 
 
+@lru_cache(maxsize=1 << 16)
 def _stream(name: str) -> tuple[str, Source] | None:
     """(the node, the source) of a log stream: a nodemedic agent's kmsg or health stream, or
-    a SageMaker HyperPod stream that names its instance; None for any other."""
+    a SageMaker HyperPod stream that names its instance; None for any other. Remembered: a
+    fleet's history names its few streams on every line, and is read twice."""
     stream = STREAM_RE.match(name)
     if stream is not None:
         return stream["instance"], "health" if stream["source"] == "health" else "kmsg"
