@@ -78,7 +78,7 @@ class History:
     streams: dict[Stream, list[Event]] = field(default_factory=dict)
     lines: int = 0
     refused: list[str] = field(default_factory=list)
-    """Why each file that could not be read was left out (the others are replayed)."""
+    """Files left out: none here, where no file is read (``files.Files`` has some)."""
 
     def add(self, node: str, source: Source, event: Event) -> None:
         self.streams.setdefault((node, source), []).append(event)

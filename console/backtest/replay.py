@@ -1,12 +1,15 @@
 """History → what the pipeline would have done, in simulated time.
 
-Each node's lines are classified in bulk (the classifier's needle prefilter passes over
-the clean ones at C speed); only the fault lines go on, in the batches the agent would
+The history's events come in time order and are classified a chunk at a time (the
+classifier's needle prefilter passes over the clean ones at C speed); only the fault lines
+go on, in the batches the agent would
 have shipped (a batch spans at most ``BATCH_SECONDS``), to ``process_batch``, the classify
 Lambda's own logic: thresholds per rule on a hit counter, at most one decision per node and
 batch, the caps on injected and previous-boot lines, the execution name as deduplication.
 Each decision it starts runs ``machine.Machine``'s remediation. Deliveries and the
-remediations' waits are events on one clock taken from the lines' timestamps.
+remediations' waits are events on one clock taken from the lines' timestamps, run as the
+history is read: a delivery or wake-up is run once no batch still to come can be heard
+before it, so the replay holds what the rules need, not the history.
 """
 
 from __future__ import annotations
