@@ -12,10 +12,11 @@ import pytest
 from console.cli import main
 from tests.support.backtest import benign_lines, fault_line, node, tail_line
 
-SMALL, LARGE = 4_000, 24_000
-PER_LINE = 16
-"""Bytes a replay may hold for each line it read: one event kept for each line would be
-hundreds (its message, its id, its time)."""
+SMALL, LARGE = 4_000, 32_000
+PER_LINE = 64
+"""Bytes a replay may hold for each line it read (its read buffers, which stop growing at a
+block a file, count here at these sizes): one event kept for each line would be hundreds
+(its message, its id, its time)."""
 CLOCK = "rtc_cmos 00:00: setting system clock to 2026-11-22T17:58:03 UTC (1795370283)"
 
 
@@ -49,15 +50,17 @@ def _peak(capsys: pytest.CaptureFixture[str], folder: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("write", [_tail, _nodes], ids=["log-group-tail", "node-files"])
 def test_what_the_backtest_holds_does_not_grow_with_the_lines_it_reads(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, write: Callable[[Path, int], None]
 ) -> None:
-    peaks = []
+    folders = []
     for lines in (SMALL, LARGE):
-        folder = tmp_path / str(lines)
-        folder.mkdir()
-        write(folder, lines)
-        peaks.append(_peak(capsys, folder))
+        folders.append(tmp_path / str(lines))
+        folders[-1].mkdir()
+        write(folders[-1], lines)
+    _peak(capsys, folders[0])  # the first run also loads the catalog and compiles its rules
+    peaks = [_peak(capsys, folder) for folder in folders]
     grown = (peaks[1] - peaks[0]) / (LARGE - SMALL)
     assert grown < PER_LINE, f"{grown:.0f} bytes held per line read (peaks {peaks})"
