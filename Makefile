@@ -97,6 +97,9 @@ generated: $(INSTALLED) node_modules/.installed
 synth: $(INSTALLED) node_modules/.installed
 	npx cdk synth --quiet
 
+# bench.peers runs where the peers' Go builds are in $(PEERS) (shared/peers/build.sh makes
+# them), and says why it skipped where they are not.
+PEERS ?= $(abspath ../shared/peers/build)
 bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.classifier
 	$(BIN)/python -m bench.heads
@@ -105,7 +108,9 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.coldstart
 	$(BIN)/python -m bench.backtest
+	$(BIN)/python -m bench.backtest_memory
 	$(BIN)/python -m bench.triage
+	PEERS=$(PEERS) $(BIN)/python -m bench.peers --if-built
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.classifier import corpus
-from console.backtest.read import read_sources
+from console.backtest.files import read_sources
 from console.backtest.replay import replay
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
@@ -31,14 +31,16 @@ GOAL = 1_000_000
 """Lines a minute the backtest must replay on one core."""
 
 
+def tail_line(number: int, total: int, nodes: int, line: str) -> str:
+    """Line ``number`` of ``total`` as one log group's tail prints it: each line to a node in
+    turn, the lines spread over a day."""
+    at = datetime.fromtimestamp(START + DAY * number / total, UTC)
+    return f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 i-{number % nodes:017x}/kmsg {line}"
+
+
 def history(lines: list[str], nodes: int) -> list[str]:
-    """The lines as one log group's tail: each to a node in turn, spread over a day."""
-    out = []
-    for number, line in enumerate(lines):
-        at = datetime.fromtimestamp(START + DAY * number / len(lines), UTC)
-        node = f"i-{number % nodes:017x}"
-        out.append(f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}+00:00 {node}/kmsg {line}")
-    return out
+    """The lines as one log group's tail."""
+    return [tail_line(number, len(lines), nodes, line) for number, line in enumerate(lines)]
 
 
 def per_minute(seconds: float, lines: int) -> float:

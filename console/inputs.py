@@ -75,8 +75,11 @@ class LogFile:
     ``skipped_lines`` say what was passed over, read so far.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_size: int = _BLOCK) -> None:
         self.path = path
+        self._read_size = read_size
+        """Bytes asked of the file at a time: less than a block where many files are open
+        at once (a line is still cut at a block only)."""
         self.nul_bytes = 0
         self.skipped_lines = 0
         self.text_lines = 0
@@ -113,7 +116,7 @@ class LogFile:
     def _read(self) -> bytes:
         """What the input has now, up to a block: a pipe's lines are told as they come."""
         try:
-            return self._stream.read1(_BLOCK)
+            return self._stream.read1(self._read_size)
         except (OSError, EOFError, zlib.error) as exc:
             if self._stream is self._raw:
                 raise InputError(f"{self.path}: cannot read: {exc}") from None

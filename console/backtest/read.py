@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from console.backtest.stamps import Uptime, parse_time, stamp
 from console.findings import message_source
-from console.inputs import InputError, LogFile
+from console.inputs import InputError
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, STREAM_RE, shipped_message
 from nodemedic.contracts.substrates import (
@@ -66,21 +67,36 @@ Stream = tuple[str, Source]
 """(node, source): what one log stream of the agent holds."""
 
 
+TimedEvent = tuple[Stream, Event]
+"""One event of one stream."""
+
+
 @dataclass
 class History:
+    """Events held in memory: a log group's, as its API hands them over, or a test's lines.
+    (Log files are streamed instead: ``console.backtest.files``.)"""
+
     streams: dict[Stream, list[Event]] = field(default_factory=dict)
     lines: int = 0
     refused: list[str] = field(default_factory=list)
-    """Why each file that could not be read was left out (the others are replayed)."""
+    """Files left out: none here, where no file is read (``files.Files`` has some)."""
 
     def add(self, node: str, source: Source, event: Event) -> None:
         self.streams.setdefault((node, source), []).append(event)
         self.lines += 1
 
-    def merge(self, other: History) -> None:
-        for stream, events in other.streams.items():
-            self.streams.setdefault(stream, []).extend(events)
-        self.lines += other.lines
+    def nodes(self) -> set[str]:
+        return {node for node, _ in self.streams}
+
+    def events(self) -> Iterator[TimedEvent]:
+        """Every event in time order; a stream's events of one time in the order added."""
+        timed = [(stream, event) for stream, events in self.streams.items() for event in events]
+        timed.sort(key=event_time)
+        return iter(timed)
+
+
+def event_time(timed: TimedEvent) -> float:
+    return timed[1].at
 
 
 _TAGGED = re.compile(
@@ -111,25 +127,25 @@ def _json_time(record: Mapping[str, Any]) -> float | None:
 
 @dataclass
 class _File:
-    """One file's events on their way into the history. An event without a time of its own
+    """One file's events on their way out, in ``out``. An event without a time of its own
     takes the time of the line before; those before the file's first time wait for it,
     and a file that never gives one is refused (1970 is no time of a fleet's)."""
 
-    history: History
     origin: str
     at: float | None = None
+    out: list[TimedEvent] = field(default_factory=list)
     waiting: list[tuple[str, Source, str, str]] = field(default_factory=list)
 
     def time(self, at: float) -> None:
         self.at = at
         if self.waiting:
             for node, source, message, event_id in self.waiting:
-                self.history.add(node, source, Event(at, message, event_id))
+                self.out.append(((node, source), Event(at, message, event_id)))
             self.waiting.clear()
 
     def add(self, node: str, source: Source, message: str, event_id: str) -> None:
         if self.at is not None:
-            self.history.add(node, source, Event(self.at, message, event_id))
+            self.out.append(((node, source), Event(self.at, message, event_id)))
         else:
             self.waiting.append((node, source, message, event_id))
 
@@ -169,12 +185,21 @@ def _stream(name: str, message: str) -> tuple[str, Source] | None:
     health stream, a SageMaker HyperPod stream that names its instance, or a deep health
     check result that names it itself, as the classifier places them
     (``nodemedic.remediate.hyperpod.hyperpod_nodes``); None for any other."""
+    found = _named(name)
+    if found is None and name.startswith(HYPERPOD_DEEP_HEALTH_STREAM_PREFIX):
+        instance = instance_of_result(message, MAX_LINE)
+        return None if instance is None else (instance, "hyperpod")
+    return found
+
+
+@lru_cache(maxsize=1 << 16)
+def _named(name: str) -> tuple[str, Source] | None:
+    """The node and source a stream's name alone tells. Remembered: a fleet's history names
+    its few streams on every line, and is read twice."""
     stream = STREAM_RE.match(name)
     if stream is not None:
         return stream["instance"], "health" if stream["source"] == "health" else "kmsg"
     instance = instance_of_stream(name)
-    if instance is None and name.startswith(HYPERPOD_DEEP_HEALTH_STREAM_PREFIX):
-        instance = instance_of_result(message, MAX_LINE)
     return None if instance is None else (instance, "hyperpod")
 
 
@@ -206,122 +231,67 @@ def read_lines(
     *,
     boot: float | None = None,
     year: int,
-    origin: str | None = None,
-) -> bool:
-    """Add one file's lines (``node`` the file's node, ``origin`` the file as messages name
-    it) to ``history``; ``boot`` is the node's boot time, if known. Whether ``boot``
-    placed a line."""
+) -> None:
+    """Add one file's lines (``node`` the file's node; ``boot`` its boot time, if known) to
+    ``history``."""
     lines = lines if isinstance(lines, Sequence) else list(lines)
-    file = _File(history, origin or node)
-    uptime = Uptime(lines, file.origin, node, boot)
-    for index, line in enumerate(lines):
-        event_id = f"{node}:{index + 1}"
-        if line[:1] == "{":
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{event_id}: not a JSON object: {exc}") from None
-            _add_json(file, record, node, event_id)
-            continue
+    file = FileLines(lambda index: islice(lines, index, None), node, node, boot, year)
+    for (stream_node, source), event in file.events(lines):
+        history.add(stream_node, source, event)
+
+
+@dataclass
+class FileLines:
+    """How one file's lines are read: its node, the file as messages name it (``origin``),
+    its node's boot time if known, and its lines again from an index on (``ahead``: a boot
+    time stated further down the file is read ahead there)."""
+
+    ahead: Callable[[int], Iterable[str]]
+    node: str
+    origin: str
+    boot: float | None
+    year: int
+    uptime: Uptime = field(init=False)
+
+    def events(self, lines: Iterable[str]) -> Iterator[TimedEvent]:
+        """The file's events, in the order of its lines; afterwards ``used_boot`` says
+        whether ``boot`` placed a line. InputError where a line cannot be read."""
+        node = self.node
+        file = _File(self.origin)
+        self.uptime = Uptime(self.ahead, self.origin, node, self.boot)
+        out = file.out
+        for index, line in enumerate(lines):
+            event_id = f"{node}:{index + 1}"
+            if line[:1] == "{":
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise InputError(f"{event_id}: not a JSON object: {exc}") from None
+                _add_json(file, record, node, event_id)
+            else:
+                self._add_line(file, index, line, event_id)
+            if out:
+                yield from out
+                out.clear()
+        file.close()
+
+    def _add_line(self, file: _File, index: int, line: str, event_id: str) -> None:
         tagged = _TAGGED.match(line)
         stream = None if tagged is None else _stream(tagged["stream"], tagged["msg"])
         if tagged is not None and stream is not None:
             file.time(parse_time(tagged["at"]))
             file.add(*stream, tagged["msg"], event_id)
-            continue
-        found = stamp(line, year)
+            return
+        found = stamp(line, self.year)
         if found is not None:
             at, since_boot = found
-            file.time(uptime.place(index, at) if since_boot else at)
+            file.time(self.uptime.place(index, at) if since_boot else at)
         for source, message, each_id in _kernel_events(line, event_id):
-            file.add(node, source, message, each_id)
-    file.close()
-    return uptime.used_given
+            file.add(self.node, source, message, each_id)
 
-
-def _files(source: str) -> Iterator[Path]:
-    path = Path(source)
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        if not found:
-            raise InputError(f"{source}: no log files in this directory")
-        yield from found
-    elif path.exists():
-        yield path
-    else:
-        raise InputError(f"{source}: no such file or directory")
-
-
-def read_sources(
-    sources: Iterable[str],
-    *,
-    boots: Mapping[str, float] | None = None,
-    boot: float | None = None,
-    year: int | None = None,
-) -> History:
-    """Every file of ``sources`` (files or directories) in one history. ``boots``: boot
-    times by node; ``boot``: the boot time of the one node that has none there (given to
-    several nodes, it would line their uptimes up as one fleet event: refused)."""
-    history = History()
-    boots = boots or {}
-    year = year or datetime.now(UTC).year
-    files: set[str] = set()
-    shared: list[str] = []
-    for source in sources:
-        for path in _files(source):
-            node = node_of(path)
-            try:
-                read, used_boot = _read_file(path, boots.get(node, boot), year)
-            except InputError as exc:
-                history.refused.append(str(exc))
-                continue
-            history.merge(read)
-            if used_boot is not None:
-                files.add(node)
-                if used_boot and node not in boots:
-                    shared.append(str(path))
-    if len(shared) > 1:
-        raise InputError(
-            f"{', '.join(shared)}: lines timed since boot, and one --boot-time for all of "
-            "them would line their nodes' uptimes up as one fleet event: give "
-            "--boot-time NODE=TIME for each"
-        )
-    unknown = sorted(boots.keys() - files)
-    if unknown:
-        raise InputError(f"--boot-time {unknown[0]}=...: no file of that node in the input")
-    if not history.lines:
-        raise InputError("; ".join(history.refused) or "no log lines in the input")
-    return history
-
-
-def _read_file(path: Path, boot: float | None, year: int) -> tuple[History, bool | None]:
-    """One file's history, and whether ``boot`` placed a line of it (None: the file is a
-    log group's events, no node's own log). A file is read whole, so that a bad one adds
-    nothing; NUL runs and lines that are not text are passed over (``inputs.LogFile``)."""
-    found = History()
-    with LogFile(str(path)) as log:
-        text = log.text()
-        log.refuse_binary()
-    document = _events_document(text)
-    if document is not None:
-        read_events(found, document)
-        return found, None
-    used = read_lines(
-        found, text.split("\n"), node_of(path), boot=boot, year=year, origin=str(path)
-    )
-    return found, used
-
-
-def _events_document(text: str) -> list[Any] | None:
-    """The events of an ``aws logs filter-log-events`` (or ``get-log-events``) answer."""
-    if not text.lstrip().startswith("{"):
-        return None
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return None
-    events = document.get("events") if isinstance(document, dict) else None
-    return events if isinstance(events, list) else None
+    @property
+    def used_boot(self) -> bool:
+        return self.uptime.used_given
 
 
 def read_events(history: History, events: Iterable[Mapping[str, Any]]) -> None:

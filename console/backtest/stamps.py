@@ -11,7 +11,7 @@ nodes put on one clock line up as a fleet event that never happened.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -67,9 +67,11 @@ def _uptime(line: str) -> float | None:
 class Uptime:
     """Places one file's lines timed since boot on the wall clock. Each boot of the file
     (its uptimes start again) needs its own boot time: ``given`` is the first boot's,
-    a later boot's comes from its clock line."""
+    a later boot's comes from its clock line, read ahead in ``ahead`` (a file is read again
+    from there rather than held: a log of any length costs the same memory)."""
 
-    lines: Sequence[str]
+    ahead: Callable[[int], Iterable[str]]
+    """The file's lines from a 0-based index on."""
     origin: str
     """The file, as error messages name it."""
     node: str
@@ -92,7 +94,7 @@ class Uptime:
             self.used_given = True
             return self.given
         last = -1.0
-        for line in self.lines[index:]:
+        for line in self.ahead(index):
             uptime = _uptime(line)
             if uptime is None:
                 continue

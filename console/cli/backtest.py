@@ -17,9 +17,10 @@ from typing import Any
 import yaml
 
 from console.backtest.compare import changes, print_changes
+from console.backtest.files import read_sources
 from console.backtest.html import page
-from console.backtest.read import History, log_group_events, read_events, read_sources
-from console.backtest.replay import ACTION_SECONDS, replay
+from console.backtest.read import History, log_group_events, read_events
+from console.backtest.replay import ACTION_SECONDS, Timeline, replay
 from console.backtest.report import document, table
 from console.backtest.stamps import parse_time
 from console.inputs import InputError
@@ -106,7 +107,7 @@ def _boot_times(given: list[str]) -> tuple[dict[str, float], float | None]:
     return boots, bare[0] if bare else None
 
 
-def _history(args: argparse.Namespace) -> History:
+def _history(args: argparse.Namespace) -> Timeline:
     if args.log_group is None:
         if not args.sources:
             raise InputError("give log files or directories, or --log-group")

@@ -44,7 +44,13 @@ QUICK = {
     "bench.backtest": Quick(
         ("--lines", "5000", "--nodes", "4"), r"bare classifier +[\d,]+ lines/min", False
     ),
+    "bench.backtest_memory": Quick(
+        ("--sizes", "1000,3000"), r"3,000 lines  before \(\w+\) +peak RSS +\d+ MiB", False
+    ),
     "bench.triage": Quick(("--lines", "5000"), r"[\d,]+ lines/CPU-s  \(bare classifier\)", False),
+    "bench.peers --if-built": Quick(
+        ("--lines", "5000", "--passes", "1"), r"bench\.peers skipped: |triage [\d.]+x", False
+    ),
     "bench.cost": Quick(
         ("--nodes", "2", "--minutes", "0.2", "--faults", "1"), r"total +[\d.]+\$ +[\d.]+\$", True
     ),

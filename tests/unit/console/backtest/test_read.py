@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from console.backtest.read import History, node_of, read_lines, read_sources
+from console.backtest.files import read_sources
+from console.backtest.read import History, node_of, read_lines
 from console.backtest.replay import replay
 from console.backtest.report import rows
 from console.inputs import InputError
