@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.batch import DEFAULT_BATCH_EVENTS
 from agent.checks import names as check_names
+from agent.healthship import HEALTHY_EVERY
 from agent.origin import REGISTER_INTERVAL
 from nodemedic.contracts.logs import HEARTBEAT_SECONDS
 
@@ -37,6 +38,9 @@ class Config:
     spool_max_bytes: int = 256 * 1024 * 1024
     checks: tuple[str, ...] = field(default_factory=check_names)
     check_interval: float = 60.0
+    healthy_every: float = HEALTHY_EVERY
+    """Seconds between two shipments of a healthy result that did not change; a result that
+    is not ``ok``, or changed, ships every run (``agent.healthship``)."""
     check_options: Mapping[str, object] = field(default_factory=dict)
     """The checks' option values by ``Option.dest``; one left out takes its default."""
     pstore_dir: Path = Path("/sys/fs/pstore")

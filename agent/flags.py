@@ -237,6 +237,13 @@ GROUPS: tuple[Group, ...] = (
                 config="check_interval",
                 type=seconds,
             ),
+            Flag(
+                "--healthy-every",
+                "seconds between two shipments of a healthy result that did not change; "
+                "others ship every run (default: %(default)s)",
+                config="healthy_every",
+                type=seconds,
+            ),
             options,
             Flag(
                 "--sys-root",

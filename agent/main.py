@@ -15,13 +15,12 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
-from agent import bootcheck
+from agent import bootcheck, healthship
 from agent.batch import MAX_BATCH_EVENTS, Batch, Batcher, add_all, clamp_ms
 from agent.checkpoint import Checkpoint, CheckpointStore, Progress, resume_point
 from agent.checks import registered
@@ -182,6 +181,7 @@ class Agent:
         """Marks every event with this boot's signature once the instance identity
         document was read (``agent.origin``); without one, events ship unsigned."""
         self.keyed = threading.Event()
+        self.changes = healthship.Changes(config.healthy_every)
         self.runner = Runner(build_checks(config) if checks is None else checks)
         self.telemetry = telemetry(self.runner.checks)
         self.metrics.telemetry = dcgm_named(self.telemetry, config.dcgm_names, config.metric_prefix)
@@ -372,11 +372,8 @@ class Agent:
             self.liveness.beat(CHECKS_LOOP)
             results, commits = self.runner.run(datetime.now(UTC))
             now_ms = int(time.time() * 1000)
-            lines = (result.to_json() for result in results)
-            last = add_all(batcher, now_ms, lines, self.outbox.put)
-            if last is not None:
-                last.on_safe = _call_all(commits)
-                self.outbox.put(last)
+            shipped = self.changes.to_ship(results, time.monotonic())
+            healthship.ship(batcher, shipped, commits, now_ms, self.outbox.put)
             for check in {r.check for r in results}:
                 self.metrics.check_status[check] = worst([r for r in results if r.check == check])
             if self.config.telemetry_emf:
@@ -390,11 +387,3 @@ class Agent:
         lines = emf_lines(self.telemetry(), config.cluster, config.instance_id, now_ms)
         batcher = Batcher(telemetry_stream(config.instance_id))
         self._put(add_all(batcher, now_ms, lines, self.outbox.put))
-
-
-def _call_all(commits: list[Callable[[], None]]) -> Callable[[], None]:
-    def call() -> None:
-        for commit in commits:
-            commit()
-
-    return call

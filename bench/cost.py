@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from agent.healthship import HEALTHY_EVERY
 from agent.inject import append_file
 from bench.meter import Meter, metering
 from bench.mttr import finished_execution, next_machine
@@ -123,12 +124,13 @@ def baseline(
     )
     matched_share = noise["lambda:delivery"] / delivered
     heartbeat = len(heartbeat_message(dict.fromkeys(("interval", "lines_read"), 99999)))
-    # Each check run is one PutLogEvents on the node's health stream (start-up and noise).
+    # Each check run is one PutLogEvents on the node's health stream (start-up and noise);
+    # a healthy node's unchanged results ship once per HEALTHY_EVERY (agent.healthship).
     shipped = start + noise
     per_run = shipped["log_bytes:health"] / max(1, shipped["log_puts:health"])
     day = Usage(
         log_bytes=noise["log_bytes:kmsg"] / max(1, lines) * noise_per_day
-        + per_run * 86400 / CHECK_SECONDS
+        + per_run * 86400 / max(CHECK_SECONDS, HEALTHY_EVERY)
         + (heartbeat + SIGNATURE_BYTES + 26) * 86400 / HEARTBEAT_SECONDS,
         # The classifier records every heartbeat with one UpdateItem of a small item
         # (DynamoHeartbeats); the baseline phase is shorter than a heartbeat interval, so

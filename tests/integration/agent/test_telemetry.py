@@ -14,7 +14,7 @@ from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.contracts.logs import health_stream, telemetry_stream
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from tests.integration.agent.test_agent import scrape
-from tests.support.agent import config, free_port, messages, wait_for
+from tests.support.agent import GROUP, config, free_port, messages, wait_for
 from tests.support.paths import EVENTS
 
 L4X2 = EVENTS / "nvidia-smi" / "nvidia-l4-x2-healthy.xml"
@@ -92,7 +92,7 @@ def test_telemetry_emf_ships_metrics_the_classifier_never_sees(
 def test_without_the_flag_no_telemetry_ships(
     tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
 ) -> None:
-    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3)
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3, healthy_every=0)
     running = run_agent(cfg)
     # Each run ships its health lines before its telemetry would: after the third run's
     # lines arrive, the first two runs' telemetry would have.
@@ -105,3 +105,27 @@ def test_without_the_flag_no_telemetry_ships(
 def wait_messages(logs: Any, stream: str) -> list[str]:
     wait_for(lambda: bool(messages(logs, stream)), 15, f"lines on {stream}")
     return messages(logs, stream)
+
+
+def test_a_healthy_nodes_results_ship_once_while_its_checks_keep_running(
+    tmp_path: Path, moto_url: str, instance_id: str, run_agent: Any, logs: Any
+) -> None:
+    """Unchanged healthy results ship once per ``healthy_every`` (15 min by default), not
+    every run: the telemetry, which ships each run, shows the runs go on. (neuron-monitor's
+    report streams in, so its result may first ship from the second run.)"""
+    cfg = recorded(tmp_path, moto_url, instance_id, check_interval=0.3, telemetry_emf=True)
+    running = run_agent(cfg)
+    wait_messages(logs, health_stream(instance_id))
+
+    def runs() -> int:
+        """Check runs whose telemetry shipped: each run's lines carry its own time."""
+        events = logs.get_log_events(
+            logGroupName=GROUP, logStreamName=telemetry_stream(instance_id), startFromHead=True
+        )["events"]
+        return len({e["timestamp"] for e in events})
+
+    wait_for(lambda: runs() >= 4, 15, "three runs more")
+    running.close()
+    shipped = [json.loads(line) for line in messages(logs, health_stream(instance_id))]
+    keys = [(r["check"], r["device"], r["reason"]) for r in shipped]
+    assert len(keys) == len(set(keys)) >= 2, keys
