@@ -155,7 +155,8 @@ def test_breaker_reset_reopens_a_tripped_breaker_at_once(world: World, guarded: 
     assert guarded.run(decision(first, cluster="guarded"))["status"] == "SUCCEEDED"
     held = decision(second, cluster="guarded")
     execution = guarded.start(held)
-    wait_for(lambda: _held(guarded, second), what="hold")
+    # Through the quarantine first: on a loaded machine its states alone may take a minute.
+    wait_for(lambda: _held(guarded, second), timeout=90, what="hold")
     shown = _breaker(guarded, "status")
     assert shown["state"] == "tripped" and "replace limit 1" in shown["reason"]
 

@@ -366,7 +366,7 @@ def test_the_policy_lambda_is_called_for_date_arithmetic_only(
 ) -> None:
     """Once to plan (escalation window, epoch times, breaker limit), for the two durations
     the metrics report, for the time a sweep or a park runs at, and to judge a fault's fleet
-    window; never to unpick a DynamoDB answer."""
+    window and the quarantine's limits; never to unpick a DynamoDB answer."""
     definition = state_machine_definition(default_template)
     calls = {
         name: s["Parameters"]
