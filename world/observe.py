@@ -37,6 +37,7 @@ from nodemedic.contracts.logs import split_signature
 from nodemedic.contracts.stack import FLEET_HELD_STATE
 from nodemedic.remediate.approval import AWAITING
 from nodemedic.remediate.fleet import OUTCOME as FLEET_OUTCOME
+from nodemedic.remediate.quarantine import TRIPPED_OUTCOME as QUARANTINE_TRIPPED
 from world.aws.inbox import Notification
 from world.kube.watch import NodeSeen
 from world.timeline import FaultRun, Step
@@ -284,10 +285,11 @@ class Observer:
 
 
 def _final(message: Notification) -> bool:
-    """The remediation's outcome, not a notice on the way: the breaker's page when the
-    decision trips it, its request for approval, or its notice that it holds the decision
-    (one held until its hold ran out is reported ``held`` too, with its duration)."""
-    if message.outcome in (None, "tripped", AWAITING):
+    """The remediation's outcome, not a notice on the way: the breaker's or the quarantine's
+    page when the decision trips it, its request for approval, or its notice that it holds
+    the decision (one held until its hold ran out is reported ``held`` too, with its
+    duration)."""
+    if message.outcome in (None, "tripped", QUARANTINE_TRIPPED, AWAITING):
         return False
     return message.outcome != "held" or "seconds" in message.body
 

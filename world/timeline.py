@@ -41,9 +41,9 @@ class Fault:
     value: str
     expect: str
     """``replace``, ``reboot``, ``reset`` (its GPU reset in place, the node given back at
-    the same boot), ``notify``, ``nothing``, ``held`` (a replacement the breaker
-    holds until its hold runs out, the node left untouched) or ``fleet`` (held, part of a
-    fleet event)."""
+    the same boot), ``notify``, ``nothing``, ``held`` (a replacement the breaker holds
+    until its hold runs out, the node quarantined meanwhile, never drained, and given back)
+    or ``fleet`` (held, part of a fleet event)."""
     title: str
 
     def __post_init__(self) -> None:

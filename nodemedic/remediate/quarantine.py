@@ -52,6 +52,9 @@ QUARANTINED_SOURCES: Final = ("kmsg", "health")
 person's decision or HyperPod's carries no proof of origin, and a deep check's verdict is
 the gate's (``nodemedic.health``)."""
 QUARANTINED_ACTIONS: Final = ("reset", "reboot", "replace")
+TRIPPED_OUTCOME: Final = "quarantine-tripped"
+"""The outcome of the page a refusal sends: a notice about the cluster on the decision's
+way to the breaker, never the decision's own outcome."""
 
 ROOM: Final = either(missing(NODES), smaller_than(NODES, ":limit"), contains(NODES, ":instance"))
 """The window has room under ``:limit``; a node in it already joins again (a retried task)."""

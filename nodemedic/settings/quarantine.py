@@ -13,16 +13,21 @@ from nodemedic.settings.declare import setting
 class QuarantineSettings:
     """How many faulty nodes may be cordoned at once, before the breaker admits their repair."""
 
-    quarantine_group_percent: int = setting(0, minimum=0, maximum=100)
+    quarantine_group_percent: int = setting(50, minimum=0, maximum=100)
     """Quarantine ([Quarantine](#quarantine)): a node with a proven reset, reboot or replace fault
     is cordoned and tainted at once, before the breaker admits its repair; at most this share of
     its node group per `quarantine_window` (one node at least; 0: no quarantine, the node waits
     for the breaker untouched). One more is not cordoned, and the limit trips: a page and
-    `QuarantineTripped`, whose alarm mails the topic. Off (0) until it is proven on every rung
-    and scenario; NVIDIA NVSentinel's 50 suits most clusters."""
-    quarantine_cluster_percent: int = setting(0, minimum=0, maximum=100)
+    `QuarantineTripped`, whose alarm mails the topic. 50: the share at which one fault on a
+    group is judged a fleet event (`fleet_min_percent`), so distinct faults on more of a group
+    within minutes, more likely a shared cause than failing hardware, are not cordoned; and
+    NVIDIA NVSentinel's default. The cordon evicts nothing: a wrong one costs new pods a place,
+    never a running one."""
+    quarantine_cluster_percent: int = setting(50, minimum=0, maximum=100)
     """... and at most this share of the cluster's Nodes per `quarantine_window` (0: no
-    quarantine; NVSentinel's default is 50)."""
+    quarantine). 50: NVIDIA NVSentinel's default (50 % of the nodes in 5 minutes), which
+    leaves half the cluster schedulable however many groups a storm spans (a storm in one
+    group meets its group's share first)."""
     quarantine_window: int = setting(300, minimum=1)
     """Seconds of one quarantine window (NVIDIA NVSentinel's default: 50 % of the nodes in 5
     minutes)."""

@@ -1,14 +1,16 @@
 """Failures spread over time, end to end: Neuron uncorrectable errors one after another on their own
 nodes, one more than a group may replace per hour, then an Xid 48. The first ones are
 replaced, the next is held and trips the cluster's breaker with exactly one page, its node
-untouched; after the (demo's short) cooldown the breaker closes again and the reboot goes
-on. The scenario's breaker settings are synthesized into its world's stack."""
+quarantined while it waits and given back when its hold runs out; after the (demo's short)
+cooldown the breaker closes again and the reboot goes on. The scenario's breaker settings
+are synthesized into its world's stack."""
 
 from __future__ import annotations
 
 import pytest
 
 from console.cli.breaker import status
+from nodemedic.contracts.kube import TAINT_KEY
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_after_replacements, run_scenario
 from world.aws.inbox import Notification
@@ -44,10 +46,16 @@ def test_the_first_are_replaced_the_next_held_then_a_reboot(world: World, result
         assert world.instance_state(instance_id) == "terminated"
 
 
-def test_the_held_node_is_untouched_and_told_why(world: World, result: Result) -> None:
+def test_the_held_node_is_quarantined_not_drained_then_given_back_and_told_why(
+    world: World, result: Result
+) -> None:
     held = result.runs[LIMIT]
+    history = world.watch.history(held.machine.instance_id, held.written_at)
+    # It took no new work while held: cordoned and tainted at once (the quarantine).
+    assert any(s.unschedulable and s.tainted for s in history)
     node = world.node(held.machine.node)
     assert node is not None and not node.spec.unschedulable
+    assert not [t for t in node.spec.taints or [] if t.key == TAINT_KEY]
     assert world.instance_state(held.machine.instance_id) == "running"
     assert not world.machine_events(held.machine.instance_id, "unhealthy")
     mail = [m for m in world.inbox.about(held.machine.instance_id) if m.outcome == "held"]

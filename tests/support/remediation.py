@@ -44,9 +44,14 @@ FAST: dict[str, Any] = {
     "fleet_window": 15,
     "fleet_settle": 2,
     "deep_check_timeout": 3,
+    "quarantine_window": 15,
+    "quarantine_cluster_percent": 100,
 }
 """Every wait loop of the state machine polls once a second and gives up within seconds; a
-fault's fleet window lasts seconds, not minutes."""
+fault's fleet window and a quarantine window last seconds, not minutes. The cluster's Nodes
+are those of the test running (each test's are deleted after it), so its quarantine share is
+all of them, and a window of seconds keeps one test's quarantines from counting against the
+next test's nodes."""
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",

@@ -44,7 +44,7 @@ def verify(world: World, run: FaultRun) -> None:
         "reboot": _rebooted,
         "reset": _reset,
         "notify": _untouched,
-        "held": _untouched,
+        "held": _held,
         "nothing": _nothing,
         "fleet": _given_back,
     }[run.fault.expect]
@@ -154,12 +154,29 @@ def _untouched(world: World, run: FaultRun) -> list[str]:
     node = world.node(name)
     if node is None:
         return [*problems, f"node {name} is gone"]
-    label = (node.metadata.labels or {}).get(HEALTH_LABEL)
-    if label not in (None, "Schedulable"):
-        problems.append(f"{name} is labelled {HEALTH_LABEL}={label}")
+    problems += _labelled_schedulable(node)
     if world.machine_events(run.machine.instance_id, "reboot"):
         problems.append(f"{run.machine.instance_id} was rebooted")
     return problems
+
+
+def _held(world: World, run: FaultRun) -> list[str]:
+    """Held by the breaker until its hold ran out: quarantined meanwhile where its limit had
+    room (cordoned and tainted, never drained), then given back: neither rebooted nor
+    replaced, uncordoned, untainted, labelled schedulable."""
+    name = run.machine.node
+    problems = _neither_rebooted_nor_replaced(world, run.machine.instance_id)
+    node = world.node(name)
+    if node is None:
+        return [*problems, f"node {name} is gone"]
+    return problems + _unmarked(node) + _labelled_schedulable(node)
+
+
+def _labelled_schedulable(node: client.V1Node) -> list[str]:
+    label = (node.metadata.labels or {}).get(HEALTH_LABEL)
+    if label in (None, "Schedulable"):
+        return []
+    return [f"{node.metadata.name} is labelled {HEALTH_LABEL}={label}"]
 
 
 def _nothing(world: World, run: FaultRun) -> list[str]:

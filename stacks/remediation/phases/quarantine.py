@@ -150,7 +150,7 @@ def _trip(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
         "Page quarantine tripped",
         f"nodemedic quarantine limit reached: cluster {cluster}",
         {
-            "outcome": "quarantine-tripped",
+            "outcome": quarantine.TRIPPED_OUTCOME,
             "action": sfn.JsonPath.string_at(state.ACTION),
             "reason": sfn.JsonPath.string_at(state.QUARANTINE_REASON),
             "summary": sfn.JsonPath.string_at(state.QUARANTINE_REASON),

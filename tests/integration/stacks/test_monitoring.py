@@ -444,11 +444,8 @@ def test_the_dashboard_shows_the_job_monitors_metrics_per_job(
     assert titles and not [t for t in titles if t.startswith("Job")]
 
 
-def test_the_quarantine_limit_trips_loudly() -> None:
+def test_the_quarantine_limit_trips_loudly(template: Template) -> None:
     """The state machine's trip datum is what the alarm reads, and the alarm mails."""
-    template = synth_template(
-        dataclasses.replace(SETTINGS, quarantine_group_percent=50, quarantine_cluster_percent=50)
-    )
     (alarm,) = [
         a["Properties"]
         for a in resources(template, "AWS::CloudWatch::Alarm").values()

@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client
 
 from console.cli import main
-from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME
+from nodemedic.contracts.kube import AWAITING_DEEP_CHECK_OUTCOME, TAINT_KEY
 from nodemedic.remediate.planned import (
     SPOT,
     SPOT_DETAIL_TYPE,
@@ -31,7 +31,7 @@ from nodemedic.remediate.planned import (
 from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
-from tests.support.flow import GPU, NEURON, World, asg_instance
+from tests.support.flow import GPU, NEURON, World, asg_instance, our_taints
 from tests.support.kube import bind_pod, pdb, wait_for
 from tests.support.remediation import (
     FAST,
@@ -155,13 +155,17 @@ def test_breaker_reset_reopens_a_tripped_breaker_at_once(world: World, guarded: 
     assert guarded.run(decision(first, cluster="guarded"))["status"] == "SUCCEEDED"
     held = decision(second, cluster="guarded")
     execution = guarded.start(held)
-    wait_for(lambda: _held(guarded, second), what="hold")
+    # Through the quarantine first: on a loaded machine its states alone may take a minute.
+    wait_for(lambda: _held(guarded, second), timeout=90, what="hold")
     shown = _breaker(guarded, "status")
-    assert shown["state"] == "tripped" and "replace limit 1" in shown["reason"]
+    # Tripped, or cooled where a round of the hold (a quarantined node's re-reads its fleet
+    # window) outlasted the 4 s cooldown: either way not closed until an admission or a reset.
+    tripped = ("tripped", "cooled")
+    assert shown["state"] in tripped and "replace limit 1" in shown["reason"]
 
     reset = _breaker(guarded, "reset")
 
-    assert (reset["reset"], reset["was"], reset["state"]) == (True, "tripped", "closed")
+    assert (reset["reset"], reset["was"] in tripped, reset["state"]) == (True, True, "closed")
     assert guarded.finish(execution)["status"] == "SUCCEEDED"
     assert (guarded.ledger(held) or {})["outcome"] == "replaced"
 
@@ -215,4 +219,8 @@ def test_a_node_a_failed_remediation_left_out_counts_against_the_cluster_cap(
 
     assert sick in _breaker(guarded, "status")["in_flight"]
     guarded.sfn.stop_execution(executionArn=execution)
-    _untouched(world, other)
+    # Held, not repaired: its instance untouched, the node only quarantined meanwhile.
+    node = world.node(other)
+    assert node is not None and node.spec.unschedulable
+    assert our_taints(node) == [f"{TAINT_KEY}=nvidia-xid-48:NoSchedule"]
+    assert asg_instance(other)["HealthStatus"] == "Healthy"

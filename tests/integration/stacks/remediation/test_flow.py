@@ -25,6 +25,7 @@ from nodemedic.contracts.logs import shipped_message
 from nodemedic.detect.classifier import default_classifier
 from nodemedic.origin.signing import sign
 from nodemedic.remediate import ledger as nodemedic_ledger
+from nodemedic.remediate.quarantine import share
 from tests.support.flow import (
     GPU,
     NEURON,
@@ -286,7 +287,7 @@ def _peak_cordoned(seen: list[NodeSeen]) -> int:
     return peak
 
 
-def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_their_turn(
+def test_the_quarantine_cordons_its_share_and_the_breaker_repairs_max_parallel_at_a_time(
     world: World,
 ) -> None:
     wide = world.group("trn1-wide", 10, **NEURON)
@@ -305,7 +306,9 @@ def test_the_breaker_lets_max_parallel_nodes_of_a_group_in_and_the_rest_wait_the
         if result["status"] != "SUCCEEDED"
     ]
     seen = [s for s in world.watch.seen if s.instance_id in wide and s.at >= since]
-    assert _peak_cordoned(seen) == ACTING.max_parallel
+    # Half the group stops taking work at once (the quarantine's group share), not only the
+    # max_parallel that the breaker lets be drained and replaced.
+    assert _peak_cordoned(seen) >= share(ACTING.quarantine_group_percent, len(wide))
     ledgers = [pipeline.ledger(record) for record in records]
     assert [ledger and ledger["outcome"] for ledger in ledgers] == ["replaced"] * len(wide)
     # The first max_parallel went straight in; every other one was held, mailed, waited.

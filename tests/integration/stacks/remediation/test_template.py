@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +10,6 @@ from nodemedic.contracts.ledger import HISTORY_TTL_ATTRIBUTE
 from nodemedic.remediate import breaker, ledger, parking, policy
 from stacks.synth import synth_template
 from tests.support.remediation import (
-    ACTING,
     DRY,
     FAST,
     NODE_GROUPS,
@@ -363,20 +361,19 @@ def test_the_node_is_rebooted_and_given_back_only_while_the_lock_asks_for_no_esc
     assert found["Stronger?"]["Default"] == "Record duplicate"
 
 
-def test_the_policy_lambda_is_called_for_date_arithmetic_only() -> None:
+def test_the_policy_lambda_is_called_for_date_arithmetic_only(
+    default_template: dict[str, Any],
+) -> None:
     """Once to plan (escalation window, epoch times, breaker limit), for the two durations
     the metrics report, for the time a sweep or a park runs at, and to judge a fault's fleet
     window and the quarantine's limits; never to unpick a DynamoDB answer."""
-    template = synth_template(
-        dataclasses.replace(ACTING, quarantine_group_percent=50, quarantine_cluster_percent=50)
-    )
-    definition = state_machine_definition(template)
+    definition = state_machine_definition(default_template)
     calls = {
         name: s["Parameters"]
         for name, s in states(definition)
         if s["Type"] == "Task"
         and s["Resource"].startswith("${")
-        and lambda_target(s, template) == "lambdas.policy.handler.handler"
+        and lambda_target(s, default_template) == "lambdas.policy.handler.handler"
     }
     assert {name: p["op"] for name, p in calls.items()} == {
         "Plan": "plan",
