@@ -202,6 +202,7 @@ def test_the_agent_gets_the_host_paths_and_privileges_it_needs_and_no_more(defau
     assert "neuron" not in resources, "nor a Neuron device"
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["NVIDIA_VISIBLE_DEVICES"] == "all"  # nvidia-smi without taking a GPU
+    assert env["GRPC_ENABLE_FORK_SUPPORT"] == "0"  # the agent forks only to exec its tools
     probe = container["livenessProbe"]["httpGet"]
     # The probe asks whether the agent's loops turn (agent.liveness), on its metrics port.
     assert (probe["path"], probe["port"]) == (LIVENESS_PATH, DEFAULT_METRICS_PORT)
