@@ -322,19 +322,19 @@ def _history(life: Lifecycle) -> None:
     if failed:
         wanted[failed] = "replaced"
 
-    def missing() -> dict[str, list[Any]]:
-        """Instance → the outcomes history shows, for each without the one wanted."""
+    def missing(shown: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        """Instance → the outcomes ``shown`` has, for each without the one wanted."""
         outcomes: dict[str, list[Any]] = {i: [] for i in wanted}
-        for entry in history_entries(world)[1]:
+        for entry in shown:
             outcomes.setdefault(str(entry.get("instance_id")), []).append(entry.get("outcome"))
         return {i: outcomes[i] for i, outcome in wanted.items() if outcome not in outcomes[i]}
 
     # The failed newcomer's remediation closes a moment after its Node is gone.
-    life.wait(lambda: not missing(), "every remediation closed")
-    for instance_id, outcomes in missing().items():
-        life.problems.append(f"history of {instance_id}: {outcomes}, no {wanted[instance_id]}")
+    life.wait(lambda: not missing(history_entries(world)[1]), "every remediation closed")
     code, shown = history_entries(world)
     life.expect(code == 0, f"nodemedic history exited {code}")
+    for instance_id, outcomes in missing(shown).items():
+        life.problems.append(f"history of {instance_id}: {outcomes}, no {wanted[instance_id]}")
     for entry in shown:
         steps = ", ".join(str(s.get("step")) for s in entry.get("steps", []))
         life.say(
