@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 # gRPC's fork handlers (the simulated kubelets' PodResources servers, the agents' clients)
 # run at every fork, though the world only forks to exec its agents and control plane, and
-# they can crash the process while another thread is in gRPC (a segfault seen in the kube
-# tier; apache/buildstream#1679, grpc/grpc#29044): off.
+# can crash a process that forks while another thread is in gRPC (apache/buildstream#1679,
+# grpc/grpc#29044): off.
 export GRPC_ENABLE_FORK_SUPPORT := 0
 
 .PHONY: demo test checks lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated
