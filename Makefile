@@ -5,10 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-# gRPC's fork handlers (the simulated kubelets' PodResources servers, the agents' clients)
-# run at every fork, though the world only forks to exec its agents and control plane, and
-# can crash a process that forks while another thread is in gRPC (apache/buildstream#1679,
-# grpc/grpc#29044): off.
+# gRPC's fork handlers run at every fork of a process that has loaded gRPC (an agent, whose
+# PodResources client polls beside the tools it forks to exec), and can crash a process that
+# forks while another thread is in gRPC (apache/buildstream#1679, grpc/grpc#29044): off.
+# The world's own process never loads gRPC (world/kube/podresources.py).
 export GRPC_ENABLE_FORK_SUPPORT := 0
 
 .PHONY: demo test checks lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated

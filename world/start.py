@@ -24,7 +24,6 @@
   Node back with a new boot id and a new agent, an ``Unhealthy`` instance is terminated
   and its replacement joins the cluster as a new Node. An SSM command sent to an instance
   (the GPU reset) runs on this machine against the instance's simulated GPU (``gpus.py``).
-
 Everything started is stopped on the way out, whatever ends the block.
 """
 
@@ -155,7 +154,9 @@ def local_world(
             cluster = stack.enter_context(
                 _control_plane(workdir, say, timings, jobs=settings.job_monitoring)
             )
-            deployment, first_machines = aws_side.result()
+        # Once the pool's thread is gone: a report reading the locals of a frame another
+        # thread still runs can crash CPython 3.11 (python/cpython#111363).
+        deployment, first_machines = aws_side.result()
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
             f"deployed in {timings['deploy']:.1f}s ({resource_count(deployment)}); "

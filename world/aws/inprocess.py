@@ -135,12 +135,16 @@ class ThreadEnviron(MutableMapping[str, str]):
         return dict(self)
 
 
-class ThreadOutput(io.TextIOBase):
-    """A stream whose writes from the thread inside ``captured()`` go to that thread's
-    buffer; every other thread writes to ``stream``, unchanged."""
+class ThreadOutput:
+    """A stand-in for ``sys.stdout`` whose writes from the thread inside ``captured()`` go to
+    that thread's buffer; every other thread writes to ``stream``, unchanged, or to the
+    process's own standard output once ``stream`` is closed: a test's capture may end while
+    a Lambda runs, and the world's other threads print on. Not an ``io`` object: one of
+    those closes itself when collected, and a close that fails there is an error no caller
+    sees."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | ThreadOutput) -> None:
+        self.stream = stream  # another Lambda's, when a test's capture put its own back
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -151,28 +155,46 @@ class ThreadOutput(io.TextIOBase):
         finally:
             self._local.buffer = None
 
+    @property
+    def closed(self) -> bool:
+        return self.stream.closed
+
     def write(self, text: str) -> int:
         buffer: TextIO | None = getattr(self._local, "buffer", None)
-        return (buffer or self.stream).write(text)
+        return (buffer or self._passed()).write(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        self._passed().flush()
 
-    def fileno(self) -> int:
-        return self.stream.fileno()
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def _passed(self) -> TextIO | ThreadOutput:
+        return sys.__stdout__ if self.stream.closed and sys.__stdout__ else self.stream
+
+
+_STAND_INS: dict[int, ThreadOutput] = {}
+"""Every stand-in ever put in ``sys.stdout``, by the id of the stream it wraps, kept for the
+process's life: CPython's ``print`` holds ``sys.stdout`` by a borrowed reference while it
+writes (python/cpython#130163), so a stand-in taken out of ``sys.stdout`` while another
+thread prints through it must not be freed under that print. One per stream: as many as
+the tests' captures, not as the invocations."""
 
 
 @contextlib.contextmanager
 def _printed() -> Iterator[io.StringIO]:
     """What the calling thread prints while the block runs; ``sys.stdout`` is whatever it
     was before, for every other thread and after the block (a test's capture included)."""
-    output = ThreadOutput(sys.stdout)
+    current = sys.stdout
+    if not isinstance(current, ThreadOutput) and id(current) not in _STAND_INS:
+        _STAND_INS[id(current)] = ThreadOutput(current)  # holds it: the id stays its own
+    output = current if isinstance(current, ThreadOutput) else _STAND_INS[id(current)]
     sys.stdout = output
     try:
         with output.captured() as printed:
             yield printed
     finally:
-        if sys.stdout is output:
+        if sys.stdout is output and output is not current:
             sys.stdout = output.stream
 
 

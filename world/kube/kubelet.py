@@ -4,7 +4,8 @@ and a reboot shows as NotReady, then Ready with a new boot id. No container runs
 kube-scheduler binds pods to these Nodes (or a caller sets ``spec.nodeName``); a pod no
 scheduler bound stays Pending. The device manager hands each running pod the devices its
 limits ask for (ids ``0``, ``1``, ... as the NVIDIA device plugin's ``index`` strategy) and
-serves them over the PodResources API on a unix socket per Node (``world.kube.podresources``)
+serves them over the PodResources API on a unix socket per Node (``world.kube.podresources``,
+from a process of its own)
 for the world's agents; where no agent runs it publishes ``nodemedic.io/pod-devices`` itself
 with the agent's own code (``agent.poddevices``; GPU ``i``'s bus id is ``gpus.bus_id(i)``).
 """
@@ -23,7 +24,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import grpc
 from kubernetes import client
 
 from agent.poddevices import GPU_RESOURCE, record
@@ -32,7 +32,7 @@ from nodemedic.contracts.kube import NODEGROUP_LABEL, POD_DEVICES_KEY
 from world.aws.gpus import bus_id
 from world.kube.kubeapi import KUBE_VERSION
 from world.kube.passes import Passes
-from world.kube.podresources import serve
+from world.kube.podresources import Host
 
 STRATEGIC = "application/strategic-merge-patch+json"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -107,7 +107,7 @@ class SimulatedKubelet:
         self._lock = threading.Lock()
         self._passes = Passes("simulated-kubelet")
         self._pod_resources = pod_resources
-        self._servers: dict[str, grpc.Server] = {}
+        self._host: Host | None = None
 
     def register(
         self,
@@ -152,7 +152,7 @@ class SimulatedKubelet:
             },
         }
         if self._pod_resources is not None:
-            self._serve(name)
+            self._publish_devices(self._nodes[name])
         elif devices:
             # An accelerator node's agent publishes its (empty) device record at once.
             node["metadata"]["annotations"] = {POD_DEVICES_KEY: self._nodes[name].record()}
@@ -173,8 +173,6 @@ class SimulatedKubelet:
             if name in self._nodes:
                 return node
         tracked = self._track(name, counts)
-        if self._pod_resources is not None:
-            self._serve(name)
         status = {
             "conditions": [_ready_condition(ready=True)],
             "addresses": [
@@ -186,17 +184,16 @@ class SimulatedKubelet:
         adopted: client.V1Node = self.core.patch_node_status(
             name, {"status": status}, _content_type=STRATEGIC
         )
-        if counts:
+        if counts or self._pod_resources is not None:
             self._publish_devices(tracked)
         return adopted
 
     def forget(self, name: str) -> None:
         """Stop playing the kubelet of a Node that is gone (its instance terminated)."""
         with self._lock:
-            self._nodes.pop(name, None)
-        server = self._servers.pop(name, None)
-        if server is not None:
-            server.stop(None)
+            gone = self._nodes.pop(name, None)
+        if gone is not None and self._host is not None:
+            self._host.withdraw(gone.index)
 
     def _track(self, name: str, devices: Mapping[str, int]) -> _Node:
         with self._lock:
@@ -205,10 +202,6 @@ class SimulatedKubelet:
             ip = f"10.0.{index // 250}.{index % 250 + 1}"
             self._nodes[name] = _Node(name, index, ip, itertools.count(), devices)
             return self._nodes[name]
-
-    def _serve(self, name: str) -> None:
-        held = self._nodes[name].held
-        self._servers[name] = serve(self.socket(name), lambda: dict(held))
 
     def reboot(self, name: str, *, down_seconds: float = 1.0) -> None:
         """Report the Node NotReady now; a later pass brings it back with a new boot id."""
@@ -257,13 +250,15 @@ class SimulatedKubelet:
         return nodes
 
     def start(self) -> SimulatedKubelet:
+        if self._pod_resources is not None:
+            self._host = Host(self._pod_resources)
         self._passes.start(self.sync, self.interval)
         return self
 
     def stop(self) -> None:
         self._passes.stop()
-        for server in self._servers.values():
-            server.stop(None)
+        if self._host is not None:
+            self._host.close()
 
     def socket(self, name: str) -> Path:
         """Node ``name``'s PodResources socket (short: a unix socket's path is ≤ 107 bytes)."""
@@ -289,8 +284,11 @@ class SimulatedKubelet:
 
     def _publish_devices(self, node: _Node) -> None:
         """What the node's agent does with the kubelet's PodResources list, where no agent
-        reads it from a socket (``pod_resources``): there the agents publish."""
+        reads it from a socket (``pod_resources``): there the agents publish what the
+        socket's host answers."""
         if self._pod_resources is not None:
+            assert self._host is not None, "a kubelet with sockets serves them once started"
+            self._host.publish(node.index, dict(node.held))
             return
         body = {"metadata": {"annotations": {POD_DEVICES_KEY: node.record()}}}
         try:

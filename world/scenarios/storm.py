@@ -95,7 +95,8 @@ def run_storm(world: World, say: Say) -> Result:
 
 def _inject_together(world: World, machines: list[Machine], fault: Fault) -> list[FaultRun]:
     with ThreadPoolExecutor(max_workers=len(machines)) as pool:
-        return list(pool.map(lambda m: inject(world, m, fault), machines))
+        runs = pool.map(lambda m: inject(world, m, fault), machines)
+    return list(runs)  # once the pool's threads have ended (see world.start.local_world)
 
 
 def _most_out_at_once(world: World, runs: list[FaultRun]) -> int:

@@ -1,11 +1,13 @@
 """The agent's device record end to end on the real kube-apiserver: the agent's own publisher
 (``agent.poddevices``) reads a kubelet's PodResources socket, writes the record on its Node
 with a token bound to its pod under the chart's admission policy, and the GPU-level drain
-then evicts only the pod on the GPU a fault line names."""
+then evicts only the pod on the GPU a fault line names. The publisher and the socket's
+server each run in a process of their own, as on a node (``world.kube.podresources``)."""
 
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,13 +15,13 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from agent.poddevices import GPU_RESOURCE, Kube, Publisher, PublishError
+from agent.poddevices import GPU_RESOURCE
 from nodemedic.contracts.kube import POD_DEVICES_KEY
 from tests.integration.lambdas.kube.test_drain import drain_event
 from tests.support.kube import Invoke, Node, bind_pod, device_record, exists, running, wait_for
 from tests.support.paths import ROOT
 from tests.support.pod_devices_policy import agent_credential, bound_token
-from world.kube.podresources import serve
+from world.kube.podresources import Host
 
 pytestmark = pytest.mark.kube
 
@@ -28,31 +30,42 @@ SECOND_GPU = "00000000:C1:00.0"
 """GPU index 1 of the recorded report, as an Xid line names it (``PCI:0000:c1:00``)."""
 
 
-Held = dict[str, dict[str, list[str]]]
+PUBLISH_ONCE = """
+import sys
+from pathlib import Path
+from agent.poddevices import Kube, Publisher
+writes, server, credentials, report, socket = sys.argv[1:]
+print(Publisher(writes, Kube(server, Path(credentials)), report, socket).once())
+"""
 
 
 @pytest.fixture
-def pod_resources(tmp_path: Path) -> Iterator[tuple[Path, Held]]:
-    """A kubelet's PodResources socket serving ``held`` (empty until a test fills it)."""
-    held: Held = {}
-    socket = tmp_path / "pod-resources" / "kubelet.sock"
-    server = serve(socket, lambda: held)
-    yield socket, held
-    server.stop(None)
+def pod_resources(tmp_path: Path) -> Iterator[Host]:
+    """A kubelet's PodResources sockets (empty until a test publishes an allocation)."""
+    host = Host(tmp_path / "pod-resources")
+    yield host
+    host.close()
 
 
-def _publisher(
+def _publish(
     admin: client.ApiClient, user: str, socket: Path, *, on: str, writes: str
-) -> Publisher:
+) -> subprocess.CompletedProcess[str]:
     """The agent on node ``on`` as its pod runs it (its bound token and the API server's CA
     in the folder Kubernetes mounts them in, the recorded report as its ``nvidia-smi``),
-    writing the Node ``writes``."""
+    writing the Node ``writes`` once."""
     credentials = socket.parent.parent / "serviceaccount"
     credentials.mkdir()
     (credentials / "token").write_text(bound_token(admin, user, on))
     (credentials / "ca.crt").write_bytes(Path(admin.configuration.ssl_ca_cert).read_bytes())
     report = shlex.join([sys.executable, "-c", f"print(open({str(L4_X2)!r}).read())"])
-    return Publisher(writes, Kube(admin.configuration.host, credentials), report, str(socket))
+    server = admin.configuration.host
+    return subprocess.run(
+        [sys.executable, "-c", PUBLISH_ONCE, writes, server, str(credentials), report, str(socket)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_agent_publishes_its_nodes_record_and_the_reset_drain_uses_it(
@@ -60,19 +73,24 @@ def test_the_agent_publishes_its_nodes_record_and_the_reset_drain_uses_it(
     namespace: str,
     new_node: Callable[..., Node],
     invoke: Invoke,
-    pod_resources: tuple[Path, Held],
+    pod_resources: Host,
 ) -> None:
-    socket, held = pod_resources
     core = client.CoreV1Api(admin)
     node = new_node(devices={})  # the agent's record alone, none of the simulated kubelet's
     for rank in ("rank-0", "rank-1"):
         bind_pod(core, namespace, rank, node.name)
     wait_for(lambda: running(core, namespace, "rank-0") and running(core, namespace, "rank-1"))
-    held[f"{namespace}/rank-0"] = {GPU_RESOURCE: ["GPU-c5533cd4-5a60-059e-348d-b6d7466932e4"]}
-    held[f"{namespace}/rank-1"] = {GPU_RESOURCE: ["GPU-128ab6fb-6ec9-fd74-b479-4a5fd14f55bd"]}
+    pod_resources.publish(
+        0,
+        {
+            f"{namespace}/rank-0": {GPU_RESOURCE: ["GPU-c5533cd4-5a60-059e-348d-b6d7466932e4"]},
+            f"{namespace}/rank-1": {GPU_RESOURCE: ["GPU-128ab6fb-6ec9-fd74-b479-4a5fd14f55bd"]},
+        },
+    )
 
     with agent_credential(admin, namespace, node.name) as user:
-        assert _publisher(admin, user, socket, on=node.name, writes=node.name).once()
+        published = _publish(admin, user, pod_resources.socket(0), on=node.name, writes=node.name)
+    assert published.stdout.strip() == "True", published.stderr
 
     assert SECOND_GPU in device_record(core, node.name)[f"{namespace}/rank-1"]
     done = invoke(drain_event(node.name, settle=10) | {"devices": [SECOND_GPU]})
@@ -86,12 +104,14 @@ def test_the_policy_keeps_an_agent_to_its_own_node(
     core: client.CoreV1Api,
     namespace: str,
     new_node: Callable[..., Node],
-    pod_resources: tuple[Path, Held],
+    pod_resources: Host,
 ) -> None:
     own, other = new_node(devices={}), new_node(devices={})
+    pod_resources.publish(0, {})
     with agent_credential(admin, namespace, own.name) as user:
-        agent = _publisher(admin, user, pod_resources[0], on=own.name, writes=other.name)
-        with pytest.raises(PublishError, match="may write only its own Node"):
-            agent.once()
+        done = _publish(admin, user, pod_resources.socket(0), on=own.name, writes=other.name)
+    assert done.returncode != 0
+    assert "PublishError" in done.stderr
+    assert "may write only its own Node" in done.stderr
 
     assert POD_DEVICES_KEY not in (core.read_node(other.name).metadata.annotations or {})
