@@ -7,9 +7,9 @@ loses its agent. Processes are started and stopped by one long-lived thread: a c
 death signal (``PR_SET_PDEATHSIG``) follows the thread that forked it, and the callbacks
 that ask for agents run on short-lived timer threads.
 
-An agent gets the flags the Helm chart's DaemonSet gives every node (``world.kube.chart``,
-rendered once per world by the helm the world's Kubernetes build makes), so the demo runs
-what a user installs. The world's values go in as a user's would: ``--set``
+An agent gets the flags and environment the Helm chart's DaemonSet gives every node
+(``world.kube.chart``, rendered once per world by the helm the world's Kubernetes build
+makes), so the demo runs what a user installs. The world's values go in as a user's would: ``--set``
 (``chart_values``) and, for the flags the chart has no value for, ``agent.extraArgs``
 (``extra_args``); what a real node's agent finds on its node is appended for the simulated
 one and overrides the chart's (``node_args``, docs/contracts.md "The local world's agents").
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from nodemedic.contracts.env import ENV_IMDS_ENDPOINT
 from world.aws.gpus import node_report
-from world.kube.chart import agent_args_from_chart, helm_binary, render
+from world.kube.chart import agent_args_from_chart, agent_env_from_chart, helm_binary, render
 from world.kube.kubeapi import die_with_parent
 
 NODE_REPORT = "nvidia-smi-q-x.xml"
@@ -105,13 +105,13 @@ def extra_args(s: AgentSettings) -> list[str]:
     ]
 
 
-def chart_args(s: AgentSettings) -> list[str]:
-    """The agent's flags as the chart renders them with the world's values; ChartError
-    (helm's words) where helm is missing or refuses."""
+def chart_agent(s: AgentSettings) -> tuple[list[str], dict[str, str]]:
+    """The agent's flags and environment as the chart renders them with the world's values;
+    ChartError (helm's words) where helm is missing or refuses."""
     rendered = render(
         helm_binary(), chart_values(s), json_values={"agent.extraArgs": extra_args(s)}
     )
-    return agent_args_from_chart(rendered)
+    return agent_args_from_chart(rendered), agent_env_from_chart(rendered)
 
 
 def node_args(
@@ -159,7 +159,7 @@ class AgentFleet:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         node_report(settings.gpus, settings.workdir / NODE_REPORT)
-        self.chart_args = chart_args(settings)
+        self.chart_args, self.chart_env = chart_agent(settings)
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
         self._requests: queue.Queue[Callable[[], None] | None] = queue.Queue()
@@ -233,7 +233,7 @@ class AgentFleet:
         s = self.settings
         instance_id, node = boot.instance_id, boot.node
         args = self.argv(boot, kmsg, node_dir, extra)
-        environment = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
+        environment = {**os.environ, **self.chart_env, "AWS_EC2_METADATA_DISABLED": "true"}
         environment.update(s.environment or {})
         if s.metadata is not None:
             environment[ENV_IMDS_ENDPOINT] = s.metadata(instance_id)

@@ -24,9 +24,10 @@ class Node:
     instance_id: str
 
 
-def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "condition") -> T:
+def wait_for(check: Callable[[], T], *, timeout: float = 60.0, what: str = "condition") -> T:
     """``check()`` once it is truthy; the simulated kubelet, the scheduler and the
-    controllers act within a second, so the timeout only bounds a broken run."""
+    controllers act within a second on an idle machine and within tens of seconds on a
+    busy one, so the timeout only bounds a broken run."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()

@@ -119,3 +119,9 @@ def agent_args_from_chart(rendered_yaml: str) -> list[str]:
     image's entrypoint, ``agent.cli.configure_agent``'s parser) gets on every node."""
     args: list[str] = agent_container(rendered_yaml)["args"]
     return list(args)
+
+
+def agent_env_from_chart(rendered_yaml: str) -> dict[str, str]:
+    """The environment the chart's DaemonSet sets for the agent with plain values (those it
+    takes from the pod's fields, the node's name among them, the world gives per node)."""
+    return {e["name"]: e["value"] for e in agent_container(rendered_yaml)["env"] if "value" in e}

@@ -38,6 +38,7 @@ from world.kube.chart import (
     NAMESPACE,
     agent_args_from_chart,
     agent_container,
+    agent_env_from_chart,
     documents,
     one,
     run_helm,
@@ -412,3 +413,12 @@ def test_the_local_worlds_agents_run_the_charts_flags_and_only_their_nodes_own(
     )
     assert world["pod_devices"] is devices
     assert world["deep_check_at_start"] is deep_checks
+
+
+def test_the_worlds_agents_get_the_charts_plain_environment(helm: Path) -> None:
+    """The local world runs each agent with what the DaemonSet sets: gRPC's fork handlers
+    off however the demo is started; the node's name comes from the pod, per node."""
+    environment = agent_env_from_chart(render(helm, REQUIRED))
+
+    assert environment["GRPC_ENABLE_FORK_SUPPORT"] == "0"
+    assert "NODE_NAME" not in environment

@@ -35,13 +35,14 @@ from tests.support.remediation import FAST, REGION, decision
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
-GRACE = 6
-"""Seconds a policy's pod may be waited for: under half of the drain timeout."""
+GRACE = 20
+"""Seconds a policy's pod may be waited for: under half of the drain timeout, and long
+enough that an eviction it did not wait out is told from one at its end on a busy machine."""
 POLICIES = ClusterSettings(
     name="policies",
     node_groups=("p5-allow", "p5-ckpt-saved", "p5-ckpt-late", "p5-nan"),
     post_reboot_deep_check=False,
-    **(FAST | {"drain_timeout": 16}),
+    **(FAST | {"drain_timeout": 50}),
 )
 CHECKPOINT_RULES = json.dumps([{"name": "checkpoint", "logPattern": r".*saved checkpoint .*"}])
 
@@ -142,7 +143,7 @@ def test_a_job_that_never_checkpoints_is_evicted_when_its_grace_ends(
     assert exists(world.core, namespace, pod), "waited for within its grace"
 
     wait_for(lambda: not exists(world.core, namespace, pod), what=f"{pod} evicted")
-    assert time.monotonic() - seen < GRACE + 3
+    assert time.monotonic() - seen < (GRACE + POLICIES.drain_timeout) / 2, "not the timeout's"
     assert CHECKPOINT_SAVED_ANNOTATION not in job_notes(admin, namespace, "llama-late")
     assert pipeline.finish(execution)["status"] == "SUCCEEDED"
 
