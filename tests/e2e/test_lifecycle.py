@@ -45,7 +45,11 @@ def test_a_spare_brings_capacity_back_before_the_launch_and_without_one_it_waits
     members = group_instances(world)
     assert members[spare]["LifecycleState"] == "InService"
     # Both count the drain; without the spare, the launch and the new node's deep check too.
-    assert measured["no_spare_seconds"] - measured["spare_seconds"] > LAUNCH_SECONDS
+    # The drains alone differ by seconds on a busy machine, so what is asserted is the order
+    # the scenario checks (the spare schedulable before the refill's launch; the wait
+    # without one over only once its newcomer launched), and that only that wait spans a launch.
+    assert result.ok, result.problems
+    assert measured["no_spare_seconds"] > max(LAUNCH_SECONDS, measured["spare_seconds"])
     print(
         f"\nreplace decision to schedulable capacity: {measured['spare_seconds']}s with a spare, "
         f"{measured['no_spare_seconds']}s without (launch and join simulated as "
