@@ -34,10 +34,8 @@ class Group:
     the codes no rule names), met where the lookup finds no rule."""
 
     def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
-        """The first of this group's rules that ``line`` meets. A line reached by its first
-        characters may lack the needle: an ``in`` test costs a fraction of a search."""
-        if self.needle is not None and self.needle not in line:
-            return None
+        """The first of this group's rules that ``line`` meets; the caller has seen the
+        needle in it (``classifier._first_fault``)."""
         found = self.regex.search(line)
         if found is None:
             return None
@@ -74,12 +72,11 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
     )
 
 
-def start_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]] | None:
-    """The needles of the groups a prefix reaches (``Start``), each with all of them; None
-    where a group has none."""
+def start_needles(groups: Sequence[Group]) -> tuple[str, ...] | None:
+    """The needles of the groups a prefix reaches (``Start``); None where a group has none."""
     if any(group.needle is None for group in groups):
         return None
-    return dict.fromkeys(scan_needles(groups), tuple(groups))
+    return tuple(scan_needles(groups))
 
 
 def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
@@ -103,8 +100,8 @@ class Start:
     with a group that has no needle (``needles`` None), every such line."""
 
     groups: tuple[Group, ...]
-    needles: Mapping[str, tuple[Group, ...]] | None
-    """Each needle with the groups a line holding it reaches: all of ``groups``."""
+    needles: tuple[str, ...] | None
+    """What a line must hold one of to reach the groups (``scan_needles``)."""
 
 
 def catalog_order(group: Group) -> int:
