@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import contains
 
 from nodemedic.catalog import Rule
 from nodemedic.detect.matching import Found, Searcher, compiled, prefixes, required_literal
@@ -23,7 +24,9 @@ class Group:
     first: int
     regex: Searcher
     needle: str | None
-    rules: tuple[tuple[int, Rule], ...]
+    rules: tuple[tuple[int, Rule, tuple[str, ...], tuple[frozenset[str], ...]], ...]
+    """Each rule (with its catalog index) and what it asks of a match: the groups it
+    constrains and the values each may take, tested by ``map`` at C speed."""
     key: str | None
     """When every rule constrains the same single group, a lookup replaces the rule loop."""
     by_value: Mapping[str, tuple[int, Rule]]
@@ -42,8 +45,8 @@ class Group:
         if self.key is not None:
             hit = self.by_value.get(found.group(self.key) or "", self.fallback)
             return None if hit is None else (*hit, found)
-        for index, rule in self.rules:
-            if not rule.match or all(found.group(n) in values for n, values in rule.match):
+        for index, rule, names, values in self.rules:
+            if not names or all(map(contains, values, map(found.group, names))):
                 return index, rule, found
         return None
 
@@ -65,7 +68,10 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
         regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
         needle=required_literal(pattern),
         starts=prefixes(pattern),
-        rules=tuple(rules),
+        rules=tuple(
+            (index, rule, tuple(n for n, _ in rule.match), tuple(v for _, v in rule.match))
+            for index, rule in rules
+        ),
         key=key,
         by_value=by_value,
         fallback=rules[plain] if key is not None and plain < len(rules) else None,
