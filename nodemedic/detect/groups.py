@@ -101,9 +101,9 @@ def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
 class Start:
     """The groups whose matches start with one prefix, in catalog order. Most lines that
     start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "ena 0000:..."): a
-    line reaches the groups only where it holds one of their ``needles`` (searched for in
-    the lines that start so, joined: a fraction of what trying the groups' rules costs);
-    with a group that has no needle (``needles`` None), every such line."""
+    line reaches the groups only where it holds one of their ``needles`` (tested on the
+    lines that start so, each until it holds one: a fraction of what trying the groups'
+    rules costs); with a group that has no needle (``needles`` None), every such line."""
 
     groups: tuple[Group, ...]
     needles: tuple[str, ...] | None
