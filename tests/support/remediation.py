@@ -343,7 +343,9 @@ class Pipeline:
         )["executionArn"]
         return arn
 
-    def finish(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
+    def finish(self, execution_arn: str, timeout: float = 180) -> dict[str, Any]:
+        """The execution once it ended; the deadline only bounds a broken run (an execution
+        takes seconds on an idle machine, a minute or more on a busy one)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             result: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
@@ -352,7 +354,7 @@ class Pipeline:
             time.sleep(0.1)
         raise TimeoutError(f"{execution_arn} still running after {timeout} s")
 
-    def run(self, record: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+    def run(self, record: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
         return self.finish(self.start(record), timeout)
 
     def executions(self, instance_id: str) -> list[str]:

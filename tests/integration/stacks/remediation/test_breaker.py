@@ -107,7 +107,7 @@ def test_a_group_past_its_hourly_replacements_trips_and_holds_the_rest_with_one_
     assert (guarded.ledger(decision(first, cluster="guarded")) or {})["outcome"] == "replaced"
 
     records = [decision(i, cluster="guarded") for i in (second, third)]
-    results = [guarded.finish(guarded.start(r), timeout=60) for r in records]
+    results = [guarded.finish(guarded.start(r)) for r in records]
 
     assert [r["status"] for r in results] == ["SUCCEEDED", "SUCCEEDED"]
     assert [(guarded.ledger(r) or {})["outcome"] for r in records] == ["held", "held"]
@@ -136,7 +136,7 @@ def test_the_cluster_cap_holds_another_group_and_the_breaker_recovers_after_its_
     wait_for(lambda: bool((world.node(busy) or client.V1Node()).spec.unschedulable), what="cordon")
 
     waiting = decision(other, "nvidia-xid-48", cluster="guarded")
-    result = guarded.finish(guarded.start(waiting), timeout=60)
+    result = guarded.finish(guarded.start(waiting))
 
     assert guarded.finish(running)["status"] == "SUCCEEDED"
     assert result["status"] == "SUCCEEDED"

@@ -242,7 +242,7 @@ def test_a_held_decision_sweeps_a_holder_whose_lock_ran_out_while_it_waited(
     )
 
     # Held too long, it would end after breaker_hold (60 s) as "held".
-    result = pipeline.finish(execution, timeout=90)
+    result = pipeline.finish(execution)
 
     assert result["status"] == "SUCCEEDED"
     ledger = pipeline.ledger(record)

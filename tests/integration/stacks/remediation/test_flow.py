@@ -298,7 +298,7 @@ def test_the_quarantine_cordons_its_share_and_the_breaker_repairs_max_parallel_a
     records = [decision(i, fault) for i, fault in zip(wide, replacing, strict=True)]
 
     executions = [pipeline.start(record) for record in records]
-    results = [pipeline.finish(execution, timeout=120) for execution in executions]
+    results = [pipeline.finish(execution, timeout=300) for execution in executions]
 
     assert [r["status"] for r in results] == ["SUCCEEDED"] * len(wide), [
         {k: v for k, v in (pipeline.ledger(record) or {}).items() if k in ("failed_step", "error")}

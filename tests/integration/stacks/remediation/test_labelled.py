@@ -66,7 +66,7 @@ def test_a_node_labelled_for_replacement_is_replaced_once_and_a_locked_one_waits
 
         (execution,) = pipeline.executions(sick)
         assert pipeline.executions(busy) == [], "a node another remediation holds waits"
-        ended = pipeline.finish(execution, timeout=90)
+        ended = pipeline.finish(execution)
         assert ended["status"] == "SUCCEEDED", ended
         assert asg_instance(sick)["HealthStatus"].upper() == "UNHEALTHY"
         assert world.node(sick) is None, "the replaced node's Node is deleted"
@@ -91,5 +91,5 @@ def test_a_node_labelled_for_replacement_is_replaced_once_and_a_locked_one_waits
         )
         assert _started(pipeline, world) == [world.nodes[busy]]
         (waited,) = pipeline.executions(busy)
-        assert pipeline.finish(waited, timeout=90)["status"] == "SUCCEEDED"
+        assert pipeline.finish(waited)["status"] == "SUCCEEDED"
         assert len(pipeline.executions(sick)) == 1

@@ -81,7 +81,7 @@ def test_a_manual_replace_is_held_by_a_full_breaker_then_replaces_and_has_a_hist
         UpdateExpression="DELETE holders :h",
         ExpressionAttributeValues={":h": {"SS": ["i-0000000000000f00d"]}},
     )
-    ended = pipeline.finish(str(shown["execution_arn"]), timeout=90)
+    ended = pipeline.finish(str(shown["execution_arn"]))
 
     assert ended["status"] == "SUCCEEDED"
     assert asg_instance(sick)["HealthStatus"].upper() == "UNHEALTHY"

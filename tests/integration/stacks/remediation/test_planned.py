@@ -63,9 +63,9 @@ def _remediated(pipeline: Pipeline, decision_id: str) -> dict[str, Any]:
     """The planned execution ended, and the remediation it started, ended."""
     machine = _planned_machine(pipeline)
     planned_arn = f"{machine.replace(':stateMachine:', ':execution:')}:{decision_id}"
-    assert pipeline.finish(planned_arn, timeout=60)["status"] == "SUCCEEDED"
+    assert pipeline.finish(planned_arn)["status"] == "SUCCEEDED"
     remediation = f"{pipeline.arn.replace(':stateMachine:', ':execution:')}:{decision_id}"
-    return pipeline.finish(remediation, timeout=90)
+    return pipeline.finish(remediation)
 
 
 def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_its_deadline(
