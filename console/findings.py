@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from json.encoder import encode_basestring_ascii
+from operator import attrgetter
 from typing import NamedTuple
 
 from nodemedic.catalog import Source
 from nodemedic.contracts.logs import KERNEL_FACILITY, shipped_message
 from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.detect.hyperpod import is_detection
-from nodemedic.detect.logformat import LogLine, message_of
+from nodemedic.detect.logformat import LogLine, log_line
 from nodemedic.remediate.decision import INJECTED_ACTION
 
 ACTIONS = ("none", "notify", "reboot", "replace")
@@ -32,6 +33,7 @@ that a fault is told a moment after its line is read."""
 _BARE_MESSAGE = re.compile(r"^[A-Za-z][\w.\-]*(?: [\w.:\-\[\]]+){0,2}: \S")
 """A kernel message without a prefix starts with its driver or subsystem: ``NVRM: ``,
 ``nvidia-nvlink: ``, ``pci 0000:00:1f.0: ``."""
+_REPEATS = attrgetter("repeats")
 _MIDDLE = ("fault_id", "component", "action", "injected", "format", "kind", "file")
 """The keys of a fault record between its line and its ``repeats``: the same for every
 line of one rule in one input, so encoded once."""
@@ -88,19 +90,25 @@ class JsonRecords:
     def __init__(self) -> None:
         self._middles: dict[tuple[str, bool, str, str], str] = {}
 
-    def encode(self, finding: Finding) -> str:
-        key = (finding.fault.fault_id, finding.injected, finding.format, finding.path)
-        middle = self._middles.get(key)
-        if middle is None:
-            record = finding.to_json()
-            middle = ", ".join(
-                f"{encode_basestring_ascii(name)}: {_scalar(record[name])}" for name in _MIDDLE
+    def encode(self, found: Iterable[Finding]) -> str:
+        """The records of ``found``, each on a line of its own."""
+        middles, records = self._middles, []
+        for finding in found:
+            key = (finding.fault.rule.id, finding.injected, finding.format, finding.path)
+            middle = middles.get(key) or self._middle(finding, key)
+            records.append(
+                f'{{"line_no": {finding.line_no}, "line": {encode_basestring_ascii(finding.line)}, '
+                f'{middle}, "repeats": {finding.repeats}}}\n'
             )
-            self._middles[key] = middle
-        return (
-            f'{{"line_no": {finding.line_no}, "line": {encode_basestring_ascii(finding.line)}, '
-            f'{middle}, "repeats": {finding.repeats}}}'
+        return "".join(records)
+
+    def _middle(self, finding: Finding, key: tuple[str, bool, str, str]) -> str:
+        record = finding.to_json()
+        middle = ", ".join(
+            f"{encode_basestring_ascii(name)}: {_scalar(record[name])}" for name in _MIDDLE
         )
+        self._middles[key] = middle
+        return middle
 
 
 def _scalar(value: object) -> str:
@@ -128,18 +136,28 @@ class Tally:
     faults.
     """
 
-    hits: Counter[tuple[str, bool]] = field(default_factory=Counter)
     first: dict[tuple[str, bool], Finding] = field(default_factory=dict)
     lines: Counter[tuple[str, bool]] = field(default_factory=Counter)
     """Fault lines by rule and whether injected: the counts below are read off these at the
     end, not kept a line at a time (a storm's every line would pay for the action it asks)."""
+    folded: Counter[tuple[str, bool]] = field(default_factory=Counter)
+    """The lines beyond the first that syslog's folded lines stand for, by the same key."""
 
-    def add(self, finding: Finding) -> None:
-        key = (finding.fault.rule.id, finding.injected)
-        if key not in self.first:
-            self.first[key] = finding
-        self.hits[key] += finding.repeats
-        self.lines[key] += 1
+    def add(self, found: Sequence[Finding]) -> None:
+        """Count a chunk's fault lines: each keyed once, and counted at C speed."""
+        keys = [(finding.fault.rule.id, finding.injected) for finding in found]
+        self.lines.update(keys)
+        for key in dict.fromkeys(keys):
+            if key not in self.first:
+                self.first[key] = found[keys.index(key)]
+        repeats = list(map(_REPEATS, found))
+        if repeats.count(1) < len(repeats):
+            for key, times in zip(keys, repeats, strict=True):
+                self.folded[key] += times - 1
+
+    def hits(self, key: tuple[str, bool]) -> int:
+        """The lines a rule's fault lines stand for: a folded line counts as many."""
+        return self.lines[key] + self.folded[key]
 
     @property
     def counts(self) -> Counter[str]:
@@ -164,7 +182,7 @@ class Tally:
         for (fault_id, injected), finding in self.first.items():
             rule = finding.fault.rule
             needed = rule.threshold.count if rule.threshold else 1
-            seen = self.hits[fault_id, injected]
+            seen = self.hits((fault_id, injected))
             if seen < needed:
                 waiting.append(fault_id)
                 notes.append(
@@ -235,9 +253,9 @@ class KernelLogCheck:
 def _entries(chunk: list[str], offset: int, picked: Iterable[int]) -> list[LogLine]:
     """The messages of the ``picked`` lines of a chunk that starts after line ``offset``."""
     return [
-        LogLine(offset + n + 1, raw, *parsed)
+        entry
         for n in picked
-        if (parsed := message_of(raw := chunk[n].rstrip("\r\n"))) is not None
+        if (entry := log_line(offset + n + 1, chunk[n].rstrip("\r\n"))) is not None
     ]
 
 
@@ -269,7 +287,10 @@ def kernel_findings(
                 check.see(entry)
         offset += len(chunk)
         by_source: dict[Source, list[LogLine]] = {"kmsg": entries, "health": [], "hyperpod": []}
-        if any(entry.message[:1] == "{" for entry in entries):
+        # Only a message that starts with "{" can be anything but a kernel line; a kernel's
+        # own "{1}[Hardware Error]: " lines are, so a storm of them is not split line by line.
+        braced = [entry.message for entry in entries if entry.message[:1] == "{"]
+        if any(message_source(message) != "kmsg" for message in braced):
             # rare: agent health results or HyperPod's detections among kernel lines
             by_source["kmsg"] = []
             for entry in entries:
@@ -285,17 +306,21 @@ def kernel_findings(
         # Where most lines are faults (a storm), the search for needles in the lines as
         # read only doubles the classifier's own: parse every line of the next chunk.
         dense = len(found) * 2 > len(chunk)
-        # A finding shows its line as read, or a journal record's message; made by
-        # position, which a named tuple takes in half the time keywords cost.
+        # A finding shows its line as read, or a journal record's message; made as a tuple
+        # of the class (every field given), without the named tuple's Python-level
+        # ``__new__``, a third of what making one a fault line costs.
         yield [
-            Finding(
-                path,
-                entry.line_no,
-                entry.message if entry.raw.lstrip()[:1] == "{" else entry.raw,
-                fault,
-                KERNEL_LOG,
-                entry.repeats,
-                fault.line[:1] == "[" and fault.injected,
+            tuple.__new__(
+                Finding,
+                (
+                    path,
+                    entry.line_no,
+                    entry.message if entry.raw.lstrip()[:1] == "{" else entry.raw,
+                    fault,
+                    KERNEL_LOG,
+                    entry.repeats,
+                    fault.line[:1] == "[" and fault.injected,
+                ),
             )
             for entry, fault in found
         ]

@@ -48,7 +48,7 @@ from nodemedic.contracts.substrates import (
 )
 from nodemedic.detect.classifier import MAX_LINE
 from nodemedic.detect.hyperpod import AGENT_MARK, instance_of_result, instance_of_stream
-from nodemedic.detect.logformat import journal_message, message_of
+from nodemedic.detect.logformat import journal_message, log_line
 
 
 class Event(NamedTuple):
@@ -214,10 +214,10 @@ def _as_shipped(message: str, facility: int | None) -> str:
 def _kernel_events(line: str, event_id: str) -> Iterator[tuple[Source, str, str]]:
     """A node's own log line as its agent ships it: the bare message, as many times as the
     line stands for (the first under the line's own id)."""
-    parsed = message_of(line)
+    parsed = log_line(0, line)
     if parsed is None:
         return
-    message, facility, repeats = parsed
+    message, facility, repeats = parsed.message, parsed.facility, parsed.repeats
     source = message_source(message)
     text = message if source != "kmsg" else _as_shipped(message, facility)
     for copy in range(repeats):

@@ -157,7 +157,7 @@ class _Report:
         if not found:
             return
         if self.json:
-            self.out.write("".join(self.records.encode(f) + "\n" for f in found))
+            self.out.write(self.records.encode(found))
         else:
             if not self._started:
                 self._head()
@@ -236,8 +236,7 @@ def judge(path: str, classifier: Classifier, expected: Devices | None, report: _
 
 
 def _tell(found: list[Finding], tally: Tally, report: _Report) -> None:
-    for finding in found:
-        tally.add(finding)
+    tally.add(found)
     report.findings(found)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import contains
 
 from nodemedic.catalog import Rule
 from nodemedic.detect.matching import Found, Searcher, compiled, prefixes, required_literal
@@ -23,7 +24,9 @@ class Group:
     first: int
     regex: Searcher
     needle: str | None
-    rules: tuple[tuple[int, Rule], ...]
+    rules: tuple[tuple[int, Rule, tuple[str, ...], tuple[frozenset[str], ...]], ...]
+    """Each rule (with its catalog index) and what it asks of a match: the groups it
+    constrains and the values each may take, tested by ``map`` at C speed."""
     key: str | None
     """When every rule constrains the same single group, a lookup replaces the rule loop."""
     by_value: Mapping[str, tuple[int, Rule]]
@@ -34,18 +37,16 @@ class Group:
     the codes no rule names), met where the lookup finds no rule."""
 
     def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
-        """The first of this group's rules that ``line`` meets. A line reached by its first
-        characters may lack the needle: an ``in`` test costs a fraction of a search."""
-        if self.needle is not None and self.needle not in line:
-            return None
+        """The first of this group's rules that ``line`` meets; the caller has seen the
+        needle in it (``classifier._first_fault``)."""
         found = self.regex.search(line)
         if found is None:
             return None
         if self.key is not None:
             hit = self.by_value.get(found.group(self.key) or "", self.fallback)
             return None if hit is None else (*hit, found)
-        for index, rule in self.rules:
-            if not rule.match or all(found.group(n) in values for n, values in rule.match):
+        for index, rule, names, values in self.rules:
+            if not names or all(map(contains, values, map(found.group, names))):
                 return index, rule, found
         return None
 
@@ -67,19 +68,21 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
         regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
         needle=required_literal(pattern),
         starts=prefixes(pattern),
-        rules=tuple(rules),
+        rules=tuple(
+            (index, rule, tuple(n for n, _ in rule.match), tuple(v for _, v in rule.match))
+            for index, rule in rules
+        ),
         key=key,
         by_value=by_value,
         fallback=rules[plain] if key is not None and plain < len(rules) else None,
     )
 
 
-def start_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]] | None:
-    """The needles of the groups a prefix reaches (``Start``), each with all of them; None
-    where a group has none."""
+def start_needles(groups: Sequence[Group]) -> tuple[str, ...] | None:
+    """The needles of the groups a prefix reaches (``Start``); None where a group has none."""
     if any(group.needle is None for group in groups):
         return None
-    return dict.fromkeys(scan_needles(groups), tuple(groups))
+    return tuple(scan_needles(groups))
 
 
 def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
@@ -98,13 +101,13 @@ def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
 class Start:
     """The groups whose matches start with one prefix, in catalog order. Most lines that
     start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "ena 0000:..."): a
-    line reaches the groups only where it holds one of their ``needles`` (searched for in
-    the lines that start so, joined: a fraction of what trying the groups' rules costs);
-    with a group that has no needle (``needles`` None), every such line."""
+    line reaches the groups only where it holds one of their ``needles`` (tested on the
+    lines that start so, each until it holds one: a fraction of what trying the groups'
+    rules costs); with a group that has no needle (``needles`` None), every such line."""
 
     groups: tuple[Group, ...]
-    needles: Mapping[str, tuple[Group, ...]] | None
-    """Each needle with the groups a line holding it reaches: all of ``groups``."""
+    needles: tuple[str, ...] | None
+    """What a line must hold one of to reach the groups (``scan_needles``)."""
 
 
 def catalog_order(group: Group) -> int:

@@ -99,14 +99,23 @@ _SLOTS = (
     # The caller id of a kernel built with CONFIG_PRINTK_CALLER.
     r"\[ *[TC]\d+\] ?",
 )
-HEAD = re.compile("".join(f"(?:{slot})?" for slot in _SLOTS))
+
+
+def _slots(slots: tuple[str, ...]) -> re.Pattern[str]:
+    """Each slot optional, as an alternation with nothing: ``re`` tries it as it would an
+    optional group (the slot first), without the repeat an optional group compiles to,
+    which cost a fifth of a head's match."""
+    return re.compile("".join(f"(?:{slot}|)" for slot in slots))
+
+
+HEAD = _slots(_SLOTS)
 """The head at the start of a line: each slot, in the order tools stack them, is tried
 once. It always matches (an empty head for a bare message), and ``end()`` is where the
 message starts. Its times (``stamp``) are in groups: ``iso`` (with ``offset`` where the
 zone follows apart) or ``talos_iso``, ``ctime`` or ``dmesg_ctime``, syslog's ``short``
 (no year), seconds since boot in ``mono`` or microseconds in ``ts``."""
 _STAMP = next(n for n, slot in enumerate(_SLOTS) if slot.startswith(r"\[ *(?:(?P<mono>"))
-_BRACKETED = re.compile("".join(f"(?:{slot})?" for slot in _SLOTS[_STAMP:]))
+_BRACKETED = _slots(_SLOTS[_STAMP:])
 """``HEAD`` for a line that starts with ``[`` (dmesg's lines): no slot before dmesg's stamp
 can start with one (each starts with whitespace, ``<``, a digit, a word character or, the
 console's name, anything but a bracket), and as every slot is optional, ``HEAD`` takes

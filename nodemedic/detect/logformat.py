@@ -80,12 +80,13 @@ def _journal_line(line: str) -> Message | None:
     return journal_message(record) if isinstance(record, dict) else None
 
 
-def message_of(line: str) -> Message | None:
-    """The kernel message in ``line``, the facility its head gives, if any, and how many
-    lines it stands for; None for lines that carry no message (a journal banner, a kmsg
-    continuation line holding ``KEY=value`` metadata, a blank line, a head alone such as a
-    paste's elided ``[...]``, a pstore record's header). Whitespace around a line is no
-    part of it (a pasted, indented log; the trailing space of a kernel that printed one)."""
+def log_line(line_no: int, line: str) -> LogLine | None:
+    """``line`` (numbered ``line_no``) with the kernel message it carries, the facility its
+    head gives, if any, and how many lines it stands for; None for lines that carry no
+    message (a journal banner, a kmsg continuation line holding ``KEY=value`` metadata, a
+    blank line, a head alone such as a paste's elided ``[...]``, a pstore record's header).
+    Whitespace around a line is no part of it (a pasted, indented log; the trailing space
+    of a kernel that printed one). Built in one step, as a storm's every line is."""
     text = line.strip()
     if not text or line.startswith("-- ") or (line[0] == " " and _CONTINUATION.match(line)):
         return None
@@ -94,20 +95,28 @@ def message_of(line: str) -> Message | None:
     if (text[0] == "=" or " Part" in text) and _PSTORE_HEADER.match(text):
         return None
     if text[0] == "{" and (journal := _journal_line(text)) is not None:
-        return journal
+        return LogLine(line_no, line, *journal)
     text, named = strip_head(text)
     if not text:
         return None
     repeated = _REPEATED.match(text) if text.startswith("message repeated ") else None
     if repeated is None:
-        return Message(text, named)
+        # Every field given, without the named tuple's Python-level ``__new__``: a third
+        # of what making one costs, once a line.
+        return tuple.__new__(LogLine, (line_no, line, text, named, 1))
     inner, _ = strip_head(repeated["message"].strip())
-    return Message(inner, named, int(repeated["times"]))
+    return LogLine(line_no, line, inner, named, int(repeated["times"]))
+
+
+def message_of(line: str) -> Message | None:
+    """The kernel message in ``line``, the facility its head gives and how many lines it
+    stands for (``log_line``); None for a line that carries no message."""
+    entry = log_line(0, line)
+    return None if entry is None else Message(entry.message, entry.facility, entry.repeats)
 
 
 def messages(lines: Iterable[str]) -> Iterator[LogLine]:
     for line_no, line in enumerate(lines, start=1):
-        raw = line.rstrip("\r\n")
-        parsed = message_of(raw)
-        if parsed is not None:
-            yield LogLine(line_no, raw, *parsed)
+        entry = log_line(line_no, line.rstrip("\r\n"))
+        if entry is not None:
+            yield entry
