@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import boto3
+
 from stacks.bundling import BUNDLED_PACKAGES
 from world.aws import motopatch
 
@@ -186,9 +188,11 @@ def _printed() -> Iterator[io.StringIO]:
     """What the calling thread prints while the block runs; ``sys.stdout`` is whatever it
     was before, for every other thread and after the block (a test's capture included)."""
     current = sys.stdout
-    if not isinstance(current, ThreadOutput) and id(current) not in _STAND_INS:
-        _STAND_INS[id(current)] = ThreadOutput(current)  # holds it: the id stays its own
-    output = current if isinstance(current, ThreadOutput) else _STAND_INS[id(current)]
+    if isinstance(current, ThreadOutput):
+        output = current
+    else:
+        output = _STAND_INS.get(id(current)) or ThreadOutput(current)
+        _STAND_INS[id(current)] = output  # held for good, stream and all: the id stays its own
     sys.stdout = output
     try:
         with output.captured() as printed:
@@ -253,7 +257,11 @@ def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
 
 def cold_start() -> None:
     """Forget what the handlers cached, as a new Lambda container would: clients made for
-    another moto endpoint (an earlier world in this process, or an in-process mock)."""
+    another moto endpoint (an earlier world in this process, or an in-process mock), and
+    boto3's default session. That session reads the environment it was made under for
+    ever: one made before ``os.environ`` became this world's ``ThreadEnviron`` (by a thread
+    an earlier world left running) never sees a function's region."""
+    boto3.DEFAULT_SESSION = None
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] not in BUNDLED_PACKAGES:
             continue
