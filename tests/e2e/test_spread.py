@@ -13,6 +13,7 @@ from console.cli.breaker import status
 from nodemedic.contracts.kube import TAINT_KEY
 from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_after_replacements, run_scenario
+from tests.support.windows import within_one_hour
 from world.aws.inbox import Notification
 from world.scenarios.kit import Result
 from world.scenarios.registry import SETTINGS
@@ -26,6 +27,8 @@ WORLD_SETTINGS = demo_settings(**SETTINGS["spread"])
 
 @pytest.fixture(scope="module")
 def result(world: World) -> Result:
+    # LIMIT replacements, then one held: all in one clock hour's rate window.
+    within_one_hour(480)
     return run_scenario(world, "spread")
 
 

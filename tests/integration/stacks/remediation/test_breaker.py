@@ -41,6 +41,7 @@ from tests.support.remediation import (
     datapoints,
     decision,
 )
+from tests.support.windows import within_one_hour
 from world.aws.stack import deploy
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
@@ -80,6 +81,12 @@ def closed(guarded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
 
 
+@pytest.fixture
+def one_window() -> None:
+    """The rate tests' starts all count in one clock hour (and so one UTC day)."""
+    within_one_hour(300)
+
+
 def _pages(pipeline: Pipeline) -> list[dict[str, Any]]:
     return [
         {"subject": n.subject, **n.body}
@@ -99,7 +106,7 @@ def _untouched(world: World, instance: str) -> None:
 
 
 def test_a_group_past_its_hourly_replacements_trips_and_holds_the_rest_with_one_page(
-    world: World, guarded: Pipeline
+    world: World, guarded: Pipeline, one_window: None
 ) -> None:
     first, second, third, _ = world.group("trn1-rate", 4, **NEURON)
     pages_before = len(_pages(guarded))
@@ -150,7 +157,9 @@ def test_the_cluster_cap_holds_another_group_and_the_breaker_recovers_after_its_
     assert _breaker(guarded, "status")["state"] == "closed"
 
 
-def test_breaker_reset_reopens_a_tripped_breaker_at_once(world: World, guarded: Pipeline) -> None:
+def test_breaker_reset_reopens_a_tripped_breaker_at_once(
+    world: World, guarded: Pipeline, one_window: None
+) -> None:
     first, second, _ = world.group("trn1-reset", 3, **NEURON)
     assert guarded.run(decision(first, cluster="guarded"))["status"] == "SUCCEEDED"
     held = decision(second, cluster="guarded")
