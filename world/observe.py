@@ -253,6 +253,23 @@ class Observer:
             self._histories[arn] = events
         return events
 
+    def whereabouts(self, run: FaultRun) -> str:
+        """Where the run's execution stands (for a run that took too long): ended, and how,
+        or the last state it entered and when, as seconds since the line was written."""
+        events = self.history(run)
+        if not events:
+            return "no execution"
+        arn = self.execution_arn(run)
+        found = self.sfn.describe_execution(executionArn=arn or "")
+        if found["status"] != "RUNNING":
+            return f"execution {found['status']}: {found.get('error', '')} {found.get('cause', '')}"
+        entered = [e for e in events if e.get("stateEnteredEventDetails")]
+        if not entered:
+            return "execution RUNNING, in no state yet"
+        name = entered[-1]["stateEnteredEventDetails"]["name"]
+        since = _epoch(entered[-1]["timestamp"]) - run.written_at
+        return f"execution RUNNING, in {name!r} since +{since:.1f}s"
+
     def state_entered(self, run: FaultRun, name: str) -> float | None:
         for event in self.history(run):
             details = event.get("stateEnteredEventDetails")
@@ -355,5 +372,8 @@ def follow(
     for run in runs:
         if not run.done:
             missing = [s for s in run.fault.steps if s not in run.steps] or ["a quiet period"]
-            run.problems.append(f"not observed within {timeout:.0f}s: {', '.join(missing)}")
+            run.problems.append(
+                f"not observed within {timeout:.0f}s: {', '.join(missing)} "
+                f"({observer.whereabouts(run)})"
+            )
             run.done = True
