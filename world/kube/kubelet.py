@@ -32,7 +32,7 @@ from nodemedic.contracts.kube import NODEGROUP_LABEL, POD_DEVICES_KEY
 from world.aws.gpus import bus_id
 from world.kube.kubeapi import KUBE_VERSION
 from world.kube.passes import Passes
-from world.kube.podresources import Host
+from world.kube.podresources import Host, socket_path
 
 STRATEGIC = "application/strategic-merge-patch+json"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -261,9 +261,9 @@ class SimulatedKubelet:
             self._host.close()
 
     def socket(self, name: str) -> Path:
-        """Node ``name``'s PodResources socket (short: a unix socket's path is ≤ 107 bytes)."""
+        """Node ``name``'s PodResources socket."""
         assert self._pod_resources is not None, "a kubelet without sockets"
-        return self._pod_resources / f"{self._nodes[name].index}.sock"
+        return socket_path(self._pod_resources, self._nodes[name].index)
 
     def __enter__(self) -> SimulatedKubelet:
         return self.start()

@@ -4,11 +4,12 @@ so that the node's agent reads it with the client a real node's agent runs
 (``agent.podresources``).
 
 The servers run in a process of their own (``Host``), as a real kubelet runs outside its
-node's other programs: gRPC's core keeps polling threads alive for as long as a server is,
-and the world's process forks (every agent, every tool) and collects garbage beside those
-threads all run long. The simulated kubelet writes each node's allocation to a file in the
-sockets' folder (``<index>.json``); the host serves ``<index>.sock`` for each such file and
-answers every ``List`` from the file's current contents.
+node's other programs. This is a precaution: gRPC's core keeps polling threads alive for
+as long as a server is, and the world's process forks (every agent, every tool) beside
+them all run long; the world's process never loads gRPC at all. The simulated kubelet
+writes each node's allocation to a file in the sockets' folder (``<index>.json``); the host
+serves ``<index>.sock`` for each such file and answers every ``List`` from the file's
+current contents.
 
 The response is encoded in the protocol buffers' wire format with the field numbers of
 ``k8s.io/kubelet/pkg/apis/podresources/v1/api.proto``: ``ListPodResourcesResponse``
@@ -117,6 +118,11 @@ def host(folder: Path) -> None:
         time.sleep(SCAN_SECONDS)
 
 
+def socket_path(folder: Path, index: int) -> Path:
+    """Node ``index``'s socket in ``folder`` (short: a unix socket's path is ≤ 107 bytes)."""
+    return folder / f"{index}.sock"
+
+
 class Host:
     """The process serving a world's PodResources sockets in ``folder``; ``close`` it."""
 
@@ -128,7 +134,7 @@ class Host:
         )
 
     def socket(self, index: int) -> Path:
-        return self.folder / f"{index}.sock"
+        return socket_path(self.folder, index)
 
     def publish(self, index: int, held: Held) -> None:
         """Node ``index`` answers ``held`` from now on; the first time, once its socket is
