@@ -85,6 +85,10 @@ def world(
         nodes_run_commands(gpus),
     ):
         env.setenv("KUBECONFIG", str(cluster.remediator_kubeconfig))
+        # The world's one region for every client the tests and handlers make, as the moto
+        # server's world has it: a boto3 session reads the environment it was made under,
+        # and one made outside a function's overlay must not go without a region.
+        env.setenv("AWS_DEFAULT_REGION", REGION)
         logs = boto3.client("logs", region_name=REGION)
         for settings in extra_clusters:
             create_log_groups(logs, settings.hyperpod_clusters)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,7 +35,6 @@ from tests.support.kube import bind_pod, pdb, wait_for
 from tests.support.remediation import (
     FAST,
     NODE_GROUPS,
-    REGION,
     Pipeline,
     datapoints,
     decision,
@@ -75,10 +73,8 @@ def _breaker(pipeline: Pipeline, verb: str) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def closed(guarded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+def closed(guarded: Pipeline) -> None:
     _breaker(guarded, "reset")
-    yield
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from tests.support.flow import GPU, World
 from tests.support.kube import bind_pod, exists, owner, running, wait_for
 from tests.support.lambda_context import lambda_context
 from tests.support.payloads import delivery
-from tests.support.remediation import FAST, REGION, decision
+from tests.support.remediation import FAST, decision
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -55,7 +55,6 @@ def extra_clusters() -> tuple[ClusterSettings, ...]:
 @pytest.fixture
 def job_monitor(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The job monitor's environment: the policies cluster's ledger."""
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv(ENV_LEDGER_TABLE, world.pipelines[POLICIES.name].table)
     monkeypatch.setenv(ENV_CLUSTER, POLICIES.name)
     yield
