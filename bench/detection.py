@@ -7,9 +7,9 @@ family this prints: lines, lines the peer detects, how many of those nodemedic d
 lines whose action matches the peer's, and false actions (a reboot or replace where the
 peer says benign or notify-only), with how many of those are deliberate (the entry says
 why). Per peer it prints how often nodemedic acts at least as strongly as the peer's test
-expects. Then the recall on bench/heldout (bench/recall.py), per family, for the sources
-the rules were written from and for the held-out ones. Run it on two commits to compare
-catalogs; ``--misses`` lists every disagreement and miss, by family.
+expects. Then the recall on each set of bench/heldout (bench/recall.py), per family, for
+the sources the rules were written from and for the held-out ones. Run it on two commits
+to compare catalogs; ``--misses`` lists every disagreement and miss, by family.
 
     python -m bench.detection [--misses]
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from bench.recall import columns, load_lines, recall, recall_table, wrong
+from bench.recall import SETS, columns, load_lines, recall, recall_table, wrong
 from nodemedic.catalog import Action, Catalog, load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import message_of
@@ -189,16 +189,18 @@ def main() -> None:
     if args.misses:
         print("\nfamily    peer                              expect  action")
         print("\n".join(misses(entries, catalog)))
-    lines, judge = load_lines(), partial(verdict, Classifier(catalog))
-    print("\nrecall on bench/heldout, by the split of each line's source")
-    print(recall_table(recall(lines, judge)))
-    if args.misses:
-        print("\nfamily    split     expect  action")
-        for line in sorted(lines, key=lambda line: (line.family, line.split)):
-            action = judge(line.line)
-            if wrong(line, action):
-                last = line.line.splitlines()[-1]
-                print(f"{line.family:9} {line.split:9} {line.expect:>6} {action:>7}  {last}")
+    judge = partial(verdict, Classifier(catalog))
+    for path in SETS:
+        lines = load_lines(path)
+        print(f"\nrecall on bench/heldout/{path.name}, by the split of each line's source")
+        print(recall_table(recall(lines, judge)))
+        if args.misses:
+            print("\nfamily    split     expect  action")
+            for line in sorted(lines, key=lambda line: (line.family, line.split)):
+                action = judge(line.line)
+                if wrong(line, action):
+                    last = line.line.splitlines()[-1]
+                    print(f"{line.family:9} {line.split:9} {line.expect:>6} {action:>7}  {last}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ from typing import Any
 import yaml
 
 HELDOUT = Path(__file__).parent / "heldout" / "lines.yaml"
+FRESH = HELDOUT.with_name("fresh.yaml")
+"""A second set, gathered after the rules of the first were written, from sources neither
+the first set, the rules' examples nor the peer corpora came from; each line keeps the head
+its tool wrote (README.md beside it)."""
+SETS = (HELDOUT, FRESH)
 SPLITS = ("written", "held-out")
 EXPECTATIONS = ("none", "notify", "act")
 """``none``: healthy, or the detail of a line judged elsewhere; ``notify``: needs at least a
