@@ -61,6 +61,28 @@ def test_every_documented_line_is_found_whatever_the_launcher_prints_before_it(
             "neuron-rt-hw-error-status",
         ),
         ("nrt_execute returned NRT_EXEC_HW_ERR_NC_UE", "neuron-rt-hw-error-status"),
+        # The device and core before the text, the model instead of the device (S5's forms).
+        (
+            "(FATAL-RT-UNDEFINED-STATE) [ND 3][NC 1] execution timeout (30000 ms) on model"
+            " /tmp/m.neff, waiting for execution completion notification",
+            "neuron-rt-compute-hang",
+        ),
+        (
+            "(FATAL-RT-UNDEFINED-STATE) [ND 0][NC 4] missing collectives status on model"
+            " /tmp/m.neff. Suspected hang in waiting for barrier",
+            "neuron-rt-collectives-hang",
+        ),
+        (
+            "(FATAL-RT-UNDEFINED-STATE) [ND 0][NC 4] Suspected hang between the end of"
+            " collectives operation 7 and the start of collectives operation 8",
+            "neuron-rt-collectives-hang",
+        ),
+        (
+            "(FATAL-RT-UNDEFINED-STATE) [ND 2] Uncorrectable HBM memory error is detected."
+            " Execution results may be invalid. Please terminate this instance to prevent"
+            " future impact from the hardware error.",
+            "neuron-rt-hbm-uncorrectable",
+        ),
     ],
 )
 def test_the_forms_beyond_the_documented_example_are_found(line: str, rule: str) -> None:
