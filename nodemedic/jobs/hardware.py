@@ -14,7 +14,8 @@ its kernel lines and health checks proved by its own key, is what reboots or rep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -31,10 +32,17 @@ CATALOG: Final = "neuron_runtime.yaml"
 FIELDS: Final = frozenset({"id", "pattern", "action", "aws", "summary", "source", "example"})
 
 
-class Searching(Protocol):
-    """What a rule uses of a compiled RE2 pattern: ``search``, anywhere in the line."""
+class Found(Protocol):
+    def start(self) -> int: ...
 
-    def search(self, text: str, /) -> object | None: ...
+
+class Searching(Protocol):
+    """What a rule uses of a compiled RE2 pattern: ``search``, anywhere in the line, and
+    ``finditer`` over a delivery's lines joined (``strongest``)."""
+
+    def search(self, text: str, /) -> Found | None: ...
+
+    def finditer(self, text: str, /) -> Iterator[Found]: ...
 
 
 class HardwareCatalogError(ValueError):
@@ -44,6 +52,7 @@ class HardwareCatalogError(ValueError):
 @dataclass(frozen=True)
 class HardwareRule:
     id: str
+    expression: str
     pattern: Searching
     action: NodeAction
     aws: str
@@ -94,6 +103,7 @@ def _rule(raw: object) -> HardwareRule:
         raise HardwareCatalogError(f"{CATALOG}: {texts['id']!r}: {exc}") from exc
     rule = HardwareRule(
         id=texts["id"],
+        expression=texts["pattern"],
         pattern=pattern,
         action=NODE_ACTIONS[NODE_ACTIONS.index(action)],
         aws=texts["aws"],
@@ -112,25 +122,49 @@ def rules() -> tuple[HardwareRule, ...]:
     return parse(yaml.safe_load(text))
 
 
-def matched(line: str, catalog: Iterable[HardwareRule] | None = None) -> HardwareRule | None:
+@cache
+def _any_rule() -> Searching:
+    """Every rule's pattern in one: the patterns hold no newline, so a match in a delivery's
+    lines joined by newlines lies within one line."""
+    compiled: Searching = re2.compile("|".join(f"(?:{rule.expression})" for rule in rules()))
+    return compiled
+
+
+def matched(line: str) -> HardwareRule | None:
     """The first rule whose pattern occurs in ``line`` (the file lists the stronger first)."""
-    for rule in rules() if catalog is None else catalog:
+    for rule in rules():
         if rule.pattern.search(line) is not None:
             return rule
     return None
 
 
-def strongest(
-    lines: Iterable[tuple[float, str]], catalog: Iterable[HardwareRule] | None = None
-) -> Finding | None:
+def strongest(lines: Iterable[tuple[float, str]]) -> Finding | None:
     """What a pod's lines say of its node: the strongest action's first line, or None. One
-    finding per pod and delivery: a failing runtime repeats its error on every rank."""
-    chosen = tuple(rules() if catalog is None else catalog)
+    finding per pod and delivery: a failing runtime repeats its error on every rank.
+
+    Every line of every job passes here, so the lines are searched joined, in one call of
+    one pattern (0.7 µs a line, where a call per rule and line cost 110 µs: the binding's
+    cost is per call); only a line that matched is matched again rule by rule."""
+    ordered = list(lines)
+    text = "\n".join(line for _, line in ordered)
+    starts: list[int] = []
     found: Finding | None = None
-    for at, line in lines:
-        rule = matched(line, chosen)
+    for hit in _any_rule().finditer(text):
+        if not starts:
+            starts = _line_starts(ordered)
+        at, line = ordered[bisect_right(starts, hit.start()) - 1]
+        rule = matched(line)
         if rule is None:
             continue
         if found is None or NODE_ACTIONS.index(rule.action) > NODE_ACTIONS.index(found.rule.action):
             found = Finding(rule, line, at)
     return found
+
+
+def _line_starts(lines: list[tuple[float, str]]) -> list[int]:
+    """Where each line begins in the lines joined by newlines."""
+    starts, offset = [], 0
+    for _, line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    return starts

@@ -148,3 +148,15 @@ def test_a_rule_asking_for_more_or_not_matching_its_example_is_refused(
     change(document["rules"][0])
     with pytest.raises(HardwareCatalogError, match=complaint):
         parse(document)
+
+
+def test_a_long_deliverys_finding_names_its_own_line_and_time() -> None:
+    """The lines are searched joined: the finding must still be the line that matched, even
+    after lines that carry newlines of their own."""
+    lines = [(float(i), f"step {i} loss 1.{i}") for i in range(1000)]
+    lines[3] = (3.0, "Traceback (most recent call last):\n  File train.py\nValueError")
+    lines[10] = (10.0, "(FATAL-RT-UNDEFINED-STATE) missing collectives status on model m.neff")
+    lines[500] = (500.0, "[MLA 1][NC 0] DMA RX engine 3 is in an abort state")
+    found = strongest(lines)
+    assert found is not None
+    assert (found.at, found.line, found.rule.id) == (500.0, lines[500][1], "neuron-rt-dma-abort")
