@@ -48,6 +48,8 @@ SCHEDULED = "Scheduled Event"
 MAX_PODS = 64
 """Pods a delivery's lines are read for (one API call each, at most). A delivery is one log
 stream, one container's, so more is a malformed or hostile batch; the rest are dropped."""
+Work = list[tuple[Job, list[tuple[float, str]]]]
+"""Each job of a run with the lines it is given (none on a scheduled run)."""
 
 
 @cache
@@ -87,9 +89,6 @@ def _lines(
         return found["cluster"], {}
     _store(ledger_table).heard(found["cluster"], time.time())
     return found["cluster"], lines_by_pod((raw.timestamp_ms / 1000, raw.message) for raw in events)
-
-
-Work = list[tuple[Job, list[tuple[float, str]]]]
 
 
 def _by_job(
