@@ -147,12 +147,20 @@ def strongest(lines: Iterable[tuple[float, str]]) -> Finding | None:
     cost is per call); only a line that matched is matched again rule by rule."""
     ordered = list(lines)
     text = "\n".join(line for _, line in ordered)
+    try:
+        hits = list(_any_rule().finditer(text))
+    except UnicodeEncodeError:
+        # A lone surrogate (a JSON escape of bytes no UTF-8 decoder took) that RE2 cannot
+        # encode must not cost the delivery: each becomes one "?", so offsets hold.
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        hits = list(_any_rule().finditer(text))
     starts: list[int] = []
     found: Finding | None = None
-    for hit in _any_rule().finditer(text):
+    for hit in hits:
         if not starts:
             starts = _line_starts(ordered)
-        at, line = ordered[bisect_right(starts, hit.start()) - 1]
+        index = bisect_right(starts, hit.start()) - 1
+        at, line = ordered[index][0], text[starts[index] : starts[index] + len(ordered[index][1])]
         rule = matched(line)
         if rule is None:
             continue
