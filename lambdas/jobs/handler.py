@@ -22,29 +22,34 @@ from kubernetes import client
 
 from lambdas.jobs.checkpoint import record_checkpoint
 from lambdas.jobs.env import JobsEnv, env
+from lambdas.jobs.nodes import NodeReport, report
 from lambdas.jobs.service import Acted, Cluster, measure, monitor
 from lambdas.jobs.store import JobStore
 from lambdas.kube.client import api_client
 from lambdas.kube.jobs import Job, monitored_jobs
-from lambdas.kube.owners import job_of_pod
+from lambdas.kube.owners import placement
 from lambdas.observability import logger, metrics, publish, tracer
 from lambdas.subscription import MalformedPayload, decode_payload
 from nodemedic.contracts.jobs import (
     APPLICATION_LOG_GROUP_RE,
     FAULT_DETECTION_SECONDS_METRIC,
     JOB_DIMENSIONS,
+    JOB_NODE_HARDWARE_METRIC,
     JOB_RESTARTS_HELD_METRIC,
     JOBS_FAILED_METRIC,
     JOBS_RESTARTED_METRIC,
     RESTART_SECONDS_METRIC,
 )
 from nodemedic.contracts.metrics import MALFORMED_METRIC
+from nodemedic.jobs.hardware import strongest
 from nodemedic.jobs.records import lines_by_pod
 
 SCHEDULED = "Scheduled Event"
 MAX_PODS = 64
 """Pods a delivery's lines are read for (one API call each, at most). A delivery is one log
 stream, one container's, so more is a malformed or hostile batch; the rest are dropped."""
+Work = list[tuple[Job, list[tuple[float, str]]]]
+"""Each job of a run with the lines it is given (none on a scheduled run)."""
 
 
 @cache
@@ -88,18 +93,36 @@ def _lines(
 
 def _by_job(
     core: client.CoreV1Api, by_pod: dict[tuple[str, str], list[tuple[float, str]]]
-) -> list[tuple[Job, list[tuple[float, str]]]]:
+) -> tuple[Work, list[NodeReport]]:
     """Each pod's lines given to the job that controls it, as the API says (one read per pod
-    of the delivery, at most ``MAX_PODS``); lines of a pod no job controls are dropped."""
+    of the delivery, at most ``MAX_PODS``); lines of a pod no job controls are dropped. The
+    same read places the pod on its Node: a Neuron hardware error in its lines is reported
+    about that node (``lambdas.jobs.nodes``)."""
     if len(by_pod) > MAX_PODS:
         logger.warning("pods past the limit dropped", extra={"pods": len(by_pod)})
     jobs: dict[str, tuple[Job, list[tuple[float, str]]]] = {}
+    reports: list[NodeReport] = []
     for (namespace, pod), lines in list(by_pod.items())[:MAX_PODS]:
-        job = job_of_pod(core, namespace, pod)
+        job, node = placement(core, namespace, pod)
         if job is None:
             continue
         jobs.setdefault(job.uid, (job, []))[1].extend(lines)
-    return list(jobs.values())
+        finding = strongest(lines)
+        if finding is not None and node:
+            reports.append(NodeReport(job, namespace, pod, node, finding))
+    return list(jobs.values()), reports
+
+
+def _reported(
+    cluster_name: str, kube: Cluster, reports: list[NodeReport], now: float
+) -> list[dict[str, str]]:
+    """The node reports told this time (one a node, rule and hour), each counted."""
+    told = [r for r in reports if report(kube.core, kube.notify, cluster_name, r, now)]
+    for found in told:
+        job = f"{found.job.namespace}/{found.job.name}"
+        _publish(cluster_name, job, [(JOB_NODE_HARDWARE_METRIC, MetricUnit.Count, 1.0)])
+        logger.warning("job reported a node hardware error", extra=found.as_summary())
+    return [found.as_summary() for found in told]
 
 
 def _publish(cluster_name: str, job: str, figures: list[tuple[str, MetricUnit, float]]) -> None:
@@ -133,9 +156,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if scheduled:
         cluster_name = config.cluster
         kube = _cluster(cluster_name, config)
-        work: list[tuple[Job, list[tuple[float, str]]]] = [
-            (job, []) for job in monitored_jobs(kube.batch)
-        ]
+        work: Work = [(job, []) for job in monitored_jobs(kube.batch)]
+        node_evidence: list[dict[str, str]] = []
     else:
         try:
             cluster_name, by_pod = _lines(event, config.ledger_table)
@@ -146,7 +168,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if not by_pod:
             return {"jobs": 0, "acted": []}
         kube = _cluster(cluster_name, config)
-        work = _by_job(kube.core, by_pod)
+        work, reports = _by_job(kube.core, by_pod)
+        node_evidence = _reported(cluster_name, kube, reports, now)
     store = _store(config.ledger_table)
     acted: list[Acted] = []
     restarted: dict[str, float] = {}
@@ -177,6 +200,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "acted": [vars(a) for a in acted],
         "running_again": restarted,
         "skipped": skipped,
+        "node_evidence": node_evidence,
     }
     logger.info("jobs monitored", extra=summary)
     return summary

@@ -21,15 +21,24 @@ from lambdas.kube.resume import RESUMABLE, JobRef, read_job_ref
 
 def job_of_pod(core: client.CoreV1Api, namespace: str, pod: str) -> Job | None:
     """The job controlling the pod ``namespace/pod``; None when the pod is gone, has no
-    controller, or its controller is no job nodemedic knows. Listed by a field selector on
-    the name: the ``list`` the role already has on pods reads one pod."""
+    controller, or its controller is no job nodemedic knows."""
+    return placement(core, namespace, pod)[0]
+
+
+def placement(core: client.CoreV1Api, namespace: str, pod: str) -> tuple[Job | None, str | None]:
+    """The job controlling the pod ``namespace/pod`` (as ``job_of_pod``) and the Node the
+    pod runs on (``spec.nodeName``; None for one not scheduled yet), from one read. The
+    node is where the pod's lines came from, not proof of what they say: whoever creates
+    the pod may name any node it may schedule on. Listed by a field selector on the name:
+    the ``list`` the role already has on pods reads one pod."""
     found = core.list_namespaced_pod(namespace, field_selector=f"metadata.name={pod}").items
     if not found:
-        return None
+        return None, None
     owners = found[0].metadata.owner_references or []
     owner = next((o for o in owners if o.controller), None)
     if owner is None or (owner.api_version, owner.kind) not in RESUMABLE:
-        return None
-    return read_job_ref(
+        return None, None
+    job = read_job_ref(
         core, JobRef(owner.api_version, owner.kind, namespace, owner.name, owner.uid)
     )
+    return job, found[0].spec.node_name if job is not None else None

@@ -504,3 +504,30 @@ def test_a_pod_labelled_as_another_job_does_not_feed_its_rules(
     assert events(core, namespace, name) == []
     [acted] = handler(delivery(namespace, name, pods[0], ["NCCL error"]), CONTEXT)["acted"]
     assert (acted["job"], acted["action"]) == (f"{namespace}/{name}", "restart-pods")
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_dma_abort_in_a_jobs_output_asks_for_its_nodes_deep_check_and_touches_nothing(
+    admin: client.ApiClient, core: client.CoreV1Api, namespace: str, node: Node, job: Job
+) -> None:
+    name, pods = job("neuron-train", {})
+    abort = "812:831 ERROR TDRV:exec [MLA 0][NC 1] DMA TX engine 0 is in an abort state"
+    told = [
+        handler(delivery(namespace, name, pod, ["step 1", abort]), CONTEXT)["node_evidence"]
+        for pod in pods
+    ]
+    # Both ranks print it: the node is told once, from the first pod's delivery.
+    assert [[e["node"] for e in t] for t in told] == [[node.name], []]
+    on_node = [
+        e
+        for e in client.CoreV1Api(admin).list_namespaced_event("default").items
+        if e.involved_object.kind == "Node" and e.involved_object.name == node.name
+    ]
+    assert [(e.reason, e.type) for e in on_node] == [("NodeMedicDeepCheckRequested", "Warning")]
+    assert "DMA TX engine 0 is in an abort state" in on_node[0].message
+    assert mails() == [f"nodemedic demo: NodeMedicDeepCheckRequested on {node.name}"]
+    # A tenant's line is no proof: the node keeps its work and its schedule.
+    read = client.CoreV1Api(admin).read_node(node.name)
+    assert not read.spec.unschedulable
+    assert not [t for t in read.spec.taints or [] if t.key.startswith("nodemedic.io/")]
+    assert all(running(core, namespace, pod) for pod in pods)
