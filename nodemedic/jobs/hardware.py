@@ -147,13 +147,7 @@ def strongest(lines: Iterable[tuple[float, str]]) -> Finding | None:
     cost is per call); only a line that matched is matched again rule by rule."""
     ordered = list(lines)
     text = "\n".join(line for _, line in ordered)
-    try:
-        hits = list(_any_rule().finditer(text))
-    except UnicodeEncodeError:
-        # A lone surrogate (a JSON escape of bytes no UTF-8 decoder took) that RE2 cannot
-        # encode must not cost the delivery: each becomes one "?", so offsets hold.
-        text = text.encode("utf-8", "replace").decode("utf-8")
-        hits = list(_any_rule().finditer(text))
+    hits = list(_any_rule().finditer(text))  # every line RE2-encodable: records._encodable
     starts: list[int] = []
     found: Finding | None = None
     for hit in hits:

@@ -45,7 +45,16 @@ def pod_line(message: str) -> PodLine | None:
     namespace, pod = meta.get("namespace_name"), meta.get("pod_name")
     if not claimed or not isinstance(namespace, str) or not isinstance(pod, str):
         return None
-    return PodLine(namespace, pod, line.rstrip("\n")[:MAX_LINE_CHARS])
+    return PodLine(namespace, pod, _encodable(line.rstrip("\n")[:MAX_LINE_CHARS]))
+
+
+def _encodable(line: str) -> str:
+    """The line with any lone surrogate (JSON's escape of half a UTF-16 pair decodes to one)
+    made a ``?``: the rules' RE2 reads UTF-8, and a line it cannot encode would fail the
+    whole delivery, every other pod's lines with it."""
+    if line.isascii():
+        return line
+    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 def _decoded(message: str) -> object:

@@ -160,14 +160,3 @@ def test_a_long_deliverys_finding_names_its_own_line_and_time() -> None:
     found = strongest(lines)
     assert found is not None
     assert (found.at, found.line, found.rule.id) == (500.0, lines[500][1], "neuron-rt-dma-abort")
-
-
-def test_a_line_utf_8_cannot_carry_costs_nothing_but_itself() -> None:
-    lines = [
-        (1.0, "bad bytes \udcff\udcfe from the container"),
-        (2.0, "[MLA 0][NC 0] DMA TX engine 0 is in an abort state \ud800"),
-    ]
-    found = strongest(lines)
-    assert found is not None
-    assert (found.at, found.rule.id) == (2.0, "neuron-rt-dma-abort")
-    assert found.line == "[MLA 0][NC 0] DMA TX engine 0 is in an abort state ?"
