@@ -104,6 +104,8 @@ def local_world(
     deep_checks: bool = False,
     launch_seconds: float = TERMINATE_SECONDS,
     instance_type: str = INSTANCE_TYPE,
+    types: tuple[str, ...] = (),
+    default_image: bool = False,
     hyperpod_recovery: str | None = None,
     karpenter_nodes: int = 0,
     kwok: bool = False,
@@ -114,9 +116,11 @@ def local_world(
     the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
     ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
-    each type's Node devices); ``hyperpod_recovery``: the machines are the nodes of the
-    settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
-    Auto Scaling group's (None: the group's); ``karpenter_nodes``: the training job has that
+    each type's Node devices); ``types``: the first machines' own types, in launch order
+    (``World.types``); ``default_image``: ``World.default_image``; ``hyperpod_recovery``:
+    the machines are the nodes of the settings' first ``hyperpod_clusters`` entry, with
+    that ``NodeRecovery``, in place of the Auto Scaling group's (None: the group's);
+    ``karpenter_nodes``: the training job has that
     many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
     group's machines run none (0: the workers run on the group's machines); ``kwok``: KWOK
     runs the Nodes and their pods (``world.kube.kwok``, the 1,500-node world of
@@ -133,7 +137,8 @@ def local_world(
     timings: dict[str, float] = {}
     spares = dict(settings.spares).get(NODE_GROUP, 0)
     with contextlib.ExitStack() as stack:
-        metadata = MetadataService(authority, REGION)
+        typed: dict[str, str] = {}
+        metadata = MetadataService(authority, REGION, typed)
         stack.callback(metadata.close)
         endpoint = stack.enter_context(moto_server())
         say(f"AWS: moto server on {endpoint}")
@@ -157,6 +162,7 @@ def local_world(
         # Once the pool's thread is gone: a report reading the locals of a frame another
         # thread still runs can crash CPython 3.11 (python/cpython#111363).
         deployment, first_machines = aws_side.result()
+        typed.update(zip((m.instance_id for m in first_machines), types, strict=False))
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
             f"deployed in {timings['deploy']:.1f}s ({resource_count(deployment)}); "
@@ -220,6 +226,8 @@ def local_world(
             deep_checks=deep_checks,
             agent_processes=agent_processes,
             instance_type=instance_type,
+            types=typed,
+            default_image=default_image,
             hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )
         stack.enter_context(nodes_run_commands(world.gpus))
@@ -246,10 +254,7 @@ def local_world(
             _wait_agents_shipping(world, list(boots), timeout=90)
         stack.enter_context(_karpenter_workers(world, karpenter_nodes, say))
         timings["agents"] = time.monotonic() - started
-        if spares:
-            core = client.CoreV1Api(api)
-            world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
-            say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
+        _stand_by(world, spares, say)
         say(
             f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "
             f"(up in {timings['agents']:.1f}s); training job {job.name}: "
@@ -257,6 +262,14 @@ def local_world(
         )
         timings["world"] = time.monotonic() - began
         yield world
+
+
+def _stand_by(world: World, spares: int, say: Say) -> None:
+    """The group's ``spares`` (``aws.spares.stand_by`` chooses them) put in Standby."""
+    if spares:
+        core = client.CoreV1Api(world.api)
+        world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
+        say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
 
 
 @contextlib.contextmanager

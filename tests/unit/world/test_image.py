@@ -1,0 +1,102 @@
+"""What a simulated node's agent finds with the default image (``world.image``): the tools
+the image lacks are the ones the deep check runs, and the deep check on a p5, a g6 and a
+trn1 given those flags passes on what the node has and skips, with its reason, what the
+image lacks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agent.deepcheck import Node, run
+from agent.deepcheck.tools import (
+    ALL_REDUCE_PERF,
+    DCGMI,
+    FI_INFO,
+    FI_PINGPONG,
+    NCCOM_TEST,
+    NEURON_LS,
+)
+from nodemedic.contracts.health import (
+    DCGMI_DIAG_CHECK,
+    GPU_COUNT_CHECK,
+    NCCOM_TEST_CHECK,
+    NEURON_COUNT_CHECK,
+    NEURON_LS_CHECK,
+)
+from nodemedic.health.instance_types import devices_of
+from nodemedic.health.result import Result
+from world.aws.identity import MetadataService, local_authority
+from world.image import ABSENT_TOOLS, DOCKERFILE, agent_args
+
+
+def test_the_image_lacks_every_tool_the_deep_check_runs() -> None:
+    commands = (DCGMI, ALL_REDUCE_PERF, NEURON_LS, NCCOM_TEST, FI_INFO, FI_PINGPONG)
+    assert {c.default.split()[0] for c in commands} == set(ABSENT_TOOLS)
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    base = re.search(r"^ARG BASE_IMAGE=(\S+)$", text, re.M)
+    assert base is not None
+    assert "library/python:" in base[1]
+    # Only pip installs, and only the agent's own requirements: no system package comes in.
+    runs = re.findall(r"^RUN (.*?)(?<!\\)$", text, re.M | re.S)
+    assert runs
+    assert not [r for r in runs if re.search(r"apt-get|apt |yum|dnf|apk|microdnf", r)]
+    assert not [t for t in ABSENT_TOOLS if t in " ".join(runs)]
+
+
+def _deep_check(instance_type: str, node_dir: Path) -> dict[str, Result]:
+    flags = dict(
+        flag.removeprefix("--").split("=", 1) for flag in agent_args(instance_type, node_dir)
+    )
+    devices = devices_of(instance_type)
+    assert devices is not None
+    node = Node(
+        ts="2026-11-30T00:00:00Z",
+        sys_root=Path(flags["sys-root"]),
+        state_dir=node_dir / "state",
+        boot_id="boot",
+        instance_type=instance_type,
+        expected_gpus=devices.gpus,
+        expected_neuron_devices=devices.neuron_devices,
+        expected_efa_devices=0,
+        options={"nvidia_smi": flags["nvidia-smi"]},
+    )
+    (node_dir / "state").mkdir()
+    return {r.check: r for r in run(node) if r.device == "node"}
+
+
+@pytest.mark.parametrize("instance_type", ["p5.48xlarge", "g6.xlarge"])
+def test_a_gpu_node_passes_on_the_runtime_nvidia_smi_and_skips_the_missing_tools(
+    tmp_path: Path, instance_type: str
+) -> None:
+    found = _deep_check(instance_type, tmp_path)
+    devices = devices_of(instance_type)
+    assert devices is not None
+    assert (found["deep-check"].status, found["deep-check"].reason) == ("ok", "Passed")
+    assert found[GPU_COUNT_CHECK].figures["found"] == devices.gpus
+    assert (found[DCGMI_DIAG_CHECK].status, found[DCGMI_DIAG_CHECK].reason) == (
+        "skipped",
+        "ToolMissing",
+    )
+
+
+def test_a_trn1_passes_on_the_neuron_sysfs_without_nvidia_smi_or_neuron_tools(
+    tmp_path: Path,
+) -> None:
+    found = _deep_check("trn1.32xlarge", tmp_path)
+    assert (found["deep-check"].status, found["deep-check"].reason) == ("ok", "Passed")
+    assert found[NEURON_COUNT_CHECK].figures == {"expected": 16, "found": 16}
+    assert found[GPU_COUNT_CHECK].reason == "NoNvidiaGpu"
+    for check in (NEURON_LS_CHECK, NCCOM_TEST_CHECK):
+        assert (found[check].status, found[check].reason) == ("skipped", "ToolMissing")
+
+
+def test_the_metadata_service_names_a_typed_instance_its_type_and_no_other() -> None:
+    service = MetadataService(local_authority(), "us-east-1", {"i-trn1": "trn1.32xlarge"})
+    try:
+        assert service.answer("/i-trn1/latest/meta-data/instance-type") == "trn1.32xlarge"
+        assert service.answer("/i-other/latest/meta-data/instance-type") is None
+    finally:
+        service.close()
