@@ -51,18 +51,19 @@ def neuron_sysfs(sys_root: Path, devices: int) -> None:
             (status / "total").write_text("0\n", encoding="ascii")
 
 
-def agent_args(instance_type: str, node_dir: Path) -> list[str]:
+def agent_args(instance_type: str, node_dir: Path, *, nvidia_runtime: bool = True) -> list[str]:
     """The flags after the chart's that give a simulated node of ``instance_type`` (its
     files under ``node_dir``) what the default image finds on a real one: every check the
-    agent has (the chart names none), nvidia-smi only where the type has NVIDIA GPUs, the
-    host's sysfs with the type's Neuron devices."""
+    agent has (the chart names none), nvidia-smi only where the type has NVIDIA GPUs and
+    ``nvidia_runtime`` (False: a node whose container runtime is not NVIDIA's, which mounts
+    no nvidia-smi), the host's sysfs with the type's Neuron devices."""
     devices = devices_of(instance_type)
     if devices is None:
         raise ValueError(f"{instance_type} is not in nodemedic.health.instance_types")
     sys_root = node_dir / "host-sys"
     sys_root.mkdir(parents=True, exist_ok=True)
     neuron_sysfs(sys_root, devices.neuron_devices)
-    if devices.gpus:
+    if devices.gpus and nvidia_runtime:
         report = node_report(devices.gpus, node_dir / f"nvidia-smi-{instance_type}.xml")
         nvidia_smi = f"cat {report}"
     else:

@@ -46,10 +46,9 @@ def test_the_image_lacks_every_tool_the_deep_check_runs() -> None:
     assert not [t for t in ABSENT_TOOLS if t in " ".join(runs)]
 
 
-def _deep_check(instance_type: str, node_dir: Path) -> dict[str, Result]:
-    flags = dict(
-        flag.removeprefix("--").split("=", 1) for flag in agent_args(instance_type, node_dir)
-    )
+def _deep_check(instance_type: str, node_dir: Path, *, runtime: bool = True) -> dict[str, Result]:
+    given = agent_args(instance_type, node_dir, nvidia_runtime=runtime)
+    flags = dict(flag.removeprefix("--").split("=", 1) for flag in given)
     devices = devices_of(instance_type)
     assert devices is not None
     node = Node(
@@ -91,6 +90,19 @@ def test_a_trn1_passes_on_the_neuron_sysfs_without_nvidia_smi_or_neuron_tools(
     assert found[GPU_COUNT_CHECK].reason == "NoNvidiaGpu"
     for check in (NEURON_LS_CHECK, NCCOM_TEST_CHECK):
         assert (found[check].status, found[check].reason) == ("skipped", "ToolMissing")
+
+
+def test_a_gpu_node_without_the_nvidia_runtime_is_not_failed_for_the_missing_nvidia_smi(
+    tmp_path: Path,
+) -> None:
+    """Nothing checked, which holds a rebooted node until ``deep_check_timeout`` gives it
+    back unchecked; never ``Failed``, which would replace it."""
+    found = _deep_check("g6.xlarge", tmp_path, runtime=False)
+    assert (found["deep-check"].status, found["deep-check"].reason) == ("warn", "NothingChecked")
+    assert (found[GPU_COUNT_CHECK].status, found[GPU_COUNT_CHECK].reason) == (
+        "skipped",
+        "ToolMissing",
+    )
 
 
 def test_the_metadata_service_names_a_typed_instance_its_type_and_no_other() -> None:
