@@ -93,13 +93,14 @@ def test_the_deep_check_judges_what_the_image_has_and_skips_what_it_lacks(
         # Each of the image's missing tools is a skip with its reason, never a failure.
         assert not [s for s in subchecks.values() if "fail" in str(s)], walk
     missing = "skipped ToolMissing"
-    for gpu in ("p5.48xlarge", "g6.xlarge"):
+    # Each agent knows its type from IMDS, so how many devices its node must have.
+    for gpu, gpus in (("p5.48xlarge", 8), ("g6.xlarge", 1)):
         subchecks = found[gpu]["subchecks"]
         assert isinstance(subchecks, dict)
-        assert subchecks[GPU_COUNT_CHECK] == "ok Healthy", gpu
+        assert subchecks[GPU_COUNT_CHECK] == f"ok Healthy {gpus}/{gpus}", gpu
         assert subchecks[DCGMI_DIAG_CHECK] == subchecks[NCCL_ALL_REDUCE_CHECK] == missing, gpu
     trn1 = found["trn1.32xlarge"]["subchecks"]
     assert isinstance(trn1, dict)
-    assert trn1[NEURON_COUNT_CHECK] == "ok Healthy"
+    assert trn1[NEURON_COUNT_CHECK] == "ok Healthy 16/16"
     assert trn1[NEURON_LS_CHECK] == trn1[NCCOM_TEST_CHECK] == missing
     assert trn1[GPU_COUNT_CHECK] == "skipped NoNvidiaGpu"

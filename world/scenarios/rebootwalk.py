@@ -74,7 +74,8 @@ class Walk:
     at: dict[str, float] = field(default_factory=dict)
     verdict: str | None = None
     subchecks: dict[str, str] = field(default_factory=dict)
-    """Each sub-check's status and reason, with how many devices said so."""
+    """Each sub-check's status and reason (a count's: with found/expected), and how many
+    devices said so."""
     gate: str | None = None
     """The Node's deep check label once the walk ended."""
     replaced: bool = False
@@ -104,6 +105,8 @@ class Walk:
 
 
 def run_reboot(world: World, say: Say) -> Result:
+    """The nodes admitted at join, then each type's reboot in turn: one at a time, so that
+    the breaker's share of the group in remediation never holds the next one back."""
     life = Lifecycle(world, say)
     timeout = world.settings.deep_check_timeout
     say("")
@@ -153,9 +156,9 @@ def _walk(life: Lifecycle, machine: Machine, instance_type: str, fault: Fault) -
         run.written_at,
         lambda s: s.event != "DELETED" and s.ready and s.boot_id != run.boot_id,
     )
-    if not life.expect(bool(rebooted) and ready is not None, f"{node} was not rebooted"):
+    if not rebooted or ready is None:
+        life.problems.append(f"{instance_type} {node} was not rebooted")
         return walk
-    assert ready is not None
     walk.at["rebooted"], walk.at["ready"] = rebooted[-1], ready.at
     life.show(run.written_at, f"back Ready, boot id {ready.boot_id[:8]}", ready.at)
     _back_in_service(life, walk)
@@ -228,8 +231,16 @@ def _deep_check(world: World, walk: Walk) -> None:
             walk.verdict = str(line.get("reason"))
             walk.at["verdict"] = event["ingestionTime"] / 1000
         else:
-            said[str(line.get("check"))][f"{line.get('status')} {line.get('reason')}"] += 1
+            said[str(line.get("check"))][_said(line)] += 1
     walk.subchecks = {
         check: ", ".join(f"{what} x{n}" if n > 1 else what for what, n in sorted(counts.items()))
         for check, counts in said.items()
     }
+
+
+def _said(line: dict[str, Any]) -> str:
+    """A sub-check's status and reason, and for a count the devices found of those the
+    node's type has (as IMDS names the type)."""
+    figures = line.get("figures") or {}
+    counted = f" {figures['found']}/{figures['expected']}" if "expected" in figures else ""
+    return f"{line.get('status')} {line.get('reason')}{counted}"
