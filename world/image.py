@@ -53,8 +53,8 @@ def neuron_sysfs(sys_root: Path, devices: int) -> None:
 
 def agent_args(instance_type: str, node_dir: Path, *, nvidia_runtime: bool = True) -> list[str]:
     """The flags after the chart's that give a simulated node of ``instance_type`` (its
-    files under ``node_dir``) what the default image finds on a real one: every check the
-    agent has (the chart names none), nvidia-smi only where the type has NVIDIA GPUs and
+    files under ``node_dir``) what the default image finds on a real one: its type, every
+    check the agent has (the chart names none), nvidia-smi only where the type has GPUs and
     ``nvidia_runtime`` (False: a node whose container runtime is not NVIDIA's, which mounts
     no nvidia-smi), the host's sysfs with the type's Neuron devices."""
     devices = devices_of(instance_type)
@@ -69,6 +69,9 @@ def agent_args(instance_type: str, node_dir: Path, *, nvidia_runtime: bool = Tru
     else:
         nvidia_smi = NVIDIA_SMI.default
     return [
+        # A real node's agent reads it from IMDS with its identity, which the world's
+        # agents are given as flags (``world.agents.node_args``).
+        f"--instance-type={instance_type}",
         f"--checks={','.join(check_names())}",
         f"--nvidia-smi={nvidia_smi}",
         f"--sys-root={sys_root}",

@@ -137,8 +137,7 @@ def local_world(
     timings: dict[str, float] = {}
     spares = dict(settings.spares).get(NODE_GROUP, 0)
     with contextlib.ExitStack() as stack:
-        typed: dict[str, str] = {}
-        metadata = MetadataService(authority, REGION, typed)
+        metadata = MetadataService(authority, REGION)
         stack.callback(metadata.close)
         endpoint = stack.enter_context(moto_server())
         say(f"AWS: moto server on {endpoint}")
@@ -162,7 +161,6 @@ def local_world(
         # Once the pool's thread is gone: a report reading the locals of a frame another
         # thread still runs can crash CPython 3.11 (python/cpython#111363).
         deployment, first_machines = aws_side.result()
-        typed.update(zip((m.instance_id for m in first_machines), types, strict=False))
         say(
             f"AWS: stack {deployment.stack_name} synthesized in {timings['synth']:.1f}s and "
             f"deployed in {timings['deploy']:.1f}s ({resource_count(deployment)}); "
@@ -226,7 +224,7 @@ def local_world(
             deep_checks=deep_checks,
             agent_processes=agent_processes,
             instance_type=instance_type,
-            types=typed,
+            types=dict(zip((m.instance_id for m in first_machines), types, strict=False)),
             default_image=default_image,
             hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )

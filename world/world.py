@@ -130,8 +130,8 @@ class World:
     """Every machine's but those in ``types``: the group's launch template's."""
     types: dict[str, str] = field(default_factory=dict)
     """Instance id -> its type, where not ``instance_type`` (``type_of``): its Node's label
-    and devices, what its IMDS serves, what its agent finds. Auto Scaling still answers the
-    group's, which the pipeline asks only with ``gpu_reset`` on."""
+    and devices, and with ``default_image`` what its agent knows and finds. Auto Scaling
+    still answers the group's, which the pipeline asks only with ``gpu_reset`` on."""
     default_image: bool = False
     """The agents find what the default image finds on a node of their type
     (``world.image``), not the world's stand-ins for the deep check's tools."""

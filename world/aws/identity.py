@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,14 +85,9 @@ def identity_document(instance_id: str, region: str) -> str:
 class MetadataService:
     """IMDSv2 for every machine of the local world: ``/<instance-id>/latest/...``."""
 
-    def __init__(
-        self, authority: LocalAuthority, region: str, types: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, authority: LocalAuthority, region: str) -> None:
         self.authority = authority
         self.region = region
-        # Instance id -> the type ``meta-data/instance-type`` serves, read at each request
-        # (the world names its machines' types once they are launched); none for the others.
-        self.types = types or {}
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,15 +118,12 @@ class MetadataService:
     def answer(self, path: str) -> str | None:
         instance_id, _, rest = path.lstrip("/").partition("/")
         document = identity_document(instance_id, self.region)
-        served = {
+        return {
             "latest/meta-data/instance-id": instance_id,
             "latest/meta-data/placement/region": self.region,
             "latest/dynamic/instance-identity/document": document,
             "latest/dynamic/instance-identity/signature": self.authority.sign(document),
-        }
-        if instance_id in self.types:
-            served["latest/meta-data/instance-type"] = self.types[instance_id]
-        return served.get(rest)
+        }.get(rest)
 
     def close(self) -> None:
         self._server.shutdown()

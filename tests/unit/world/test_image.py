@@ -28,7 +28,6 @@ from nodemedic.contracts.health import (
 )
 from nodemedic.health.instance_types import devices_of
 from nodemedic.health.result import Result
-from world.aws.identity import MetadataService, local_authority
 from world.image import ABSENT_TOOLS, DOCKERFILE, agent_args
 
 
@@ -49,6 +48,7 @@ def test_the_image_lacks_every_tool_the_deep_check_runs() -> None:
 def _deep_check(instance_type: str, node_dir: Path, *, runtime: bool = True) -> dict[str, Result]:
     given = agent_args(instance_type, node_dir, nvidia_runtime=runtime)
     flags = dict(flag.removeprefix("--").split("=", 1) for flag in given)
+    assert flags["instance-type"] == instance_type
     devices = devices_of(instance_type)
     assert devices is not None
     node = Node(
@@ -103,12 +103,3 @@ def test_a_gpu_node_without_the_nvidia_runtime_is_not_failed_for_the_missing_nvi
         "skipped",
         "ToolMissing",
     )
-
-
-def test_the_metadata_service_names_a_typed_instance_its_type_and_no_other() -> None:
-    service = MetadataService(local_authority(), "us-east-1", {"i-trn1": "trn1.32xlarge"})
-    try:
-        assert service.answer("/i-trn1/latest/meta-data/instance-type") == "trn1.32xlarge"
-        assert service.answer("/i-other/latest/meta-data/instance-type") is None
-    finally:
-        service.close()
