@@ -55,9 +55,8 @@ from world.aws.hypervisor import Hypervisor, machines
 from world.aws.identity import MetadataService, local_authority
 from world.aws.inbox import Inbox
 from world.aws.motoserver import CREDENTIALS, REGION, moto_server
-from world.aws.resources import SKIPPED
 from world.aws.spares import chosen, stand_by
-from world.aws.stack import deploy, node_group
+from world.aws.stack import deploy, node_group, resource_count
 from world.kube.kubeapi import (
     BINARIES,
     KUBE_VERSION,
@@ -116,11 +115,10 @@ def local_world(
     the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
     ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
-    each type's Node devices); ``types``: the first machines' own types, in launch order
-    (``World.types``); ``default_image``: ``World.default_image``; ``hyperpod_recovery``:
-    the machines are the nodes of the settings' first ``hyperpod_clusters`` entry, with
-    that ``NodeRecovery``, in place of the Auto Scaling group's (None: the group's);
-    ``karpenter_nodes``: the training job has that
+    each type's Node devices); ``types``, ``default_image``: ``World``'s (``types`` by the
+    first machines, in launch order); ``hyperpod_recovery``: the machines are the nodes of the
+    settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
+    Auto Scaling group's (None: the group's); ``karpenter_nodes``: the training job has that
     many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
     group's machines run none (0: the workers run on the group's machines); ``kwok``: KWOK
     runs the Nodes and their pods (``world.kube.kwok``, the 1,500-node world of
@@ -252,7 +250,10 @@ def local_world(
             _wait_agents_shipping(world, list(boots), timeout=90)
         stack.enter_context(_karpenter_workers(world, karpenter_nodes, say))
         timings["agents"] = time.monotonic() - started
-        _stand_by(world, spares, say)
+        if spares:
+            core = client.CoreV1Api(api)
+            world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
+            say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
         say(
             f"Nodes: {len(boots)} agents shipping to /nodemedic/{settings.name}/nodes "
             f"(up in {timings['agents']:.1f}s); training job {job.name}: "
@@ -260,14 +261,6 @@ def local_world(
         )
         timings["world"] = time.monotonic() - began
         yield world
-
-
-def _stand_by(world: World, spares: int, say: Say) -> None:
-    """The group's ``spares`` (``aws.spares.stand_by`` chooses them) put in Standby."""
-    if spares:
-        core = client.CoreV1Api(world.api)
-        world.spares = stand_by(world.aws("autoscaling"), core, NODE_GROUP, spares)
-        say(f"Spares: {', '.join(world.spares)} of {NODE_GROUP} in Standby")
 
 
 @contextlib.contextmanager
@@ -395,17 +388,3 @@ def _agent_fleet(
     credentials = functools.partial(write_credentials, api, account)
     publishing = PodDevices(server, kubelet.socket, credentials)
     return AgentFleet(dataclasses.replace(settings, pod_devices=publishing))
-
-
-def resource_count(deployment: Deployment) -> str:
-    """``148 resources``, or ``145 of the template's 148 resources (3 not needed here: ...)``:
-    the count the demo shows is the template's, and what the world left out is said."""
-    made, skipped = len(deployment.resources), len(deployment.skipped)
-    if not skipped:
-        return f"{made} resources"
-    reasons = set(deployment.skipped.values())
-    kinds = sorted(kind for kind, reason in SKIPPED.items() if reason in reasons)
-    return (
-        f"{made} of the template's {made + skipped} resources ({skipped} the world does without: "
-        f"{', '.join(kinds)})"
-    )
