@@ -27,10 +27,6 @@ from agent.checks.nvidia import COMMAND as NVIDIA_SMI
 from nodemedic.health.instance_types import devices_of
 from world.aws.gpus import node_report
 
-DOCKERFILE = Path(__file__).resolve().parents[1] / "deploy" / "image" / "Dockerfile"
-ABSENT_TOOLS = ("dcgmi", "all_reduce_perf", "neuron-ls", "nccom-test", "fi_info", "fi_pingpong")
-"""The deep check's tools, by the names its default commands run: the default image carries
-none of them (``DOCKERFILE`` installs only the agent's Python dependencies)."""
 NEURON_CORES = 2
 """NeuronCores per Trainium device (trn1: 16 devices, 32 cores)."""
 

@@ -6,6 +6,7 @@ image lacks."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,21 +29,27 @@ from nodemedic.contracts.health import (
 )
 from nodemedic.health.instance_types import devices_of
 from nodemedic.health.result import Result
-from world.image import ABSENT_TOOLS, DOCKERFILE, agent_args
+from tests.support.paths import ROOT
+from world.image import agent_args
+
+DOCKERFILE = ROOT / "deploy" / "image" / "Dockerfile"
+TOOLS = {
+    c.default.split()[0]
+    for c in (DCGMI, ALL_REDUCE_PERF, NEURON_LS, NCCOM_TEST, FI_INFO, FI_PINGPONG)
+}
+"""The deep check's tools, by the names its default commands run."""
 
 
-def test_the_image_lacks_every_tool_the_deep_check_runs() -> None:
-    commands = (DCGMI, ALL_REDUCE_PERF, NEURON_LS, NCCOM_TEST, FI_INFO, FI_PINGPONG)
-    assert {c.default.split()[0] for c in commands} == set(ABSENT_TOOLS)
+def test_neither_the_image_nor_the_world_has_the_tools_the_deep_check_runs() -> None:
+    # The world's agents run the agent's own commands for them: they must find nothing.
+    assert not [t for t in TOOLS if shutil.which(t)]
     text = DOCKERFILE.read_text(encoding="utf-8")
-    base = re.search(r"^ARG BASE_IMAGE=(\S+)$", text, re.M)
-    assert base is not None
-    assert "library/python:" in base[1]
-    # Only pip installs, and only the agent's own requirements: no system package comes in.
+    # On its slim Python base (tests/unit/agent/deploy/test_image.py) only pip installs, and
+    # only the agent's own requirements: no system package comes in.
     runs = re.findall(r"^RUN (.*?)(?<!\\)$", text, re.M | re.S)
     assert runs
     assert not [r for r in runs if re.search(r"apt-get|apt |yum|dnf|apk|microdnf", r)]
-    assert not [t for t in ABSENT_TOOLS if t in " ".join(runs)]
+    assert not [t for t in TOOLS if t in " ".join(runs)]
 
 
 def _deep_check(instance_type: str, node_dir: Path, *, runtime: bool = True) -> dict[str, Result]:
