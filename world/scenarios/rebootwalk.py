@@ -3,7 +3,8 @@ with the chart's defaults and the default image (docs/deploy.md, "A reboot with 
 defaults").
 
 The agents run as the chart renders them with its default values (``agent.deepCheckAtStart``
-on) and find on each node only what the default image finds there (``world.image``): none
+on; the world sets only what it must: ``world.agents.chart_values``, ``extra_args``) and
+find on each node only what the default image finds there (``world.image``): none
 of the deep check's tools, nvidia-smi from the NVIDIA container runtime on the GPU nodes,
 the Neuron driver's sysfs on the trn1. ``post_reboot_deep_check`` and ``deep_check_timeout``
 are at their defaults; every other wait is the demo's. The nodes join behind the deep check
