@@ -40,6 +40,7 @@ SCENARIO_NAMES = (
     "karpenter",
     "lifecycle",
     "planned",
+    "reboot",
     "reset",
     "spread",
     "storm",
@@ -65,7 +66,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "reboot; hyperpod: the nodes of a SageMaker HyperPod cluster, an Xid 48 rebooted and "
         "an Xid 79 replaced through HyperPod's batch calls; karpenter: the training workers "
         "on nodes the real Karpenter controller launched, an Xid 79's NodeClaim deleted and "
-        "replaced by Karpenter (default: %(default)s)",
+        "replaced by Karpenter; reboot: a p5, a g6 and a trn1 rebooted with the chart's "
+        "defaults and the default image, each node's timeline to back in service "
+        "(default: %(default)s)",
     )
     parser.add_argument("--nodes", type=int, default=8, help="nodes (default: %(default)s)")
     parser.add_argument(

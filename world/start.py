@@ -55,9 +55,8 @@ from world.aws.hypervisor import Hypervisor, machines
 from world.aws.identity import MetadataService, local_authority
 from world.aws.inbox import Inbox
 from world.aws.motoserver import CREDENTIALS, REGION, moto_server
-from world.aws.resources import SKIPPED
 from world.aws.spares import chosen, stand_by
-from world.aws.stack import deploy, node_group
+from world.aws.stack import deploy, node_group, resource_count
 from world.kube.kubeapi import (
     BINARIES,
     KUBE_VERSION,
@@ -104,6 +103,8 @@ def local_world(
     deep_checks: bool = False,
     launch_seconds: float = TERMINATE_SECONDS,
     instance_type: str = INSTANCE_TYPE,
+    types: tuple[str, ...] = (),
+    default_image: bool = False,
     hyperpod_recovery: str | None = None,
     karpenter_nodes: int = 0,
     kwok: bool = False,
@@ -114,7 +115,8 @@ def local_world(
     the caller writes the nodes' streams itself (``bench/storm.py``'s 1,000 nodes);
     ``deep_checks``: ``World.deep_checks``; ``launch_seconds``: from ``Unhealthy`` to the
     replacement's Node joining; ``instance_type``: the group's (``world.DEVICES`` has
-    each type's Node devices); ``hyperpod_recovery``: the machines are the nodes of the
+    each type's Node devices); ``types``, ``default_image``: ``World``'s (``types`` by the
+    first machines, in launch order); ``hyperpod_recovery``: the machines are the nodes of the
     settings' first ``hyperpod_clusters`` entry, with that ``NodeRecovery``, in place of the
     Auto Scaling group's (None: the group's); ``karpenter_nodes``: the training job has that
     many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
@@ -220,6 +222,8 @@ def local_world(
             deep_checks=deep_checks,
             agent_processes=agent_processes,
             instance_type=instance_type,
+            types=dict(zip((m.instance_id for m in first_machines), types, strict=False)),
+            default_image=default_image,
             hyperpod=settings.hyperpod_clusters[0][0] if hyperpod_recovery else None,
         )
         stack.enter_context(nodes_run_commands(world.gpus))
@@ -384,17 +388,3 @@ def _agent_fleet(
     credentials = functools.partial(write_credentials, api, account)
     publishing = PodDevices(server, kubelet.socket, credentials)
     return AgentFleet(dataclasses.replace(settings, pod_devices=publishing))
-
-
-def resource_count(deployment: Deployment) -> str:
-    """``148 resources``, or ``145 of the template's 148 resources (3 not needed here: ...)``:
-    the count the demo shows is the template's, and what the world left out is said."""
-    made, skipped = len(deployment.resources), len(deployment.skipped)
-    if not skipped:
-        return f"{made} resources"
-    reasons = set(deployment.skipped.values())
-    kinds = sorted(kind for kind, reason in SKIPPED.items() if reason in reasons)
-    return (
-        f"{made} of the template's {made + skipped} resources ({skipped} the world does without: "
-        f"{', '.join(kinds)})"
-    )

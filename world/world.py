@@ -24,7 +24,7 @@ from nodemedic.contracts.kube import (
     UNSCHEDULABLE,
 )
 from nodemedic.settings import ClusterSettings
-from world import deepcheck
+from world import deepcheck, image
 from world.agents import AgentFleet
 from world.aws.cloudformation import Deployment
 from world.aws.gpus import Gpus
@@ -43,6 +43,8 @@ worlds that show the GPU reset rung: a p5 cannot, so its reset is a reboot."""
 DEVICES = {
     INSTANCE_TYPE: {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
     RESETTABLE_TYPE: {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"},
+    "g6.xlarge": {"nvidia.com/gpu": "1"},
+    "trn1.32xlarge": {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"},
 }
 """What each machine's Node advertises, per instance type the world builds."""
 REBOOT_SECONDS = 1.0
@@ -125,7 +127,14 @@ class World:
     spares: list[str] = field(default_factory=list)
     """The instances the world put in Standby as the group's spares (setting ``spares``)."""
     instance_type: str = INSTANCE_TYPE
-    """Every machine's, the group's launch template's."""
+    """Every machine's but those in ``types``: the group's launch template's."""
+    types: dict[str, str] = field(default_factory=dict)
+    """Instance id -> its type, where not ``instance_type`` (``type_of``): its Node's label
+    and devices, and with ``default_image`` what its agent knows and finds. Auto Scaling
+    still answers the group's, which the pipeline asks only with ``gpu_reset`` on."""
+    default_image: bool = False
+    """The agents find what the default image finds on a node of their type
+    (``world.image``), not the world's stand-ins for the deep check's tools."""
     hyperpod: str | None = None
     """The HyperPod cluster whose nodes the machines are (None: the Auto Scaling group's
     members): its batch calls reboot and replace them."""
@@ -179,6 +188,9 @@ class World:
             live = [m for m in self.machines.values() if m.instance_id not in gone]
         return sorted(live, key=lambda m: m.node)
 
+    def type_of(self, instance_id: str) -> str:
+        return self.types.get(instance_id, self.instance_type)
+
     def machine_events(self, instance_id: str, kind: str) -> list[MachineEvent]:
         with self._lock:
             return [e for e in self.events if e.instance_id == instance_id and e.kind == kind]
@@ -191,13 +203,14 @@ class World:
         """The machine's Node joins the cluster, behind the health-check taint when a deep
         check gates it."""
         gated = self.deep_checks
+        instance_type = self.type_of(machine.instance_id)
         return self.kubelet.register(
             machine.node,
             machine.instance_id,
             az=machine.zone,
             nodegroup=NODE_GROUP,
-            instance_type=self.instance_type,
-            devices=DEVICES[self.instance_type],
+            instance_type=instance_type,
+            devices=DEVICES[instance_type],
             labels=REGISTERED_UNCHECKED if gated else None,
             taints=[{"key": DEEP_CHECK_TAINT_KEY, "effect": "NoSchedule"}] if gated else (),
         )
@@ -206,7 +219,12 @@ class World:
         if not self.agent_processes:
             return
         outcome = self.checks.setdefault(instance_id, "pass")
-        extra = deepcheck.agent_args(outcome) if self.deep_checks else []
+        extra: list[str] = []
+        if self.default_image:
+            node_dir = self.agents.settings.workdir / instance_id
+            extra = image.agent_args(self.type_of(instance_id), node_dir)
+        elif self.deep_checks:
+            extra = deepcheck.agent_args(outcome)
         self.agents.start(instance_id, boot_id, extra, self.machines[instance_id].node)
 
     # What the hypervisor does to a machine. Runs on its timer threads.

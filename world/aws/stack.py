@@ -21,6 +21,7 @@ Public interface (used by the tests and the local demo):
 - ``deploy(template, *, stack_name, region, endpoint_url) -> Deployment``
 - ``Deployment.find(type, prefix)``, ``.of_type(type)``, ``.outputs``, ``.skipped``
   (``cloudformation.py``)
+- ``resource_count(deployment)``: the template's count as the demo says it
 - ``node_group(name, size, *, region, endpoint_url, instance_type, availability_zone)``
 - ``QUICK_EC2``: environment for moto that skips loading its AMI catalog
 """
@@ -153,3 +154,17 @@ def scheduled_event() -> dict[str, Any]:
         "resources": [],
         "detail": {},
     }
+
+
+def resource_count(deployment: Deployment) -> str:
+    """``148 resources``, or ``145 of the template's 148 resources (3 not needed here: ...)``:
+    the count the demo shows is the template's, and what the world left out is said."""
+    made, skipped = len(deployment.resources), len(deployment.skipped)
+    if not skipped:
+        return f"{made} resources"
+    reasons = set(deployment.skipped.values())
+    kinds = sorted(kind for kind, reason in SKIPPED.items() if reason in reasons)
+    return (
+        f"{made} of the template's {made + skipped} resources ({skipped} the world does without: "
+        f"{', '.join(kinds)})"
+    )

@@ -17,6 +17,7 @@ from world.scenarios import (
     karpenter,
     lifecycle,
     planned,
+    rebootwalk,
     spread,
     storm,
 )
@@ -34,6 +35,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "reset": gpureset.run_reset,
     "hyperpod": hyperpod.run_hyperpod,
     "karpenter": karpenter.run_karpenter,
+    "reboot": rebootwalk.run_reboot,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
     "spread": {"breaker_cooldown": 30, "breaker_hold": 3},
@@ -61,6 +63,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "hyperpod_events": "act",
     },
     "karpenter": {"karpenter_nodepools": (NODEPOOL,), "reboot_timeout": 180},
+    "reboot": rebootwalk.default_settings(),
 }
 """A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
 cools down for seconds, not an hour and half an hour, so that the demo shows it recover (the
@@ -76,14 +79,24 @@ each replacement, gives up after two minutes, not four hours, and starts a plann
 nodemedic act on it while HyperPod's own recovery is off (by default it defers) and lets
 HyperPod's own detections act (by default, unsigned, they are at most notified). The
 Karpenter scenario lists its NodePool and gives Karpenter's termination of a NodeClaim as
-long as a demo reboot would take on a loaded machine, minutes, not the demo's 20 s."""
+long as a demo reboot would take on a loaded machine, minutes, not the demo's 20 s. The
+reboot walk keeps the post-reboot deep check and its timeout at their defaults."""
 WORLDS: dict[str, dict[str, Any]] = {
     "lifecycle": {"deep_checks": True, "launch_seconds": lifecycle.LAUNCH_SECONDS},
     "reset": {"instance_type": RESETTABLE_TYPE},
     "hyperpod": {"hyperpod_recovery": hyperpod.RECOVERY},
     "karpenter": {"karpenter_nodes": karpenter.NODES},
+    "reboot": {
+        "types": rebootwalk.TYPES,
+        "default_image": True,
+        "deep_checks": True,
+        "workers": 1,
+    },
 }
 """A scenario's ``local_world`` options: the lifecycle's nodes join behind the health-check
 taint and run the deep check at start; the reset's machines are of a type whose GPUs reset
 one at a time; the HyperPod scenario's machines are its cluster's nodes, not the group's;
-the Karpenter scenario's training workers run on nodes Karpenter launches for them."""
+the Karpenter scenario's training workers run on nodes Karpenter launches for them; the
+reboot walk's first machines are a p5, a g6 and a trn1, whose agents find what the default
+image finds, and whose nodes join behind the deep check the chart runs at start; its one
+training worker moves to a free GPU node when its node drains (the trn1 has no GPU)."""

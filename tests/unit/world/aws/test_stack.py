@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from world.aws.cloudformation import Deployment, Resource
 from world.aws.resources import SKIPPED
-from world.start import resource_count
+from world.aws.stack import resource_count
 
 
 def test_the_demo_counts_the_templates_resources_and_names_what_it_left_out() -> None:
