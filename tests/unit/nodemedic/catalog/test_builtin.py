@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -97,6 +98,37 @@ def test_filter_patterns_keep_most_benign_lines_away_from_the_lambda() -> None:
     patterns = subscription_filter_patterns(CATALOG)
     passed = [line for line in benign_lines() if selected(patterns, line)]
     assert len(passed) <= len(benign_lines()) // 4, passed
+
+
+SITE_RULES = """schema: 1
+rules:
+  - id: site-psu-failure
+    source: kmsg
+    pattern: '^ipmi: PSU (?P<psu>\\d+) failure detected'
+    component: cpu
+    severity: fatal
+    action: replace
+    metric: SitePsuFailure
+    example: 'ipmi: PSU 1 failure detected'
+  - id: site-fan-slow
+    source: kmsg
+    pattern: '^ipmi: fan (?P<fan>\\d+) speed below threshold'
+    component: cpu
+    severity: warning
+    action: notify
+    metric: SiteFanSlow
+    example: 'ipmi: fan 2 speed below threshold'
+"""
+
+
+def test_filter_patterns_leave_room_for_a_site_s_own_rules(tmp_path: Path) -> None:
+    """A site's own rules (``NODEMEDIC_CATALOG_EXTRA``) add their terms to the same two
+    filters: the built-in terms must leave room for a few, or the site's catalog is refused."""
+    mine = tmp_path / "site.yaml"
+    mine.write_text(SITE_RULES)
+    patterns = subscription_filter_patterns(load_catalog([mine]))
+    assert len(patterns) <= MAX_FILTERS
+    assert selected(patterns, "ipmi: fan 2 speed below threshold")
 
 
 @pytest.mark.parametrize(
