@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import contains
+from itertools import compress
+from operator import contains, not_
 
 from nodemedic.catalog import Rule
 from nodemedic.detect.matching import (
@@ -114,6 +115,22 @@ class Start:
     matches: Callable[[str], object] | None
     """Truthy for a text that one of the groups' patterns matches (``matching.matches_any``);
     None where they cannot be run as one."""
+
+    def holding(self, numbers: list[int], texts: Sequence[str]) -> list[int]:
+        """Those of ``numbers`` whose texts hold one of the needles (all of them where there
+        are none), each text tested until it holds one."""
+        if self.needles is None:
+            return numbers
+        reached: list[int] = []
+        rest = numbers
+        for needle in self.needles:
+            held = [needle in texts[n] for n in rest]
+            if any(held):
+                reached += compress(rest, held)
+                rest = list(compress(rest, map(not_, held)))
+            if not rest:
+                break
+        return reached
 
 
 def start_of(groups: Sequence[Group]) -> Start:
