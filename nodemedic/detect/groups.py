@@ -104,9 +104,10 @@ class Start:
     start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "nvme nvme0: ..."):
     a line reaches the groups only where it holds one of their ``needles`` (tested on the
     lines that start so, each until it holds one: a fraction of what trying the groups'
-    rules costs) and, of those, only where ``matches`` (one call at C speed) says one of
-    the groups' patterns matches it: a boot log's chatter holds needles too ("nvme nvme0:
-    pci function ...", "EDAC MC: Ver: 3.0.0")."""
+    rules costs) and, of those, where they are few in their chunk (a boot log's, not a
+    storm's), only where ``matches`` (one call at C speed) says one of the groups' patterns
+    matches it: a boot log's chatter holds needles too ("nvme nvme0: pci function ...",
+    "EDAC MC: Ver: 3.0.0")."""
 
     groups: tuple[Group, ...]
     needles: tuple[str, ...] | None
