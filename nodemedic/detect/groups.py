@@ -9,12 +9,20 @@ holds its needle (``matching.required_literal``) or starts as its matches do
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import contains
+from itertools import compress
+from operator import contains, not_
 
 from nodemedic.catalog import Rule
-from nodemedic.detect.matching import Found, Searcher, compiled, prefixes, required_literal
+from nodemedic.detect.matching import (
+    Found,
+    Searcher,
+    compiled,
+    matches_any,
+    prefixes,
+    required_literal,
+)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -78,13 +86,6 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
     )
 
 
-def start_needles(groups: Sequence[Group]) -> tuple[str, ...] | None:
-    """The needles of the groups a prefix reaches (``Start``); None where a group has none."""
-    if any(group.needle is None for group in groups):
-        return None
-    return tuple(scan_needles(groups))
-
-
 def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
     """Each needle a line is searched for, with the groups (in catalog order) that a line
     holding it may match. A needle that holds another needle is not searched for: its
@@ -100,14 +101,43 @@ def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
 @dataclass(frozen=True, slots=True, eq=False)
 class Start:
     """The groups whose matches start with one prefix, in catalog order. Most lines that
-    start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "ena 0000:..."): a
-    line reaches the groups only where it holds one of their ``needles`` (tested on the
+    start so are a driver's ordinary chatter ("nvidia-nvswitch0: ...", "nvme nvme0: ..."):
+    a line reaches the groups only where it holds one of their ``needles`` (tested on the
     lines that start so, each until it holds one: a fraction of what trying the groups'
-    rules costs); with a group that has no needle (``needles`` None), every such line."""
+    rules costs) and, of those, where they are few in their chunk (a boot log's, not a
+    storm's), only where ``matches`` (one call at C speed) says one of the groups' patterns
+    matches it: a boot log's chatter holds needles too ("nvme nvme0: pci function ...",
+    "EDAC MC: Ver: 3.0.0")."""
 
     groups: tuple[Group, ...]
     needles: tuple[str, ...] | None
-    """What a line must hold one of to reach the groups (``scan_needles``)."""
+    """What a line must hold one of to reach the groups (``scan_needles``); None where a
+    group has none."""
+    matches: Callable[[str], object] | None
+    """Truthy for a text that one of the groups' patterns matches (``matching.matches_any``);
+    None where they cannot be run as one."""
+
+    def holding(self, numbers: list[int], texts: Sequence[str]) -> list[int]:
+        """Those of ``numbers`` whose texts hold one of the needles (all of them where there
+        are none), each text tested until it holds one."""
+        if self.needles is None:
+            return numbers
+        reached: list[int] = []
+        rest = numbers
+        for needle in self.needles:
+            held = [needle in texts[n] for n in rest]
+            if any(held):
+                reached += compress(rest, held)
+                rest = list(compress(rest, map(not_, held)))
+            if not rest:
+                break
+        return reached
+
+
+def start_of(groups: Sequence[Group]) -> Start:
+    """The groups of one prefix, with what a line must hold and match to reach them."""
+    needles = None if any(g.needle is None for g in groups) else tuple(scan_needles(groups))
+    return Start(tuple(groups), needles, matches_any([group.regex for group in groups]))
 
 
 def catalog_order(group: Group) -> int:

@@ -4,6 +4,7 @@ or, for a user's rule, RE2."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Any, Protocol
 
@@ -41,6 +42,47 @@ def compiled(pattern: str, *, linear: bool) -> Searcher:
 
     searcher: Searcher = re2.compile(pattern)
     return searcher
+
+
+_NAMED_GROUP = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\(\?P<\w+>", re.S)
+"""An escape, a character class (both passed over as they are) or the opening of a named
+group: how ``_unnamed`` tells a group's ``(?P<`` from the same characters in a class."""
+
+
+def _unnamed(pattern: str) -> str:
+    """``pattern`` with its named groups made non-capturing: the same matches, and no name
+    that another pattern's group could clash with in one alternation."""
+    return _NAMED_GROUP.sub(lambda m: "(?:" if m[0][0] == "(" else m[0], pattern)
+
+
+def _refers(value: Any) -> bool:
+    """A parsed pattern (or part of one) refers back to a group: ``(?P=name)``, ``\\1`` or
+    ``(?(1)...)``, which making its groups non-capturing would break or renumber."""
+    if isinstance(value, sre_parse.SubPattern):
+        value = value.data
+    if isinstance(value, list | tuple):
+        return any(
+            item is sre_parse.GROUPREF or item is sre_parse.GROUPREF_EXISTS or _refers(item)
+            for item in value
+        )
+    return False
+
+
+def matches_any(searchers: Sequence[Searcher]) -> Callable[[str], object] | None:
+    """One call, at C speed, that is truthy for a text at whose start one of ``searchers``
+    (each anchored, ``anchored``) matches: the alternation of their patterns, compiled once.
+    None where it cannot be made so: a RE2 searcher (a user's rule must not be run by
+    ``re``), a pattern that refers back to a group or sets a flag for the whole text (at the
+    start of an alternation, it would hold for every pattern of it)."""
+    if any(not isinstance(searcher, re.Pattern) for searcher in searchers):
+        return None
+    patterns = [searcher.pattern for searcher in searchers]
+    parsed = [sre_parse.parse(pattern) for pattern in patterns]
+    if any(p.state.flags & ~re.UNICODE or _refers(p) for p in parsed):
+        return None
+    # Each pattern starts with "^", so none has a "|" of its own at the top: joined bare,
+    # the alternatives' common start ("NVRM: ") is matched once.
+    return re.compile("|".join(map(_unnamed, patterns))).match
 
 
 def required_literal(pattern: str) -> str | None:
