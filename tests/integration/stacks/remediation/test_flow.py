@@ -222,7 +222,12 @@ def test_a_reboot_that_never_comes_back_escalates_to_replace(world: World) -> No
     )
     assert world.node(hung) is None
     assert asg_instance(hung)["LifecycleState"] == "Terminating"
-    (mail,) = pipeline.messages(hung)
+    mails = pipeline.messages(hung)
+    # One outcome, mailed once; a page while the breaker held it, or a word about the
+    # node's jobs (a resume that met an error on a busy machine), is not this test's.
+    outcomes = [m for m in mails if m.get("outcome") not in (None, "held")]
+    assert len(outcomes) == 1, mails
+    (mail,) = outcomes
     assert mail["outcome"] == "replaced"
     assert mail["escalation"]["escalated"] is True
 
