@@ -59,9 +59,10 @@ def demo_settings(**overrides: Any) -> ClusterSettings:
     """The demo cluster: every wait of the state machine in seconds, not minutes. Its faults
     are lines ``nodemedic inject`` appends to the files the agents follow, which no kernel
     wrote, so it accepts injected faults (a real cluster does not). A fault's fleet window
-    is a minute and settles in 6 s (not 10 minutes and 60 s): a demo's storm lands within a
-    second on an idle machine and took over 3 s on a loaded one, and every other fault is
-    rebooted or replaced 6 s after it was seen at most."""
+    is a minute and settles in 6 s (not 10 minutes and 60 s), so that every other fault is
+    rebooted or replaced 6 s after it was seen at most; the storm scenario's settles in 30 s
+    (``world.scenarios.storm.STORM_SETTLE``: one world classifies a storm's lines one batch
+    after another)."""
     values: dict[str, Any] = {
         "name": "demo",
         "node_groups": (NODE_GROUP,),

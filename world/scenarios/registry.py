@@ -38,6 +38,7 @@ SCENARIOS: dict[str, Callable[[World, Say], Result]] = {
     "reboot": rebootwalk.run_reboot,
 }
 SETTINGS: dict[str, dict[str, Any]] = {
+    "storm": {"fleet_settle": storm.STORM_SETTLE},
     "spread": {"breaker_cooldown": 30, "breaker_hold": 3},
     "jobs": {
         "job_monitoring": True,
@@ -65,10 +66,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "karpenter": {"karpenter_nodepools": (NODEPOOL,), "reboot_timeout": 180},
     "reboot": rebootwalk.default_settings(),
 }
-"""A scenario's cluster settings over ``world.demo_settings``: the spread's breaker holds and
-cools down for seconds, not an hour and half an hour, so that the demo shows it recover (the
-held decision must end its hold before the cooldown ends, or it trips the breaker again: a
-busy machine takes seconds a step, hence 27 s between them); the
+"""A scenario's cluster settings over ``world.demo_settings``: the storm's window settles
+in 30 s, so that its one mail lists every node a busy machine classifies late; the spread's
+breaker holds and cools down for seconds, not an hour and half an hour, so that the demo
+shows it recover (the held decision must end its hold before the cooldown ends, or it trips
+the breaker again: a busy machine takes seconds a step, hence 27 s between them); the
 jobs scenario makes eight restarts and a failure within two minutes on purpose, more than the
 job breaker lets through in a real cluster's window (three). The lifecycle gates every
 rebooted node on its deep check, keeps one spare, calls a deep check overdue after 8 s (not

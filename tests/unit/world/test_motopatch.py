@@ -286,25 +286,36 @@ def test_a_read_waits_while_a_transaction_writes(monkeypatch: pytest.MonkeyPatch
     from moto.dynamodb.models.table import Table
 
     readers: list[threading.Thread] = []
+    failures: list[BaseException] = []
 
     def copy_table(what: Any, memo: Any = None) -> Any:
         """The transaction's copy of the table, with a read of a missing key let in."""
         if isinstance(what, Table):
-            reader = threading.Thread(target=_get, args=("i-0b",))
+            reader = threading.Thread(target=read_missing)
             readers.append(reader)
             reader.start()
             reader.join(timeout=0.5)
         return copy.deepcopy(what, memo)
 
+    def read_missing() -> None:
+        """A failed read also ends its thread early: kept, so it is not taken for one that
+        ran inside the transaction."""
+        try:
+            client.get_item(TableName="ledger", Key={"pk": {"S": "i-0b"}})
+        except Exception as exc:
+            failures.append(exc)
+
     with mock_aws(), motopatch.atomic_writes():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
+        # Made here: boto3 makes clients one thread at a time, not while another does.
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
             TableName="ledger",
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
         monkeypatch.setattr("moto.dynamodb.models.copy", SimpleNamespace(deepcopy=copy_table))
-        boto3.client("dynamodb", region_name="us-east-1").transact_write_items(
+        client.transact_write_items(
             TransactItems=[{"Put": {"TableName": "ledger", "Item": {"pk": {"S": "i-0a"}}}}]
         )
         (reader,) = readers
@@ -312,6 +323,7 @@ def test_a_read_waits_while_a_transaction_writes(monkeypatch: pytest.MonkeyPatch
         reader.join()
         assert _get("i-0a") == {"pk": {"S": "i-0a"}}
 
+    assert not failures, f"the read failed: {failures!r}"
     assert not read_inside, "the read ran inside the transaction"
 
 
