@@ -58,6 +58,7 @@ class Hypervisor:
         self.terminate_after = terminate_after
         self.delay = delay
         self.hung: set[str] = set()
+        self._hung_reboots: set[str] = set()
         self.powered_off: set[str] = set()
         self.reboots: list[str] = []
         self._lock = threading.Lock()
@@ -65,8 +66,19 @@ class Hypervisor:
         self._stopped = False
 
     def hang(self, instance_id: str) -> None:
-        """Reboots of this instance never finish: no new boot id ever comes."""
+        """Reboots of this instance never finish: no new boot id ever comes, unless
+        ``resume`` lets the last one finish."""
         self.hung.add(instance_id)
+
+    def resume(self, instance_id: str) -> None:
+        """A hung instance's reboot finishes now, if one was asked for: a test holds a
+        remediation in its reboot until it has seen what must happen meanwhile."""
+        with self._lock:
+            self.hung.discard(instance_id)
+            waiting = instance_id in self._hung_reboots
+            self._hung_reboots.discard(instance_id)
+        if waiting and instance_id not in self.powered_off:
+            self._later(self.delay, functools.partial(self.on_reboot, instance_id))
 
     def _later(self, seconds: float, action: Callable[[], None]) -> None:
         def run() -> None:
@@ -100,7 +112,10 @@ class Hypervisor:
         for instance_id in instance_ids:
             with self._lock:
                 self.reboots.append(instance_id)
-            if instance_id in self.hung or instance_id in self.powered_off:
+                hung = instance_id in self.hung
+                if hung:
+                    self._hung_reboots.add(instance_id)
+            if hung or instance_id in self.powered_off:
                 continue
             self._later(self.delay, functools.partial(self.on_reboot, instance_id))
 

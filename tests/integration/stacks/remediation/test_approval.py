@@ -64,13 +64,15 @@ SCARCE = ClusterSettings(
     name="scarce",
     node_groups=("trn1-scarce-a", "trn1-scarce-b", "p5-scarce"),
     approval="replace",
-    approval_timeout=4,
+    approval_timeout=30,
     max_in_flight=1,
     breaker_cooldown=600,
     post_reboot_deep_check=False,
     **{**FAST, "breaker_hold": 5},
 )
-"""Asks before replacing; one remediation in flight across the cluster, a trip held long."""
+"""Asks before replacing; one remediation in flight across the cluster, a trip held long.
+An unanswered request gives up after 30 s: a person's answer, on a busy machine, may come
+seconds after the request."""
 CALLER = "arn:aws:sts::123456789012:user/moto"
 """Who moto's STS says the caller is."""
 

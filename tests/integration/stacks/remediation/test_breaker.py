@@ -52,8 +52,17 @@ GUARDED = ClusterSettings(
     replacements_per_day=1,
     breaker_cooldown=4,
     # The breaker alone: these tests send one kind of fault to several nodes of a group,
-    # which fleet correlation (tested in test_fleet.py) would hold as a fleet event.
-    **{**FAST, "breaker_hold": 15, "fleet_min_nodes": 1000, "fleet_min_percent": 0},
+    # which fleet correlation (tested in test_fleet.py) would hold as a fleet event. A held
+    # decision waits 45 s for the slot: a busy machine takes seconds a step to bring a
+    # rebooted node back and give its slot up, and the cooldown follows. A reboot a test
+    # holds (``Hypervisor.hang``) is not given up for a replacement within seconds.
+    **{
+        **FAST,
+        "breaker_hold": 45,
+        "reboot_timeout": 120,
+        "fleet_min_nodes": 1000,
+        "fleet_min_percent": 0,
+    },
 )
 
 
@@ -135,17 +144,22 @@ def test_the_cluster_cap_holds_another_group_and_the_breaker_recovers_after_its_
     busy, _ = world.group("p5-cap-a", 2, **GPU)
     other, _ = world.group("p5-cap-b", 2, **GPU)
     pages_before = len(_pages(guarded))
+    # The busy node's reboot lasts until the other is held: a busy machine may otherwise
+    # bring it back before the other decision reaches the breaker.
+    world.hypervisor.hang(busy)
     running = guarded.start(decision(busy, "nvidia-xid-48", cluster="guarded"))
     wait_for(lambda: bool((world.node(busy) or client.V1Node()).spec.unschedulable), what="cordon")
 
     waiting = decision(other, "nvidia-xid-48", cluster="guarded")
-    result = guarded.finish(guarded.start(waiting))
+    execution = guarded.start(waiting)
+    wait_for(lambda: _held(guarded, other), timeout=120, what="the cluster cap's hold")
+    world.hypervisor.resume(busy)
+    result = guarded.finish(execution)
 
     assert guarded.finish(running)["status"] == "SUCCEEDED"
     assert result["status"] == "SUCCEEDED"
     # Held while the other group's reboot was in flight; rebooted once it was back and the
     # cooldown had passed.
-    assert _held(guarded, other)
     (page,) = _pages(guarded)[pages_before:]
     assert "max_in_flight 1" in page["reason"]
     # Back at its new boot id, it waits for its deep check (post_reboot_deep_check).
