@@ -10,13 +10,14 @@ Karpenter reads a gate list from its flag when given, else from its environment 
 (what its Helm chart sets), else its defaults, where every gate read here is off:
 ``--feature-gates`` / ``FEATURE_GATES`` for the core's gates (sigs.k8s.io/karpenter v1.15.0,
 pkg/operator/options/options.go), ``--aws-feature-gates`` / ``AWS_FEATURE_GATES`` for the
-AWS provider's (github.com/aws/karpenter-provider-aws v1.15.0, its settings reference).
-A gate list is ``Name=bool,...``; the last setting of a name wins, and a bool is what Go's
-``strconv.ParseBool`` accepts.
+AWS provider's (github.com/aws/karpenter-provider-aws v1.15.0, as its settings page lists
+them: karpenter.sh/v1.15/reference/settings). A gate list is ``Name=bool,...``; the last
+setting of a name wins, and a bool is what Go's ``strconv.ParseBool`` accepts.
 
 Reboot is a repair action of the core's ``NodeRepair`` (v1.15.0, pkg/cloudprovider/types.go
-``RebootNode``): ``RebootForRepair`` without ``NodeRepair`` repairs nothing, so only
-``NodeRepair`` is warned of.
+``RebootNode``): ``RebootForRepair`` without ``NodeRepair`` repairs nothing, so the warning
+needs ``NodeRepair`` on. Karpenter's ``--legacy-node-repair`` ignores the reboot policies; it
+is not read, so the warning may name reboots that never come: it errs toward the overlap.
 """
 
 from __future__ import annotations
