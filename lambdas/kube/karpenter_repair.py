@@ -73,11 +73,7 @@ def repair_gates(core: client.CoreV1Api) -> dict[str, list[str]]:
             elif exc.status != 404:
                 raise
             continue
-        containers = deployment.spec.template.spec.containers or []
-        on = {name for c in containers for name in gates_on(c.args or [], _literal_env(c.env))}
-        found[f"{namespace}/{KARPENTER_DEPLOYMENT}"] = [
-            g.name for g in REPAIR_GATES if g.name in on
-        ]
+        found[f"{namespace}/{KARPENTER_DEPLOYMENT}"] = _deployment_gates(deployment)
     _warn(found)
     return found
 
