@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.karpenter_repair import node_repair_on
+from lambdas.kube.karpenter_repair import node_repair_on, repair_gates
 from lambdas.kube.nodes import each_node
 from lambdas.observability import publish_count
 from nodemedic.contracts.kube import HEALTH_LABEL, NODEGROUP_LABEL
@@ -31,16 +31,19 @@ def node_states(core: client.CoreV1Api) -> list[NodeState]:
 
 
 def count_nodes(core: client.CoreV1Api, cluster: str) -> dict[str, Any]:
-    """``{nodes, groups: {group: {status: count}}, karpenter_node_repair: [deployment]}``,
-    each count published as it is; the Karpenter Deployments whose own node repair would act
-    on the same nodes are checked on the same reconcile, and warned of in the log."""
+    """``{nodes, groups: {group: {status: count}}, karpenter_node_repair: [deployment],
+    karpenter_repair_gates: {deployment: [gate]}}``, each count published as it is; the
+    Karpenter Deployments whose own node repair would replace or reboot the same nodes are
+    checked on the same reconcile, and warned of in the log."""
     groups: dict[str, dict[str, int]] = {}
     for (group, status), count in sorted(census(node_states(core)).items()):
         groups.setdefault(group, {})[status] = count
         dimensions = dict(zip(NODES_DIMENSIONS, (cluster, group, status), strict=True))
         publish_count(NODES_METRIC, count, dimensions)
+    gates = repair_gates(core)
     return {
         "nodes": sum(sum(g.values()) for g in groups.values()),
         "groups": groups,
-        "karpenter_node_repair": node_repair_on(core),
+        "karpenter_node_repair": node_repair_on(gates),
+        "karpenter_repair_gates": gates,
     }

@@ -1,6 +1,6 @@
 """Karpenter's own node repair seen by the census: a Karpenter Deployment whose controller
-runs with ``NodeRepair`` on is reported and warned of in the kube Lambda's log, read with
-the remediator's permissions alone."""
+runs with ``NodeRepair`` on (and ``RebootForRepair``, its reboots) is reported and warned of
+in the kube Lambda's log, read with the remediator's permissions alone."""
 
 from __future__ import annotations
 
@@ -60,10 +60,8 @@ def install(admin: client.ApiClient) -> Iterator[Install]:
         apps.delete_namespaced_deployment(KARPENTER_DEPLOYMENT, "kube-system")
 
 
-def _warned(caplog: pytest.LogCaptureFixture) -> bool:
-    warned = any(
-        r.levelno == logging.WARNING and "NodeRepair" in r.getMessage() for r in caplog.records
-    )
+def _warned(caplog: pytest.LogCaptureFixture, of: str = "NodeRepair") -> bool:
+    warned = any(r.levelno == logging.WARNING and of in r.getMessage() for r in caplog.records)
     caplog.clear()
     return warned
 
@@ -82,3 +80,31 @@ def test_the_census_warns_while_karpenters_node_repair_is_on(
     install(["--feature-gates=NodeRepair=false"], {"FEATURE_GATES": "NodeRepair=true"})
     assert invoke(census)["karpenter_node_repair"] == []
     assert not _warned(caplog)
+
+
+def test_the_census_names_the_gates_that_make_karpenter_reboot_nodes(
+    invoke: Invoke, install: Install, caplog: pytest.LogCaptureFixture
+) -> None:
+    census = {"op": "census", "cluster": "demo"}
+    deployment = f"kube-system/{KARPENTER_DEPLOYMENT}"
+    install([], {"AWS_FEATURE_GATES": "NodeClassCEL=false,RebootForRepair=true"})
+    caplog.clear()
+
+    assert invoke(census)["karpenter_repair_gates"] == {deployment: ["RebootForRepair"]}
+    assert not _warned(caplog)  # no NodeRepair: Karpenter repairs nothing, reboots nothing
+
+    install(
+        ["--feature-gates=NodeRepair=true"],
+        {"AWS_FEATURE_GATES": "RebootForRepair=true"},
+    )
+    answer = invoke(census)
+    assert answer["karpenter_repair_gates"] == {deployment: ["NodeRepair", "RebootForRepair"]}
+    assert answer["karpenter_node_repair"] == [deployment]
+    assert _warned(caplog, of="reboots or replaces")
+
+    install(
+        ["--feature-gates=NodeRepair=true", "--aws-feature-gates=RebootForRepair=false"],
+        {"AWS_FEATURE_GATES": "RebootForRepair=true"},
+    )
+    assert invoke(census)["karpenter_repair_gates"] == {deployment: ["NodeRepair"]}
+    assert not _warned(caplog, of="reboot")
