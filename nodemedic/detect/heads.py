@@ -81,7 +81,8 @@ _SLOTS = (
     # file format, journalctl short-iso and short-full, dmesg --time-format=iso, Go's time
     # format with its zone's name), ctime (OpenWrt's logread), or a serial console
     # capture's time since it began and the milliseconds since its line before
-    # ("00h 02m 10.478s( 227ms): "), no clock of the node's: dmesg's stamp follows it.
+    # ("00h 02m 10.478s( 227ms): "): the capture's clock, not the node's, so no group keeps
+    # it; dmesg's stamp after it times the line.
     rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) "
     rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
     rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) "
