@@ -79,10 +79,14 @@ _SLOTS = (
     rf"[\w.-]++: (?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[(?P<talos_iso>{_ISO})\]: ",
     # A time: syslog's (RFC 3164, journalctl short and short-precise), ISO 8601 (rsyslog's
     # file format, journalctl short-iso and short-full, dmesg --time-format=iso, Go's time
-    # format with its zone's name) or ctime (OpenWrt's logread).
+    # format with its zone's name), ctime (OpenWrt's logread), or a serial console
+    # capture's time since it began and the milliseconds since its line before
+    # ("00h 02m 10.478s( 227ms): "): the capture's clock, not the node's, so no group keeps
+    # it; dmesg's stamp after it times the line.
     rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) "
     rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
-    rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) ",
+    rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) "
+    r"|\d\d+h \d\dm \d\d\.\d{3}s\( *\d+ms\): ",
     # A facility and level by name, as logread and busybox syslogd write them ("kern.warn ").
     rf"(?:{_HOST} )?(?P<facility>{_FACILITY})\.(?:{_LEVEL}) ",
     _TAG,
@@ -181,6 +185,11 @@ FORMS = (
         "console name before the stamp",
         "cloud-hypervisor [  764.649502] ",
         "a cloud-hypervisor guest's serial console as pasted (issue 35's field lines)",
+    ),
+    Form(
+        "serial console capture",
+        "00h 02m 10.478s( 227ms): [  131.898167] ",
+        "amzn/amzn-drivers issue #162 (a guest's console as captured; the thread names no tool)",
     ),
     Form("/dev/kmsg record", "4,1234,5678901234,-;", "Documentation/ABI/testing/dev-kmsg"),
     Form(

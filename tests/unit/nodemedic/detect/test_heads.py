@@ -86,6 +86,20 @@ def test_the_subscription_filter_passes_every_fault_line_in_each_form(form: Form
     assert missed == []
 
 
+def test_an_ena_probe_failure_behind_a_serial_console_capture_is_found_as_bare() -> None:
+    """amzn-drivers#162's console capture wrote its time and the milliseconds since its
+    line before, then dmesg's stamp; behind that head the ENA rule never saw its message."""
+    bare = "ena 0000:00:05.0: ENA device init failed"
+    headed = "00h 02m 10.529s(  51ms): [  131.912839] " + bare
+    found = [
+        f.fault.fault_id
+        for chunk in kernel_findings("-", [bare, headed], CLASSIFIER, KernelLogCheck())
+        for f in chunk
+    ]
+    assert found == ["ena-device-init-failed"] * 2
+    assert selected(subscription_filter_patterns(CATALOG), headed)
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
