@@ -31,4 +31,3 @@ def test_a_hung_reboot_finishes_once_when_resumed() -> None:
     hypervisor.resume("i-0a")
     hypervisor.stop()
     assert back == ["i-0a"]
-
