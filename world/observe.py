@@ -261,13 +261,16 @@ class Observer:
             return "no execution"
         arn = self.execution_arn(run)
         found = self.sfn.describe_execution(executionArn=arn or "")
-        if found["status"] != "RUNNING":
-            return f"execution {found['status']}: {found.get('error', '')} {found.get('cause', '')}"
         entered = [e for e in events if e.get("stateEnteredEventDetails")]
         if not entered:
-            return "execution RUNNING, in no state yet"
+            return f"execution {found['status']}, in no state yet"
         name = entered[-1]["stateEnteredEventDetails"]["name"]
         since = _epoch(entered[-1]["timestamp"]) - run.written_at
+        if found["status"] != "RUNNING":
+            return (
+                f"execution {found['status']} at its state {name!r} (+{since:.1f}s): "
+                f"{found.get('error', '')} {found.get('cause', '')}"
+            )
         return f"execution RUNNING, in {name!r} since +{since:.1f}s"
 
     def state_entered(self, run: FaultRun, name: str) -> float | None:

@@ -48,6 +48,7 @@ from nodemedic.contracts.jobs import application_log_group
 from nodemedic.contracts.substrates import NODEPOOL_LABEL
 from nodemedic.settings import ClusterSettings
 from world.agents import AgentFleet, AgentSettings, PodDevices, chart_values
+from world.agentsup import AGENTS_UP, wait_agents_up
 from world.aws.cloudformation import Deployment
 from world.aws.gpus import nodes_run_commands
 from world.aws.hyperpod import create_log_groups, hyperpod_calls, hyperpod_machines
@@ -247,7 +248,7 @@ def local_world(
         if agent_processes:
             for instance_id, boot_id in boots.items():
                 world.start_agent(instance_id, boot_id)
-            _wait_agents_shipping(world, list(boots), timeout=90)
+            wait_agents_up(world, list(boots), timeout=AGENTS_UP)
         stack.enter_context(_karpenter_workers(world, karpenter_nodes, say))
         timings["agents"] = time.monotonic() - started
         if spares:
@@ -272,7 +273,7 @@ def _karpenter_workers(world: World, count: int, say: Say) -> Iterator[None]:
         return
     with karpenter_pool(world):
         pool = provisioned(world, count, timeout=KARPENTER_LAUNCH)
-        _wait_agents_shipping(world, pool, timeout=90)
+        wait_agents_up(world, pool, timeout=AGENTS_UP)
         say(f"Karpenter: NodePool {NODEPOOL} provisioned {', '.join(pool)} for the workers")
         yield
 
@@ -358,25 +359,6 @@ def _owner_calls(world: World) -> contextlib.AbstractContextManager[None]:
     if world.hyperpod is None:
         return contextlib.nullcontext()
     return hyperpod_calls(launched=lambda _, new: world.launched(new))
-
-
-def _wait_agents_shipping(world: World, instance_ids: list[str], timeout: float) -> None:
-    """Every agent is up once the classifier has seen its first health results."""
-    logs = world.aws("logs")
-    deadline = time.monotonic() + timeout
-    missing = set(instance_ids)
-    while missing:
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"agents of {', '.join(sorted(missing))} shipped nothing in {timeout:.0f}s; "
-                f"see {world.workdir}/nodes/<instance-id>/agent.log"
-            )
-        time.sleep(0.25)
-        with contextlib.suppress(logs.exceptions.ResourceNotFoundException):
-            for page in logs.get_paginator("filter_log_events").paginate(
-                logGroupName=world.classifier_log_group
-            ):
-                missing -= {i for i in missing for e in page["events"] if i in e["message"]}
 
 
 def _agent_fleet(
