@@ -22,10 +22,11 @@ STORM_FAULT = Fault("neuron", "DMA_ERROR", "fleet", "Neuron DMA error")
 STORM_SHARE = 0.6
 STORM_TIMEOUT = 150.0
 STORM_SETTLE = 30
-"""The storm's ``fleet_settle``: the demo's 6 s, and the declarer's mail lists the nodes
-sighted by then. The five lines are shipped within 1.3 s, but one world classifies them
-one batch after another: at load average 10 on two cores, 1.9 s to 14.4 s after they were
-written. A real cluster classifies its nodes' batches side by side, well within 60 s."""
+"""The storm's ``fleet_settle`` (the demo's other scenarios settle in 6 s): the declarer's
+mail lists the nodes sighted by then. The five lines are shipped within 1.3 s, but one
+world classifies them one batch after another: at load average 10 on two cores, 1.9 s to
+14.4 s after they were written. A real cluster classifies its nodes' batches side by side,
+well within the default 60 s."""
 
 
 def run_storm(world: World, say: Say) -> Result:
