@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 # The world's own process never loads gRPC (world/kube/podresources.py).
 export GRPC_ENABLE_FORK_SUPPORT := 0
 
-.PHONY: demo test checks lint typecheck unit synth bench kube chromium clean xid-rules instance-devices generated
+.PHONY: demo test checks held-checks kube-tier lint typecheck unit synth bench kube kubernetes controllers chromium clean xid-rules instance-devices generated
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -31,9 +31,14 @@ node_modules/.installed: package.json package-lock.json
 # name EC2 instances in its provider IDs: build revision 2) and its CRDs, with the newer Go
 # its module asks for, fetched by the go command from the module proxy; and the KWOK
 # controller the scale world runs its Nodes with (bench/scale.py).
-# Nothing when cached.
-kube: $(INSTALLED)
+# Nothing when cached. `kubernetes` is what the kube tier cannot start without; the two
+# controllers (`controllers`) build after it, beside the tier (see `test`).
+kube: kubernetes controllers
+
+kubernetes: $(INSTALLED)
 	bash world/kube/build-kube.sh --venv $(VENV)
+
+controllers: kubernetes
 	bash world/kube/build-karpenter.sh --venv $(VENV)
 	bash world/kube/build-kwok.sh --venv $(VENV)
 
@@ -63,17 +68,28 @@ unit: $(INSTALLED)
 	$(BIN)/pytest -n auto --dist loadfile tests/unit
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
-# The Kubernetes and Karpenter builds (15 to 30 and about 16 minutes cold, nothing when
-# cached) run beside lint, mypy and the tests that need no apiserver (`checks`); the tests
-# marked kube run once both are done. Their output interleaves as it comes: grouping it (-O)
-# would hold pytest's whole report back until the run ends.
+# Three things run side by side: lint, mypy and the tests that need no apiserver
+# (`checks`); the Kubernetes build (15 to 30 minutes cold, nothing when cached), then the
+# tests marked kube (`kube-tier`); and, once Kubernetes is built, the Karpenter and KWOK
+# builds (about 10 minutes cold), beside the kube tier, whose modules that run those
+# controllers are ordered last (tests/support/schedule.py) and wait on a build still under way.
+# A cold run so starts the kube tier about 10 minutes sooner than after every build.
+# The checks' report comes whole when they end (CHECKS_LOG keeps it); the kube tier's
+# streams as it comes, so a run stopped from outside still shows where it was.
 # Each tier runs on pytest-xdist's workers, a test module at a time: the checks on every
 # core, the kube tier on KUBE_WORKERS, each with its own control plane and worlds on their
 # own ports and folders, since those tests mostly wait on what they watch.
 KUBE_WORKERS ?= 3
+CHECKS_LOG ?= .checks.log
 test: $(INSTALLED) node_modules/.installed chromium
-	$(MAKE) --no-print-directory -j2 kube checks
-	$(BIN)/pytest -m kube -n $(KUBE_WORKERS) --dist loadfile tests/integration tests/e2e
+	$(MAKE) --no-print-directory -j3 held-checks kube-tier controllers
+
+kube-tier: kubernetes
+	$(BIN)/pytest -m kube -n $(KUBE_WORKERS) --dist loadfile --no-loadscope-reorder tests/integration tests/e2e
+
+held-checks:
+	@echo "checks: lint, mypy and the tests that need no apiserver; report in $(CHECKS_LOG) and below when done"
+	@$(MAKE) --no-print-directory checks >$(CHECKS_LOG) 2>&1; status=$$?; cat $(CHECKS_LOG); exit $$status
 
 # lint and mypy, then every test that needs no kube-apiserver.
 checks: lint typecheck $(INSTALLED) node_modules/.installed
@@ -123,4 +139,4 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.scale
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache $(CHECKS_LOG)

@@ -18,7 +18,7 @@ from world.scenarios.registry import SETTINGS, WORLDS
 from world.snapshot import render, snapshot
 from world.world import World, demo_settings
 
-pytestmark = [pytest.mark.kube, pytest.mark.slow]
+pytestmark = [pytest.mark.kube, pytest.mark.slow, pytest.mark.controllers]
 WORLD_SETTINGS = demo_settings(**SETTINGS["karpenter"])
 WORLD_OPTIONS = {**WORLDS["karpenter"], "nodes": 1}
 """One machine in the Auto Scaling group, running no worker: the workers are Karpenter's."""

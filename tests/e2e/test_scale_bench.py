@@ -10,7 +10,7 @@ import pytest
 
 from bench.scale import run_case
 
-pytestmark = [pytest.mark.kube, pytest.mark.slow]
+pytestmark = [pytest.mark.kube, pytest.mark.slow, pytest.mark.controllers]
 
 
 def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired(

@@ -15,7 +15,13 @@ from tests.support.paths import ROOT
 
 TIERS: Final = ("unit", "integration")
 WHOLE_REPOSITORY: Final = frozenset(
-    {"test_layers.py", "test_module_size.py", "test_layout.py", "test_readme.py"}
+    {
+        "test_layers.py",
+        "test_module_size.py",
+        "test_layout.py",
+        "test_readme.py",
+        "test_schedule.py",
+    }
 )
 """The tests a tier's root may hold."""
 

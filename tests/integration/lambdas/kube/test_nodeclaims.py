@@ -28,7 +28,7 @@ from world.kube.karpenter import NODECLASS_GROUP, Karpenter, karpenter
 from world.kube.kubeapi import LocalCluster
 from world.kube.kubelet import SimulatedKubelet
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.controllers]
 
 # Karpenter batches pending pods, launches, registers and initializes a NodeClaim, and the
 # scheduler binds the pod: seconds when idle, far longer on a loaded 2-core machine.

@@ -41,7 +41,7 @@ from world.kube.karpenter import (
 )
 from world.kube.kubeapi import ensure_binaries
 
-pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
+pytestmark = [pytest.mark.kube, pytest.mark.controllers, pytest.mark.usefixtures("own_nodes")]
 POOLS = ClusterSettings(name="pools", karpenter_nodepools=("gpu",), **FAST)
 HELD = "nodemedic.test/held"
 """A finalizer of the test's own: the NodeClaim stays in the API once deleted, as one whose
