@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.parsers import ResponseParserError
 from kubernetes import client
 
 from nodemedic.contracts.kube import (
@@ -49,6 +50,8 @@ DEVICES = {
 """What each machine's Node advertises, per instance type the world builds."""
 REBOOT_SECONDS = 1.0
 """How long a rebooting machine's Node stays NotReady."""
+STATE_READS = 3
+"""How many times ``World.instance_state`` asks moto's EC2 before it gives up."""
 REGISTERED_UNCHECKED = {HEALTH_LABEL: UNSCHEDULABLE, DEEP_CHECK_LABEL: "InProgress"}
 """How a node joins where a deep check gates it (docs/deploy.md: the kubelet's
 ``--node-labels``), with the taint ``nodemedic.io/health-check:NoSchedule``."""
@@ -178,8 +181,23 @@ class World:
         return node
 
     def instance_state(self, instance_id: str) -> str:
-        """What EC2 says of the instance: ``running``, ``shutting-down``, ``terminated``..."""
-        reservations = self.aws("ec2").describe_instances(InstanceIds=[instance_id])
+        """What EC2 says of the instance: ``running``, ``shutting-down``, ``terminated``...
+
+        Asked again, up to ``STATE_READS`` times, where moto's server answered with its
+        HTTP 500 page instead of EC2's XML: it did once, in a cold CI run's planned scenario
+        at its busiest, right after the group replaced the instance. The scenario had done
+        everything it should; only this read of its verdict failed. A botocore client
+        retries a 500 whose body parses, not this one."""
+        ec2 = self.aws("ec2")
+        for attempt in range(1, STATE_READS + 1):
+            try:
+                reservations = ec2.describe_instances(InstanceIds=[instance_id])
+            except ResponseParserError:
+                if attempt == STATE_READS:
+                    raise
+                time.sleep(attempt)
+                continue
+            break
         return str(reservations["Reservations"][0]["Instances"][0]["State"]["Name"])
 
     def live_machines(self) -> list[Machine]:
