@@ -69,10 +69,11 @@ unit: $(INSTALLED)
 
 # Every tier: unit, integration (moto, the local kube-apiserver, cdk synth), e2e (the demo).
 # Three things run side by side: lint, mypy and the tests that need no apiserver
-# (`checks`); the Kubernetes build (15 to 30 minutes cold, nothing when cached), then the
-# tests marked kube (`kube-tier`); and, once Kubernetes is built, the Karpenter and KWOK
-# builds (about 10 minutes cold), beside the kube tier, whose modules that run those
-# controllers are ordered last (tests/support/schedule.py) and wait on a build still under way.
+# (`checks`); the Kubernetes build (9 minutes cold on an idle 2-core machine, nothing when
+# cached), then the tests marked kube (`kube-tier`); and, once Kubernetes is built, the
+# Karpenter and KWOK builds (10 minutes cold), beside the kube tier, whose modules that run
+# those controllers are ordered last (tests/support/schedule.py) and wait on a build still
+# under way.
 # A cold run so starts the kube tier about 10 minutes sooner than after every build.
 # The checks' report comes whole when they end (CHECKS_LOG keeps it); the kube tier's
 # streams as it comes, so a run stopped from outside still shows where it was.
