@@ -26,7 +26,8 @@ from unittest import mock
 from moto.core.responses import BaseResponse
 from moto.logs.models import LogsBackend
 
-from world.aws import inprocess
+from world.aws import lambdacall
+from world.aws.lambdaworkers import Called, LambdaWorkers
 
 EVENT_OVERHEAD = 26
 """CloudWatch Logs bills each event's UTF-8 message plus 26 bytes."""
@@ -116,11 +117,12 @@ class Meter:
 
 @contextlib.contextmanager
 def metering(meter: Meter) -> Iterator[None]:
-    """While active, moto's Logs ingestion, its API calls and the in-process handlers
-    report to ``meter``."""
+    """While active, moto's Logs ingestion, its API calls and the Lambda handlers, in this
+    process or in workers (which time their own calls), report to ``meter``."""
     put_log_events = LogsBackend.put_log_events
     call_action = BaseResponse.call_action
-    resolve = inprocess.resolve_handler
+    resolve = lambdacall.resolve_handler
+    worker_calls = LambdaWorkers.call
 
     def logs(self: Any, group: str, stream: str, events: list[dict[str, Any]]) -> Any:
         meter.logged(group, stream, events)
@@ -133,7 +135,7 @@ def metering(meter: Meter) -> Iterator[None]:
             meter.called(str(self.service_name), name, self.body or "")
         return call_action(self)
 
-    def handler(spec: str) -> inprocess.Handler:
+    def handler(spec: str) -> lambdacall.Handler:
         run = resolve(spec)
 
         def timed(event: Any, context: Any) -> Any:
@@ -149,10 +151,17 @@ def metering(meter: Meter) -> Iterator[None]:
 
         return timed
 
+    def worker_call(self: LambdaWorkers, function: Any, event: Any) -> Called:
+        called = worker_calls(self, function, event)
+        meter.invoked(function.function_name, int(function.memory_size), called.seconds, event)
+        meter.printed(called.printed)
+        return called
+
     with (
         mock.patch.object(LogsBackend, "put_log_events", logs),
         mock.patch.object(BaseResponse, "call_action", action),
-        mock.patch.object(inprocess, "resolve_handler", handler),
+        mock.patch.object(lambdacall, "resolve_handler", handler),
+        mock.patch.object(LambdaWorkers, "call", worker_call),
     ):
         yield
 

@@ -6,7 +6,8 @@ invocation, with the breaker's limits raised out of the way.
     python -m bench.scale [--nodes 1500] [--failing 150,375] [--burst 1000] [--spread 5]
 
 Each case runs in a fresh process and world (``local_world(kwok=True,
-agent_processes=False)``): moto with the synthesized stack and the in-process Lambdas, the
+agent_processes=False, lambda_processes=True)``): moto with the synthesized stack and the
+Lambdas in warm worker processes, many at once (``world.aws.lambdaworkers``), the
 real kube-apiserver whose Nodes and pods KWOK runs (``world.kube.kwok``). No agent process
 runs: every node gets one identity (``world.aws.origins``), registered with the identity
 document the world's IMDS serves it and sealed under the cluster's origin key, and its
@@ -37,6 +38,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
+from botocore.config import Config
+
 from bench.cost import diff
 from bench.meter import Meter, metering
 from bench.mttr import acting_faults, percentile
@@ -47,6 +51,7 @@ from console.cli.remediations import entry
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.logs import heartbeat_message, identity_stream, kmsg_stream
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
+from world.aws.motoserver import REGION
 from world.aws.origins import NodeIdentity, kms_encrypt, node_identity
 from world.kube.kwok import wait_ready_nodes
 from world.start import local_world
@@ -62,6 +67,8 @@ RAISED = {
 }
 """The breaker's rate and share limits out of the way (the baseline); ``max_parallel`` and
 ``max_in_flight`` are raised to the failing count."""
+WRITE_ANSWER_SECONDS = 900
+"""How long a fault's PutLogEvents may take to answer: moto classifies the line first."""
 SETTLE_SECONDS = 240.0
 """How long a case waits after the last fault for its decisions to end; what is still held
 or running then is counted as such, not as an error."""
@@ -73,6 +80,15 @@ class SignedWriters(Writers):
 
     def __init__(self, world: World) -> None:
         super().__init__(world)
+        # A write answers once moto has classified its line, which in a storm queues behind
+        # the others' (on AWS the delivery is asynchronous): a late answer is a latency, not
+        # a lost line.
+        self.logs = boto3.client(
+            "logs",
+            region_name=REGION,
+            endpoint_url=world.endpoint,
+            config=Config(read_timeout=WRITE_ANSWER_SECONDS),
+        )
         self.began: dict[str, float] = {}
         self.fault_puts: list[float] = []
         """Seconds each fault line's PutLogEvents took: moto delivers to the classifier,
@@ -116,7 +132,9 @@ class SignedWriters(Writers):
     def signed_faults(
         self, identities: list[NodeIdentity], lines: list[str], spread: float
     ) -> None:
-        """One signed fault line per node, spread evenly over ``spread`` seconds."""
+        """One signed fault line per node, spread evenly over ``spread`` seconds: each node
+        writes its own on time, as its agent would, however long the others' writes take
+        (moto classifies a line before its PutLogEvents answers)."""
         began = time.monotonic()
 
         def one(index: int) -> None:
@@ -128,7 +146,7 @@ class SignedWriters(Writers):
             self._put_events(stream, [(at_ms, node.signed(lines[index], at_ms))])
             self.fault_puts.append(time.time() - self.began[node.instance_id])
 
-        with ThreadPoolExecutor(WRITERS) as pool:
+        with ThreadPoolExecutor(len(lines)) as pool:
             list(pool.map(one, range(len(lines))))
 
 
@@ -165,13 +183,17 @@ def _unseen(instance_id: str) -> Any:
 
 
 def step_seconds(world: World, began: dict[str, float]) -> dict[str, list[float]]:
-    """Line written → drained (the first step after ``draining``) and → closed, per node."""
+    """Line written → drained (the first step after ``draining``) and → closed, per node;
+    and → each step the decision records took, under the step's name: where a storm's
+    seconds go before the cordon."""
     found: dict[str, list[float]] = {"drained": [], "repaired": []}
     for record in records(world.aws("dynamodb"), world.ledger_table, None):
         written = began.get(str(record.get("instance_id")))
         if written is None:
             continue
         steps = [(s["step"], _epoch(s["at"])) for s in entry(record)["steps"]]
+        for name, at in steps:
+            found.setdefault(f"step:{name}", []).append(at - written)
         names = [name for name, _ in steps]
         if "draining" in names and names.index("draining") + 1 < len(steps):
             found["drained"].append(steps[names.index("draining") + 1][1] - written)
@@ -203,14 +225,21 @@ def run_case(
     def say(text: str) -> None:
         print(text, file=progress, flush=True)
 
-    meter = Meter(lambda m: selected(subscription_filter_patterns(load_catalog()), m))
+    patterns = subscription_filter_patterns(load_catalog())
+    meter = Meter(lambda message: selected(patterns, message))
     settings = case_settings(failing, raised)
     began_world = time.monotonic()
     with (
         chatter_to(workdir / "world.log"),
         metering(meter),
         local_world(
-            workdir, settings=settings, nodes=nodes, agent_processes=False, kwok=True, say=say
+            workdir,
+            settings=settings,
+            nodes=nodes,
+            agent_processes=False,
+            kwok=True,
+            lambda_processes=True,
+            say=say,
         ) as world,
     ):
         instance_ids = sorted(world.machines)
@@ -265,6 +294,11 @@ def run_case(
             "cordon": spread_of(cordon),
             "drained": spread_of(steps["drained"]),
             "repaired": spread_of(steps["repaired"]),
+            "steps_p50": {
+                name.removeprefix("step:"): percentile(values, 0.5)
+                for name, values in steps.items()
+                if name.startswith("step:")
+            },
             "last_cordon_s": (max(cordoned_at) - storm_began) if cordoned_at else None,
             "cordoned": len(cordon),
             "decided_s": written_s + waited,
@@ -277,7 +311,7 @@ def run_case(
             "lambda_per_node": lambda_calls / stormed_nodes,
             "stepfunctions_calls_per_node": sfn_calls / stormed_nodes,
             "fault_put": spread_of(writers.fault_puts),
-            # The in-process Lambdas run one at a time: near 1, that lock is what binds.
+            # Lambda seconds per second of the storm: the workers' mean concurrency.
             "lambda_busy": sum(v for k, v in used.items() if k.startswith("seconds:"))
             / (written_s + waited),
             "outcomes": dict(Counter(m.outcome for m in world.inbox.messages())),
@@ -312,8 +346,10 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{r['lambda_per_node']:.1f}, Step Functions calls "
             f"{r['stepfunctions_calls_per_node']:.1f}; a fault's PutLogEvents p50 "
             f"{r['fault_put']['p50'] or 0:.2f} s, max {r['fault_put']['max'] or 0:.2f} s; "
-            f"in-process Lambdas busy {100 * r['lambda_busy']:.0f} % of the storm"
+            f"Lambdas running {r['lambda_busy']:.2f} at a time on average"
         )
+        steps = ", ".join(f"{name} {at:.1f}" for name, at in r["steps_p50"].items())
+        print(f"    the decisions' steps, p50 seconds after the line: {steps or 'none'}")
         print(
             f"    world up {r['world_s']:.0f} s (KWOK Ready {r['kwok_ready_s']:.1f} s), "
             f"{r['nodes']} identities sealed {r['identities_sealed_s']:.1f} s, registered "

@@ -109,6 +109,7 @@ def local_world(
     hyperpod_recovery: str | None = None,
     karpenter_nodes: int = 0,
     kwok: bool = False,
+    lambda_processes: bool = False,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -123,7 +124,8 @@ def local_world(
     many workers, on nodes Karpenter provisions in the NodePool ``nodepool.NODEPOOL``, and the
     group's machines run none (0: the workers run on the group's machines); ``kwok``: KWOK
     runs the Nodes and their pods (``world.kube.kwok``, the 1,500-node world of
-    ``bench/scale.py``), not the simulated kubelet."""
+    ``bench/scale.py``), not the simulated kubelet; ``lambda_processes``: the Lambda
+    handlers run in warm worker processes, many at once (``moto_server``'s)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -138,7 +140,7 @@ def local_world(
     with contextlib.ExitStack() as stack:
         metadata = MetadataService(authority, REGION)
         stack.callback(metadata.close)
-        endpoint = stack.enter_context(moto_server())
+        endpoint = stack.enter_context(moto_server(lambda_processes=lambda_processes))
         say(f"AWS: moto server on {endpoint}")
 
         # The AWS side (synth takes a while) is built while the control plane starts here:

@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client
 
 from lambdas.kube.karpenter_repair import node_repair_on, repair_gates
-from lambdas.kube.nodes import each_node
+from lambdas.kube.listing import each_node
 from lambdas.observability import publish_count
 from nodemedic.contracts.kube import HEALTH_LABEL, NODEGROUP_LABEL
 from nodemedic.contracts.metrics import NODES_DIMENSIONS, NODES_METRIC

@@ -27,14 +27,12 @@ from typing import Any
 from kubernetes import client
 
 from lambdas.kube.gate_record import Noted, record_hold, record_pass
+from lambdas.kube.listing import each_node, find_node, instance_of
 from lambdas.kube.nodes import (
     boot_id_of,
     clear_condition,
     cordoned,
-    each_node,
-    find_node,
     given_back,
-    instance_of,
     other_taints,
     taints_without,
     uncordoned,

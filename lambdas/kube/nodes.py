@@ -1,21 +1,21 @@
 """Nodes by instance id: find one, mark it unhealthy, clear it, watch it reboot, delete it;
 mark a failed remediation on it; list those nodemedic took out of service.
 
-A Node is found by ``spec.providerID`` (``aws:///<az>/<instance-id>``): the instance id is
-the one identity the log stream carries, and hostnames differ between AMIs and CNIs.
-Every op is idempotent; the state machine may repeat any of them.
+A Node is found by ``spec.providerID`` (``listing.py``). Every op is idempotent; the state
+machine may repeat any of them.
 """
 
 from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
+from lambdas.kube.listing import each_node, instance_of, scan
 from nodemedic.catalog import healthy_status
 from nodemedic.contracts.kube import (
     CLEARED_REASON,
@@ -38,7 +38,6 @@ from nodemedic.remediate.silence import ReadyNode
 _MERGE = "application/merge-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
 _CONFLICT_RETRIES = 5
-_PAGE = 500
 CONDITION_STATUSES = ("True", "False", "Unknown")
 """What a Node condition's status may be (Kubernetes' ``ConditionStatus``)."""
 
@@ -62,29 +61,6 @@ class BootState:
     ready: bool
     boot_id: str | None
     rebooted: bool
-
-
-def instance_of(provider_id: str) -> str:
-    """``aws:///us-east-1a/i-0abc`` → ``i-0abc``."""
-    return provider_id.rstrip("/").rsplit("/", 1)[-1] if provider_id.startswith("aws://") else ""
-
-
-def each_node(core: client.CoreV1Api, selector: str = "") -> Iterator[Any]:
-    """Every Node (those the label ``selector`` selects), a page at a time: a cluster may
-    have thousands."""
-    token = None
-    while True:
-        page = core.list_node(limit=_PAGE, _continue=token, label_selector=selector)
-        yield from page.items
-        token = page.metadata._continue
-        if not token:
-            return
-
-
-def find_node(core: client.CoreV1Api, instance_id: str) -> Any | None:
-    return next(
-        (n for n in each_node(core) if instance_of(n.spec.provider_id or "") == instance_id), None
-    )
 
 
 def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
@@ -124,11 +100,7 @@ def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:
 
 
 def locate(core: client.CoreV1Api, instance_id: str) -> Located:
-    node, count = None, 0
-    for each in each_node(core):
-        count += 1
-        if node is None and instance_of(each.spec.provider_id or "") == instance_id:
-            node = each
+    node, count = scan(core, instance_id, count=True)
     if node is None:
         return Located(node=None, boot_id=None, ready=False, nodes=count)
     return Located(

@@ -21,7 +21,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import each_node, instance_of
+from lambdas.kube.listing import each_node, instance_of
 from lambdas.observability import logger
 from nodemedic.contracts.kube import (
     FIELD_MANAGER,

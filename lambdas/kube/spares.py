@@ -14,7 +14,8 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import each_node, instance_of, is_ready, taints_without, update_node
+from lambdas.kube.listing import each_node, instance_of
+from lambdas.kube.nodes import is_ready, taints_without, update_node
 from nodemedic.contracts.kube import (
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,

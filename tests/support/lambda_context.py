@@ -1,5 +1,5 @@
 """The context a test hands a Lambda handler it calls directly: the one the in-process
-runner builds (``world.aws.inprocess.Context``), for a function of this project."""
+runner builds (``world.aws.lambdacall.Context``), for a function of this project."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import cast
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from world.aws.inprocess import Context
+from world.aws.lambdacall import Context
 
 REGION = "us-east-1"
 

@@ -20,58 +20,26 @@ Logs turns into metrics (``world.aws.cloudwatch``). Standard output is captured 
 invoking thread only (``ThreadOutput``), as the environment is overlaid.
 
 Public interface: ``handlers_in_process()`` (context manager), ``invoke(function, event)``,
-``resolve_handler(spec)``, ``Context``.
+``ThreadEnviron``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
-import json
-import logging
 import os
 import sys
 import threading
-import traceback
-import uuid
-from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
-from typing import Any, TextIO
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import boto3
 
 from stacks.bundling import BUNDLED_PACKAGES
-from world.aws import motopatch
+from world.aws import lambdacall, motopatch
+from world.aws.lambdacall import ThreadOutput, context_of, variables_of
 
-Handler = Callable[[Any, Any], Any]
 _lock = threading.RLock()
-
-
-@dataclass
-class Context:
-    """The parts of the Lambda context object handlers and Powertools read."""
-
-    function_name: str
-    function_version: str
-    invoked_function_arn: str
-    memory_limit_in_mb: int
-    aws_request_id: str
-    log_group_name: str
-    log_stream_name: str
-    timeout_seconds: int
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.timeout_seconds * 1000
-
-
-def resolve_handler(spec: str) -> Handler:
-    """``package.module.function`` → the function."""
-    module_name, _, attribute = spec.rpartition(".")
-    if not module_name:
-        raise ValueError(f"handler {spec!r} is not module.function")
-    handler: Handler = getattr(importlib.import_module(module_name), attribute)
-    return handler
 
 
 class ThreadEnviron(MutableMapping[str, str]):
@@ -137,44 +105,6 @@ class ThreadEnviron(MutableMapping[str, str]):
         return dict(self)
 
 
-class ThreadOutput:
-    """A stand-in for ``sys.stdout`` whose writes from the thread inside ``captured()`` go to
-    that thread's buffer; every other thread writes to ``stream``, unchanged, or to the
-    process's own standard output once ``stream`` is closed: a test's capture may end while
-    a Lambda runs, and the world's other threads print on. Not an ``io`` object: one of
-    those closes itself when collected, and a close that fails there is an error no caller
-    sees."""
-
-    def __init__(self, stream: TextIO | ThreadOutput) -> None:
-        self.stream = stream  # another Lambda's, when a test's capture put its own back
-        self._local = threading.local()
-
-    @contextlib.contextmanager
-    def captured(self) -> Iterator[io.StringIO]:
-        self._local.buffer = io.StringIO()
-        try:
-            yield self._local.buffer
-        finally:
-            self._local.buffer = None
-
-    @property
-    def closed(self) -> bool:
-        return self.stream.closed
-
-    def write(self, text: str) -> int:
-        buffer: TextIO | None = getattr(self._local, "buffer", None)
-        return (buffer or self._passed()).write(text)
-
-    def flush(self) -> None:
-        self._passed().flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-    def _passed(self) -> TextIO | ThreadOutput:
-        return sys.__stdout__ if self.stream.closed and sys.__stdout__ else self.stream
-
-
 _STAND_INS: dict[int, ThreadOutput] = {}
 """Every stand-in ever put in ``sys.stdout``, by the id of the stream it wraps, kept for the
 process's life: CPython's ``print`` holds ``sys.stdout`` by a borrowed reference while it
@@ -210,49 +140,12 @@ def _overlay(variables: dict[str, str]) -> contextlib.AbstractContextManager[Non
 
 
 def invoke(function: Any, event: Any) -> tuple[str, bool, str]:
-    """Run ``function``'s handler on ``event`` as Lambda would: the result as JSON, or an
-    error body (``errorType``, ``errorMessage``) that Step Functions matches in Retry and
-    Catch by ``errorType``."""
-    if isinstance(event, str | bytes):
-        event = json.loads(event or "{}")
-    context = Context(
-        function_name=function.function_name,
-        function_version=str(function.version),
-        invoked_function_arn=function.function_arn,
-        memory_limit_in_mb=int(function.memory_size),
-        aws_request_id=str(uuid.uuid4()),
-        log_group_name=f"/aws/lambda/{function.function_name}",
-        log_stream_name="local",
-        timeout_seconds=int(function.timeout),
-    )
-    variables = {
-        "AWS_REGION": function.region,
-        "AWS_DEFAULT_REGION": function.region,
-        "AWS_LAMBDA_FUNCTION_NAME": function.function_name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
-        "_HANDLER": function.handler,
-        **{k: str(v) for k, v in (function.environment_vars or {}).items()},
-    }
-    captured = io.StringIO()
-    log_handler = logging.StreamHandler(captured)
-    root = logging.getLogger()
-    with _lock, _overlay(variables), _printed() as printed:
-        root.addHandler(log_handler)
-        try:
-            result = resolve_handler(function.handler)(event, context)
-            body, is_error = json.dumps(result, default=str), False
-        except Exception as exc:  # the handler's failure is the invocation's result
-            body = json.dumps(
-                {
-                    "errorType": type(exc).__name__,
-                    "errorMessage": str(exc),
-                    "stackTrace": traceback.format_exception(exc),
-                }
-            )
-            is_error = True
-        finally:
-            root.removeHandler(log_handler)
-    return body, is_error, captured.getvalue() + printed.getvalue()
+    """Run ``function``'s handler on ``event`` as Lambda would (``lambdacall.call``): the
+    body, whether it is an error, and what the handler logged and printed."""
+    context = context_of(function)
+    with _lock, _overlay(variables_of(function)), _printed() as printed:
+        body, is_error, logged = lambdacall.call(function.handler, event, context)
+    return body, is_error, logged + printed.getvalue()
 
 
 def cold_start() -> None:

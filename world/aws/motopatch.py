@@ -10,8 +10,9 @@ out; what the replacements do lives with the behaviour they stand for:
 ``InstanceBackend.terminate_instances``     the machine powers off too (``hypervisor.py``)
 ``AutoScalingBackend.set_instance_health``  an ``Unhealthy`` instance is replaced
                                             (``hypervisor.py``)
-``LambdaFunction._invoke_lambda``           the handler runs in this process, not in Docker
-                                            (``inprocess.py``)
+``LambdaFunction._invoke_lambda``           the handler runs in this process or a worker
+                                            process, not in Docker (``inprocess.py``,
+                                            ``lambdaworkers.py``)
 ``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
                                             execution (``stepfunctions.py``)
 ``DynamoHandler.call_action``               one DynamoDB request at a time: a write is
@@ -31,7 +32,8 @@ out; what the replacements do lives with the behaviour they stand for:
 ``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
                                             targets (``motoservices.py``)
 ``moto.ec2.models.instances``               an instance gets the id a Karpenter Node's
-``.random_instance_id``                     provider ID names (``instances.py``)
+``.random_instance_id``                     provider ID names, and an address no other
+``.random_private_ip``                      has, as its Node's name (``instances.py``)
 ``SageMakerModelBackend``                   HyperPod's ``ResourceNotFound`` and
 ``.describe_cluster_node`` and              ``NodeRecovery``; the batch reboot and
 ``.describe_cluster``                       replace calls moto lacks (``hyperpod.py``)
@@ -39,6 +41,12 @@ out; what the replacements do lives with the behaviour they stand for:
 ``Statistics.get_statistics_for_type``,     percentile statistics (``p90``, ``p99.9``) in
 ``CloudWatchBackend.get_metric_data``,      GetMetricData and GetMetricStatistics
 ``CloudWatchResponse.get_metric_statistics``  (``cloudwatch.py``)
+``json_path.parse``, ``boto_client.boto3``  a JSONPath parsed, a task's client made once
+                                            (``stepfunctions.py``)
+``DynamoDBBackend.transact_write_items``    it saves and restores the items it names, not
+                                            a copy of each table (``transactions.py``)
+``DomainDispatcherApplication``             a host's backend is found once, not at every
+``.get_backend_for_host``                   request under one lock (``motoserver.py``)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
@@ -157,8 +165,10 @@ SEND_TO_TARGETS = Target(
 _SAGEMAKER = "moto.sagemaker.models.SageMakerModelBackend"
 DESCRIBE_CLUSTER_NODE = Target(_SAGEMAKER, "describe_cluster_node", "(self, cluster_name, node_id)")
 DESCRIBE_CLUSTER = Target(_SAGEMAKER, "describe_cluster", "(self, cluster_name)")
-RANDOM_INSTANCE_ID = Target("moto.ec2.models.instances", "random_instance_id", "()")
-"""A module's function: ``owner`` is then the module."""
+_INSTANCES = "moto.ec2.models.instances"
+"""A module: ``owner`` of its functions."""
+RANDOM_INSTANCE_ID = Target(_INSTANCES, "random_instance_id", "()")
+RANDOM_PRIVATE_IP = Target(_INSTANCES, "random_private_ip", "(cidr=None, ipv6=False)")
 PUT_LOG_EVENTS = Target(
     "moto.logs.models.LogsBackend",
     "put_log_events",
@@ -173,6 +183,14 @@ GET_METRIC_DATA = Target(
 GET_METRIC_STATISTICS = Target(
     "moto.cloudwatch.responses.CloudWatchResponse", "get_metric_statistics", "(self)"
 )
+JSONPATH_PARSE = Target(
+    "moto.stepfunctions.parser.asl.utils.json_path", "parse", "(path, debug=None)"
+)
+TRANSACT_WRITE_ITEMS = Target(
+    "moto.dynamodb.models.DynamoDBBackend", "transact_write_items", "(self, transact_items)"
+)
+_DISPATCHER = "moto.moto_server.werkzeug_app.DomainDispatcherApplication"
+BACKEND_FOR_HOST = Target(_DISPATCHER, "get_backend_for_host", "(self, host)")
 TARGETS = (
     REBOOT_INSTANCES,
     SEND_COMMAND,
@@ -188,10 +206,14 @@ TARGETS = (
     DESCRIBE_CLUSTER_NODE,
     DESCRIBE_CLUSTER,
     RANDOM_INSTANCE_ID,
+    RANDOM_PRIVATE_IP,
     PUT_LOG_EVENTS,
     STATISTIC,
     GET_METRIC_DATA,
     GET_METRIC_STATISTICS,
+    BACKEND_FOR_HOST,
+    TRANSACT_WRITE_ITEMS,
+    JSONPATH_PARSE,
 )
 _replacing: set[Target] = set()
 _log = logging.getLogger(__name__)

@@ -1,10 +1,11 @@
 """AWS for the local world: a moto server on loopback, in this process.
 
 In this process so that the Lambda handlers run in it when moto invokes a function
-(``inprocess.py``); with the world's changes to moto in place while it runs (every one is
-named in ``motopatch.py``): handlers in-process, DynamoDB's atomic conditional writes, a
-state machine's definition parsed once, CloudWatch's metrics from Embedded Metric Format
-log lines and its percentiles. Step Functions executes state machines, and sends their AWS
+(``inprocess.py``), or in worker processes it starts (``lambdaworkers.py``); with the
+world's changes to moto in place while it runs (every one is named in ``motopatch.py``):
+handlers in-process or in workers, DynamoDB's atomic conditional writes, a state machine's
+definition parsed once, CloudWatch's metrics from Embedded Metric Format log lines and its
+percentiles. Step Functions executes state machines, and sends their AWS
 calls back to this server.
 """
 
@@ -23,10 +24,24 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from world.aws.cloudwatch import metrics_from_logs, percentile_statistics
 from world.aws.inprocess import handlers_in_process
-from world.aws.motopatch import atomic_writes, final_stops, runtime_causes
+from world.aws.instances import distinct_private_ips
+from world.aws.lambdaworkers import handlers_in_processes
+from world.aws.motopatch import (
+    BACKEND_FOR_HOST,
+    atomic_writes,
+    final_stops,
+    replaced,
+    runtime_causes,
+)
 from world.aws.motoservices import lambda_targets
 from world.aws.stack import QUICK_EC2
-from world.aws.stepfunctions import definitions_parsed_once, start_executions
+from world.aws.stepfunctions import (
+    clients_made_once,
+    definitions_parsed_once,
+    paths_parsed_once,
+    start_executions,
+)
+from world.aws.transactions import item_rollbacks
 
 REGION = "us-east-1"
 CREDENTIALS = {
@@ -40,8 +55,10 @@ CREDENTIALS = {
 
 
 @contextlib.contextmanager
-def moto_server() -> Iterator[str]:
-    """moto as a server on loopback, in this process; its endpoint URL."""
+def moto_server(*, lambda_processes: bool = False) -> Iterator[str]:
+    """moto as a server on loopback, in this process; its endpoint URL. ``lambda_processes``:
+    Lambda handlers run in warm worker processes (``lambdaworkers``), many at once, not in
+    this process one at a time (``inprocess``)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch.dict(os.environ, {**CREDENTIALS, **QUICK_EC2}))
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -63,16 +80,40 @@ def moto_server() -> Iterator[str]:
         stack.callback(
             _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
         )
-        stack.enter_context(handlers_in_process())
+        stack.enter_context(handlers_in_processes() if lambda_processes else handlers_in_process())
         stack.enter_context(atomic_writes())
+        stack.enter_context(item_rollbacks())
         stack.enter_context(final_stops())
         stack.enter_context(runtime_causes())
         stack.enter_context(start_executions())
         stack.enter_context(lambda_targets())
         stack.enter_context(definitions_parsed_once())
+        stack.enter_context(paths_parsed_once())
+        stack.enter_context(clients_made_once())
         stack.enter_context(metrics_from_logs())
         stack.enter_context(percentile_statistics())
+        stack.enter_context(backends_remembered())
+        stack.enter_context(distinct_private_ips())
         yield endpoint
+
+
+@contextlib.contextmanager
+def backends_remembered() -> Iterator[None]:
+    """moto's server finds each request's backend while it holds one lock for every
+    request, and lists moto's package folder on disk to do it (some 200 ``stat`` calls,
+    0.6 ms idle): with many threads waiting on the interpreter, each call gives it up, and
+    the requests of a 150-node storm queued there longest of any place in the world. A
+    host's backend never changes, so each host's is found once."""
+    original = BACKEND_FOR_HOST.current()
+    found: dict[str | None, Any] = {}
+
+    def get_backend_for_host(self: Any, host: str | None) -> Any:
+        if host not in found:  # under moto's lock, as the call is
+            found[host] = original(self, host)
+        return found[host]
+
+    with replaced({BACKEND_FOR_HOST: get_backend_for_host}):
+        yield
 
 
 def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lambdas.kube.nodes import find_node
+from lambdas.kube.listing import find_node
 from lambdas.kube.spares import mark_spare
 
 

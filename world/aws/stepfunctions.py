@@ -1,5 +1,6 @@
-"""Step Functions in moto: parse a state machine's definition once, as the service does,
-and let a state machine start another (``start_executions``).
+"""Step Functions in moto: parse a state machine's definition once, as the service does, and
+each JSONPath once (``paths_parsed_once``); make each task's AWS client once
+(``clients_made_once``); and let a state machine start another (``start_executions``).
 
 moto's interpreter parses the definition with ANTLR at every ``StartExecution``: about
 0.7 s for nodemedic's 45 kB definition on one core, between the call and the first state,
@@ -12,15 +13,22 @@ built from that tree.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
+import boto3
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+from moto.stepfunctions.parser.asl.utils import boto_client
 
 from world.aws import motopatch
-from world.aws.motopatch import SFN_PARAMETERS, replaced
+from world.aws.motopatch import JSONPATH_PARSE, SFN_PARAMETERS, replaced
 
+_CLIENT_KEY = ("service_name", "region_name", "endpoint_url", "aws_access_key_id")
+"""What tells apart the clients moto's interpreter asks for (the rest is the same each time)."""
 _trees: dict[str, Any] = {}
 _lock = threading.Lock()
 
@@ -45,6 +53,40 @@ def definitions_parsed_once() -> Iterator[None]:
         finally:
             with _lock:
                 _trees.clear()
+
+
+@contextlib.contextmanager
+def paths_parsed_once() -> Iterator[None]:
+    """moto's interpreter builds a JSONPath parser, its grammar tables read anew, for each
+    path it evaluates: in a 150-of-1,500 storm that was the largest single cost of the
+    execution threads, every task's ``Parameters`` and ``ResultPath`` paying it. A path's
+    parse never changes and the parsed path is only read (``find``), so each path text is
+    parsed once."""
+    # The module is loaded with the Preprocessor imported above.
+    parse = functools.lru_cache(maxsize=4096)(JSONPATH_PARSE.current())
+    with replaced({JSONPATH_PARSE: parse}):
+        yield
+
+
+@contextlib.contextmanager
+def clients_made_once() -> Iterator[None]:
+    """moto's interpreter makes a new boto3 client for each task it runs (``boto_client_for``),
+    the service's model and endpoint rules loaded and resolved each time behind botocore's
+    locks: in a 150-of-1,500 storm that was the execution threads' largest cost once the
+    paths were parsed once. A client is safe to share between threads, and its arguments
+    differ only by region, service and endpoint, so one is made for each of those."""
+    made: dict[tuple[str, ...], Any] = {}
+    guard = threading.Lock()
+
+    def client(**arguments: Any) -> Any:
+        key = tuple(str(arguments.get(k)) for k in _CLIENT_KEY)
+        with guard:
+            if key not in made:
+                made[key] = boto3.client(**arguments)
+            return made[key]
+
+    with mock.patch.object(boto_client, "boto3", SimpleNamespace(client=client)):
+        yield
 
 
 @contextlib.contextmanager

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from bench.meter import EVENT_OVERHEAD, PLATFORM_LOG_BYTES, Meter
+from bench.meter import EVENT_OVERHEAD, PLATFORM_LOG_BYTES, Meter, metering
 from tests.support.payloads import wrap
+from tests.support.worker_handlers import function
+from world.aws.lambdaworkers import LambdaWorkers
 
 
 def meter() -> Meter:
@@ -101,3 +103,18 @@ def test_printed_lines_count_with_lambda_s_own_lines_and_their_embedded_metrics(
         ("NodeMedic", "LinesClassified", "Cluster,Service"),
         ("NodeMedic", "FaultsFound", "Cluster,Service"),
     }
+
+
+def test_an_invocation_in_a_worker_process_is_counted_with_what_it_printed() -> None:
+    counting = meter()
+    workers = LambdaWorkers(per_function=1)
+    try:
+        with metering(counting):
+            workers.invoke(function("echo", name="nodemedic-classify"), {"node": "i-0a"})
+    finally:
+        workers.close()
+    counts = counting.counts()
+    assert counts["lambda:invocation"] == 1 and counts["lambda:invocation:nodemedic"] == 1
+    assert counts["seconds:invocation"] > 0
+    # The printed line and Lambda's own START, END and REPORT lines.
+    assert counts["lambda_log_bytes"] > PLATFORM_LOG_BYTES

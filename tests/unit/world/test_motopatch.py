@@ -20,7 +20,16 @@ import pytest
 from moto import mock_aws
 
 from tests.support.paths import ROOT
-from world.aws import cloudwatch, hyperpod, instances, motopatch, motoservices, stepfunctions
+from world.aws import (
+    cloudwatch,
+    hyperpod,
+    instances,
+    motopatch,
+    motoserver,
+    motoservices,
+    stepfunctions,
+    transactions,
+)
 from world.aws.motopatch import MOTO_VERSION, PARSE_DEFINITION, REBOOT_INSTANCES, TARGETS
 from world.aws.stack import QUICK_EC2
 
@@ -104,8 +113,13 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motoservices.lambda_targets(),
         hyperpod.hyperpod_calls(),
         instances.chosen_instance_ids(),
+        instances.distinct_private_ips(),
         cloudwatch.metrics_from_logs(),
         cloudwatch.percentile_statistics(),
+        motoserver.backends_remembered(),
+        transactions.item_rollbacks(),
+        stepfunctions.paths_parsed_once(),
+        stepfunctions.clients_made_once(),
     ]
 
 

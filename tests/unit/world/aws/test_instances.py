@@ -6,8 +6,9 @@ from __future__ import annotations
 import boto3
 import pytest
 from moto import mock_aws
+from moto.ec2.models import instances as models_instances
 
-from world.aws.instances import chosen_instance_ids, launch_as
+from world.aws.instances import chosen_instance_ids, distinct_private_ips, launch_as
 
 CHOSEN = "i-0a1b2c3d4e5f60718"
 
@@ -39,3 +40,15 @@ def test_without_chosen_ids_a_launch_is_refused_rather_than_given_another_id() -
         ec2 = boto3.client("ec2", region_name="us-east-1")
         with pytest.raises(RuntimeError, match=f"in place of {CHOSEN}"):
             _launch(ec2)
+
+
+def test_no_two_instances_get_one_private_address_the_node_is_named_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    drawn = iter(["10.1.2.3", "10.1.2.3", "10.1.2.3", "10.4.5.6"])
+    monkeypatch.setattr(models_instances, "random_private_ip", lambda *_: next(drawn))
+    with mock_aws(), distinct_private_ips():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        made = ec2.run_instances(ImageId="ami-0a1b2c3d4e5f60718", MinCount=2, MaxCount=2)
+    names = [i["PrivateDnsName"] for i in made["Instances"]]
+    assert sorted(names) == ["ip-10-1-2-3.ec2.internal", "ip-10-4-5-6.ec2.internal"]

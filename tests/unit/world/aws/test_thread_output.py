@@ -11,7 +11,8 @@ import weakref
 
 import pytest
 
-from world.aws.inprocess import ThreadOutput, _printed
+from world.aws.inprocess import _printed
+from world.aws.lambdacall import ThreadOutput
 
 
 def test_the_invoking_threads_writes_are_its_own_and_the_others_pass_through() -> None:

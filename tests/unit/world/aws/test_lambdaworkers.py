@@ -1,0 +1,73 @@
+"""Lambda handlers in warm worker processes: what an invocation returns, logs and prints
+comes back whole; invocations of one function run side by side; a handler's failure and a
+worker's death are Lambda's errors, and the function goes on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.support.worker_handlers import function
+from world.aws.lambdaworkers import LambdaWorkers
+
+
+@pytest.fixture
+def workers() -> Iterator[LambdaWorkers]:
+    running = LambdaWorkers(per_function=3)
+    yield running
+    running.close()
+
+
+def test_an_invocation_returns_its_result_logs_and_prints(workers: LambdaWorkers) -> None:
+    body, is_error, logs = workers.invoke(function("echo", SETTING="on"), '{"node": "i-0a"}')
+
+    assert not is_error
+    result = json.loads(body)
+    assert (result["event"], result["setting"], result["function"]) == (
+        {"node": "i-0a"},
+        "on",
+        "nodemedic-test",
+    )
+    assert "logged to the log group" in logs and '{"printed": "to the log group"}' in logs
+
+
+def test_a_warm_worker_serves_the_next_invocation(workers: LambdaWorkers) -> None:
+    pids = {json.loads(workers.invoke(function("echo"), "{}")[0])["pid"] for _ in range(3)}
+
+    assert len(pids) == 1
+
+
+def test_invocations_of_one_function_run_side_by_side(
+    workers: LambdaWorkers, tmp_path: Path
+) -> None:
+    event = {"folder": str(tmp_path), "expected": 3}
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: workers.invoke(function("meet"), event), range(3)))
+
+    assert [is_error for _, is_error, _ in answers] == [False] * 3
+    assert len({body for body, _, _ in answers}) == 3  # three processes
+
+
+def test_a_handlers_exception_is_an_error_body_step_functions_can_match(
+    workers: LambdaWorkers,
+) -> None:
+    body, is_error, _ = workers.invoke(function("fail"), {"why": "no such node"})
+
+    assert is_error
+    assert json.loads(body)["errorType"] == "ValueError"
+    assert json.loads(body)["errorMessage"] == "no such node"
+
+
+def test_a_worker_that_dies_is_an_exit_error_and_the_function_goes_on(
+    workers: LambdaWorkers,
+) -> None:
+    body, is_error, _ = workers.invoke(function("die", name="nodemedic-same"), {})
+    assert is_error and json.loads(body)["errorType"] == "Runtime.ExitError"
+
+    again = function("echo", name="nodemedic-same")
+    for _ in range(4):  # past the limit of three: a dead worker's place is given back
+        assert not workers.invoke(again, {})[1]

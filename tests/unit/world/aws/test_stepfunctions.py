@@ -1,0 +1,38 @@
+"""moto's Step Functions parse each JSONPath once and make each task's client once in the
+local world: each was in turn the execution threads' largest cost in a 1,500-node storm,
+and what they give must stay the same."""
+
+from __future__ import annotations
+
+from moto.stepfunctions.parser.asl.utils import json_path
+from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
+
+from world.aws.motopatch import JSONPATH_PARSE
+from world.aws.stepfunctions import clients_made_once, paths_parsed_once
+
+STATE = {"node": {"instance_id": "i-0a", "taints": [{"key": "a"}, {"key": "b"}]}}
+
+
+def test_a_path_is_parsed_once_and_finds_what_moto_s_own_parse_finds() -> None:
+    own = [json_path.extract_json(p, STATE) for p in ("$.node.instance_id", "$.node.taints[1]")]
+    # moto's own parse: a new one every time.
+    assert JSONPATH_PARSE.current()("$.node") is not JSONPATH_PARSE.current()("$.node")
+
+    with paths_parsed_once():
+        once = [
+            json_path.extract_json(p, STATE) for p in ("$.node.instance_id", "$.node.taints[1]")
+        ]
+        assert JSONPATH_PARSE.current()("$.node") is JSONPATH_PARSE.current()("$.node")
+
+    assert once == own == ["i-0a", {"key": "b"}]
+
+
+def test_a_tasks_client_is_made_once_per_service_and_region() -> None:
+    assert boto_client_for("us-east-1", "dynamodb") is not boto_client_for("us-east-1", "dynamodb")
+
+    with clients_made_once():
+        dynamodb = boto_client_for("us-east-1", "dynamodb")
+        assert boto_client_for("us-east-1", "dynamodb") is dynamodb
+        assert boto_client_for("us-west-2", "dynamodb") is not dynamodb
+        assert boto_client_for("us-east-1", "lambda") is not dynamodb
+        assert dynamodb.meta.region_name == "us-east-1"
