@@ -50,8 +50,7 @@ FAST: dict[str, Any] = {
 """Every wait loop of the state machine polls once a second and gives up within seconds; a
 fault's fleet window and a quarantine window last seconds, not minutes. The cluster's Nodes
 are those of the test running (each test's are deleted after it), so its quarantine share is
-all of them, and a window of seconds keeps one test's quarantines from counting against the
-next test's nodes."""
+all of them; the windows a test's decisions joined are emptied after it (``own_nodes``)."""
 NODE_GROUPS = (
     "trn1-dma",
     "p5-reboot",

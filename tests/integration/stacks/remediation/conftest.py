@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
+from nodemedic.contracts.ledger import QUARANTINE_SK_PREFIX
 from nodemedic.settings import ClusterSettings
 from stacks.pipeline import stack_name
 from stacks.synth import synth_template
@@ -105,9 +106,26 @@ def world(
 
 @pytest.fixture
 def own_nodes(world: World) -> Iterator[None]:
-    """The Nodes a test registered are gone after it (those its remediation left)."""
+    """The Nodes a test registered are gone after it (those its remediation left), and so
+    are the quarantine windows its decisions joined: the cluster's share is of the Nodes
+    there are, which are the next test's alone, and a window is the clock's, which the next
+    test may start in (its quarantines were refused, failing tests on the clock)."""
     before = set(world.nodes)
     yield
     for instance_id in set(world.nodes) - before:
         if world.node(instance_id) is not None:
             world.core.delete_node(world.nodes[instance_id])
+    for pipeline in world.pipelines.values():
+        _forget_quarantines(pipeline)
+
+
+def _forget_quarantines(pipeline: Pipeline) -> None:
+    pages = pipeline.dynamodb.get_paginator("scan").paginate(
+        TableName=pipeline.table,
+        FilterExpression="begins_with(sk, :window)",
+        ExpressionAttributeValues={":window": {"S": QUARANTINE_SK_PREFIX}},
+        ProjectionExpression="pk, sk",
+    )
+    for page in pages:
+        for key in page["Items"]:
+            pipeline.dynamodb.delete_item(TableName=pipeline.table, Key=key)

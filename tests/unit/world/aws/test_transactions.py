@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
+from tests.support.tables import create_ledger_table
 from world.aws.transactions import item_rollbacks
 
 TABLE = "ledger"
@@ -22,20 +23,10 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     def copied(self: Table, memo: Any) -> Table:
         raise AssertionError("the table was copied")
 
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws(), item_rollbacks():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        client = boto3.client("dynamodb")
+        create_ledger_table(TABLE)
         for n in range(300):
             client.put_item(TableName=TABLE, Item=key(f"node#{n}") | {"boots": {"N": "1"}})
         monkeypatch.setattr(Table, "__deepcopy__", copied, raising=False)
