@@ -76,10 +76,10 @@ class Worker:
         try:
             stdin.write(json.dumps(request) + "\n")
             stdin.flush()
-            line = stdout.readline()
-        except (BrokenPipeError, OSError, ValueError):
+            reply: dict[str, Any] = json.loads(stdout.readline())
+        except (OSError, ValueError):  # a broken pipe, or no whole reply: it is gone
+            self.process.kill()
             return None
-        reply: dict[str, Any] | None = json.loads(line) if line else None
         return reply
 
     def stop(self) -> None:
