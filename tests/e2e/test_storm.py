@@ -15,11 +15,12 @@ from nodemedic.remediate.breaker import windows
 from tests.support.e2e import group_instances, run_scenario, workers_running_again
 from world.kube.watch import NodeSeen
 from world.scenarios.kit import Result
-from world.scenarios.registry import SETTINGS
+from world.scenarios.registry import SETTINGS, WORLDS
 from world.world import World, demo_settings
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 WORLD_SETTINGS = demo_settings(**SETTINGS["storm"])
+WORLD_OPTIONS = WORLDS["storm"]
 LIMIT = 2  # max_parallel 2, and 20 % of 8 nodes rounds to 1 + 1
 FIRST = 2  # fleet_min_nodes 3: the first two sightings may be cordoned before the third
 

@@ -88,6 +88,7 @@ WORLDS: dict[str, dict[str, Any]] = {
     "reset": {"instance_type": RESETTABLE_TYPE},
     "hyperpod": {"hyperpod_recovery": hyperpod.RECOVERY},
     "karpenter": {"karpenter_nodes": karpenter.NODES},
+    "storm": {"lambda_processes": True},
     "reboot": {
         "types": rebootwalk.TYPES,
         "default_image": True,
@@ -101,4 +102,6 @@ one at a time; the HyperPod scenario's machines are its cluster's nodes, not the
 the Karpenter scenario's training workers run on nodes Karpenter launches for them; the
 reboot walk's first machines are a p5, a g6 and a trn1, whose agents find what the default
 image finds, and whose nodes join behind the deep check the chart runs at start; its one
-training worker moves to a free GPU node when its node drains (the trn1 has no GPU)."""
+training worker moves to a free GPU node when its node drains (the trn1 has no GPU); the
+storm's five lines are classified side by side, in Lambda worker processes, so that its
+fleet window's one mail finds them all (one at a time, the last came after it once)."""
