@@ -12,7 +12,8 @@ function's variables are an overlay seen by the invoking thread only (``ThreadEn
 other threads, moto's Step Functions tasks making their boto3 clients among them, must not
 see the process environment change under them (a variable removed while botocore copies
 the environment is a ``KeyError`` in an unrelated task). Invocations still run one at a
-time: Powertools keeps its log keys and metrics in module-level state.
+time: Powertools keeps its log keys and metrics in module-level state. A world that needs
+them side by side runs them in worker processes instead (``lambdaworkers.py``).
 
 What a handler prints goes to its function's log group, as Lambda sends standard output
 there: Powertools prints its metrics as Embedded Metric Format lines, which CloudWatch
