@@ -239,7 +239,7 @@ def json_line(text: str, max_chars: int) -> Any:
     the line holds more brackets than that (a health result holds a handful)."""
     if len(text) > max_chars:
         raise UnparsableLine(f"{len(text)} characters, more than {max_chars}")
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _nested_deeper(text, MAX_JSON_DEPTH):
         raise UnparsableLine(f"JSON nested more than {MAX_JSON_DEPTH} deep")
     try:
         return json.loads(text)
@@ -247,10 +247,11 @@ def json_line(text: str, max_chars: int) -> Any:
         raise UnparsableLine(f"not JSON: {exc}") from exc
 
 
-def _depth(text: str) -> int:
-    """How deep the brackets of ``text`` nest outside its JSON strings (one pass over the
-    brackets, quotes and backslashes only)."""
-    depth = deepest = 0
+def _nested_deeper(text: str, limit: int) -> bool:
+    """Whether the brackets of ``text`` nest deeper than ``limit`` outside its JSON strings
+    (one pass over the brackets, quotes and backslashes only, which ends at the first
+    bracket past the limit: a line of nothing but ``[`` costs ``limit`` steps, not 8,000)."""
+    depth = 0
     in_string = False
     escaped_at = -1
     for found in _JSON_SYNTAX.finditer(text):
@@ -265,7 +266,8 @@ def _depth(text: str) -> int:
             in_string = True
         elif char in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            if depth > limit:
+                return True
         elif char in "]}":
             depth -= 1
-    return deepest
+    return False

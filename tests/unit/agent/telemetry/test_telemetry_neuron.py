@@ -224,7 +224,10 @@ def test_an_existing_neuron_monitor_is_read_not_started_and_not_exported_twice()
         assert (again.reason, again.figures["increase"]) == ("HbmUncorrectable", 1)
         assert check.families() == [] and check.stream.starts == 0
     finally:
+        # Closed, not only stopped: a stopped server's socket still takes connections,
+        # which then wait out the scrape's timeout.
         exporter.server.shutdown()
+        exporter.server.server_close()
     runner = Runner([check])
     results, _ = runner.run(datetime.now(UTC))
     assert [(r.status, r.reason) for r in results] == [("skipped", "ToolMissing")]
