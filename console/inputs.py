@@ -15,12 +15,14 @@ no line at all is text is refused as binary data.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import re
 import sys
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -42,6 +44,26 @@ _NOT_CONTROL = bytes(sorted(set(range(256)) - set(_CONTROL_BYTES)))
 from a block says at C speed whether it may hold a control character at all (UTF-8 encodes
 every character below 0x80 as that byte alone), which a regex search costs a line's
 classification to say. Only a block with some left (a CRLF file) is searched."""
+
+
+YOUNG_OBJECTS = 100_000
+"""Objects made and not yet freed that set off a collection while a stream is judged
+(Python's default: 700)."""
+
+
+@contextmanager
+def few_collections() -> Iterator[None]:
+    """The cyclic collector run less often while lines stream by. A chunk's lines, findings
+    and matches live until the chunk is told, so at the default threshold each is walked by
+    two or three collections that free nothing (refcounting frees them): 6.6 % of what a
+    fault-dense line costs (callgrind). Memory stays bounded: a collection still comes every
+    ``YOUNG_OBJECTS`` objects."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(YOUNG_OBJECTS, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
 
 
 class InputError(Exception):

@@ -40,7 +40,7 @@ from console.findings import (
     Verdict,
     kernel_findings,
 )
-from console.inputs import InputError, LogFile
+from console.inputs import InputError, LogFile, few_collections
 from nodemedic.catalog import Catalog, CatalogError, load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.dumps import FORMATS, DumpFormat, dump_format
@@ -207,7 +207,7 @@ def _skipped(skipped: dict[str, int]) -> str:
 def judge(path: str, classifier: Classifier, expected: Devices | None, report: _Report) -> Judged:
     """One input's format, length and faults, each fault told to ``report`` as it is
     found; raises InputError for a file in none of the formats."""
-    with LogFile(path) as log:
+    with LogFile(path) as log, few_collections():
         dump = dump_format(log.head())
         report.start(path, dump.name if dump else KERNEL_LOG)
         tally = Tally()
