@@ -110,16 +110,25 @@ def deep_check_verdict(
     ``not_its_boot``; ``refused`` says why not). Every pass is noted in the record first,
     admitted or not: a hold that comes later reads it there. Failed labels it ``Failed``;
     its replacement is the decision's normal path. ``changed`` False: labels, taints and
-    cordon are as they were; ``uncordoned``: the hold's cordon was lifted."""
+    cordon are as they were; ``uncordoned``: the hold's cordon was lifted; ``kept_cordon``:
+    the node was admitted but the hold's cordon stays (no ``release_hold``). A pass asked
+    again with ``release_hold`` lifts that cordon then: the node it admitted is ``Passed``,
+    out of the health-check taint, still held."""
     hold = record_pass(ledger, instance_id, at, key_boot_id) if passed else Noted(None, None)
     node = find_node(core, instance_id)
     if node is None:
-        return {"node": None, "changed": False, "uncordoned": False, "refused": None}
-    changed = lifted_cordon = False
+        return {
+            "node": None,
+            "changed": False,
+            "uncordoned": False,
+            "kept_cordon": False,
+            "refused": None,
+        }
+    changed = lifted_cordon = kept_cordon = False
     refused: str | None = None
 
     def change(now: Any) -> dict[str, Any]:
-        nonlocal changed, lifted_cordon, refused
+        nonlocal changed, lifted_cordon, kept_cordon, refused
         keys = {t.key for t in now.spec.taints or []}
         if not passed:
             changed = True
@@ -128,11 +137,19 @@ def deep_check_verdict(
         if fresh and hold.at is not None:
             refused = not_its_boot(key_boot_id, hold.boot, boot_id_of(now))
         admissible = fresh and refused is None
-        changed = admissible and DEEP_CHECK_TAINT_KEY in keys and TAINT_KEY not in keys
+        held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
+        waiting = DEEP_CHECK_TAINT_KEY in keys
+        admitted_held = (
+            not waiting
+            and held
+            and release_hold
+            and (now.metadata.labels or {}).get(DEEP_CHECK_LABEL) == "Passed"
+        )
+        changed = admissible and TAINT_KEY not in keys and (waiting or admitted_held)
         if not changed:
             return {"metadata": {}}
-        held = DEEP_CHECK_HELD_ANNOTATION in (now.metadata.annotations or {})
         released_hold = release_hold and held
+        kept_cordon = held and not released_hold
         kept = taints_without(core, now, DEEP_CHECK_TAINT_KEY)
         lifted, released = uncordoned(now) if released_hold else ({}, {})
         lifted_cordon = bool(released)
@@ -157,6 +174,7 @@ def deep_check_verdict(
         "node": node.metadata.name,
         "changed": changed,
         "uncordoned": lifted_cordon,
+        "kept_cordon": kept_cordon,
         "refused": refused,
     }
 

@@ -96,6 +96,7 @@ NODE_GROUPS = (
     "p5-gate-passed",
     "p5-gate-early",
     "p5-gate-late",
+    "p5-gate-between",
     "p5-gate-failed",
     "p5-gate-overdue",
     "p5-ungated",

@@ -28,7 +28,7 @@ from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import lock_key
 
 VERDICT: Final = "$.deep_check"
-"""The kube ``deep_check`` op's answer: ``{node, changed, uncordoned}``."""
+"""The kube ``deep_check`` op's answer: ``{node, changed, uncordoned, kept_cordon, refused}``."""
 HOLD: Final = "$.hold"
 """``{release}``: whether a pass may lift the cordon a reboot left for it."""
 LOCK: Final = "$.checked_lock"
@@ -39,20 +39,21 @@ ADMISSION_RETRIES: Final = 5
 """Retries of a pass's admission, ``poll_seconds`` apart then twice as long each time."""
 
 
-def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
+def _released(flow: Flow, *, then: sfn.IChainable, again: str = "") -> sfn.IChainable:
     """A pass lifts the post-reboot cordon only while no remediation holds the node's lock:
     a fault found since, on its way to the cordon, must not see its node given back. Any
     lock item counts, a parked or expired one too, and so does a read that failed. Except
     a lock whose reboot is giving the node back (``ledger.GIVING_BACK_AT``): no flag lands
     on it any more, so nothing will stop that give-back, and the pass may be the very check
-    it holds the node for (arriving between the hold and the lock's release)."""
+    it holds the node for (arriving between the hold and the lock's release). ``again``
+    names the states of a second read apart."""
     s = flow.scope
-    keep = flow.put("Keep cordon", HOLD, release=False)
+    keep = flow.put(f"Keep cordon{again}", HOLD, release=False)
     keep.next(then)
-    read = flow.read("Read checked node's lock", lock_key(), LOCK, guard=False)
+    read = flow.read(f"Read checked node's lock{again}", lock_key(), LOCK, guard=False)
     read.add_catch(keep, result_path=sfn.JsonPath.DISCARD)
     read.next(
-        sfn.Choice(s, "Under remediation?")
+        sfn.Choice(s, f"Under remediation?{again}")
         .when(
             sfn.Condition.and_(
                 sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"),
@@ -60,7 +61,7 @@ def _released(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
             ),
             keep,
         )
-        .otherwise(flow.put("Release hold", HOLD, release=True).next(then))
+        .otherwise(flow.put(f"Release hold{again}", HOLD, release=True).next(then))
     )
     return read
 
@@ -105,16 +106,37 @@ def verdict(flow: Flow, *, then: sfn.IChainable) -> sfn.IChainable:
     # A pass comes once: an admission given up leaves a healthy node out until a person
     # looks, so it rides out an API server's outage of minutes (about 8 at the default
     # poll_seconds: 15 s, 30 s ... 240 s).
-    admit = label(
-        "Admit checked node",
-        "Passed",
-        retries=ADMISSION_RETRIES,
-        release_hold=sfn.JsonPath.string_at(f"{HOLD}.release"),
-        key_boot_id=sfn.JsonPath.string_at(f"{KEY_BOOT}.boot"),
+    def admission(id: str) -> sfn.TaskStateBase:
+        return label(
+            id,
+            "Passed",
+            retries=ADMISSION_RETRIES,
+            release_hold=sfn.JsonPath.string_at(f"{HOLD}.release"),
+            key_boot_id=sfn.JsonPath.string_at(f"{KEY_BOOT}.boot"),
+        )
+
+    admit, lift = admission("Admit checked node"), admission("Lift hold cordon")
+    # The node stays behind its taint (or its cordon): the failed execution is what people see.
+    given_up = sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed")
+    admitted = sfn.Succeed(s, "Admitted", comment="the deep check passed", output_path=VERDICT)
+    for task in (admit, lift):
+        task.add_catch(given_up)
+    lift.next(admitted)
+    # The lock was read before the admission. On a busy cluster a reboot may have held the
+    # node in between (the lock then without its give-back, read as a remediation's): the
+    # pass admitted it but kept that hold's cordon, and no other pass comes to lift it. The
+    # hold noted its give-back on the lock first, so a read now tells the two apart.
+    admit.next(
+        sfn.Choice(s, "Hold's cordon kept?")
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.is_present(f"{VERDICT}.kept_cordon"),
+                sfn.Condition.boolean_equals(f"{VERDICT}.kept_cordon", True),
+            ),
+            _released(flow, then=lift, again=" again"),
+        )
+        .otherwise(admitted)
     )
-    # The node stays behind its taint: the failed execution is what people see.
-    admit.add_catch(sfn.Fail(s, "Admission failed", error="DeepCheckAdmissionFailed"))
-    admit.next(sfn.Succeed(s, "Admitted", comment="the deep check passed", output_path=VERDICT))
     failed = label("Label deep check failed", "Failed")
     # The label only tells people; a node that failed its check is replaced without it.
     failed.add_catch(then, result_path=sfn.JsonPath.DISCARD)

@@ -77,6 +77,7 @@ def test_a_pass_takes_the_health_check_taint_off_and_labels_the_node_schedulable
         "node": node.name,
         "changed": True,
         "uncordoned": False,
+        "kept_cordon": False,
         "refused": None,
     }
 
@@ -106,6 +107,7 @@ def test_a_pass_leaves_a_node_not_waiting_for_it_as_it_is(
         "node": node.name,
         "changed": False,
         "uncordoned": False,
+        "kept_cordon": False,
         "refused": None,
     }
 
@@ -221,6 +223,47 @@ def test_a_pass_time_the_node_writes_on_itself_does_not_spare_it_its_check(
     assert seen.metadata.labels[DEEP_CHECK_LABEL] == "InProgress"
 
 
+def test_a_pass_admitted_under_a_lock_keeps_the_hold_s_cordon_until_asked_with_release(
+    invoke: Invoke, node: Node, core: client.CoreV1Api
+) -> None:
+    """The pass's execution may read the node's lock before the reboot noted its give-back,
+    and admit the node after the reboot held it: the admission keeps the hold's cordon and
+    says so. The same pass asked again with ``release_hold`` lifts that cordon alone."""
+    _rebooting(core, node)
+    assert invoke(_hold(node, _at(-30)))["held"] is True
+
+    kept = invoke(_verdict(node, "Passed"))
+
+    assert kept == {
+        "node": node.name,
+        "changed": True,
+        "uncordoned": False,
+        "kept_cordon": True,
+        "refused": None,
+    }
+    seen = core.read_node(node.name)
+    assert seen.spec.unschedulable
+    assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+    assert invoke(_verdict(node, "Passed"))["changed"] is False
+    assert core.read_node(node.name).spec.unschedulable
+
+    lifted = invoke(_verdict(node, "Passed") | {"release_hold": True})
+
+    assert lifted == {
+        "node": node.name,
+        "changed": True,
+        "uncordoned": True,
+        "kept_cordon": False,
+        "refused": None,
+    }
+    seen = core.read_node(node.name)
+    assert not seen.spec.unschedulable
+    assert DEEP_CHECK_HELD_ANNOTATION not in (seen.metadata.annotations or {})
+    assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
+    assert seen.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+
+
 def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
     invoke: Invoke, node: Node, core: client.CoreV1Api
 ) -> None:
@@ -230,7 +273,13 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     stale = invoke(_verdict(node, "Passed", at=_at(-86_400)) | {"release_hold": True})
 
-    assert stale == {"node": node.name, "changed": False, "uncordoned": False, "refused": None}
+    assert stale == {
+        "node": node.name,
+        "changed": False,
+        "uncordoned": False,
+        "kept_cordon": False,
+        "refused": None,
+    }
     seen = core.read_node(node.name)
     assert seen.spec.unschedulable
     assert DEEP_CHECK_TAINT_KEY in [t.key for t in seen.spec.taints]
@@ -238,7 +287,13 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     fresh = invoke(_verdict(node, "Passed") | {"release_hold": True})
 
-    assert fresh == {"node": node.name, "changed": True, "uncordoned": True, "refused": None}
+    assert fresh == {
+        "node": node.name,
+        "changed": True,
+        "uncordoned": True,
+        "kept_cordon": False,
+        "refused": None,
+    }
     assert not core.read_node(node.name).spec.unschedulable
 
 
@@ -273,7 +328,13 @@ def test_a_pass_signed_by_the_boot_before_the_reboot_does_not_admit_the_held_nod
 
     current = invoke(_verdict(node, "Passed") | admit | {"key_boot_id": booted})
 
-    assert current == {"node": node.name, "changed": True, "uncordoned": True, "refused": None}
+    assert current == {
+        "node": node.name,
+        "changed": True,
+        "uncordoned": True,
+        "kept_cordon": False,
+        "refused": None,
+    }
     assert not core.read_node(node.name).spec.unschedulable
 
 

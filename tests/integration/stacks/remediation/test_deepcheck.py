@@ -59,6 +59,7 @@ def test_a_failed_deep_check_replaces_the_node_and_an_unsigned_one_does_not(
         "node": world.nodes[sick],
         "changed": True,
         "uncordoned": False,
+        "kept_cordon": False,
         "refused": None,
     }
     assert world.node(sick) is None

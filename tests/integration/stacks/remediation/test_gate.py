@@ -5,6 +5,7 @@ and told once, and ``post_reboot_deep_check: false`` gives a rebooted node back 
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from moto.sns.models import Topic
 from lambdas.kube import gate
 from nodemedic.contracts.kube import (
     AWAITING_DEEP_CHECK_OUTCOME,
+    DEEP_CHECK_HELD_ANNOTATION,
     DEEP_CHECK_LABEL,
     DEEP_CHECK_TAINT_KEY,
     DEEP_CHECK_UNCHECKED,
@@ -27,7 +29,7 @@ from nodemedic.settings import ClusterSettings
 from tests.support.flow import GPU, World, asg_instance, our_taints, ship_verdict
 from tests.support.kube import wait_for
 from tests.support.remediation import ACTING, UNGATED, Pipeline, decision
-from world.aws.motopatch import REBOOT_INSTANCES
+from world.aws.motopatch import INVOKE_LAMBDA, REBOOT_INSTANCES
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -203,6 +205,59 @@ def test_a_pass_in_while_the_reboot_still_holds_the_lock_lifts_the_cordon(
     assert not back.spec.unschedulable
     assert not _checking(back) and our_taints(back) == []
     assert back.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+
+
+def test_a_pass_that_read_the_lock_before_the_give_back_and_came_after_the_hold_lifts_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy cluster the pass's execution can read the node's lock while the reboot's
+    watch still settles (no give-back noted: the cordon must stay) and admit the node only
+    after the reboot held it. That pass is the check the hold waits for, and no other comes:
+    it must not leave the node cordoned for good."""
+    gpu, _, _ = world.group("p5-gate-between", 3, **GPU)
+    pipeline = world.pipelines["demo"]
+    reboot, invoke = REBOOT_INSTANCES.current(), INVOKE_LAMBDA.current()
+    booted = _boot(world, gpu)
+    delayed: list[str] = []
+
+    def held() -> bool:
+        node = world.node(gpu)
+        return node is not None and DEEP_CHECK_HELD_ANNOTATION in (node.metadata.annotations or {})
+
+    def lock_read() -> bool:
+        executions = pipeline.executions(gpu)
+        return len(executions) > 1 and bool(pipeline.outputs(executions[1], "Keep cordon"))
+
+    def reboot_then_pass(self: Any, instance_ids: list[str]) -> Any:
+        answer = reboot(self, instance_ids)
+        wait_for(lambda: _boot(world, gpu) != booted, what="the new boot")
+        time.sleep(1.05 - time.time() % 1)
+        ship_verdict(world, gpu, "ok", "Passed", signed=True)
+        wait_for(lock_read, what="the pass's read of the reboot's lock")
+        return answer
+
+    def admission_after_the_hold(self: Any, event: Any = None) -> Any:
+        payload = json.loads(event) if isinstance(event, (str, bytes)) else event
+        if isinstance(payload, dict) and payload.get("op") == "deep_check" and not delayed:
+            delayed.append(str(payload.get("instance_id")))
+            wait_for(held, what="the reboot's hold")
+        return invoke(self, event)
+
+    monkeypatch.setattr(REBOOT_INSTANCES.cls(), REBOOT_INSTANCES.name, reboot_then_pass)
+    monkeypatch.setattr(INVOKE_LAMBDA.cls(), INVOKE_LAMBDA.name, admission_after_the_hold)
+
+    _, outcome = _rebooted(world, "demo", gpu)
+
+    assert outcome == AWAITING_DEEP_CHECK_OUTCOME
+    assert delayed == [gpu]
+    assert pipeline.finish(pipeline.executions(gpu)[1])["status"] == "SUCCEEDED"
+    back = world.node(gpu)
+    assert back is not None
+    assert not back.spec.unschedulable
+    assert not _checking(back) and our_taints(back) == []
+    assert back.metadata.labels[DEEP_CHECK_LABEL] == "Passed"
+    assert back.metadata.labels[HEALTH_LABEL] == SCHEDULABLE
+    assert DEEP_CHECK_HELD_ANNOTATION not in (back.metadata.annotations or {})
 
 
 def test_a_rebooted_node_whose_post_repair_deep_check_fails_is_replaced(world: World) -> None:
