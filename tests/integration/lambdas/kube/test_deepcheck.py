@@ -59,6 +59,19 @@ def _at(seconds_from_now: float = 0) -> str:
     ).isoformat()
 
 
+def _answer(
+    node: Node, *, changed: bool, uncordoned: bool = False, kept_cordon: bool = False
+) -> dict[str, object]:
+    """The op's answer on ``node`` to a verdict it did not refuse."""
+    return {
+        "node": node.name,
+        "changed": changed,
+        "uncordoned": uncordoned,
+        "kept_cordon": kept_cordon,
+        "refused": None,
+    }
+
+
 def _verdict(node: Node, verdict: str, at: str | None = None) -> dict[str, object]:
     return {
         "op": "deep_check",
@@ -73,13 +86,7 @@ def test_a_pass_takes_the_health_check_taint_off_and_labels_the_node_schedulable
 ) -> None:
     _registered(core, node, CHECKING, USER_TAINT)
 
-    assert invoke(_verdict(node, "Passed")) == {
-        "node": node.name,
-        "changed": True,
-        "uncordoned": False,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert invoke(_verdict(node, "Passed")) == _answer(node, changed=True)
 
     seen = core.read_node(node.name)
     assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
@@ -103,13 +110,7 @@ def test_a_pass_leaves_a_node_not_waiting_for_it_as_it_is(
     core.patch_node(node.name, {"spec": {"unschedulable": True}})
     before = core.read_node(node.name)
 
-    assert invoke(_verdict(node, "Passed")) == {
-        "node": node.name,
-        "changed": False,
-        "uncordoned": False,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert invoke(_verdict(node, "Passed")) == _answer(node, changed=False)
 
     seen = core.read_node(node.name)
     assert seen.spec.taints == before.spec.taints and seen.spec.unschedulable is True
@@ -234,13 +235,7 @@ def test_a_pass_admitted_under_a_lock_keeps_the_hold_s_cordon_until_asked_with_r
 
     kept = invoke(_verdict(node, "Passed"))
 
-    assert kept == {
-        "node": node.name,
-        "changed": True,
-        "uncordoned": False,
-        "kept_cordon": True,
-        "refused": None,
-    }
+    assert kept == _answer(node, changed=True, kept_cordon=True)
     seen = core.read_node(node.name)
     assert seen.spec.unschedulable
     assert [t.key for t in seen.spec.taints] == ["nvidia.com/gpu"]
@@ -250,13 +245,7 @@ def test_a_pass_admitted_under_a_lock_keeps_the_hold_s_cordon_until_asked_with_r
 
     lifted = invoke(_verdict(node, "Passed") | {"release_hold": True})
 
-    assert lifted == {
-        "node": node.name,
-        "changed": True,
-        "uncordoned": True,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert lifted == _answer(node, changed=True, uncordoned=True)
     seen = core.read_node(node.name)
     assert not seen.spec.unschedulable
     assert DEEP_CHECK_HELD_ANNOTATION not in (seen.metadata.annotations or {})
@@ -273,13 +262,7 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     stale = invoke(_verdict(node, "Passed", at=_at(-86_400)) | {"release_hold": True})
 
-    assert stale == {
-        "node": node.name,
-        "changed": False,
-        "uncordoned": False,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert stale == _answer(node, changed=False)
     seen = core.read_node(node.name)
     assert seen.spec.unschedulable
     assert DEEP_CHECK_TAINT_KEY in [t.key for t in seen.spec.taints]
@@ -287,13 +270,7 @@ def test_a_pass_logged_before_the_hold_began_does_not_admit_the_held_node(
 
     fresh = invoke(_verdict(node, "Passed") | {"release_hold": True})
 
-    assert fresh == {
-        "node": node.name,
-        "changed": True,
-        "uncordoned": True,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert fresh == _answer(node, changed=True, uncordoned=True)
     assert not core.read_node(node.name).spec.unschedulable
 
 
@@ -328,13 +305,7 @@ def test_a_pass_signed_by_the_boot_before_the_reboot_does_not_admit_the_held_nod
 
     current = invoke(_verdict(node, "Passed") | admit | {"key_boot_id": booted})
 
-    assert current == {
-        "node": node.name,
-        "changed": True,
-        "uncordoned": True,
-        "kept_cordon": False,
-        "refused": None,
-    }
+    assert current == _answer(node, changed=True, uncordoned=True)
     assert not core.read_node(node.name).spec.unschedulable
 
 
