@@ -55,6 +55,9 @@ post-reboot check off: ``world.demo_settings``)."""
 STEPS = ("cordoned", "drained", "rebooted", "ready", "verdict", "uncordoned")
 GIVEN_BACK = ("Passed", DEEP_CHECK_UNCHECKED)
 """The deep check label of a node back in service: passed, or given back unchecked."""
+RECONCILE_EVERY = 10.0
+"""Seconds between the reconcile's ticks once ``deep_check_timeout`` ran out (on AWS its
+schedule's ``parking.RECONCILE_SECONDS``)."""
 RECONCILE_GRACE = 60.0
 """How long the reconcile started once ``deep_check_timeout`` ran out may take to give the
 node back (seconds on a busy machine)."""
@@ -183,19 +186,20 @@ def _walk(life: Lifecycle, machine: Machine, instance_type: str, fault: Fault) -
 
 def _back_in_service(life: Lifecycle, walk: Walk) -> None:
     """Wait for the node to be uncordoned: by its pass, else, once ``deep_check_timeout``
-    ran out since it came back, by the reconcile's next tick (started here as its schedule
-    would start it)."""
+    ran out since it came back, by the reconcile's ticks (started here as its schedule
+    would start them, every ``RECONCILE_EVERY``: the hold began a few seconds after the
+    node came back, and the reconcile counts the wait from the hold)."""
     world, instance_id = life.world, walk.run.machine.instance_id
     timeout = float(world.settings.deep_check_timeout)
     ready = walk.at["ready"]
-    ticked = False
+    tick_at = ready + timeout
 
     def back() -> float | None:
-        nonlocal ticked
+        nonlocal tick_at
         at = life.schedulable_at(instance_id, ready)
-        if at is None and not ticked and time.time() > ready + timeout:
-            ticked = True
+        if at is None and time.time() > tick_at:
             life.run_as_rule(RECONCILE)
+            tick_at = time.time() + RECONCILE_EVERY
         return at
 
     uncordoned = life.wait(
