@@ -61,6 +61,8 @@ NODECLASS_PLURAL = "kwoknodeclasses"
 KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
 """The label (``fake``) the KWOK provider puts on the Nodes it creates."""
 NODEPOOL_PLURAL = "nodepools"
+TERMINATION_GRACE = "10s"
+"""The NodePool's bound on a deleted NodeClaim's drain (``_create_nodepool``)."""
 Joined = Callable[[client.V1Node], None]
 """``joined(node)``: a Node the provider created is Ready and its pods run (its kubelet
 adopted it)."""
@@ -124,9 +126,11 @@ def karpenter(
             nodes.start()
             yield Karpenter(nodepool, workdir / f"{BINARY}.log")
         finally:
+            # The NodePool first: while it lives, Karpenter launches a NodeClaim for each
+            # pod of a node being released, and the release chases them to its deadline.
+            _delete_quietly(custom, KARPENTER_GROUP, NODECLAIM_VERSION, NODEPOOL_PLURAL, nodepool)
             if processes and processes[0].poll() is None:
                 _release(custom, nodepool, time.monotonic() + timeout)
-            _delete_quietly(custom, KARPENTER_GROUP, NODECLAIM_VERSION, NODEPOOL_PLURAL, nodepool)
             stop(processes)
             nodes.stop()
             _delete_quietly(custom, NODECLASS_GROUP, NODECLASS_VERSION, NODECLASS_PLURAL, nodepool)
@@ -242,6 +246,12 @@ def _create_nodepool(custom: client.CustomObjectsApi, name: str, nodeclass: str)
                             }
                         ],
                         "expireAfter": "Never",
+                        # A deleted NodeClaim's drain gives up on PodDisruptionBudgets after
+                        # this: the world's teardown deletes every NodeClaim at once, and
+                        # the training job's budget would keep the last one for good.
+                        # nodemedic drains before it deletes a NodeClaim, so its own
+                        # replacements never meet the bound.
+                        "terminationGracePeriod": TERMINATION_GRACE,
                     }
                 },
                 "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
@@ -262,7 +272,7 @@ def _release(custom: client.CustomObjectsApi, nodepool: str, deadline: float) ->
         )
         return [c["metadata"]["name"] for c in listed["items"]]
 
-    # Again each pass: Karpenter launches for the pods of a node it drains, until they go.
+    # Again each pass: a NodeClaim Karpenter was launching as its NodePool went may appear.
     while (left := claims()) and time.monotonic() < deadline:
         for name in left:
             _delete_quietly(custom, KARPENTER_GROUP, NODECLAIM_VERSION, NODECLAIM_PLURAL, name)
