@@ -25,10 +25,11 @@ from typing import Any
 
 import yaml
 
-from bench.recall import SETS, columns, load_lines, recall, recall_table, wrong
+from bench.recall import NEURON, SETS, Judge, columns, load_lines, recall, recall_table, wrong
 from nodemedic.catalog import Action, Catalog, load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import message_of
+from nodemedic.jobs import hardware
 
 CORPUS = Path(__file__).parent / "corpus"
 EXPECTATIONS = ("none", "notify", "reboot", "replace", "act")
@@ -77,6 +78,13 @@ def verdict(classifier: Classifier, text: str) -> Action | str:
         if fault is not None and _STRENGTH[fault.action] > _STRENGTH[best]:
             best = fault.action
     return best
+
+
+def job_verdict(text: str) -> str:
+    """What the job monitor's Neuron runtime rules make of a job's lines: the strongest
+    rule's action (``notify`` or ``deep-check``), ``none`` if no rule matches."""
+    found = hardware.strongest((0.0, line) for line in text.splitlines())
+    return "none" if found is None else found.rule.action
 
 
 def matches(expect: str, action: str) -> bool:
@@ -189,8 +197,10 @@ def main() -> None:
     if args.misses:
         print("\nfamily    peer                              expect  action")
         print("\n".join(misses(entries, catalog)))
-    judge = partial(verdict, Classifier(catalog))
-    for path in SETS:
+    judges: list[tuple[Path, Judge]] = [
+        (path, partial(verdict, Classifier(catalog))) for path in SETS
+    ]
+    for path, judge in [*judges, (NEURON, job_verdict)]:
         lines = load_lines(path)
         print(f"\nrecall on bench/heldout/{path.name}, by the split of each line's source")
         print(recall_table(recall(lines, judge)))

@@ -22,7 +22,13 @@ FRESH = HELDOUT.with_name("fresh.yaml")
 """A second set, gathered after the rules of the first were written, from sources neither
 the first set, the rules' examples nor the peer corpora came from; each line keeps the head
 its tool wrote (README.md beside it)."""
-SETS = (HELDOUT, FRESH)
+THIRD = HELDOUT.with_name("third.yaml")
+"""A third set, gathered after the fresh set's rules, from sources none of the others used."""
+SETS = (HELDOUT, FRESH, THIRD)
+"""The kernel lines' sets, judged by the catalog."""
+NEURON = HELDOUT.with_name("neuron.yaml")
+"""Neuron runtime lines of jobs' own output, judged by the job monitor's rules
+(``nodemedic.jobs.hardware``), whose strongest action is a deep check."""
 SPLITS = ("written", "held-out")
 EXPECTATIONS = ("none", "notify", "act")
 """``none``: healthy, or the detail of a line judged elsewhere; ``notify``: needs at least a
@@ -61,7 +67,8 @@ class Recall:
     detected: int = 0
     healthy: int = 0
     notified: int = 0
-    """Healthy lines that get a notification: noise, though no harm to the node."""
+    """Healthy lines that get a notification (or, from a job's output, a deep check): noise,
+    though no harm to the node."""
     false_actions: int = 0
 
     @property
@@ -86,7 +93,7 @@ def recall(lines: Iterable[Line], judge: Judge) -> dict[tuple[str, str], Recall]
             score = scores.setdefault(key, Recall())
             if line.expect == "none":
                 score.healthy += 1
-                score.notified += action == "notify"
+                score.notified += action not in ("none", "reboot", "replace")
                 score.false_actions += wrong(line, action)
             else:
                 score.needing += 1

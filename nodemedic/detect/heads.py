@@ -63,13 +63,17 @@ _ZONE = r"(?:UTC|[A-Z]{1,4}T)"
 first (``EDAC``)."""
 _ISO = rf"\d{{4}}-\d\d-\d\d[T ]{_CLOCK}(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 
-_TAG = rf"(?:{_HOST} )?kernel(?:: | - - (?:-|\[[^\]]*\]) )"
+_TAG = rf"(?:{_HOST} )?kernel(?::(?: |(?=\[ *\d))| - - (?:-|\[[^\]]*\]) )"
 """The syslog tag, with the host before it or not; in RFC 5424's form, the app name and
-the nil process id, message id and structured data (or one element of it)."""
+the nil process id, message id and structured data (or one element of it). syslogd's wall
+message and some relays write dmesg's stamp right after the tag (``kernel:[ 12.345678]``)."""
+
+_RELAY = r"[\w.-]++ [\w.-]++\[\d++\]: (?:\w++: )?(?=\[ *\d+\.\d+\])"
+"""A host and a program's syslog tag (and a word of its own) before dmesg's stamp."""
 
 _SLOTS = (
-    # Indentation of a pasted log.
-    r"[ \t]+",
+    # Indentation of a pasted log, or grep -n's line number before a syslog line.
+    rf"[ \t]++|\d++:(?={_MONTH_DAY} )",
     # dmesg -r's <priority> (RFC 5424's, with its version), and a /dev/kmsg record's head.
     r"<(?P<pri>\d{1,3})>(?:1 )?",
     KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
@@ -82,8 +86,11 @@ _SLOTS = (
     # format with its zone's name), ctime (OpenWrt's logread), or a serial console
     # capture's time since it began and the milliseconds since its line before
     # ("00h 02m 10.478s( 227ms): "): the capture's clock, not the node's, so no group keeps
-    # it; dmesg's stamp after it times the line.
-    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) "
+    # it; dmesg's stamp after it times the line. After syslog's time, a host and a program
+    # that relays a serial console under its own tag may come before dmesg's stamp
+    # ("pi run.sh[75]: UART: "): tried there only, as a bare message's first words would
+    # cost every line the try.
+    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) (?:{_RELAY})?"
     rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
     rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) "
     r"|\d\d+h \d\dm \d\d\.\d{3}s\( *\d+ms\): ",
@@ -93,8 +100,9 @@ _SLOTS = (
     # A serial console's or hypervisor's name before dmesg's stamp.
     r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
-    # -T's ctime, -H's relative seconds and minute, or a stamp elided by hand.
-    r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+\.\d+"
+    # -T's ctime, -H's relative seconds (a decimal comma in some locales) and minute, or a
+    # stamp elided by hand.
+    r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
@@ -156,6 +164,7 @@ FORMS = (
     Form("dmesg -r", "<4>[ 3947.590120] ", "util-linux dmesg(1) --raw"),
     Form("dmesg -d", "[ 3947.590120 <    0.000041>] ", "util-linux dmesg(1) --show-delta"),
     Form("dmesg -H", "[  +0.000041] ", "util-linux dmesg(1) --human (relative stamps)"),
+    Form("dmesg -H, decimal comma", "[  +0,000002] ", "util-linux dmesg(1) --human, LC_NUMERIC"),
     Form("dmesg -H minute", "[Nov22 18:30] ", "util-linux dmesg(1) --human (first of a minute)"),
     Form("dmesg -T", "[Fri Aug 30 11:43:09 2024] ", "leptonai/gpud PR #46, xid/README.md"),
     Form(
@@ -187,6 +196,11 @@ FORMS = (
         "a cloud-hypervisor guest's serial console as pasted (issue 35's field lines)",
     ),
     Form(
+        "console relayed by a program",
+        "Feb 16 11:00:22 raspberrypi run1.sh[75558]: UART: [57316.105141] ",
+        "chipsalliance/caliptra-sw issue #1392 (a script relaying a serial console to syslog)",
+    ),
+    Form(
         "serial console capture",
         "00h 02m 10.478s( 227ms): [  131.898167] ",
         "amzn/amzn-drivers issue #162 (a guest's console as captured; the thread names no tool)",
@@ -201,6 +215,16 @@ FORMS = (
         "syslog with a dmesg stamp",
         "Nov 22 18:30:01 ip-10-0-1-23 kernel: [ 3947.590120] ",
         "kubernetes/node-problem-detector config/kernel-monitor-filelog.json",
+    ),
+    Form(
+        "syslog, stamp after the tag",
+        "2022-11-04T14:09:31 server kernel:[75215.928881] ",
+        "raspberrypi/linux issue #5239; syslogd's wall message (chia-plotter issue #535)",
+    ),
+    Form(
+        "grep -n of syslog",
+        "1261929:Apr 13 18:52:32 ifserv kernel: ",
+        "OpenMandrivaAssociation/distribution issue #1163 (a grep -n of a syslog file)",
     ),
     Form(
         "syslog without host",

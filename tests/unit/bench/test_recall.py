@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.detection import load_corpus, verdict
-from bench.recall import FRESH, HELDOUT, SETS, Line, load_lines, recall, wrong
+from bench.detection import job_verdict, load_corpus, verdict
+from bench.recall import FRESH, HELDOUT, NEURON, SETS, THIRD, Line, load_lines, recall, wrong
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import message_of
@@ -18,6 +18,9 @@ from tests.support.paths import ROOT
 
 LINES = load_lines()
 FRESH_LINES = load_lines(FRESH)
+THIRD_LINES = load_lines(THIRD)
+NEURON_LINES = load_lines(NEURON)
+EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(verdict, Classifier(load_catalog()))
 _SKIP = {"node_modules", "cdk.out", "__pycache__"}
 
@@ -49,19 +52,19 @@ def _texts(line: Line) -> list[str]:
     return [text for text in texts if text]
 
 
-@pytest.mark.parametrize("path", SETS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", EVERY_SET, ids=lambda path: path.name)
 def test_no_held_out_line_appears_anywhere_else_in_the_repository(path: Path) -> None:
-    """A held-out line that a rule's example, a test, a peer corpus or the other set already
+    """A held-out line that a rule's example, a test, a peer corpus or another set already
     holds was seen when the rules were written: it would measure memory, not
     generalisation."""
-    others = "\n".join(other.read_text(encoding="utf-8") for other in SETS if other != path)
+    others = "\n".join(other.read_text(encoding="utf-8") for other in EVERY_SET if other != path)
     text = _repository_text() + "\n" + others
     held_out = [line for line in load_lines(path) if line.split == "held-out"]
     seen = [part for line in held_out for part in _texts(line) if part in text]
     assert held_out and seen == []
 
 
-@pytest.mark.parametrize("path", SETS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", EVERY_SET, ids=lambda path: path.name)
 def test_no_held_out_line_is_a_peer_corpus_line(path: Path) -> None:
     corpus = {entry.line for entry in load_corpus()}
     held_out = [line for line in load_lines(path) if line.split == "held-out"]
@@ -78,7 +81,16 @@ def test_the_fresh_set_comes_from_sources_the_first_set_never_used() -> None:
     assert len(needing) >= 40 and len(FRESH_LINES) - len(needing) >= 15
 
 
-HEALTHY = [ln for ln in LINES + FRESH_LINES if ln.expect == "none"]
+def test_the_third_set_comes_from_sources_neither_set_before_it_used() -> None:
+    """Gathered after the fresh set's rules were written, from threads, posts and documents
+    neither earlier set came from, with enough lines of each kind to give a figure."""
+    earlier = {line.source for line in LINES + FRESH_LINES}
+    assert not [line.source for line in THIRD_LINES + NEURON_LINES if line.source in earlier]
+    needing = [line for line in THIRD_LINES if line.expect != "none"]
+    assert len(needing) >= 50 and len(THIRD_LINES) - len(needing) >= 25
+
+
+HEALTHY = [ln for ln in LINES + FRESH_LINES + THIRD_LINES if ln.expect == "none"]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
 """The first set's: its written lines are the rules' examples and forms. The fresh set's
 written lines are sources a rule was written from after they were scored, measured in
@@ -93,6 +105,40 @@ def test_no_healthy_line_reboots_or_replaces_a_node(line: Line) -> None:
 @pytest.mark.parametrize("line", WRITTEN, ids=lambda ln: ln.line[:60])
 def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Line) -> None:
     assert JUDGE(line.line) != "none", (line.source, line.line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [ln for ln in THIRD_LINES if ln.split == "written" and ln.expect != "none"],
+    ids=lambda ln: ln.line[:60],
+)
+def test_the_third_set_s_lines_whose_forms_and_faults_changed_the_rules_are_detected(
+    line: Line,
+) -> None:
+    """Its misses that a head or a rule was then written for, from the tools' and drivers'
+    own formats: a syslog tag before dmesg's stamp (``kernel:[``), grep -n's line number,
+    a console relayed under a program's tag, dmesg -H's decimal comma, NVMe's polled
+    completion, Intel's transmit unit hang and mlx5's firmware stuck in initialisation."""
+    assert JUDGE(line.line) != "none", (line.source, line.line)
+
+
+@pytest.mark.parametrize(
+    "line", [ln for ln in NEURON_LINES if ln.expect != "none"], ids=lambda ln: ln.line[:60]
+)
+def test_a_neuron_runtime_hang_in_any_runtime_s_wording_is_evidence(line: Line) -> None:
+    """Older runtimes say "inference timeout" where newer ones say "execution timeout", and
+    the notification queue's "Missing infer_status notification" comes before either."""
+    assert job_verdict(line.line) != "none", (line.source, line.line)
+
+
+@pytest.mark.parametrize(
+    "line", [ln for ln in NEURON_LINES if ln.expect == "none"], ids=lambda ln: ln.line[:60]
+)
+def test_no_healthy_or_software_neuron_line_is_evidence_against_its_node(line: Line) -> None:
+    """A job out of device memory, a version mismatch, a container given no devices, the
+    runtime's own chatter: none of them is the node's fault, and a deep check or mail for
+    each would teach people to ignore the real ones."""
+    assert job_verdict(line.line) == "none", (line.source, line.line)
 
 
 def test_held_out_recall_stays_at_ninety_percent_or_more() -> None:
