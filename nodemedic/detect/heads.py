@@ -19,7 +19,8 @@ the line right after its text), the capitals the kernel or a peer's data spell d
 ``Data {...}``, judged by its head line's rule).
 
 ``FORMS`` lists each form with a head as its source shows it; the tests strip every one of
-them before every catalog example.
+them before every catalog example. A head no slot spells is read from dmesg's stamp or
+syslog's tag within it (``inner_message``); ``UNSPELLED`` lists some such heads.
 """
 
 from __future__ import annotations
@@ -135,21 +136,62 @@ each slot's first match in turn. So the slots from the stamp on match alike, wit
 of each slot before it, which would cost more than the rest of reading the line."""
 
 
+INNER_REACH = 96
+"""How far into a line a head the grammar does not know may end (``inner_message``)."""
+_STAMP_ALONE = re.compile(r"\[ *\+?\d+[.,]\d+\] ?")
+_TAG_TEXT = "kernel:"
+_ENDS = frozenset("]:;>")
+"""The last characters of a head that ends where the message starts: dmesg's stamp or a
+caller id, a syslog or Talos tag, a kmsg record's head, a priority. A head that ends with
+a time or an indentation may have more before the message that the grammar does not know."""
+
+
+def inner_message(text: str) -> str:
+    """``text`` from after dmesg's stamp or syslog's ``kernel:`` tag, whichever ends later,
+    in its first ``INNER_REACH`` characters; ``text`` itself where it holds neither.
+
+    A head the grammar does not know (a relay's tag, a container log's prefix, a paste's
+    own) is left on the message, and a rule, which matches from the message's start,
+    misses the fault behind it. Whatever wrote such a head, the kernel's message follows
+    dmesg's stamp or syslog's tag: every form carries one of them. Each is found at C
+    speed (``str.find``, a search that starts with a literal), so a line without either
+    costs two finds."""
+    end = text.find(_TAG_TEXT, 0, INNER_REACH)
+    end = end + len(_TAG_TEXT) if end == 0 or (end > 0 and text[end - 1] in " \t|") else 0
+    bracket = text.find("[", end, INNER_REACH)
+    if bracket >= 0 and (stamp := _STAMP_ALONE.search(text, bracket, INNER_REACH)) is not None:
+        end = stamp.end()
+    elif end and text[end : end + 1] == " ":
+        end += 1
+    return text[end:] if 0 < end < len(text) else text
+
+
+def _unknown(text: str) -> str:
+    """``inner_message``'s, tried only where the text holds a bracket or the tag anywhere
+    (two ``in`` tests at C speed): most bare messages hold neither."""
+    return inner_message(text) if "[" in text or _TAG_TEXT in text else text
+
+
 def strip_head(line: str) -> tuple[str, int | None]:
     """``line`` without its head, and the syslog facility the head names (a priority's, or
-    a facility by name); None where it names none."""
+    a facility by name); None where it names none. Where the head is none the grammar
+    knows, or ends before the message (``_ENDS``), the rest is read by ``inner_message``."""
     if line[:1] == "[":  # dmesg's: its head names no facility
         bracketed = _BRACKETED.match(line)
-        return line if bracketed is None else line[bracketed.end() :], None
+        if bracketed is None or not bracketed.end():
+            return _unknown(line), None
+        return line[bracketed.end() :], None
     head = HEAD.match(line)
     if head is None or not head.end():  # a bare message: one failed try per piece
-        return line, None
+        return _unknown(line), None
+    end = head.end()
+    rest = line[end:] if line[end - 1] in _ENDS or line[end - 2] in _ENDS else _unknown(line[end:])
     pri, kpri, facility, decoded, talos = head.group("pri", "kpri", "facility", "decoded", "talos")
     priority = pri or kpri
     if priority is not None:
-        return line[head.end() :], int(priority) >> 3
+        return rest, int(priority) >> 3
     named = facility or decoded or talos
-    return line[head.end() :], None if named is None else FACILITIES[named]
+    return rest, None if named is None else FACILITIES[named]
 
 
 class Form(NamedTuple):
@@ -302,3 +344,28 @@ FORMS = (
     ),
 )
 """Every form the grammar reads, with a real head of it and where that head is seen."""
+
+UNSPELLED = (
+    Form(
+        "docker compose logs",
+        "dmesg-tail-1  | [ 3947.590120] ",
+        "docker compose logs: the service's name and a bar before each line it printed",
+    ),
+    Form(
+        "kubectl logs --prefix",
+        "[pod/dmesg-tail-7xk2p/dmesg] [ 3947.590120] ",
+        "kubectl logs --prefix: the pod and container in brackets before each line",
+    ),
+    Form(
+        "syslog with a field before the tag",
+        "2026-11-22T18:30:01+00:00 gpu-17 relay kernel: ",
+        "a relay's own field between the host and the tag (rsyslog templates of sites)",
+    ),
+    Form(
+        "the tag without its space",
+        "kernel:",
+        "syslog's tag run into the message, as some relays and installers write it",
+    ),
+)
+"""Heads the grammar does not spell out, each read by ``inner_message`` from dmesg's stamp
+or syslog's tag within it: the class of heads no one showed us."""

@@ -12,7 +12,7 @@ from console.findings import KernelLogCheck, kernel_findings
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
-from nodemedic.detect.heads import FORMS, Form
+from nodemedic.detect.heads import FORMS, INNER_REACH, UNSPELLED, Form, inner_message
 from nodemedic.detect.logformat import Message, message_of
 from tests.support.paths import ROOT
 
@@ -69,6 +69,37 @@ def test_triage_gives_each_form_the_bare_lines_faults(form: Form) -> None:
         if (fault := BARE[example]) is not None
     }
     assert found == expected
+
+
+@pytest.mark.parametrize("form", UNSPELLED, ids=lambda form: form.name)
+def test_a_head_the_grammar_does_not_spell_out_is_read_from_its_stamp_or_tag(form: Form) -> None:
+    """A relay's, a container log's or a paste's head before dmesg's stamp or syslog's tag:
+    every example behind it gets the bare line's verdict, in triage as in the grammar."""
+    assert message_of(form.head + "usb 1-1: new device") == Message("usb 1-1: new device", None)
+    lines = [form.head + example for example in EXAMPLES]
+    found = {
+        f.line_no - 1: f.fault.fault_id
+        for chunk in kernel_findings("-", lines, CLASSIFIER, KernelLogCheck())
+        for f in chunk
+    }
+    expected = {n: fault.fault_id for n, e in enumerate(EXAMPLES) if (fault := BARE[e]) is not None}
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sd 0:0:0:0: [sda] 937703088 512-byte logical blocks",
+        "[drm] amdgpu kernel modesetting enabled.",
+        "Out of memory: Killed process 2625 (node) [kernel: none]",
+        "ACPI: \\_SB_.PCI0: _OSC: OS supports [ExtendedConfig ASPM ClockPM Segments MSI]",
+        "rcu: INFO: rcu_sched self-detected stall on CPU " + "x" * INNER_REACH + "[ 3947.590120] y",
+    ],
+)
+def test_a_message_is_cut_only_at_a_stamp_or_a_tag_near_its_start(text: str) -> None:
+    """Brackets, a tag's word within a sentence and a stamp past the reach stay the
+    message's."""
+    assert inner_message(text) == text
 
 
 @pytest.mark.parametrize("tail", TAILS[1:], ids=repr)
