@@ -35,7 +35,8 @@ EXPECTATIONS = ("none", "notify", "act")
 notification; ``act``: a reboot or replacement is right."""
 
 Judge = Callable[[str], str]
-"""nodemedic's action on a (possibly multi-line) text: ``none``, ``notify``, ``reboot``..."""
+"""nodemedic's action on a (possibly multi-line) text: ``none``, ``waiting`` (counted towards a
+rule's threshold), ``notify``, ``reboot``..."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,9 @@ class Recall:
     healthy: int = 0
     notified: int = 0
     """Healthy lines that get a notification (or, from a job's output, a deep check): noise,
-    though no harm to the node."""
+    though no harm to the node. A line a rule counts towards its threshold (``waiting``)
+    notifies no one by itself: it counts as detected where attention is needed, and as
+    no noise where not."""
     false_actions: int = 0
 
     @property
@@ -93,7 +96,7 @@ def recall(lines: Iterable[Line], judge: Judge) -> dict[tuple[str, str], Recall]
             score = scores.setdefault(key, Recall())
             if line.expect == "none":
                 score.healthy += 1
-                score.notified += action not in ("none", "reboot", "replace")
+                score.notified += action not in ("none", "waiting", "reboot", "replace")
                 score.false_actions += wrong(line, action)
             else:
                 score.needing += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.detection import job_verdict, load_corpus, verdict
+from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import FRESH, HELDOUT, NEURON, SETS, THIRD, Line, load_lines, recall, wrong
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
@@ -21,7 +21,7 @@ FRESH_LINES = load_lines(FRESH)
 THIRD_LINES = load_lines(THIRD)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
-JUDGE = partial(verdict, Classifier(load_catalog()))
+JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
 _SKIP = {"node_modules", "cdk.out", "__pycache__"}
 
 
