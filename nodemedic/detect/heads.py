@@ -101,10 +101,12 @@ _SLOTS = (
     # A serial console's or hypervisor's name before dmesg's stamp.
     r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
-    # -T's ctime, -H's relative seconds (a decimal comma in some locales) and minute, or a
+    # -T's ctime (in English, or another locale's names of the day and month, not kept as
+    # a time), -H's relative seconds (a decimal comma in some locales) and minute, or a
     # stamp elided by hand.
     r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
+    rf"|[^\W\d_]{{2,4}}\.? [^\W\d_]{{3,5}}\.? [ \d]\d {_CLOCK} \d{{4}}"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
     # write them put the host and tag after the stamp.
@@ -209,6 +211,11 @@ FORMS = (
     Form("dmesg -H, decimal comma", "[  +0,000002] ", "util-linux dmesg(1) --human, LC_NUMERIC"),
     Form("dmesg -H minute", "[Nov22 18:30] ", "util-linux dmesg(1) --human (first of a minute)"),
     Form("dmesg -T", "[Fri Aug 30 11:43:09 2024] ", "leptonai/gpud PR #46, xid/README.md"),
+    Form(
+        "dmesg -T, another locale",
+        "[Ter Set 19 06:01:41 2017] ",
+        "lnls-dig/bpm-gw issue #73 (pt_BR: terça-feira, setembro)",
+    ),
     Form(
         "dmesg -T with host",
         "[Sun Dec  1 14:54:40 2024] ny2g1r12hh2 kernel: ",
