@@ -187,7 +187,8 @@ def strip_head(line: str) -> tuple[str, int | None]:
     if head is None or not head.end():  # a bare message: one failed try per piece
         return _unknown(line), None
     end = head.end()
-    rest = line[end:] if line[end - 1] in _ENDS or line[end - 2] in _ENDS else _unknown(line[end:])
+    known = line[end - 1] in _ENDS or (end > 1 and line[end - 2] in _ENDS)
+    rest = line[end:] if known else _unknown(line[end:])
     pri, kpri, facility, decoded, talos = head.group("pri", "kpri", "facility", "decoded", "talos")
     priority = pri or kpri
     if priority is not None:

@@ -12,7 +12,14 @@ from console.findings import KernelLogCheck, kernel_findings
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
-from nodemedic.detect.heads import FORMS, INNER_REACH, UNSPELLED, Form, inner_message
+from nodemedic.detect.heads import (
+    FORMS,
+    INNER_REACH,
+    UNSPELLED,
+    Form,
+    inner_message,
+    strip_head,
+)
 from nodemedic.detect.logformat import Message, message_of
 from tests.support.paths import ROOT
 
@@ -84,6 +91,13 @@ def test_a_head_the_grammar_does_not_spell_out_is_read_from_its_stamp_or_tag(for
     }
     expected = {n: fault.fault_id for n, e in enumerate(EXAMPLES) if (fault := BARE[e]) is not None}
     assert found == expected
+
+
+def test_an_indented_unknown_head_is_read_however_its_message_ends() -> None:
+    """A head of one character (a tab) is no head that ends where the message starts, even
+    where the message's own last character is one a head ends with."""
+    line = "\tdmesg-tail-1  | [ 3947.590120] usb 1-1: reset [1]"
+    assert strip_head(line) == ("usb 1-1: reset [1]", None)
 
 
 @pytest.mark.parametrize(
