@@ -28,7 +28,7 @@ import yaml
 
 from bench.recall import NEURON, SETS, Judge, columns, load_lines, recall, recall_table, wrong
 from nodemedic.catalog import Action, Catalog, load_catalog
-from nodemedic.detect.classifier import Classifier
+from nodemedic.detect.classifier import Classifier, Fault
 from nodemedic.detect.logformat import message_of
 from nodemedic.jobs import hardware
 
@@ -70,13 +70,20 @@ def load_corpus(folder: Path = CORPUS) -> list[Entry]:
     return entries
 
 
+def _faults(classifier: Classifier, text: str) -> list[Fault]:
+    """The fault of each line of ``text`` that has one, read as triage reads a log."""
+    return [
+        fault
+        for raw in text.splitlines()
+        if (parsed := message_of(raw)) and (fault := classifier.classify(parsed[0])) is not None
+    ]
+
+
 def verdict(classifier: Classifier, text: str) -> Action | str:
     """nodemedic's action on the lines of ``text`` (the strongest one), ``none`` if none."""
     best: str = "none"
-    for raw in text.splitlines():
-        parsed = message_of(raw)
-        fault = classifier.classify(parsed[0]) if parsed else None
-        if fault is not None and _STRENGTH[fault.action] > _STRENGTH[best]:
+    for fault in _faults(classifier, text):
+        if _STRENGTH[fault.action] > _STRENGTH[best]:
             best = fault.action
     return best
 
@@ -85,11 +92,7 @@ def held_out_verdict(classifier: Classifier, text: str) -> str:
     """``verdict`` as the pipeline would tell it from ``text`` alone: a rule that acts on a
     count of lines (``threshold``) and meets fewer here is ``waiting``, counted evidence
     that notifies no one yet (triage says the same), where nothing else acts."""
-    faults = [
-        fault
-        for raw in text.splitlines()
-        if (parsed := message_of(raw)) and (fault := classifier.classify(parsed[0])) is not None
-    ]
+    faults = _faults(classifier, text)
     hits = Counter(fault.fault_id for fault in faults)
     best, waiting = "none", False
     for fault in faults:
