@@ -24,7 +24,9 @@ the first set, the rules' examples nor the peer corpora came from; each line kee
 its tool wrote (README.md beside it)."""
 THIRD = HELDOUT.with_name("third.yaml")
 """A third set, gathered after the fresh set's rules, from sources none of the others used."""
-SETS = (HELDOUT, FRESH, THIRD)
+FOURTH = HELDOUT.with_name("fourth.yaml")
+"""A fourth, gathered and scored after the third set's changes; no rule changed after it."""
+SETS = (HELDOUT, FRESH, THIRD, FOURTH)
 """The kernel lines' sets, judged by the catalog."""
 NEURON = HELDOUT.with_name("neuron.yaml")
 """Neuron runtime lines of jobs' own output, judged by the job monitor's rules

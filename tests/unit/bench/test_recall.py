@@ -10,7 +10,18 @@ from pathlib import Path
 import pytest
 
 from bench.detection import held_out_verdict, job_verdict, load_corpus
-from bench.recall import FRESH, HELDOUT, NEURON, SETS, THIRD, Line, load_lines, recall, wrong
+from bench.recall import (
+    FOURTH,
+    FRESH,
+    HELDOUT,
+    NEURON,
+    SETS,
+    THIRD,
+    Line,
+    load_lines,
+    recall,
+    wrong,
+)
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.logformat import message_of
@@ -19,6 +30,7 @@ from tests.support.paths import ROOT
 LINES = load_lines()
 FRESH_LINES = load_lines(FRESH)
 THIRD_LINES = load_lines(THIRD)
+FOURTH_LINES = load_lines(FOURTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
@@ -90,7 +102,13 @@ def test_the_third_set_comes_from_sources_neither_set_before_it_used() -> None:
     assert len(needing) >= 50 and len(THIRD_LINES) - len(needing) >= 25
 
 
-HEALTHY = [ln for ln in LINES + FRESH_LINES + THIRD_LINES if ln.expect == "none"]
+def test_the_fourth_set_comes_from_sources_no_earlier_set_used() -> None:
+    earlier = {line.source for line in LINES + FRESH_LINES + THIRD_LINES + NEURON_LINES}
+    assert not [line.source for line in FOURTH_LINES if line.source in earlier]
+    assert len([line for line in FOURTH_LINES if line.expect != "none"]) >= 30
+
+
+HEALTHY = [ln for ln in LINES + FRESH_LINES + THIRD_LINES + FOURTH_LINES if ln.expect == "none"]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
 """The first set's: its written lines are the rules' examples and forms. The fresh set's
 written lines are sources a rule was written from after they were scored, measured in
