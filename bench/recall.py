@@ -25,7 +25,7 @@ its tool wrote (README.md beside it)."""
 THIRD = HELDOUT.with_name("third.yaml")
 """A third set, gathered after the fresh set's rules, from sources none of the others used."""
 FOURTH = HELDOUT.with_name("fourth.yaml")
-"""A fourth, gathered and scored after the third set's changes; no rule changed after it."""
+"""A fourth, gathered and scored after the third set's changes (README.md beside it)."""
 SETS = (HELDOUT, FRESH, THIRD, FOURTH)
 """The kernel lines' sets, judged by the catalog."""
 NEURON = HELDOUT.with_name("neuron.yaml")

@@ -103,8 +103,8 @@ _SLOTS = (
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
     # -T's ctime (in English, or another locale's names of the day and month, not kept as
     # a time), -H's relative seconds (a decimal comma in some locales) and minute, or a
-    # stamp elided by hand.
-    r"\[ *(?:(?P<mono>\d+\.\d+)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
+    # stamp elided by hand (or its fraction cut off by a paste, "[  240.]").
+    r"\[ *(?:(?P<mono>\d+\.\d*)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     rf"|[^\W\d_]{{2,4}}\.? [^\W\d_]{{3,5}}\.? [ \d]\d {_CLOCK} \d{{4}}"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
@@ -140,7 +140,7 @@ of each slot before it, which would cost more than the rest of reading the line.
 
 INNER_REACH = 96
 """How far into a line a head the grammar does not know may end (``inner_message``)."""
-_STAMP_ALONE = re.compile(r"\[ *\+?\d+[.,]\d+\] ?")
+_STAMP_ALONE = re.compile(r"\[ *\+?\d+[.,]\d*\] ?")
 _TAG_TEXT = "kernel:"
 _ENDS = frozenset("]:;>")
 """The last characters of a head that ends where the message starts: dmesg's stamp or a

@@ -127,16 +127,18 @@ def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Li
 
 @pytest.mark.parametrize(
     "line",
-    [ln for ln in THIRD_LINES if ln.split == "written" and ln.expect != "none"],
+    [ln for ln in THIRD_LINES + FOURTH_LINES if ln.split == "written" and ln.expect != "none"],
     ids=lambda ln: ln.line[:60],
 )
 def test_the_third_set_s_lines_whose_forms_and_faults_changed_the_rules_are_detected(
     line: Line,
 ) -> None:
-    """Its misses that a head or a rule was then written for, from the tools' and drivers'
-    own formats: a syslog tag before dmesg's stamp (``kernel:[``), grep -n's line number,
-    a console relayed under a program's tag, dmesg -H's decimal comma, NVMe's polled
-    completion, Intel's transmit unit hang and mlx5's firmware stuck in initialisation."""
+    """Its misses (and the fourth set's) that a head or a rule was then written for, from
+    the tools' and drivers' own formats: a syslog tag before dmesg's stamp (``kernel:[``),
+    grep -n's line number, a console relayed under a program's tag, dmesg -H's decimal
+    comma, a stamp's cut fraction, NVMe's polled completion, Intel's transmit unit hang,
+    mlx5's firmware stuck in initialisation, RCU's expedited stalls, the 2.6 kernels'
+    netdev watchdog and the panic's trailer."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
