@@ -69,7 +69,9 @@ _TAG = rf"(?:{_HOST} )?kernel(?::(?: |(?=\[ *\d))| - - (?:-|\[[^\]]*\]) )"
 the nil process id, message id and structured data (or one element of it). syslogd's wall
 message and some relays write dmesg's stamp right after the tag (``kernel:[ 12.345678]``)."""
 
-_RELAY = r"[\w.-]++ [\w.-]++\[\d++\]: (?:\w++: )?(?=\[ *\d+\.\d+\])"
+_STAMP_NEXT = r"(?=\[ *\d+\.\d+\])"
+"""dmesg's stamp in seconds comes next: what a word before it must be followed by."""
+_RELAY = rf"[\w.-]++ [\w.-]++\[\d++\]: (?:\w++: )?{_STAMP_NEXT}"
 """A host and a program's syslog tag (and a word of its own) before dmesg's stamp."""
 
 _SLOTS = (
@@ -99,7 +101,7 @@ _SLOTS = (
     rf"(?:{_HOST} )?(?P<facility>{_FACILITY})\.(?:{_LEVEL}) ",
     _TAG,
     # A serial console's or hypervisor's name before dmesg's stamp.
-    r"[^\s\[\]]++ (?=\[ *\d+\.\d+\])",
+    rf"[^\s\[\]]++ {_STAMP_NEXT}",
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
     # -T's ctime (in English, or another locale's names of the day and month, not kept as
     # a time), -H's relative seconds (a decimal comma in some locales) and minute, or a
