@@ -130,10 +130,10 @@ def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Li
     [ln for ln in THIRD_LINES + FOURTH_LINES if ln.split == "written" and ln.expect != "none"],
     ids=lambda ln: ln.line[:60],
 )
-def test_the_third_set_s_lines_whose_forms_and_faults_changed_the_rules_are_detected(
+def test_the_held_out_lines_whose_sources_changed_a_head_or_rule_are_detected(
     line: Line,
 ) -> None:
-    """Its misses (and the fourth set's) that a head or a rule was then written for, from
+    """The third and fourth sets' misses that a head or a rule was then written for, from
     the tools' and drivers' own formats: a syslog tag before dmesg's stamp (``kernel:[``),
     grep -n's line number, a console relayed under a program's tag, dmesg -H's decimal
     comma, a stamp's cut fraction, NVMe's polled completion, Intel's transmit unit hang,
