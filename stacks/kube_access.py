@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from nodemedic.contracts.env import ENV_EKS_CLUSTER
+from nodemedic.contracts.env import ENV_CLUSTER, ENV_EKS_CLUSTER
 from nodemedic.contracts.kube import REMEDIATOR_GROUP
 from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
@@ -34,7 +34,7 @@ class KubeAccess(Construct):
             handler="lambdas.kube.handler.handler",
             service="nodemedic-kube",
             description=f"Kubernetes API operations on EKS cluster {cluster}",
-            environment={ENV_EKS_CLUSTER: cluster},
+            environment={ENV_EKS_CLUSTER: cluster, ENV_CLUSTER: settings.name},
             memory_size=512,
             timeout_seconds=60,
         )

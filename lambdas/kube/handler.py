@@ -28,6 +28,7 @@ from lambdas.kube import (
 )
 from lambdas.kube.client import api_client
 from lambdas.kube.env import env
+from lambdas.kube.refusals import refusals_retried
 from lambdas.observability import logger, tracer
 from nodemedic.contracts.kube import HEALTH_STATUSES
 from nodemedic.contracts.substrates import DELETE_NODECLAIM_OP, NODECLAIM_GONE_OP, NODECLAIM_OF_OP
@@ -323,6 +324,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if op is None:
         raise BadRequest(f"event must be an object with op one of {sorted(OPS)}: {event!r}")
     logger.append_keys(op=event["op"], node=event.get("node"))
-    result = op(client.CoreV1Api(api_client(config.access)), Fields(event))
+    with refusals_retried(config.cluster):
+        result = op(client.CoreV1Api(api_client(config.access)), Fields(event))
     logger.info("done", extra={"result": result})
     return result

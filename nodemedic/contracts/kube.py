@@ -156,3 +156,8 @@ POD_DEVICES_KEY: Final = "nodemedic.io/pod-devices"
 """On a Node: ``{"<namespace>/<pod>": ["<device id>", ...]}``, JSON: the devices the kubelet
 allocated to each pod, as its PodResources API lists them, published by the node's own
 agent. A drain asked for ``devices`` evicts only the pods holding one of them."""
+KUBE_UNAVAILABLE: Final = "KubeUnavailable"
+"""The kube Lambda's error type when the API server refused a call as overloaded or broken
+(HTTP 429, any 5xx: its priority and fairness shedding load, a failing admission webhook, an
+upgrade) or could not be reached: the state machine retries it with backoff and full jitter
+(``stacks/remediation/kit/flow.py``), not once as other errors."""

@@ -77,6 +77,12 @@ HYPERPOD_REFUSED_METRIC: Final = "HyperPodEventsRefused"
 """Published by the classifier for each SageMaker HyperPod event it refuses whole, with the
 dimensions ``Cluster`` and ``REASON_DIMENSION``: ``unlisted`` (a log group the cluster does not
 list) or ``no-instance`` (a stream that names no instance): logged, never classified."""
+KUBE_REFUSED_METRIC: Final = "KubeRefused"
+"""Published by the kube Lambda for each Kubernetes API call the API server refused as
+overloaded or broken, or that could not reach it (``KUBE_UNAVAILABLE``), with the dimensions
+``Cluster`` and ``REASON_DIMENSION``: the HTTP status (``429``, ``500``, ``503``...) or
+``unreachable``. Each is retried; a storm's count of them is how hard nodemedic pressed the
+API server."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""

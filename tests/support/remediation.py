@@ -70,6 +70,7 @@ NODE_GROUPS = (
     "trn1-aborted",
     "trn1-timed-out",
     "trn1-reconcile",
+    "trn1-refused",
     "p5-sweep",
     "trn1-rate",
     "trn1-reset",
@@ -396,6 +397,23 @@ def metric_names(namespace: str, **dimensions: str) -> set[str]:
         Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
     )["Metrics"]
     return {m["MetricName"] for m in found}
+
+
+def total(namespace: str, metric: str, **dimensions: str) -> float:
+    """The sum of every value published for the metric with exactly these dimensions in the
+    last hour."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    now = time.time()
+    stats = cloudwatch.get_metric_statistics(
+        Namespace=namespace,
+        MetricName=metric,
+        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+        StartTime=datetime.fromtimestamp(now - 3600, UTC),
+        EndTime=datetime.fromtimestamp(now + 60, UTC),
+        Period=3700,
+        Statistics=["Sum"],
+    )["Datapoints"]
+    return float(sum(p["Sum"] for p in stats))
 
 
 def datapoints(namespace: str, metric: str, **dimensions: str) -> list[float]:

@@ -18,6 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from nodemedic.contracts.kube import KUBE_UNAVAILABLE
 from nodemedic.contracts.ledger import STEP_AT_PREFIX
 from nodemedic.remediate import ledger, policy
 from nodemedic.remediate.expressions import Condition, Update
@@ -37,6 +38,12 @@ from stacks.unscoped import unscoped
 
 _Task = TypeVar("_Task", bound=sfn.TaskStateBase | sfn.Map)
 CONDITIONAL_CHECK_FAILED = "DynamoDB.ConditionalCheckFailedException"
+
+REFUSED_ATTEMPTS = 6
+REFUSED_MAX_POLLS = 8
+"""A refused kube op is tried again up to six times, waiting up to 1, 2, 4, 8, 8, 8 polls:
+about eight minutes at the worst with the default 15 s poll, long enough for a control plane
+to come back from an upgrade's restart or a webhook's pod to be rescheduled."""
 
 
 class Flow:
@@ -188,7 +195,18 @@ class Flow:
             result_selector=entered_at() if timed else None,
             result_path=result_path,
         )
-        # Ops are idempotent: one retry rides over an API server hiccup.
+        # The API server refused (overloaded or broken, ``KUBE_UNAVAILABLE``): retried first,
+        # longer and each execution on its own random schedule (full jitter), so a storm's
+        # retries do not come back at once. Ops are idempotent: one retry rides over any
+        # other hiccup.
+        task.add_retry(
+            errors=[KUBE_UNAVAILABLE],
+            max_attempts=REFUSED_ATTEMPTS,
+            interval=Duration.seconds(self.settings.poll_seconds),
+            backoff_rate=2,
+            max_delay=Duration.seconds(REFUSED_MAX_POLLS * self.settings.poll_seconds),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
         task.add_retry(
             errors=[sfn.Errors.TASKS_FAILED],
             max_attempts=retries,

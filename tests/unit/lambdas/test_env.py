@@ -138,8 +138,10 @@ def test_a_function_that_talks_to_the_cluster_needs_to_know_which(
 
 
 def test_a_kubeconfig_wins_over_eks() -> None:
-    found = KubeEnv.from_environ({env.ENV_KUBECONFIG: "/k", env.ENV_EKS_CLUSTER: "eks"})
-    assert found == KubeEnv(ClusterAccess(kubeconfig="/k", eks_cluster="eks"), None)
+    found = KubeEnv.from_environ(
+        {env.ENV_KUBECONFIG: "/k", env.ENV_EKS_CLUSTER: "eks", env.ENV_CLUSTER: "demo"}
+    )
+    assert found == KubeEnv(ClusterAccess(kubeconfig="/k", eks_cluster="eks"), "demo", None)
 
 
 def test_only_the_ops_that_keep_records_need_the_kube_functions_ledger() -> None:

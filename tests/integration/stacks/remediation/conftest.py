@@ -27,6 +27,7 @@ from tests.support.remediation import (
     Pipeline,
     acting_template,
 )
+from world.aws.cloudwatch import metrics_from_logs
 from world.aws.gpus import Gpus, nodes_run_commands
 from world.aws.hyperpod import create_log_groups
 from world.aws.hypervisor import Hypervisor, machines
@@ -76,6 +77,7 @@ def world(
     with (
         mock_aws(config=MOTO),
         handlers_in_process(),
+        metrics_from_logs(),
         atomic_writes(),
         final_stops(),
         runtime_causes(),

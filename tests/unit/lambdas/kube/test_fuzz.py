@@ -91,7 +91,7 @@ EVENTS: list[dict[str, Any]] = [
 
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = SimpleNamespace(access=None, ledger=lambda op: "ledger")
+    settings = SimpleNamespace(access=None, cluster="demo", ledger=lambda op: "ledger")
     monkeypatch.setattr(kube, "env", lambda: settings)
     monkeypatch.setattr(kube, "api_client", lambda access: None)
     monkeypatch.setattr(kube, "client", SimpleNamespace(CoreV1Api=lambda api: Untouchable()))

@@ -1,0 +1,89 @@
+"""The API server's refusals on the real kube-apiserver: a failing admission webhook's 500
+and an API server that cannot be reached come back as ``KubeUnavailable`` (what the state
+machine retries with backoff and jitter), each counted in an EMF line; the op's own answers
+are not refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from lambdas.kube.nodes import NodeNotFound
+from lambdas.kube.refusals import KubeUnavailable
+from nodemedic.contracts.kube import KUBE_UNAVAILABLE
+from nodemedic.contracts.metrics import KUBE_REFUSED_METRIC
+from tests.integration.lambdas.kube.test_nodes import mark_event
+from tests.support.kube import Invoke, Node
+from world.kube.kubeapi import LocalCluster, free_ports
+from world.kube.webhook import failing_webhook
+
+pytestmark = pytest.mark.kube
+
+
+def refusals_counted(out: str) -> list[str]:
+    """The ``Reason`` of each ``KubeRefused`` datapoint in the Lambda's EMF lines."""
+    found = []
+    for line in out.splitlines():
+        document = json.loads(line) if line.startswith("{") else {}
+        if KUBE_REFUSED_METRIC in document:
+            assert document[KUBE_REFUSED_METRIC] == [1.0] or document[KUBE_REFUSED_METRIC] == 1
+            found.append(document["Reason"])
+    return found
+
+
+def test_a_failing_webhook_is_a_refusal_retried_and_counted_then_the_op_goes_through(
+    invoke: Invoke,
+    node: Node,
+    *,
+    cluster: LocalCluster,
+    admin: client.ApiClient,
+    core: client.CoreV1Api,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert KubeUnavailable.__name__ == KUBE_UNAVAILABLE, "the name the state machine retries"
+    with failing_webhook(admin, cluster.workdir / "certs", node.name, refusals=1) as webhook:
+        capsys.readouterr()
+        with pytest.raises(KubeUnavailable, match=r"^the API server refused \(500\): .*webhook"):
+            invoke(mark_event(node.name))
+        assert refusals_counted(capsys.readouterr().out) == ["500"]
+        assert not core.read_node(node.name).spec.unschedulable
+
+        assert invoke(mark_event(node.name)) == {"node": node.name, "marked": True}
+
+    assert webhook.refused == 1
+    assert core.read_node(node.name).spec.unschedulable is True
+    assert refusals_counted(capsys.readouterr().out) == []
+
+
+def test_an_api_server_out_of_reach_is_a_refusal(
+    cluster: LocalCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    invoke: Invoke,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = yaml.safe_load(cluster.remediator_kubeconfig.read_text())
+    (port,) = free_ports(1)  # nothing listens on it
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    away = tmp_path / "away.kubeconfig"
+    away.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", str(away))
+    capsys.readouterr()
+
+    with pytest.raises(KubeUnavailable, match=r"^the API server refused \(unreachable\)"):
+        invoke({"op": "tainted"})
+    assert refusals_counted(capsys.readouterr().out) == ["unreachable"]
+
+
+def test_an_answer_about_the_request_is_not_a_refusal(
+    invoke: Invoke, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Node that is not there is the op's answer (a 404), raised as it is, never retried."""
+    capsys.readouterr()
+    with pytest.raises(NodeNotFound):
+        invoke(mark_event("ip-10-0-7-0.ec2.internal"))
+    assert refusals_counted(capsys.readouterr().out) == []
