@@ -11,6 +11,7 @@ import pytest
 
 from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import (
+    FIFTH,
     FOURTH,
     FRESH,
     HELDOUT,
@@ -31,6 +32,7 @@ LINES = load_lines()
 FRESH_LINES = load_lines(FRESH)
 THIRD_LINES = load_lines(THIRD)
 FOURTH_LINES = load_lines(FOURTH)
+FIFTH_LINES = load_lines(FIFTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
@@ -108,7 +110,18 @@ def test_the_fourth_set_comes_from_sources_no_earlier_set_used() -> None:
     assert len([line for line in FOURTH_LINES if line.expect != "none"]) >= 30
 
 
-HEALTHY = [ln for ln in LINES + FRESH_LINES + THIRD_LINES + FOURTH_LINES if ln.expect == "none"]
+def test_the_fifth_set_comes_from_sources_no_earlier_set_used() -> None:
+    earlier = LINES + FRESH_LINES + THIRD_LINES + NEURON_LINES + FOURTH_LINES
+    assert not [line.source for line in FIFTH_LINES if line.source in {e.source for e in earlier}]
+    needing = [line for line in FIFTH_LINES if line.expect != "none"]
+    assert len(needing) >= 50 and len(FIFTH_LINES) - len(needing) >= 25
+
+
+HEALTHY = [
+    ln
+    for ln in LINES + FRESH_LINES + THIRD_LINES + FOURTH_LINES + FIFTH_LINES
+    if ln.expect == "none"
+]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
 """The first set's: its written lines are the rules' examples and forms. The fresh set's
 written lines are sources a rule was written from after they were scored, measured in
