@@ -90,6 +90,7 @@ FIELDS = {
     "severity",
     "action",
     "threshold",
+    "term",
     "condition",
     "metric",
     "namespace",
@@ -125,6 +126,10 @@ class Rule:
     example: str
     match: tuple[tuple[str, frozenset[str]], ...] = ()
     threshold: Threshold | None = None
+    term: str = ""
+    """The literal the subscription filter selects the rule's lines by, where the pattern's
+    longest one is not the best choice: a shorter one many rules share (``NVRM: ``), so the
+    filter's few characters go further. Empty: the longest (``detect.filterpattern``)."""
 
     @property
     def condition_status(self) -> str:
@@ -284,6 +289,7 @@ def parse_rule(raw: Mapping[str, Any], *, builtin: bool = False) -> Rule:
         severity=cast(Severity, raw["severity"]),
         action=cast(Action, raw["action"]),
         threshold=_threshold(raw.get("threshold")),
+        term=str(raw.get("term") or ""),
         condition=str(raw.get("condition") or _DEFAULT_CONDITION[component]),
         metric=str(raw["metric"]),
         namespace=str(raw.get("namespace") or METRICS_NAMESPACE),

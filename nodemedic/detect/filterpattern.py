@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 
-from nodemedic.catalog import Catalog, CatalogError
+from nodemedic.catalog import Catalog, CatalogError, Rule
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
-from nodemedic.detect.matching import required_literal
+from nodemedic.detect.matching import required_literal, required_literals
 
 MAX_PATTERN_LENGTH = 1024
 """PutSubscriptionFilter's limit on ``filterPattern``."""
@@ -62,12 +62,23 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
     return max(needle.split('"'), key=len).strip()
 
 
+def _chosen(rule: Rule) -> str:
+    """The rule's own ``term``, once it is shown to be part of every match."""
+    if not any(rule.term in run for run in required_literals(rule.pattern)):
+        raise CatalogError(
+            f"rule {rule.id}: its term {rule.term!r} is not a literal every match of its "
+            "pattern holds (outside groups and repeats), so the filter would drop its lines"
+        )
+    return rule.term
+
+
 def filter_terms(catalog: Catalog) -> list[str]:
     """The minimal set of terms: a term that contains another term adds nothing."""
     terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
         if rule.action != "ignore" and rule.source != HYPERPOD_SOURCE:
-            terms.setdefault(_term(rule.id, required_literal(rule.pattern), rule.source))
+            term = _chosen(rule) if rule.term else None
+            terms.setdefault(term or _term(rule.id, required_literal(rule.pattern), rule.source))
     return [t for t in terms if not any(o != t and o in t for o in terms)]
 
 

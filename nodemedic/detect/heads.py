@@ -144,6 +144,11 @@ INNER_REACH = 96
 """How far into a line a head the grammar does not know may end (``inner_message``)."""
 _STAMP_ALONE = re.compile(r"\[ *\+?\d+[.,]\d*\] ?")
 _TAG_TEXT = "kernel:"
+_FOLD = "message repeated "
+_DRIVER_TAG = " NVRM: "
+"""The NVIDIA driver's own tag: a monitor that quotes its line without the kernel's head
+(``[gpu-health] [CRITICAL] GPU-1234: XID: NVRM: Xid ...``) still quotes the tag, which
+only the driver prints."""
 _ENDS = frozenset("]:;>")
 """The last characters of a head that ends where the message starts: dmesg's stamp or a
 caller id, a syslog or Talos tag, a kmsg record's head, a priority. A head that ends with
@@ -152,7 +157,8 @@ a time or an indentation may have more before the message that the grammar does 
 
 def inner_message(text: str) -> str:
     """``text`` from after dmesg's stamp or syslog's ``kernel:`` tag, whichever ends later,
-    in its first ``INNER_REACH`` characters; ``text`` itself where it holds neither.
+    in its first ``INNER_REACH`` characters; where it holds neither, from the NVIDIA
+    driver's tag (``_DRIVER_TAG``); ``text`` itself where it holds none.
 
     A head the grammar does not know (a relay's tag, a container log's prefix, a paste's
     own) is left on the message, and a rule, which matches from the message's start,
@@ -167,13 +173,19 @@ def inner_message(text: str) -> str:
         end = stamp.end()
     elif end and text[end : end + 1] == " ":
         end += 1
+    elif not end and (driver := text.find(_DRIVER_TAG, 0, INNER_REACH)) >= 0:
+        end = driver + 1
     return text[end:] if 0 < end < len(text) else text
 
 
 def _unknown(text: str) -> str:
-    """``inner_message``'s, tried only where the text holds a bracket or the tag anywhere
-    (two ``in`` tests at C speed): most bare messages hold neither."""
-    return inner_message(text) if "[" in text or _TAG_TEXT in text else text
+    """``inner_message``'s, tried only where the text holds a bracket or one of the tags
+    anywhere (three ``in`` tests at C speed): most bare messages hold none. rsyslog's fold
+    of a run of one line is left whole: ``logformat`` reads the line inside it."""
+    if text.startswith(_FOLD):
+        return text
+    held = "[" in text or _TAG_TEXT in text or _DRIVER_TAG in text
+    return inner_message(text) if held else text
 
 
 def strip_head(line: str) -> tuple[str, int | None]:

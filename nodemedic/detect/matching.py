@@ -85,24 +85,30 @@ def matches_any(searchers: Sequence[Searcher]) -> Callable[[str], object] | None
     return re.compile("|".join(map(_unnamed, patterns))).match
 
 
-def required_literal(pattern: str) -> str | None:
-    """The longest literal that every match of ``pattern`` contains, or None.
+def required_literals(pattern: str) -> list[str]:
+    """Every literal run that every match of ``pattern`` contains, in order; none for a
+    case-insensitive pattern (a plain ``in`` test would wrongly reject lines).
 
     Only top-level literal runs count: anything inside a repeat or an alternation may be
-    absent from a match. Case-insensitive patterns give no needle (a plain ``in`` test
-    would wrongly reject lines).
+    absent from a match. Any part of a run is a literal every match contains too.
     """
     parsed = sre_parse.parse(pattern)
     if parsed.state.flags & re.IGNORECASE:
-        return None
-    best, run = "", []
+        return []
+    runs, run = [], []
     for op, arg in [*parsed, (None, None)]:
         if op is sre_parse.LITERAL:
             run.append(chr(arg))
             continue
-        if len(run) > len(best):
-            best = "".join(run)
+        if run:
+            runs.append("".join(run))
         run = []
+    return runs
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest literal that every match of ``pattern`` contains, or None."""
+    best = max(required_literals(pattern), key=len, default="")
     return best if len(best) >= _MIN_NEEDLE else None
 
 

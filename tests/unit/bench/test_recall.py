@@ -140,18 +140,26 @@ def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Li
 
 @pytest.mark.parametrize(
     "line",
-    [ln for ln in THIRD_LINES + FOURTH_LINES if ln.split == "written" and ln.expect != "none"],
+    [
+        ln
+        for ln in THIRD_LINES + FOURTH_LINES + FIFTH_LINES
+        if ln.split == "written" and ln.expect != "none"
+    ],
     ids=lambda ln: ln.line[:60],
 )
 def test_the_held_out_lines_whose_sources_changed_a_head_or_rule_are_detected(
     line: Line,
 ) -> None:
-    """The third and fourth sets' misses that a head or a rule was then written for, from
-    the tools' and drivers' own formats: a syslog tag before dmesg's stamp (``kernel:[``),
-    grep -n's line number, a console relayed under a program's tag, dmesg -H's decimal
-    comma, a stamp's cut fraction, NVMe's polled completion, Intel's transmit unit hang,
-    mlx5's firmware stuck in initialisation, RCU's expedited stalls, the 2.6 kernels'
-    netdev watchdog and the panic's trailer."""
+    """The third, fourth and fifth sets' misses that a head or a rule was then written for,
+    from the tools' and drivers' own formats: a syslog tag before dmesg's stamp
+    (``kernel:[``), grep -n's line number, a console relayed under a program's tag, dmesg
+    -H's decimal comma, a stamp's cut fraction, NVMe's polled completion, Intel's transmit
+    unit hang, mlx5's firmware stuck in initialisation, RCU's expedited stalls, the 2.6
+    kernels' netdev watchdog, the panic's trailer; a monitor quoting the NVIDIA driver's
+    tag, the driver's status codes and GSP's PMU halt, an adapter's link lost and reset,
+    i40e's failed reset, an unknown NMI, a firmware record's spaced sequence number, a
+    module of the accelerator stack that failed to load, libata's errors, an NVMe
+    controller not made live, ext4's recorded errors and iSCSI's ping timeout."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
