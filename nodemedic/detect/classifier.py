@@ -37,6 +37,7 @@ from nodemedic.detect.groups import (
     catalog_order,
     group_of,
     scan_needles,
+    shared_or_needle,
     start_of,
 )
 from nodemedic.detect.hyperpod import hyperpod_text
@@ -190,6 +191,9 @@ class _Index:
     """The groups of one source, by the needle that lets a line reach them."""
 
     by_needle: Mapping[str, tuple[Group, ...]]
+    suspected: Mapping[str, tuple[Group, ...]]
+    """Each group under its shared literal where it has one (``Group.shared``), else its
+    needle: fewer passes over a text to find the lines that may hold a fault."""
     always: tuple[Group, ...]
     """Groups with no needle, in catalog order: candidates for every line."""
     by_start: Mapping[str, Start]
@@ -340,6 +344,7 @@ class Classifier:
                     by_start.setdefault(start, []).append(group)
             self._indexes[source] = _Index(
                 by_needle=scan_needles(groups),
+                suspected=scan_needles(groups, shared_or_needle),
                 always=tuple(g for g in groups if g.needle is None and g.starts is None),
                 by_start={start: start_of(found) for start, found in by_start.items()},
                 searched=scan_needles([g for g in groups if g.starts is None]),
@@ -358,7 +363,7 @@ class Classifier:
         holds a kernel message (a log line with its prefix) will do: a rule's needle is in
         the message, so in the line."""
         index = self._indexes["kmsg"]
-        return None if index.always else index.needles_found(texts, index.by_needle).keys()
+        return None if index.always else index.needles_found(texts, index.suspected).keys()
 
     def classify_lines(
         self, lines: Iterable[str], source: Source = "kmsg"

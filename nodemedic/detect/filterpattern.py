@@ -28,7 +28,7 @@ from nodemedic.catalog import Catalog, CatalogError, Rule
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
-from nodemedic.detect.matching import required_literal, required_literals
+from nodemedic.detect.matching import holds, required_literal
 
 MAX_PATTERN_LENGTH = 1024
 """PutSubscriptionFilter's limit on ``filterPattern``."""
@@ -64,7 +64,7 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
 
 def _chosen(rule: Rule) -> str:
     """The rule's own ``term``, once it is shown to be part of every match."""
-    if not any(rule.term in run for run in required_literals(rule.pattern)):
+    if not holds(rule.pattern, rule.term):
         raise CatalogError(
             f"rule {rule.id}: its term {rule.term!r} is not a literal every match of its "
             "pattern holds (outside groups and repeats), so the filter would drop its lines"

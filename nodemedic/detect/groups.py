@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import contains, not_
+from operator import attrgetter, contains, not_
 
 from nodemedic.catalog import Rule
 from nodemedic.detect.matching import (
     Found,
     Searcher,
     compiled,
+    holds,
     matches_any,
     prefixes,
     required_literal,
@@ -43,6 +44,10 @@ class Group:
     fallback: tuple[int, Rule] | None = None
     """With a lookup, the first rule that constrains nothing (a catch-all after the others:
     the codes no rule names), met where the lookup finds no rule."""
+    shared: str | None = None
+    """The literal its rules' filter term names (``Rule.term``), where every match holds it:
+    shorter than the needle and shared with other groups, so a search for suspects makes
+    one pass over a text for all of them (``Classifier.suspects``)."""
 
     def first_match(self, line: str) -> tuple[int, Rule, Found] | None:
         """The first of this group's rules that ``line`` meets; the caller has seen the
@@ -71,6 +76,7 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
             for value in rule.match[0][1]:
                 by_value.setdefault(value, (index, rule))
     pattern = rules[0][1].pattern
+    term = rules[0][1].term
     return Group(
         first=rules[0][0],
         regex=compiled(pattern, linear=any(rule.id in user for _, rule in rules)),
@@ -83,19 +89,27 @@ def group_of(rules: list[tuple[int, Rule]], user: frozenset[str]) -> Group:
         key=key,
         by_value=by_value,
         fallback=rules[plain] if key is not None and plain < len(rules) else None,
+        shared=term if term and holds(pattern, term) else None,
     )
 
 
-def scan_needles(groups: Sequence[Group]) -> dict[str, tuple[Group, ...]]:
+def scan_needles(
+    groups: Sequence[Group], needle_of: Callable[[Group], str | None] = attrgetter("needle")
+) -> dict[str, tuple[Group, ...]]:
     """Each needle a line is searched for, with the groups (in catalog order) that a line
     holding it may match. A needle that holds another needle is not searched for: its
     groups go with the shorter one, which every line that holds the longer one holds."""
-    needles = {group.needle for group in groups if group.needle is not None}
+    of = {group: needle_of(group) for group in groups}
+    needles = {needle for needle in of.values() if needle is not None}
     scanned = [n for n in needles if not any(o != n and o in n for o in needles)]
     return {
-        needle: tuple(g for g in groups if g.needle is not None and needle in g.needle)
+        needle: tuple(g for g in groups if (own := of[g]) is not None and needle in own)
         for needle in sorted(scanned)
     }
+
+
+def shared_or_needle(group: Group) -> str | None:
+    return group.shared or group.needle
 
 
 @dataclass(frozen=True, slots=True, eq=False)

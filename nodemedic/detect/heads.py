@@ -182,10 +182,8 @@ def _unknown(text: str) -> str:
     """``inner_message``'s, tried only where the text holds a bracket or one of the tags
     anywhere (three ``in`` tests at C speed): most bare messages hold none. rsyslog's fold
     of a run of one line is left whole: ``logformat`` reads the line inside it."""
-    if text.startswith(_FOLD):
-        return text
     held = "[" in text or _TAG_TEXT in text or _DRIVER_TAG in text
-    return inner_message(text) if held else text
+    return inner_message(text) if held and not text.startswith(_FOLD) else text
 
 
 def strip_head(line: str) -> tuple[str, int | None]:

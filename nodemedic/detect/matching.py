@@ -106,6 +106,12 @@ def required_literals(pattern: str) -> list[str]:
     return runs
 
 
+def holds(pattern: str, literal: str) -> bool:
+    """Whether every match of ``pattern`` contains ``literal``: it lies in one of its
+    required literal runs."""
+    return any(literal in run for run in required_literals(pattern))
+
+
 def required_literal(pattern: str) -> str | None:
     """The longest literal that every match of ``pattern`` contains, or None."""
     best = max(required_literals(pattern), key=len, default="")
