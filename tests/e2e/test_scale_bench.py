@@ -1,6 +1,9 @@
 """The scale benchmark at a small size: a KWOK world whose nodes run no agent process still
 proves every fault's origin, cordons and repairs each failing node, and its figures come out
-whole, so ``bench.scale`` never breaks unseen between full runs."""
+whole, so ``bench.scale`` never breaks unseen between full runs. Meanwhile the API server
+refuses the remediator (its load shed to one request at a time, its first writes to Nodes
+failed by a webhook); after the storm no node is left cordoned without a remediation, and
+the dashboard's outcomes are the ledger's."""
 
 from __future__ import annotations
 
@@ -9,14 +12,15 @@ from pathlib import Path
 import pytest
 
 from bench.scale import run_case
+from bench.scalereport import whole
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow, pytest.mark.controllers]
 
 
-def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired(
+def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired_through_refusals(
     tmp_path: Path,
 ) -> None:
-    figures = run_case(30, 3, raised=True, spread=1.0, workdir=tmp_path)
+    figures = run_case(30, 3, raised=True, spread=1.0, workdir=tmp_path, refuse=4)
     assert figures["errors"] == 0, (figures["failures"], figures["dead_letters"])
     # KWOK made the 30 Nodes Ready; every failing node got one execution, all ended well.
     assert figures["kwok_ready_s"] is not None
@@ -31,3 +35,12 @@ def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired(
     assert figures["drained"]["max"] <= figures["repaired"]["max"]
     assert figures["breaker_state"] == "closed"
     assert figures["lambda_per_node"] > 0 and figures["stepfunctions_calls_per_node"] > 0
+    # The webhook failed the remediator's first four writes; each was counted and retried.
+    assert figures["refused_writes"] == 4
+    assert figures["kube_refused"].get("500") == 4, figures["kube_refused"]
+    # After the storm: nothing stranded, and the dashboard tells what the ledger holds.
+    assert figures["reconciled"] and figures["stranded"] == 0, figures["stranded_nodes"]
+    outcomes = figures["ledger_outcomes"]
+    assert sum(outcomes.values()) == 3 and set(outcomes) <= {"replaced", "rebooted"}, outcomes
+    assert figures["dashboard_outcomes"] == figures["ledger_outcomes"]
+    assert whole(figures)

@@ -13,7 +13,9 @@ from typing import Any
 RENDEZVOUS_SECONDS = 60.0
 
 
-def function(handler: str, name: str = "nodemedic-test", **variables: str) -> Any:
+def function(
+    handler: str, name: str = "nodemedic-test", timeout: int = 60, **variables: str
+) -> Any:
     """A function whose handler is ``handler`` of this module: the attributes of moto's
     LambdaFunction that an invocation reads."""
     return SimpleNamespace(
@@ -21,7 +23,7 @@ def function(handler: str, name: str = "nodemedic-test", **variables: str) -> An
         version="$LATEST",
         function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
         memory_size=256,
-        timeout=60,
+        timeout=timeout,
         region="us-east-1",
         handler=f"{__name__}.{handler}",
         environment_vars=variables,
@@ -59,3 +61,9 @@ def fail(event: dict[str, Any], context: Any) -> None:
 
 def die(event: dict[str, Any], context: Any) -> None:
     os._exit(3)
+
+
+def linger(event: dict[str, Any], context: Any) -> int:
+    """Take ``event["seconds"]``, however long the function may run."""
+    time.sleep(event["seconds"])
+    return os.getpid()

@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,6 +45,16 @@ behind the Step Functions tasks of the same function, few enough for two cores."
 ROOT: Final = Path(__file__).resolve().parents[2]
 WORKER_EXIT_SECONDS: Final = 30.0
 """How long a worker told to stop may finish the invocation it is running."""
+TIMED_OUT_ERROR: Final = "Sandbox.Timedout"
+"""The error type of an invocation that ran past its function's timeout, as Lambda answers
+it (Lambda's troubleshooting guide, "Invocation timeouts"); Step Functions matches it."""
+
+
+class TimedOut(enum.Enum):
+    TIMED_OUT = "timed out"
+
+
+TIMED_OUT: Final = TimedOut.TIMED_OUT
 
 
 @dataclass(frozen=True)
@@ -68,14 +81,21 @@ class Worker:
             encoding="utf-8",
         )
 
-    def call(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The worker's reply, or None when it is gone (it exited or was killed)."""
+    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | TimedOut | None:
+        """The worker's reply; None when it is gone (it exited or was killed); ``TIMED_OUT``
+        when none came within ``timeout`` seconds, and then the worker is killed, as Lambda
+        ends an invocation that runs past its function's timeout."""
         stdin, stdout = self.process.stdin, self.process.stdout
         if stdin is None or stdout is None:
             raise RuntimeError("a worker is started with both pipes")
         try:
             stdin.write(json.dumps(request) + "\n")
             stdin.flush()
+            # One reply a request, read whole: nothing is left buffered to hide from select.
+            if not select.select([stdout], [], [], timeout)[0]:
+                self.process.kill()
+                self.process.wait()
+                return TIMED_OUT
             reply: dict[str, Any] = json.loads(stdout.readline())
         except (OSError, ValueError):  # a broken pipe, or no whole reply: it is gone
             self.process.kill()
@@ -122,10 +142,16 @@ class LambdaWorkers:
             "environment": {**os.environ, **variables_of(function)},
         }
         name = function.function_name
+        timeout = float(function.timeout)
         worker = self._take(name)
-        reply = worker.call(request)
-        self._give_back(name, worker, alive=reply is not None)
-        if reply is None:
+        reply = worker.call(request, timeout)
+        self._give_back(name, worker, alive=isinstance(reply, dict))
+        if reply is TIMED_OUT:
+            at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            request_id = request["context"]["aws_request_id"]
+            said = f"{at}Z {request_id} Task timed out after {timeout:.2f} seconds"
+            return Called(error_body(TIMED_OUT_ERROR, said), True, "", "", timeout)
+        if not isinstance(reply, dict):
             body = error_body("Runtime.ExitError", f"{name}'s worker process exited")
             return Called(body, True, "", "", 0.0)
         return Called(**reply)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import ssl
 import threading
 import time
@@ -32,9 +33,15 @@ broken run."""
 class FailingWebhook:
     refusals: int
     """The remediator's writes still to fail."""
+    hang: float = 0.0
+    """How long each of them waits before it fails: the write holds its seat in the
+    apiserver's priority and fairness meanwhile, as a write held by a slow webhook does."""
     refused: int = 0
     admitted: list[str] = field(default_factory=list)
     """The users whose writes it admitted, in order."""
+    hanging: threading.Event = field(default_factory=threading.Event)
+    """Set while a refused write waits; ``released`` ends every wait at once."""
+    released: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def review(self, user: str) -> bool:
@@ -54,6 +61,10 @@ def _handler(webhook: FailingWebhook) -> type[BaseHTTPRequestHandler]:
             review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             request = review["request"]
             if not webhook.review(request["userInfo"]["username"]):
+                if webhook.hang:
+                    webhook.hanging.set()
+                    webhook.released.wait(webhook.hang)
+                    webhook.hanging.clear()
                 self.send_response(500)
                 self.end_headers()
                 return
@@ -73,11 +84,19 @@ def _handler(webhook: FailingWebhook) -> type[BaseHTTPRequestHandler]:
 
 @contextlib.contextmanager
 def failing_webhook(
-    admin: client.ApiClient, certs: Path, node: str, refusals: int
+    admin: client.ApiClient,
+    certs: Path,
+    node: str,
+    refusals: int,
+    *,
+    every_node: bool = False,
+    hang: float = 0.0,
 ) -> Iterator[FailingWebhook]:
-    """In force on writes to ``node`` until the block ends; served with the world's serving
-    certificate for 127.0.0.1 (``certs``), which the apiserver is told to trust."""
-    webhook = FailingWebhook(refusals)
+    """In force on writes to ``node`` (to every Node with ``every_node``: a storm's) until
+    the block ends; served with the world's serving certificate for 127.0.0.1 (``certs``),
+    which the apiserver is told to trust. The apiserver waits for it ``hang`` seconds and
+    five more."""
+    webhook = FailingWebhook(refusals, hang)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(webhook))
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(certs / "serving.crt", certs / "serving.key")
@@ -104,11 +123,13 @@ def failing_webhook(
                             "resources": ["nodes"],
                         }
                     ],
-                    "objectSelector": {"matchLabels": {"kubernetes.io/hostname": node}},
+                    "objectSelector": (
+                        {} if every_node else {"matchLabels": {"kubernetes.io/hostname": node}}
+                    ),
                     "failurePolicy": "Fail",
                     "sideEffects": "None",
                     "admissionReviewVersions": ["v1"],
-                    "timeoutSeconds": 5,
+                    "timeoutSeconds": min(30, 5 + math.ceil(hang)),
                 }
             ],
         }
@@ -117,6 +138,7 @@ def failing_webhook(
         _in_force(admin, webhook, node)
         yield webhook
     finally:
+        webhook.released.set()
         registration.delete_validating_webhook_configuration(name)
         server.shutdown()
         server.server_close()

@@ -6,6 +6,8 @@ are not refusals."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,8 @@ from nodemedic.contracts.metrics import KUBE_REFUSED_METRIC
 from tests.integration.lambdas.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
 from world.kube.kubeapi import LocalCluster, free_ports
-from world.kube.webhook import failing_webhook
+from world.kube.shedding import shedding
+from world.kube.webhook import REMEDIATOR, failing_webhook
 
 pytestmark = pytest.mark.kube
 
@@ -87,3 +90,33 @@ def test_an_answer_about_the_request_is_not_a_refusal(
     with pytest.raises(NodeNotFound):
         invoke(mark_event("ip-10-0-7-0.ec2.internal"))
     assert refusals_counted(capsys.readouterr().out) == []
+
+
+def test_priority_and_fairness_shedding_the_remediators_load_is_a_refusal(
+    invoke: Invoke,
+    new_node: Callable[..., Node],
+    *,
+    cluster: LocalCluster,
+    admin: client.ApiClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The apiserver gives the remediator one request at a time and answers the rest 429.
+    One write held by a slow webhook keeps that seat, so the next op is refused."""
+    holder, node = new_node(), new_node()
+    certs = cluster.workdir / "certs"
+    with (
+        shedding(admin, REMEDIATOR),
+        failing_webhook(admin, certs, holder.name, refusals=1, hang=60) as hook,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        held = pool.submit(invoke, mark_event(holder.name))
+        assert hook.hanging.wait(60), "the held write never reached the webhook"
+        capsys.readouterr()
+        with pytest.raises(KubeUnavailable, match=r"^the API server refused \(429\): "):
+            invoke({"op": "node_status", "node": node.name, "boot_id": None})
+        assert refusals_counted(capsys.readouterr().out) == ["429"]
+        hook.released.set()
+        with pytest.raises(KubeUnavailable, match=r"\(500\)"):
+            held.result(timeout=60)
+    answered = invoke({"op": "node_status", "node": node.name, "boot_id": None})
+    assert answered["ready"] is True, "answered once the load is no more shed"

@@ -5,6 +5,7 @@ worker's death are Lambda's errors, and the function goes on."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -71,3 +72,20 @@ def test_a_worker_that_dies_is_an_exit_error_and_the_function_goes_on(
     again = function("echo", name="nodemedic-same")
     for _ in range(4):  # past the limit of three: a dead worker's place is given back
         assert not workers.invoke(again, {})[1]
+
+
+def test_an_invocation_past_its_functions_timeout_is_ended_as_lambda_ends_it(
+    workers: LambdaWorkers,
+) -> None:
+    """Lambda stops the invocation and answers ``Sandbox.Timedout``, which Step Functions
+    retries and catches like any other error of the task; the function goes on."""
+    slow = function("linger", name="nodemedic-slow", timeout=1)
+    began = time.monotonic()
+    body, is_error, _ = workers.invoke(slow, {"seconds": 30})
+
+    assert time.monotonic() - began < 20, "ended at the timeout, not when the handler was done"
+    answer = json.loads(body)
+    assert is_error and answer["errorType"] == "Sandbox.Timedout"
+    assert answer["errorMessage"].endswith("Task timed out after 1.00 seconds")
+    body, is_error, _ = workers.invoke(slow, {"seconds": 0})
+    assert not is_error, body
