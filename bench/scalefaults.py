@@ -19,10 +19,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
+from botocore.config import Config
+
 from console.cli.history import records
 from console.dashboard.read import board
 from nodemedic.contracts.metrics import KUBE_REFUSED_METRIC, METRICS_NAMESPACE
 from nodemedic.contracts.stack import dashboard_name
+from world.aws.motoserver import REGION
 from world.kube.shedding import shedding
 from world.kube.webhook import REMEDIATOR, FailingWebhook, failing_webhook
 from world.scenarios.kit import RECONCILE, run_as_scheduled
@@ -56,16 +60,12 @@ def refused(world: World) -> dict[str, int]:
     listed = cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE, MetricName=KUBE_REFUSED_METRIC)
     now = datetime.now(UTC)
     found: Counter[str] = Counter()
-    # moto lists a metric once per datapoint; CloudWatch once per dimension set.
-    sets = {
-        tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"])) for m in listed["Metrics"]
-    }
-    for dimensions in sorted(sets):
-        reason = dict(dimensions)["Reason"]
+    for metric in listed["Metrics"]:
+        reason = next(d["Value"] for d in metric["Dimensions"] if d["Name"] == "Reason")
         stats = cloudwatch.get_metric_statistics(
             Namespace=METRICS_NAMESPACE,
             MetricName=KUBE_REFUSED_METRIC,
-            Dimensions=[{"Name": k, "Value": v} for k, v in dimensions],
+            Dimensions=metric["Dimensions"],
             StartTime=now - timedelta(hours=1),
             EndTime=now + timedelta(minutes=1),
             Period=3700,
@@ -83,8 +83,11 @@ def after_storm(world: World, began: float) -> dict[str, Any]:
         for r in records(world.aws("dynamodb"), world.ledger_table, None)
         if r.get("outcome")
     )
+    # Reading every widget of the dashboard after a storm of 1,500 nodes takes moto a while.
+    patient = Config(read_timeout=RECONCILE_SECONDS)
+    cloudwatch = boto3.client("cloudwatch", REGION, endpoint_url=world.endpoint, config=patient)
     drawn = board(
-        world.aws("cloudwatch"),
+        cloudwatch,
         dashboard_name(world.settings.name),
         start=datetime.fromtimestamp(began, UTC) - timedelta(minutes=5),
         period=60,

@@ -11,6 +11,10 @@ answers a percentile with an error page; the targets replaced here are ``motopat
   p100, never beside ``Statistics``), over the period's raw values. CloudWatch has no
   percentile over negative values, nor over a statistic set unless its ``SampleCount`` is 1
   or its ``Minimum`` equals its ``Maximum``: such a period has no datapoint here either.
+- ``metrics_listed_once``: ListMetrics lists each metric (namespace, name and dimension set)
+  once, as CloudWatch does. moto lists one a datapoint where a metric has two dimensions or
+  more, and compares each datapoint with every metric listed before it: after a storm of
+  1,500 nodes, one ListMetrics ran past botocore's 60 s read timeout.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import botocore.session
 
 from world.aws import emf
 from world.aws.motopatch import (
+    FILTERED_METRICS,
     GET_METRIC_DATA,
     GET_METRIC_STATISTICS,
     PUT_LOG_EVENTS,
@@ -193,4 +198,34 @@ def percentile_statistics() -> Iterator[None]:
             GET_METRIC_STATISTICS: get_metric_statistics,
         }
     ):
+        yield
+
+
+@contextlib.contextmanager
+def metrics_listed_once() -> Iterator[None]:
+    """While active, ListMetrics lists each metric once (the module's docstring). A filter's
+    dimension without a value matches any value, as moto's and CloudWatch's do."""
+    from moto.cloudwatch.models import Dimension
+
+    def get_filtered_metrics(
+        self: Any, metric_name: str, namespace: str, dimensions: list[dict[str, str]]
+    ) -> list[Any]:
+        wanted = [Dimension(d["Name"], d.get("Value")) for d in dimensions or []]
+        listed: dict[tuple[str, str, frozenset[tuple[str, str]]], Any] = {}
+        for datum in self.get_all_metrics():
+            if (namespace and datum.namespace != namespace) or (
+                metric_name and datum.name != metric_name
+            ):
+                continue
+            if any(want not in datum.dimensions for want in wanted):
+                continue
+            key = (
+                datum.namespace,
+                datum.name,
+                frozenset((d.name, d.value) for d in datum.dimensions),
+            )
+            listed.setdefault(key, datum)
+        return list(listed.values())
+
+    with replaced({FILTERED_METRICS: get_filtered_metrics}):
         yield

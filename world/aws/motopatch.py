@@ -41,6 +41,8 @@ out; what the replacements do lives with the behaviour they stand for:
 ``Statistics.get_statistics_for_type``,     percentile statistics (``p90``, ``p99.9``) in
 ``CloudWatchBackend.get_metric_data``,      GetMetricData and GetMetricStatistics
 ``CloudWatchResponse.get_metric_statistics``  (``cloudwatch.py``)
+``CloudWatchBackend.get_filtered_metrics``  ListMetrics lists each metric once, as
+                                            CloudWatch does (``cloudwatch.py``)
 ``json_path.parse``, ``boto_client.boto3``  a JSONPath parsed, a task's client made once
                                             (``stepfunctions.py``)
 ``DynamoDBBackend.transact_write_items``    it saves and restores the items it names, not
@@ -183,6 +185,11 @@ GET_METRIC_DATA = Target(
 GET_METRIC_STATISTICS = Target(
     "moto.cloudwatch.responses.CloudWatchResponse", "get_metric_statistics", "(self)"
 )
+FILTERED_METRICS = Target(
+    "moto.cloudwatch.models.CloudWatchBackend",
+    "get_filtered_metrics",
+    "(self, metric_name, namespace, dimensions)",
+)
 JSONPATH_PARSE = Target(
     "moto.stepfunctions.parser.asl.utils.json_path", "parse", "(path, debug=None)"
 )
@@ -211,6 +218,7 @@ TARGETS = (
     STATISTIC,
     GET_METRIC_DATA,
     GET_METRIC_STATISTICS,
+    FILTERED_METRICS,
     BACKEND_FOR_HOST,
     TRANSACT_WRITE_ITEMS,
     JSONPATH_PARSE,

@@ -22,7 +22,7 @@ from unittest import mock
 
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-from world.aws.cloudwatch import metrics_from_logs, percentile_statistics
+from world.aws.cloudwatch import metrics_from_logs, metrics_listed_once, percentile_statistics
 from world.aws.inprocess import handlers_in_process
 from world.aws.instances import distinct_private_ips
 from world.aws.lambdaworkers import handlers_in_processes
@@ -92,6 +92,7 @@ def moto_server(*, lambda_processes: bool = False) -> Iterator[str]:
         stack.enter_context(clients_made_once())
         stack.enter_context(metrics_from_logs())
         stack.enter_context(percentile_statistics())
+        stack.enter_context(metrics_listed_once())
         stack.enter_context(backends_remembered())
         stack.enter_context(distinct_private_ips())
         yield endpoint

@@ -116,6 +116,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         instances.distinct_private_ips(),
         cloudwatch.metrics_from_logs(),
         cloudwatch.percentile_statistics(),
+        cloudwatch.metrics_listed_once(),
         motoserver.backends_remembered(),
         transactions.item_rollbacks(),
         stepfunctions.paths_parsed_once(),

@@ -17,7 +17,12 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from world.aws.cloudwatch import metrics_from_logs, percentile, percentile_statistics
+from world.aws.cloudwatch import (
+    metrics_from_logs,
+    metrics_listed_once,
+    percentile,
+    percentile_statistics,
+)
 from world.aws.inprocess import handlers_in_process
 
 REGION = "us-east-1"
@@ -212,3 +217,36 @@ def test_the_percentile_is_the_nearest_rank() -> None:
     assert percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.0
     assert percentile([4.0, 1.0, 3.0, 2.0], 75.5) == 4.0
     assert percentile([], 50) is None
+
+
+def test_list_metrics_lists_each_metric_once_as_cloudwatch_does() -> None:
+    """moto lists a metric of two dimensions once per datapoint; CloudWatch once."""
+
+    def datum(value: float, group: str, outcome: str) -> dict[str, Any]:
+        dimensions = [{"Name": "NodeGroup", "Value": group}, {"Name": "Outcome", "Value": outcome}]
+        return {"MetricName": "Remediations", "Dimensions": dimensions, "Value": value}
+
+    with mock_aws(), metrics_listed_once():
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        data = [datum(1, "p5", "replaced"), datum(1, "p5", "replaced"), datum(1, "p5", "held")]
+        cloudwatch.put_metric_data(Namespace="NodeMedic", MetricData=data)
+        cloudwatch.put_metric_data(
+            Namespace="NodeMedic", MetricData=[{"MetricName": "Bare", "Value": 1}] * 2
+        )
+        listed = cloudwatch.list_metrics(Namespace="NodeMedic")["Metrics"]
+        named = cloudwatch.list_metrics(
+            Namespace="NodeMedic", Dimensions=[{"Name": "Outcome", "Value": "held"}]
+        )["Metrics"]
+        any_outcome = cloudwatch.list_metrics(
+            Namespace="NodeMedic", Dimensions=[{"Name": "Outcome"}]
+        )["Metrics"]
+
+    outcomes = sorted(
+        next(d["Value"] for d in m["Dimensions"] if d["Name"] == "Outcome")
+        for m in listed
+        if m["MetricName"] == "Remediations"
+    )
+    assert outcomes == ["held", "replaced"]
+    assert [m["MetricName"] for m in listed].count("Bare") == 1
+    assert [m["Dimensions"][-1]["Value"] for m in named] == ["held"]
+    assert len(any_outcome) == 2
