@@ -399,35 +399,31 @@ def metric_names(namespace: str, **dimensions: str) -> set[str]:
     return {m["MetricName"] for m in found}
 
 
-def total(namespace: str, metric: str, **dimensions: str) -> float:
-    """The sum of every value published for the metric with exactly these dimensions in the
-    last hour."""
+def _last_hour(
+    namespace: str, metric: str, dimensions: dict[str, str], period: int, statistics: list[str]
+) -> list[dict[str, Any]]:
     cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     now = time.time()
-    stats = cloudwatch.get_metric_statistics(
+    found: list[dict[str, Any]] = cloudwatch.get_metric_statistics(
         Namespace=namespace,
         MetricName=metric,
         Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
         StartTime=datetime.fromtimestamp(now - 3600, UTC),
         EndTime=datetime.fromtimestamp(now + 60, UTC),
-        Period=3700,
-        Statistics=["Sum"],
+        Period=period,
+        Statistics=statistics,
     )["Datapoints"]
-    return float(sum(p["Sum"] for p in stats))
+    return found
+
+
+def total(namespace: str, metric: str, **dimensions: str) -> float:
+    """The sum of every value published for the metric with exactly these dimensions in the
+    last hour."""
+    return float(sum(p["Sum"] for p in _last_hour(namespace, metric, dimensions, 3700, ["Sum"])))
 
 
 def datapoints(namespace: str, metric: str, **dimensions: str) -> list[float]:
     """Every value published for the metric with exactly these dimensions, as CloudWatch
     would chart them at one-second resolution."""
-    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
-    now = time.time()
-    stats = cloudwatch.get_metric_statistics(
-        Namespace=namespace,
-        MetricName=metric,
-        Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
-        StartTime=datetime.fromtimestamp(now - 3600, UTC),
-        EndTime=datetime.fromtimestamp(now + 60, UTC),
-        Period=1,
-        Statistics=["Maximum", "SampleCount"],
-    )["Datapoints"]
+    stats = _last_hour(namespace, metric, dimensions, 1, ["Maximum", "SampleCount"])
     return [p["Maximum"] for p in sorted(stats, key=lambda p: p["Timestamp"])]
