@@ -77,10 +77,12 @@ def moto_server(*, lambda_processes: bool = False) -> Iterator[str]:
         )
         _moto_api(endpoint, "reset")
         _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
+        stack.enter_context(handlers_in_processes() if lambda_processes else handlers_in_process())
+        # Undone first on the way out, while the handlers still run: an execution still
+        # going (a storm's, held by the breaker) takes no new Lambda task to moto's Docker.
         stack.callback(
             _moto_api, endpoint, "config", {"stepfunctions": {"execute_state_machine": False}}
         )
-        stack.enter_context(handlers_in_processes() if lambda_processes else handlers_in_process())
         stack.enter_context(atomic_writes())
         stack.enter_context(item_rollbacks())
         stack.enter_context(final_stops())
@@ -117,6 +119,11 @@ def backends_remembered() -> Iterator[None]:
         yield
 
 
+MOTO_API_SECONDS = 300
+"""How long moto's own API may take to answer: a second when idle, minutes after a storm of
+1,500 nodes while its executions still run."""
+
+
 def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> None:
     """moto's own API: ``reset`` empties every backend (the previous world's, too),
     ``config`` sets what ``mock_aws(config=...)`` sets in-process."""
@@ -125,5 +132,5 @@ def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> N
         data=json.dumps(body or {}).encode(),
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+    with urllib.request.urlopen(request, timeout=MOTO_API_SECONDS):  # noqa: S310
         pass
