@@ -10,9 +10,8 @@ out; what the replacements do lives with the behaviour they stand for:
 ``InstanceBackend.terminate_instances``     the machine powers off too (``hypervisor.py``)
 ``AutoScalingBackend.set_instance_health``  an ``Unhealthy`` instance is replaced
                                             (``hypervisor.py``)
-``LambdaFunction._invoke_lambda``           the handler runs in this process or a worker
-                                            process, not in Docker (``inprocess.py``,
-                                            ``lambdaworkers.py``)
+``LambdaFunction._invoke_lambda``           the handler runs here or in a worker, not in
+                                            Docker (``inprocess.py``, ``lambdaworkers.py``)
 ``AmazonStateLanguageParser.parse``         a definition is parsed once, not at every
                                             execution (``stepfunctions.py``)
 ``DynamoHandler.call_action``               one DynamoDB request at a time: a write is
@@ -23,10 +22,9 @@ out; what the replacements do lives with the behaviour they stand for:
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
                                             (``runtime_causes``, here)
-``SimpleSystemManagerBackend.send_command``  the node runs the command (``gpus.py``,
-                                            ``motoservices.py``); only the instances named
-                                            run it, as SSM's do (moto's own sends a command
-                                            with no ``Targets`` to every instance)
+``SimpleSystemManagerBackend.send_command``  the named nodes run the command, as SSM's do
+                                            (``gpus.py``, ``motoservices.py``; moto's own
+                                            sends one with no ``Targets`` to every instance)
 ``StateTaskServiceSfn``                     the native ``states:startExecution`` task
 ``._normalise_parameters``                  starts an execution (``stepfunctions.py``)
 ``Rule.send_to_targets``                    an EventBridge rule invokes its Lambda
@@ -41,8 +39,7 @@ out; what the replacements do lives with the behaviour they stand for:
 ``Statistics.get_statistics_for_type``,     percentile statistics (``p90``, ``p99.9``) in
 ``CloudWatchBackend.get_metric_data``,      GetMetricData and GetMetricStatistics
 ``CloudWatchResponse.get_metric_statistics``  (``cloudwatch.py``)
-``CloudWatchBackend.get_filtered_metrics``  ListMetrics lists each metric once, as
-                                            CloudWatch does (``cloudwatch.py``)
+``CloudWatchBackend.get_filtered_metrics``  ListMetrics lists a metric once (``cloudwatch.py``)
 ``json_path.parse``, ``boto_client.boto3``  a JSONPath parsed, a task's client made once
                                             (``stepfunctions.py``)
 ``DynamoDBBackend.transact_write_items``    it saves and restores the items it names, not
@@ -51,12 +48,10 @@ out; what the replacements do lives with the behaviour they stand for:
 ``.get_backend_for_host``                   request under one lock (``motoserver.py``)
 ==========================================  ================================================
 
-Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it, the one its replacement
-is written for. ``changed`` says what a newer moto changed about a target; the unit test
-``tests/unit/world/test_motopatch.py`` fails with it, naming the target, and when the
-installed moto is not ``MOTO_VERSION``: re-read the replacement of each named target before
-moving the pin in ``pyproject.toml``. A target is replaced by one owner at a time: a second
-world (or hypervisor) in the same process is an error, not two worlds sharing one moto.
+Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it. ``changed`` says what
+a newer moto changed about one; ``tests/unit/world/test_motopatch.py`` fails naming it, and
+when the installed moto is not ``MOTO_VERSION``: re-read each named replacement before
+moving the pin. One owner replaces a target at a time: a second world in a process is an error.
 """
 
 from __future__ import annotations
@@ -177,8 +172,9 @@ PUT_LOG_EVENTS = Target(
     "(self, log_group_name, log_stream_name, log_events)",
 )
 STATISTIC = Target("moto.cloudwatch.models.Statistics", "get_statistics_for_type", "(self, stat)")
+_CLOUDWATCH = "moto.cloudwatch.models.CloudWatchBackend"
 GET_METRIC_DATA = Target(
-    "moto.cloudwatch.models.CloudWatchBackend",
+    _CLOUDWATCH,
     "get_metric_data",
     "(self, queries, start_time, end_time, scan_by='TimestampAscending')",
 )
@@ -186,9 +182,7 @@ GET_METRIC_STATISTICS = Target(
     "moto.cloudwatch.responses.CloudWatchResponse", "get_metric_statistics", "(self)"
 )
 FILTERED_METRICS = Target(
-    "moto.cloudwatch.models.CloudWatchBackend",
-    "get_filtered_metrics",
-    "(self, metric_name, namespace, dimensions)",
+    _CLOUDWATCH, "get_filtered_metrics", "(self, metric_name, namespace, dimensions)"
 )
 JSONPATH_PARSE = Target(
     "moto.stepfunctions.parser.asl.utils.json_path", "parse", "(path, debug=None)"
