@@ -361,8 +361,15 @@ def main() -> int:
         for raised in (True, False)
     ]
     if args.burst:
-        burst = {"nodes": args.nodes, "failing": args.burst, "raised": False, "spread": 1.0}
-        cases.append({**burst, "refuse": args.refuse})
+        cases.append(
+            {
+                "nodes": args.nodes,
+                "failing": args.burst,
+                "raised": False,
+                "spread": 1.0,
+                "refuse": args.refuse,
+            }
+        )
     results, failed = [], []
     for case in cases:
         child = subprocess.run(

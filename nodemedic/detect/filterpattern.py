@@ -77,8 +77,12 @@ def filter_terms(catalog: Catalog) -> list[str]:
     terms: dict[str, None] = {AGENT_LINE_PREFIX: None}
     for rule in catalog.rules:
         if rule.action != "ignore" and rule.source != HYPERPOD_SOURCE:
-            term = _chosen(rule) if rule.term else None
-            terms.setdefault(term or _term(rule.id, required_literal(rule.pattern), rule.source))
+            term = (
+                _chosen(rule)
+                if rule.term
+                else _term(rule.id, required_literal(rule.pattern), rule.source)
+            )
+            terms.setdefault(term)
     return [t for t in terms if not any(o != t and o in t for o in terms)]
 
 

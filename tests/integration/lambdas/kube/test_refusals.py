@@ -5,7 +5,6 @@ are not refusals."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +19,7 @@ from nodemedic.contracts.kube import KUBE_UNAVAILABLE
 from nodemedic.contracts.metrics import KUBE_REFUSED_METRIC
 from tests.integration.lambdas.kube.test_nodes import mark_event
 from tests.support.kube import Invoke, Node
+from world.aws import emf
 from world.kube.kubeapi import LocalCluster, free_ports
 from world.kube.shedding import shedding
 from world.kube.webhook import REMEDIATOR, failing_webhook
@@ -28,13 +28,15 @@ pytestmark = pytest.mark.kube
 
 
 def refusals_counted(out: str) -> list[str]:
-    """The ``Reason`` of each ``KubeRefused`` datapoint in the Lambda's EMF lines."""
+    """The ``Reason`` of each ``KubeRefused`` datapoint in the Lambda's EMF lines, read as
+    CloudWatch reads them (``world.aws.emf``)."""
     found = []
-    for line in out.splitlines():
-        document = json.loads(line) if line.startswith("{") else {}
-        if KUBE_REFUSED_METRIC in document:
-            assert document[KUBE_REFUSED_METRIC] == [1.0] or document[KUBE_REFUSED_METRIC] == 1
-            found.append(document["Reason"])
+    for extraction in filter(None, map(emf.read, out.splitlines())):
+        assert extraction.error is None, extraction.reason
+        for datum in extraction.data:
+            if datum.name == KUBE_REFUSED_METRIC:
+                assert datum.values == (1.0,)
+                found.append(dict(datum.dimensions)["Reason"])
     return found
 
 
