@@ -181,9 +181,15 @@ class SimulatedKubelet:
             ],
             "nodeInfo": _node_info(),
         }
-        adopted: client.V1Node = self.core.patch_node_status(
-            name, {"status": status}, _content_type=STRATEGIC
-        )
+        try:
+            adopted: client.V1Node = self.core.patch_node_status(
+                name, {"status": status}, _content_type=STRATEGIC
+            )
+        except BaseException:
+            # Untracked, so the next pass adopts it again: tracked, it would be taken for
+            # adopted and stay not Ready for good (a patch a busy API server timed out).
+            self.forget(name)
+            raise
         if counts or self._pod_resources is not None:
             self._publish_devices(tracked)
         return adopted
