@@ -161,11 +161,9 @@ class SimulatedKubelet:
     def adopt(self, node: client.V1Node) -> client.V1Node:
         """Become the kubelet of a Node another component created with none behind it, as
         KWOK does for the Nodes Karpenter's KWOK provider makes for its NodeClaims: report it
-        Ready, with addresses and node info, and run the pods bound to it. Its devices are
-        its allocatable extended resources (``nvidia.com/gpu``: the instance type's).
-        Karpenter registers and initializes the NodeClaim from there (its unregistered
-        taint comes off then); nothing here touches labels or taints. Once per Node. The Node
-        as it reports it (its boot id)."""
+        Ready, with addresses and node info, and run the pods bound to it; its devices are
+        its allocatable extended resources. Karpenter initializes the NodeClaim from there;
+        nothing here touches labels or taints. Once per Node; the Node as it reports it."""
         name = node.metadata.name
         allocatable = (node.status and node.status.allocatable) or {}
         counts = {r: int(n) for r, n in allocatable.items() if "/" in r and n.isdigit()}
@@ -186,9 +184,7 @@ class SimulatedKubelet:
                 name, {"status": status}, _content_type=STRATEGIC
             )
         except BaseException:
-            # Untracked, so the next pass adopts it again: tracked, it would be taken for
-            # adopted and stay not Ready for good (a patch a busy API server timed out).
-            self.forget(name)
+            self.forget(name)  # else the next pass takes it for adopted: never Ready
             raise
         if counts or self._pod_resources is not None:
             self._publish_devices(tracked)
