@@ -33,28 +33,24 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
-
 from bench.cost import diff
 from bench.meter import Meter, metering
 from bench.mttr import acting_faults, percentile
-from bench.scalefaults import after_storm, refused, refusing
+from bench.scalefaults import after_storm, by_reason, refusing
 from bench.scalereport import report, whole
-from bench.storm import WRITERS, Writers, dead_letters, fault_lines, wait_decided
+from bench.scalewriters import SignedWriters, identities
+from bench.storm import dead_letters, fault_lines, wait_decided
 from console.cli.breaker import status
 from console.cli.history import records
 from console.cli.remediations import entry
 from nodemedic.catalog import load_catalog
-from nodemedic.contracts.logs import heartbeat_message, identity_stream, kmsg_stream
+from nodemedic.contracts.metrics import AWS_THROTTLED_METRIC, KUBE_REFUSED_METRIC
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
-from world.aws.motoserver import REGION
-from world.aws.origins import NodeIdentity, kms_encrypt, node_identity
+from world.aws.quotas import AwsLimits, TokenBucket
 from world.kube.kwok import wait_ready_nodes
 from world.start import local_world
 from world.terminal import chatter_to, copy_of
@@ -69,87 +65,9 @@ RAISED = {
 }
 """The breaker's rate and share limits out of the way (the baseline); ``max_parallel`` and
 ``max_in_flight`` are raised to the failing count."""
-WRITE_ANSWER_SECONDS = 900
-"""How long a fault's PutLogEvents may take to answer: moto classifies the line first."""
 SETTLE_SECONDS = 240.0
 """How long a case waits after the last fault for its decisions to end; what is still held
 or running then is counted as such, not as an error."""
-
-
-class SignedWriters(Writers):
-    """The nodes' streams, each node signing with its own key; records when each write began
-    (the line is in the log group from then: moto delivers it before the call returns)."""
-
-    def __init__(self, world: World) -> None:
-        super().__init__(world)
-        # A write answers once moto has classified its line, which in a storm queues behind
-        # the others' (on AWS the delivery is asynchronous): a late answer is a latency, not
-        # a lost line.
-        self.logs = boto3.client(
-            "logs",
-            region_name=REGION,
-            endpoint_url=world.endpoint,
-            config=Config(read_timeout=WRITE_ANSWER_SECONDS),
-        )
-        self.began: dict[str, float] = {}
-        self.fault_puts: list[float] = []
-        """Seconds each fault line's PutLogEvents took: moto delivers to the classifier,
-        which proves the line's origin and starts the execution, before it answers."""
-
-    def create(self, instance_ids: list[str]) -> None:
-        super().create(instance_ids)
-        streams = [identity_stream(i) for i in instance_ids]
-        with ThreadPoolExecutor(WRITERS) as pool:
-            list(
-                pool.map(
-                    lambda s: self.logs.create_log_stream(logGroupName=self.group, logStreamName=s),
-                    streams,
-                )
-            )
-
-    def register(self, identities: list[NodeIdentity]) -> None:
-        """Every node's registration, then a signed heartbeat ahead of any fault."""
-        heartbeat = heartbeat_message({"interval": 300, "lines_read": 100})
-        batches = [b for n in identities for b in n.registration]
-        self.write_events(batches)
-        self.write_all([(kmsg_stream(n.instance_id), [heartbeat]) for n in identities])
-
-    def write_events(self, batches: list[tuple[str, list[tuple[int, str]]]]) -> None:
-        with ThreadPoolExecutor(WRITERS) as pool:
-            list(pool.map(lambda b: self._put_events(*b), batches))
-
-    def _put_events(self, stream: str, events: list[tuple[int, str]]) -> None:
-        try:
-            self.logs.put_log_events(
-                logGroupName=self.group,
-                logStreamName=stream,
-                logEvents=[{"timestamp": at, "message": m} for at, m in events],
-            )
-        except Exception as exc:  # a failed write is a figure, not a crash
-            self.failures.append(f"{stream}: {exc!r}")
-            return
-        self.sent["lines"] += len(events)
-        self.sent["requests"] += 1
-
-    def signed_faults(
-        self, identities: list[NodeIdentity], lines: list[str], spread: float
-    ) -> None:
-        """One signed fault line per node, spread evenly over ``spread`` seconds: each node
-        writes its own on time, as its agent would, however long the others' writes take
-        (moto classifies a line before its PutLogEvents answers)."""
-        began = time.monotonic()
-
-        def one(index: int) -> None:
-            time.sleep(max(0.0, began + spread * index / len(lines) - time.monotonic()))
-            node = identities[index]
-            stream = kmsg_stream(node.instance_id)
-            self.began[node.instance_id] = time.time()
-            at_ms = int(time.time() * 1000)
-            self._put_events(stream, [(at_ms, node.signed(lines[index], at_ms))])
-            self.fault_puts.append(time.time() - self.began[node.instance_id])
-
-        with ThreadPoolExecutor(len(lines)) as pool:
-            list(pool.map(one, range(len(lines))))
 
 
 def case_settings(failing: int, raised: bool) -> Any:
@@ -163,25 +81,6 @@ def case_settings(failing: int, raised: bool) -> Any:
         fleet_min_nodes=math.ceil(failing / rules) + 1,
         **limits,
     )
-
-
-def identities(world: World, instance_ids: list[str]) -> list[NodeIdentity]:
-    """One identity per node, for its current boot."""
-    metadata = world.agents.settings.metadata
-    assert metadata is not None, "the world serves no IMDS"
-    encrypt = kms_encrypt(world.aws("kms"))
-    boots = {i: (world.watch.latest(i) or _unseen(i)).boot_id for i in instance_ids}
-    with ThreadPoolExecutor(WRITERS) as pool:
-        return list(
-            pool.map(
-                lambda i: node_identity(i, boots[i], world.settings.name, metadata, encrypt),
-                instance_ids,
-            )
-        )
-
-
-def _unseen(instance_id: str) -> Any:
-    raise RuntimeError(f"the watch never saw the Node of {instance_id}")
 
 
 def step_seconds(world: World, began: dict[str, float]) -> dict[str, list[float]]:
@@ -220,11 +119,19 @@ def spread_of(values: list[float]) -> dict[str, float | None]:
 
 
 def run_case(
-    nodes: int, failing: int, *, raised: bool, spread: float, workdir: Path, refuse: int = 0
+    nodes: int,
+    failing: int,
+    *,
+    raised: bool,
+    spread: float,
+    workdir: Path,
+    refuse: int = 0,
+    starts: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """One case in a fresh world; ``refuse``: the API server refuses the remediator during
     the storm, its first ``refuse`` writes and whatever does not fit its one seat
-    (``bench.scalefaults``)."""
+    (``bench.scalefaults``); ``starts``: Step Functions' ``StartExecution`` bucket and its
+    refill a second, AWS's (1,300 and 300) where None (``world.aws.quotas``)."""
     progress = copy_of(sys.stderr)
 
     def say(text: str) -> None:
@@ -233,6 +140,7 @@ def run_case(
     patterns = subscription_filter_patterns(load_catalog())
     meter = Meter(lambda message: selected(patterns, message))
     settings = case_settings(failing, raised)
+    limits = AwsLimits(starts=TokenBucket(*starts)) if starts else AwsLimits()
     began_world = time.monotonic()
     with (
         chatter_to(workdir / "world.log"),
@@ -244,6 +152,7 @@ def run_case(
             agent_processes=False,
             kwok=True,
             lambda_processes=True,
+            aws_limits=limits,
             say=say,
         ) as world,
     ):
@@ -323,7 +232,10 @@ def run_case(
             / (written_s + waited),
             "outcomes": dict(Counter(m.outcome for m in world.inbox.messages())),
             "refused_writes": webhook.refused if webhook else 0,
-            "kube_refused": refused(world),
+            "kube_refused": by_reason(world, KUBE_REFUSED_METRIC),
+            "starts_throttled": limits.starts.throttled,
+            "aws_throttled": by_reason(world, AWS_THROTTLED_METRIC),
+            "deliveries_failed": limits.deliveries.failed,
             **checked,
         }
 
@@ -342,6 +254,11 @@ def main() -> int:
         default=0,
         help="the API server refuses the remediator's first N writes",
     )
+    parser.add_argument(
+        "--starts",
+        help="Step Functions' StartExecution bucket and its refill a second, as SIZE,REFILL "
+        "(AWS's: 1300,300)",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, as JSON
     args = parser.parse_args()
     if args.case:
@@ -349,6 +266,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="nodemedic-scale-") as workdir:
             print(json.dumps(run_case(**case, workdir=Path(workdir))))
         return 0
+    starts = [float(x) for x in args.starts.split(",")] if args.starts else None
     cases = [
         {
             "nodes": args.nodes,
@@ -356,6 +274,7 @@ def main() -> int:
             "raised": raised,
             "spread": args.spread,
             "refuse": args.refuse,
+            "starts": starts,
         }
         for f in (int(x) for x in args.failing.split(","))
         for raised in (True, False)
@@ -368,6 +287,7 @@ def main() -> int:
                 "raised": False,
                 "spread": 1.0,
                 "refuse": args.refuse,
+                "starts": starts,
             }
         )
     results, failed = [], []

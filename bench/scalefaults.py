@@ -24,7 +24,7 @@ from botocore.config import Config
 
 from console.cli.history import records
 from console.dashboard.read import board
-from nodemedic.contracts.metrics import KUBE_REFUSED_METRIC, METRICS_NAMESPACE
+from nodemedic.contracts.metrics import METRICS_NAMESPACE
 from nodemedic.contracts.stack import dashboard_name
 from world.aws.motoserver import REGION
 from world.kube.shedding import shedding
@@ -54,18 +54,19 @@ def refusing(world: World, writes: int) -> Iterator[FailingWebhook | None]:
         yield webhook
 
 
-def refused(world: World) -> dict[str, int]:
-    """``KubeRefused`` by ``Reason``, summed over the last hour, as CloudWatch holds it."""
+def by_reason(world: World, metric: str) -> dict[str, int]:
+    """A count (``KubeRefused``, ``AwsThrottled``) by ``Reason``, summed over the last hour,
+    as CloudWatch holds it."""
     cloudwatch = world.aws("cloudwatch")
-    listed = cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE, MetricName=KUBE_REFUSED_METRIC)
+    listed = cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE, MetricName=metric)
     now = datetime.now(UTC)
     found: Counter[str] = Counter()
-    for metric in listed["Metrics"]:
-        reason = next(d["Value"] for d in metric["Dimensions"] if d["Name"] == "Reason")
+    for each in listed["Metrics"]:
+        reason = next(d["Value"] for d in each["Dimensions"] if d["Name"] == "Reason")
         stats = cloudwatch.get_metric_statistics(
             Namespace=METRICS_NAMESPACE,
-            MetricName=KUBE_REFUSED_METRIC,
-            Dimensions=metric["Dimensions"],
+            MetricName=metric,
+            Dimensions=each["Dimensions"],
             StartTime=now - timedelta(hours=1),
             EndTime=now + timedelta(minutes=1),
             Period=3700,

@@ -57,3 +57,9 @@ def report(results: list[dict[str, Any]]) -> None:
             f"storm: {r['stranded']} stranded {r['stranded_nodes'] or ''}, outcomes in the "
             f"ledger {r['ledger_outcomes']}, on the dashboard {r['dashboard_outcomes']}"
         )
+        print(
+            f"    Step Functions throttled {r['starts_throttled']} starts; the classifier "
+            f"counted {sum(r['aws_throttled'].values())} throttled calls "
+            f"{r['aws_throttled'] or ''}; {r['deliveries_failed']} deliveries failed and "
+            f"were run again, {r['dead_letters']} dead-lettered"
+        )

@@ -56,6 +56,7 @@ from world.aws.hypervisor import Hypervisor, machines
 from world.aws.identity import MetadataService, local_authority
 from world.aws.inbox import Inbox
 from world.aws.motoserver import CREDENTIALS, REGION, moto_server
+from world.aws.quotas import AwsLimits
 from world.aws.spares import chosen, stand_by
 from world.aws.stack import deploy, node_group, resource_count
 from world.kube.kubeapi import (
@@ -110,6 +111,7 @@ def local_world(
     karpenter_nodes: int = 0,
     kwok: bool = False,
     lambda_processes: bool = False,
+    aws_limits: AwsLimits | None = None,
 ) -> Iterator[World]:
     """Start the world under ``workdir`` (logs of every process land there) and stop all of
     it on the way out; ``say`` reports progress. ``nodes`` in service, and the ``spares`` the
@@ -125,7 +127,8 @@ def local_world(
     group's machines run none (0: the workers run on the group's machines); ``kwok``: KWOK
     runs the Nodes and their pods (``world.kube.kwok``, the 1,500-node world of
     ``bench/scale.py``), not the simulated kubelet; ``lambda_processes``: the Lambda
-    handlers run in warm worker processes, many at once (``moto_server``'s)."""
+    handlers run in warm worker processes, many at once; ``aws_limits``: AWS's throttles and
+    retries (both ``moto_server``'s)."""
     workdir.mkdir(parents=True, exist_ok=True)
     # The machines' identity documents are signed by an authority made for this world,
     # which its cluster trusts in place of AWS's (docs/security.md, "Proof of origin").
@@ -140,7 +143,9 @@ def local_world(
     with contextlib.ExitStack() as stack:
         metadata = MetadataService(authority, REGION)
         stack.callback(metadata.close)
-        endpoint = stack.enter_context(moto_server(lambda_processes=lambda_processes))
+        endpoint = stack.enter_context(
+            moto_server(lambda_processes=lambda_processes, limits=aws_limits)
+        )
         say(f"AWS: moto server on {endpoint}")
 
         # The AWS side (synth takes a while) is built while the control plane starts here:

@@ -136,7 +136,9 @@ def execution_starter(
                 input=json.dumps(decision),
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
+            if is_transient(exc):
+                raise retryable(exc, f"starting {decision['decision_id']}") from exc
+            if error_code(exc) != "ExecutionAlreadyExists":
                 raise
             return {"caller": None}
         return {"caller": request["caller"]}

@@ -15,9 +15,9 @@ from __future__ import annotations
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-TRANSIENT_CODES = frozenset(
+THROTTLING_CODES = frozenset(
     {
-        # throttling (botocore's standard retry mode's list, and KMS's and Logs' own)
+        # botocore's standard retry mode's list, and KMS's and Logs' own
         "Throttling",
         "ThrottlingException",
         "ThrottledException",
@@ -28,18 +28,20 @@ TRANSIENT_CODES = frozenset(
         "LimitExceededException",
         "RequestThrottled",
         "TransactionInProgressException",
-        # the service failed, not the request
-        "InternalFailure",
-        "InternalServerError",
-        "InternalServerException",
-        "ServiceUnavailable",
-        "ServiceUnavailableException",
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "KMSInternalException",
-        "DependencyTimeoutException",
     }
 )
+TRANSIENT_CODES = THROTTLING_CODES | {
+    # the service failed, not the request
+    "InternalFailure",
+    "InternalServerError",
+    "InternalServerException",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "RequestTimeout",
+    "RequestTimeoutException",
+    "KMSInternalException",
+    "DependencyTimeoutException",
+}
 
 
 class Retryable(RuntimeError):

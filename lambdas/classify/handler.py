@@ -28,6 +28,7 @@ from lambdas.classify.aws import DynamoHeartbeats, DynamoHitCounter, execution_s
 from lambdas.classify.env import ClassifyEnv, env
 from lambdas.classify.kept import KeptTable
 from lambdas.classify.origin import LogsRegistrations
+from lambdas.classify.throttles import CLUSTER, count_throttles
 from lambdas.observability import logger, metrics, publish_count, tracer
 from lambdas.subscription import MalformedPayload, decode_payload
 from nodemedic.contracts.logs import IDENTITY_STREAM_RE
@@ -63,6 +64,7 @@ from nodemedic.remediate.silence import Recent, interval_of, newest_heartbeat
 def _dependencies(
     state_machine_arn: str, table: str, window: int, ledger: str | None
 ) -> tuple[DynamoHitCounter, Starter, IdempotencyConfig]:
+    count_throttles()
     return DynamoHitCounter(table), *execution_starter(state_machine_arn, table, window, ledger)
 
 
@@ -278,6 +280,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             # Registrations are read back only for a key the ledger lacks (``origin``).
             return {"lines": 0}
         identity = None if is_hyperpod_group(group) else identity_of(group, stream)
+        CLUSTER.set(identity.cluster if identity else config.cluster)
     except (MalformedPayload, IdentityError) as exc:
         metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.error("rejected payload", extra={"reason": str(exc)})

@@ -83,6 +83,10 @@ overloaded or broken, or that could not reach it (``KUBE_UNAVAILABLE``), with th
 ``Cluster`` and ``REASON_DIMENSION``: the HTTP status (``429``, ``500``, ``503``...) or
 ``unreachable``. Each is retried; a storm's count of them is how hard nodemedic pressed the
 API server."""
+AWS_THROTTLED_METRIC: Final = "AwsThrottled"
+"""Published by the classifier for each answer of AWS that throttled one of its calls
+(before botocore's retry, which may then succeed), with the dimensions ``Cluster`` and
+``REASON_DIMENSION``: the service and operation (``states.StartExecution``)."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""

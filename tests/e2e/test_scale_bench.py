@@ -2,8 +2,10 @@
 proves every fault's origin, cordons and repairs each failing node, and its figures come out
 whole, so ``bench.scale`` never breaks unseen between full runs. Meanwhile the API server
 refuses the remediator (its load shed to one request at a time, its first writes to Nodes
-failed by a webhook); after the storm no node is left cordoned without a remediation, and
-the dashboard's outcomes are the ledger's."""
+failed by a webhook), and Step Functions' ``StartExecution`` bucket holds one start and
+refills one every 5 s: the starts it throttles are counted where they happen and ridden
+over (botocore's retries, then Lambda's run of the batch again). After the storm no node is
+left cordoned without a remediation, and the dashboard's outcomes are the ledger's."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ pytestmark = [pytest.mark.kube, pytest.mark.slow, pytest.mark.controllers]
 def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired_through_refusals(
     tmp_path: Path,
 ) -> None:
-    figures = run_case(30, 3, raised=True, spread=1.0, workdir=tmp_path, refuse=4)
+    figures = run_case(
+        30, 3, raised=True, spread=1.0, workdir=tmp_path, refuse=4, starts=(1.0, 0.2)
+    )
     assert figures["errors"] == 0, (figures["failures"], figures["dead_letters"])
     # KWOK made the 30 Nodes Ready; every failing node got one execution, all ended well.
     assert figures["kwok_ready_s"] is not None
@@ -38,6 +42,12 @@ def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired_throug
     # The webhook failed the remediator's first four writes; each was counted and retried.
     assert figures["refused_writes"] == 4
     assert figures["kube_refused"].get("500") == 4, figures["kube_refused"]
+    # Step Functions throttled the second and third starts at least once; the classifier
+    # counted each throttle it met, and none of the starts was lost.
+    assert figures["starts_throttled"] >= 2, figures
+    counted = figures["aws_throttled"]
+    assert set(counted) == {"states.StartExecution"}, counted
+    assert 2 <= counted["states.StartExecution"] <= figures["starts_throttled"], figures
     # After the storm: nothing stranded, and the dashboard tells what the ledger holds.
     assert figures["reconciled"] and figures["stranded"] == 0, figures["stranded_nodes"]
     outcomes = figures["ledger_outcomes"]

@@ -18,10 +18,10 @@ out; what the replacements do lives with the behaviour they stand for:
                                             atomic, as DynamoDB's are, and no read runs
                                             inside one (``atomic_writes``, here)
 ``Environment.set_error`` and              a stopped execution stays ABORTED, as AWS's
-``set_timed_out``                           does (``final_stops``, here)
+``set_timed_out``                           does (``stepfunctions.final_stops``)
 ``ExecutionState._from_error``              a task's unexpected exception is logged with
                                             its traceback, and named in the error's cause
-                                            (``runtime_causes``, here)
+                                            (``stepfunctions.runtime_causes``)
 ``SimpleSystemManagerBackend.send_command``  the named nodes run the command, as SSM's do
                                             (``gpus.py``, ``motoservices.py``; moto's own
                                             sends one with no ``Targets`` to every instance)
@@ -46,6 +46,10 @@ out; what the replacements do lives with the behaviour they stand for:
                                             a copy of each table (``transactions.py``)
 ``DomainDispatcherApplication``             a host's backend is found once, not at every
 ``.get_backend_for_host``                   request under one lock (``motoserver.py``)
+``StepFunctionResponse.start_execution``    past Step Functions' token bucket, a start
+                                            is throttled (``quotas.py``)
+``LambdaBackend.send_log_event``            a failed subscription delivery is retried,
+                                            then dead-lettered, as Lambda does (``quotas.py``)
 ==========================================  ================================================
 
 Each ``Target`` carries the signature moto ``MOTO_VERSION`` gives it. ``changed`` says what
@@ -59,7 +63,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -190,6 +193,14 @@ JSONPATH_PARSE = Target(
 TRANSACT_WRITE_ITEMS = Target(
     "moto.dynamodb.models.DynamoDBBackend", "transact_write_items", "(self, transact_items)"
 )
+START_EXECUTION = Target(
+    "moto.stepfunctions.responses.StepFunctionResponse", "start_execution", "(self)"
+)
+SEND_LOG_EVENT = Target(
+    "moto.awslambda.models.LambdaBackend",
+    "send_log_event",
+    "(self, function_arn, filter_name, log_group_name, log_stream_name, log_events)",
+)
 _DISPATCHER = "moto.moto_server.werkzeug_app.DomainDispatcherApplication"
 BACKEND_FOR_HOST = Target(_DISPATCHER, "get_backend_for_host", "(self, host)")
 TARGETS = (
@@ -216,9 +227,10 @@ TARGETS = (
     BACKEND_FOR_HOST,
     TRANSACT_WRITE_ITEMS,
     JSONPATH_PARSE,
+    START_EXECUTION,
+    SEND_LOG_EVENT,
 )
 _replacing: set[Target] = set()
-_log = logging.getLogger(__name__)
 _dynamodb_lock = threading.RLock()
 
 
@@ -347,54 +359,4 @@ def atomic_writes() -> Iterator[None]:
             return handle(self)
 
     with replaced({DYNAMODB_REQUEST: call_action}):
-        yield
-
-
-@contextlib.contextmanager
-def final_stops() -> Iterator[None]:
-    """Keep a stopped execution stopped, as Step Functions does.
-
-    moto's ``StopExecution`` marks the program stopped while its worker thread may still be
-    inside a task; when that task then fails or times out, its ending overwrote the stop, and
-    the execution ended ``FAILED`` instead of ``ABORTED``. The cleanup of aborted executions
-    is tested on that status, so it must not depend on which thread wins.
-    """
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
-
-    def unless_stopped(original: Callable[..., Any]) -> Callable[..., Any]:
-        def end(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._state_mutex:
-                if isinstance(self._program_state, ProgramStopped):
-                    return None
-                return original(self, *args, **kwargs)
-
-        return end
-
-    with replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
-        yield
-
-
-@contextlib.contextmanager
-def runtime_causes() -> Iterator[None]:
-    """Say which exception a ``States.Runtime`` error was.
-
-    moto turns any exception inside a task that is not a Step Functions failure into
-    ``States.Runtime`` with ``str(exception)`` as its cause, and logs only that it happened:
-    a ``KeyError`` reads ``'region'``, and the traceback is gone. Such an error is a fault
-    of the local world (or of a definition), never an outcome a test should pass on, so its
-    type leads the cause and its traceback goes to the log.
-    """
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEventException,
-    )
-
-    original = FROM_ERROR.current()
-
-    def from_error(self: Any, env: Any, ex: Exception) -> Any:
-        if isinstance(ex, FailureEventException):
-            return original(self, env, ex)
-        _log.error("%s in state %r", type(ex).__name__, getattr(self, "name", "?"), exc_info=ex)
-        return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
-
-    with replaced({FROM_ERROR: from_error}):
         yield

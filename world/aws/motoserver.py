@@ -26,19 +26,16 @@ from world.aws.cloudwatch import metrics_from_logs, metrics_listed_once, percent
 from world.aws.inprocess import handlers_in_process
 from world.aws.instances import distinct_private_ips
 from world.aws.lambdaworkers import handlers_in_processes
-from world.aws.motopatch import (
-    BACKEND_FOR_HOST,
-    atomic_writes,
-    final_stops,
-    replaced,
-    runtime_causes,
-)
+from world.aws.motopatch import BACKEND_FOR_HOST, atomic_writes, replaced
 from world.aws.motoservices import lambda_targets
+from world.aws.quotas import AwsLimits, aws_limits
 from world.aws.stack import QUICK_EC2
 from world.aws.stepfunctions import (
     clients_made_once,
     definitions_parsed_once,
+    final_stops,
     paths_parsed_once,
+    runtime_causes,
     start_executions,
 )
 from world.aws.transactions import item_rollbacks
@@ -55,10 +52,14 @@ CREDENTIALS = {
 
 
 @contextlib.contextmanager
-def moto_server(*, lambda_processes: bool = False) -> Iterator[str]:
+def moto_server(
+    *, lambda_processes: bool = False, limits: AwsLimits | None = None
+) -> Iterator[str]:
     """moto as a server on loopback, in this process; its endpoint URL. ``lambda_processes``:
     Lambda handlers run in warm worker processes (``lambdaworkers``), many at once, not in
-    this process one at a time (``inprocess``)."""
+    this process one at a time (``inprocess``). ``limits``: AWS's throttle of
+    ``StartExecution`` and retries of failed subscription deliveries (``quotas``), AWS's
+    own where None."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch.dict(os.environ, {**CREDENTIALS, **QUICK_EC2}))
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -89,6 +90,7 @@ def moto_server(*, lambda_processes: bool = False) -> Iterator[str]:
         stack.enter_context(runtime_causes())
         stack.enter_context(start_executions())
         stack.enter_context(lambda_targets())
+        stack.enter_context(aws_limits(limits or AwsLimits()))
         stack.enter_context(definitions_parsed_once())
         stack.enter_context(paths_parsed_once())
         stack.enter_context(clients_made_once())

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from world.aws.cloudformation import Deployment
+from world.aws.quotas import DEAD_LETTERS
 
 Client = Callable[[str], Any]
 """A boto3 client by service name, one per service for the whole deployment."""
@@ -223,11 +224,13 @@ def _lambda_function(client: Client, d: Deployment, lid: str, props: dict[str, A
         args["Environment"] = {
             "Variables": {k: str(v) for k, v in props["Environment"]["Variables"].items()}
         }
-    # moto accepts and drops DeadLetterConfig and LoggingConfig: a failed asynchronous
-    # invocation is not re-queued, and the function logs to /aws/lambda/<name>.
+    # moto accepts and drops DeadLetterConfig and LoggingConfig: the world keeps the first
+    # (``quotas.asynchronous_retries``), and the function logs to /aws/lambda/<name>.
     for key in ("DeadLetterConfig", "Description", "TracingConfig", "Architectures"):
         if key in props:
             args[key] = props[key]
+    if "DeadLetterConfig" in props:
+        DEAD_LETTERS[name] = props["DeadLetterConfig"]["TargetArn"]
     arn = client("lambda").create_function(**args)["FunctionArn"]
     return name, {"Arn": arn}
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -25,12 +26,19 @@ from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils import boto_client
 
 from world.aws import motopatch
-from world.aws.motopatch import JSONPATH_PARSE, SFN_PARAMETERS, replaced
+from world.aws.motopatch import (
+    EXECUTION_ENDINGS,
+    FROM_ERROR,
+    JSONPATH_PARSE,
+    SFN_PARAMETERS,
+    replaced,
+)
 
 _CLIENT_KEY = ("service_name", "region_name", "endpoint_url", "aws_access_key_id")
 """What tells apart the clients moto's interpreter asks for (the rest is the same each time)."""
 _trees: dict[str, Any] = {}
 _lock = threading.Lock()
+_log = logging.getLogger(__name__)
 
 
 def _parse(moto_parse: motopatch.Parse, definition: str) -> tuple[Any, Any]:
@@ -116,4 +124,54 @@ def start_executions() -> Iterator[None]:
         self._to_boto_request(parameters, operation.input_shape)
 
     with replaced({SFN_PARAMETERS: normalise}):
+        yield
+
+
+@contextlib.contextmanager
+def final_stops() -> Iterator[None]:
+    """Keep a stopped execution stopped, as Step Functions does.
+
+    moto's ``StopExecution`` marks the program stopped while its worker thread may still be
+    inside a task; when that task then fails or times out, its ending overwrote the stop, and
+    the execution ended ``FAILED`` instead of ``ABORTED``. The cleanup of aborted executions
+    is tested on that status, so it must not depend on which thread wins.
+    """
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def unless_stopped(original: Callable[..., Any]) -> Callable[..., Any]:
+        def end(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._state_mutex:
+                if isinstance(self._program_state, ProgramStopped):
+                    return None
+                return original(self, *args, **kwargs)
+
+        return end
+
+    with replaced({target: unless_stopped(target.current()) for target in EXECUTION_ENDINGS}):
+        yield
+
+
+@contextlib.contextmanager
+def runtime_causes() -> Iterator[None]:
+    """Say which exception a ``States.Runtime`` error was.
+
+    moto turns any exception inside a task that is not a Step Functions failure into
+    ``States.Runtime`` with ``str(exception)`` as its cause, and logs only that it happened:
+    a ``KeyError`` reads ``'region'``, and the traceback is gone. Such an error is a fault
+    of the local world (or of a definition), never an outcome a test should pass on, so its
+    type leads the cause and its traceback goes to the log.
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+
+    original = FROM_ERROR.current()
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, FailureEventException):
+            return original(self, env, ex)
+        _log.error("%s in state %r", type(ex).__name__, getattr(self, "name", "?"), exc_info=ex)
+        return original(self, env, RuntimeError(f"{type(ex).__name__}: {ex}"))
+
+    with replaced({FROM_ERROR: from_error}):
         yield

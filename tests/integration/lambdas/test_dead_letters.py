@@ -1,17 +1,16 @@
-"""``nodemedic dlq`` on moto: a log batch the classifier failed on (its idempotency table
-missing) waits in the dead-letter queue, is listed with its function and error, is kept by
-a replay that fails again, and once the table is back is redriven: the fault is classified
-and the queue is empty.
-
-moto keeps no ``DeadLetterConfig`` and retries nothing, so the test sends the failed event to
-the queue as Lambda does after its retries: the event as it was, the error in the message
-attributes Lambda names (``nodemedic.contracts.stack.DEAD_LETTER_ATTRIBUTES``).
+"""A log batch the classifier failed on (its idempotency table missing) is run again as
+Lambda runs a failed asynchronous invocation, then waits in the dead-letter queue
+(``world.aws.quotas``); ``nodemedic dlq`` lists it with its function and error, keeps it
+through a replay that fails again, and once the table is back redrives it: the fault is
+classified and the queue is empty. A batch whose retry finds the table is never lost.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -24,14 +23,18 @@ from nodemedic.contracts.env import (
     ENV_PROOF_OF_ORIGIN,
     ENV_STATE_MACHINE_ARN,
 )
-from nodemedic.contracts.stack import DEAD_LETTER_ATTRIBUTES
-from tests.support.payloads import decoded, wrap
+from tests.support.kube import wait_for
+from tests.support.payloads import decoded
 from world.aws.inprocess import handlers_in_process
+from world.aws.quotas import DEAD_LETTERS, Deliveries, asynchronous_retries
 
 REGION = "us-east-1"
 GROUP = "/nodemedic/demo/nodes"
 FILTER = "nodemedic-faults"
 TABLE = "nodemedic-demo-idempotency"
+FUNCTION = "nodemedic-demo-classifier"
+RETRIES = (0.2, 3.0)
+"""Lambda's waits between the runs of a failed delivery, shortened (a minute, then two)."""
 ROLE = json.dumps(
     {
         "Version": "2012-10-17",
@@ -46,12 +49,21 @@ ROLE = json.dumps(
 )
 
 
+@dataclass(frozen=True)
+class Stack:
+    function: str
+    machine: str
+    queue: str
+    deliveries: Deliveries
+
+
 @pytest.fixture
-def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     """The parts of a cluster's stack a dead letter passes: the classifier behind the node
     log group's subscription filter, its queue, the state machine it starts."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with mock_aws(), handlers_in_process():
+    deliveries = Deliveries(delays=RETRIES)
+    with mock_aws(), handlers_in_process(), asynchronous_retries(deliveries):
         role = boto3.client("iam").create_role(
             RoleName="classifier", AssumeRolePolicyDocument=ROLE
         )["Role"]["Arn"]
@@ -61,7 +73,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             roleArn=role,
         )["stateMachineArn"]
         function = boto3.client("lambda").create_function(
-            FunctionName="nodemedic-demo-classifier",
+            FunctionName=FUNCTION,
             Runtime="python3.11",
             Role=role,
             Handler="lambdas.classify.handler.handler",
@@ -81,60 +93,71 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         logs.put_subscription_filter(
             logGroupName=GROUP, filterName=FILTER, filterPattern="", destinationArn=function
         )
-        queue = boto3.client("sqs").create_queue(QueueName="nodemedic-demo-dead-letters")
-        yield {"function": function, "machine": machine, "queue": queue["QueueUrl"]}
+        sqs = boto3.client("sqs")
+        queue = sqs.create_queue(QueueName="nodemedic-demo-dead-letters")["QueueUrl"]
+        # The function's DeadLetterConfig, as the world's CloudFormation keeps it.
+        DEAD_LETTERS[FUNCTION] = sqs.get_queue_attributes(
+            QueueUrl=queue, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+        yield Stack(function, machine, queue, deliveries)
 
 
-def dead_lettered(stack: dict[str, str], event: dict[str, Any]) -> None:
-    """The subscription's delivery of ``event`` fails; Lambda sends it to the queue."""
-    response = boto3.client("lambda").invoke(
-        FunctionName=stack["function"], InvocationType="RequestResponse", Payload=json.dumps(event)
+def shipped(data: dict[str, Any]) -> None:
+    """The batch's lines, written to the node's stream now: the subscription delivers them."""
+    logs = boto3.client("logs")
+    logs.create_log_stream(logGroupName=GROUP, logStreamName=data["logStream"])
+    now = int(time.time() * 1000)
+    logs.put_log_events(
+        logGroupName=GROUP,
+        logStreamName=data["logStream"],
+        logEvents=[{"timestamp": now, "message": e["message"]} for e in data["logEvents"]],
     )
-    assert response.get("FunctionError"), "the delivery must fail"
-    error = json.loads(response["Payload"].read())
-    values = ("1f0e7d7c-request", "200", error["errorMessage"])
-    boto3.client("sqs").send_message(
-        QueueUrl=stack["queue"],
-        MessageBody=json.dumps(event),
-        MessageAttributes={
-            name: {"DataType": "String", "StringValue": value}
-            for name, value in zip(DEAD_LETTER_ATTRIBUTES, values, strict=True)
-        },
+
+
+def create_table() -> None:
+    boto3.client("dynamodb").create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
     )
 
 
-def dlq(stack: dict[str, str], *args: str, capsys: pytest.CaptureFixture[str]) -> Any:
+def dlq(stack: Stack, *args: str, capsys: pytest.CaptureFixture[str]) -> Any:
     capsys.readouterr()
-    code = main(["dlq", *args, "--cluster=demo", f"--queue={stack['queue']}", "--format=json"])
+    code = main(["dlq", *args, "--cluster=demo", f"--queue={stack.queue}", "--format=json"])
     # The last line: the in-process handler a replay runs prints its metrics (EMF) first.
     return code, json.loads(capsys.readouterr().out.splitlines()[-1])
 
 
-def executions(stack: dict[str, str]) -> list[dict[str, Any]]:
+def executions(stack: Stack) -> list[dict[str, Any]]:
     sfn = boto3.client("stepfunctions")
-    listed = sfn.list_executions(stateMachineArn=stack["machine"])["executions"]
+    listed = sfn.list_executions(stateMachineArn=stack.machine)["executions"]
     return [
         json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed
     ]
 
 
 def test_a_failed_batch_is_listed_kept_by_a_failed_replay_and_redriven(
-    stack: dict[str, str], capsys: pytest.CaptureFixture[str]
+    stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = {**decoded("xid79-with-noise.json"), "logGroup": GROUP, "subscriptionFilters": [FILTER]}
-    dead_lettered(stack, wrap(data))
+    data = decoded("xid79-with-noise.json")
+    shipped(data)
 
-    code, listed = dlq(stack, "list", capsys=capsys)
-    assert code == 0
-    [message] = listed["messages"]
-    assert message["function"] == stack["function"]
+    [message] = wait_for(
+        lambda: dlq(stack, "list", capsys=capsys)[1]["messages"],
+        timeout=60,
+        what="the batch in the dead-letter queue after its three runs",
+    )
+    assert (stack.deliveries.failed, stack.deliveries.dead_lettered) == (3, 1)
+    assert message["function"] == stack.function
     assert "ResourceNotFoundException" in message["error"], message["error"]
     assert message["error_code"] == "200"
     assert message["payload"]["kind"] == "awslogs"
     assert message["payload"]["source"] == GROUP
     assert message["payload"]["events"] == len(data["logEvents"])
     assert message["payload"]["first_line"] == data["logEvents"][0]["message"]
-    assert main(["dlq", "list", "--cluster=demo", f"--queue={stack['queue']}"]) == 0
+    assert main(["dlq", "list", "--cluster=demo", f"--queue={stack.queue}"]) == 0
     table = capsys.readouterr().out
     for shown in (message["id"], "nodemedic-demo-classifier", "ResourceNotFoundException", GROUP):
         assert shown in table
@@ -148,12 +171,7 @@ def test_a_failed_batch_is_listed_kept_by_a_failed_replay_and_redriven(
     assert [m["id"] for m in dlq(stack, "list", capsys=capsys)[1]["messages"]] == [message["id"]]
     assert executions(stack) == []
 
-    boto3.client("dynamodb").create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table()
     code, shown = dlq(stack, "replay", message["id"], capsys=capsys)
     assert code == 0
     assert [(r["id"], r["replayed"]) for r in shown["replayed"]] == [(message["id"], True)]
@@ -164,9 +182,9 @@ def test_a_failed_batch_is_listed_kept_by_a_failed_replay_and_redriven(
 
 
 def test_a_payload_that_names_no_function_is_kept_unless_one_is_given(
-    stack: dict[str, str], capsys: pytest.CaptureFixture[str]
+    stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    boto3.client("sqs").send_message(QueueUrl=stack["queue"], MessageBody='{"not": "a batch"}')
+    boto3.client("sqs").send_message(QueueUrl=stack.queue, MessageBody='{"not": "a batch"}')
     code, shown = dlq(stack, "replay", capsys=capsys)
     assert code == 1
     [kept] = shown["replayed"]
@@ -178,3 +196,18 @@ def test_a_payload_that_names_no_function_is_kept_unless_one_is_given(
     code, shown = dlq(stack, "replay", "00000000-not-there", capsys=capsys)
     assert (code, shown["replayed"]) == (1, [])
     assert len(dlq(stack, "list", capsys=capsys)[1]["messages"]) == 1
+
+
+def test_a_batch_whose_retry_finds_the_table_is_classified_and_never_dead_lettered(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = decoded("xid79-with-noise.json")
+    shipped(data)
+    wait_for(lambda: stack.deliveries.failed, timeout=60, what="the first run failed")
+
+    create_table()
+
+    [decision] = wait_for(lambda: executions(stack), timeout=60, what="a retry classified it")
+    assert decision["fault_id"] == "nvidia-xid-79"
+    assert stack.deliveries.dead_lettered == 0
+    assert dlq(stack, "list", capsys=capsys)[1]["messages"] == []

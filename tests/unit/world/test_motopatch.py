@@ -27,6 +27,7 @@ from world.aws import (
     motopatch,
     motoserver,
     motoservices,
+    quotas,
     stepfunctions,
     transactions,
 )
@@ -106,8 +107,8 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         motopatch.lambda_invocations(lambda function, event: ("{}", False, "")),
         motopatch.definition_parsing(lambda parse, definition: parse(definition)),
         motopatch.atomic_writes(),
-        motopatch.final_stops(),
-        motopatch.runtime_causes(),
+        stepfunctions.final_stops(),
+        stepfunctions.runtime_causes(),
         stepfunctions.start_executions(),
         motoservices.commands_run(lambda instance, command: {}),
         motoservices.lambda_targets(),
@@ -121,6 +122,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         transactions.item_rollbacks(),
         stepfunctions.paths_parsed_once(),
         stepfunctions.clients_made_once(),
+        quotas.aws_limits(quotas.AwsLimits()),
     ]
 
 
@@ -167,7 +169,7 @@ def test_a_stopped_execution_stays_stopped_when_its_last_task_then_fails() -> No
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramError, ProgramStopped
 
     failed = {"error": "States.TaskFailed", "cause": "the task was cut short"}
-    with motopatch.final_stops():
+    with stepfunctions.final_stops():
         stopped = _execution(stopped=True)
         stopped.set_error(failed)
         stopped.set_timed_out()
@@ -193,11 +195,11 @@ def test_a_task_s_unexpected_exception_is_named_in_its_cause_and_logged_with_its
         places["region"]
     except KeyError as exc:
         raised = exc
-    with motopatch.runtime_causes():
+    with stepfunctions.runtime_causes():
         event = motopatch.FROM_ERROR.current()(state, env, raised)
     details = event.event_details["taskFailedEventDetails"]
     assert (details["error"], details["cause"]) == ("States.Runtime", "KeyError: 'region'")
-    (record,) = [r for r in caplog.records if r.name == motopatch.__name__]
+    (record,) = [r for r in caplog.records if r.name == stepfunctions.__name__]
     assert "Renew lease" in record.getMessage()
     assert record.exc_info is not None and record.exc_info[1] is raised
 

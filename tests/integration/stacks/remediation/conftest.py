@@ -32,9 +32,14 @@ from world.aws.gpus import Gpus, nodes_run_commands
 from world.aws.hyperpod import create_log_groups
 from world.aws.hypervisor import Hypervisor, machines
 from world.aws.inprocess import handlers_in_process
-from world.aws.motopatch import atomic_writes, final_stops, runtime_causes
+from world.aws.motopatch import atomic_writes
 from world.aws.stack import QUICK_EC2, deploy
-from world.aws.stepfunctions import definitions_parsed_once, start_executions
+from world.aws.stepfunctions import (
+    definitions_parsed_once,
+    final_stops,
+    runtime_causes,
+    start_executions,
+)
 from world.kube.kubeapi import LocalCluster
 from world.kube.kubelet import SimulatedKubelet
 from world.kube.watch import NodeWatch
