@@ -13,6 +13,7 @@ from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import (
     FIFTH,
     FOURTH,
+    SIXTH,
     FRESH,
     HELDOUT,
     NEURON,
@@ -33,6 +34,7 @@ FRESH_LINES = load_lines(FRESH)
 THIRD_LINES = load_lines(THIRD)
 FOURTH_LINES = load_lines(FOURTH)
 FIFTH_LINES = load_lines(FIFTH)
+SIXTH_LINES = load_lines(SIXTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
@@ -117,9 +119,16 @@ def test_the_fifth_set_comes_from_sources_no_earlier_set_used() -> None:
     assert len(needing) >= 50 and len(FIFTH_LINES) - len(needing) >= 25
 
 
+def test_the_sixth_set_comes_from_sources_no_earlier_set_used() -> None:
+    earlier = LINES + FRESH_LINES + THIRD_LINES + NEURON_LINES + FOURTH_LINES + FIFTH_LINES
+    assert not [line.source for line in SIXTH_LINES if line.source in {e.source for e in earlier}]
+    needing = [line for line in SIXTH_LINES if line.expect != "none"]
+    assert len(needing) >= 50 and len(SIXTH_LINES) - len(needing) >= 25
+
+
 HEALTHY = [
     ln
-    for ln in LINES + FRESH_LINES + THIRD_LINES + FOURTH_LINES + FIFTH_LINES
+    for ln in LINES + FRESH_LINES + THIRD_LINES + FOURTH_LINES + FIFTH_LINES + SIXTH_LINES
     if ln.expect == "none"
 ]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
@@ -142,7 +151,7 @@ def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Li
     "line",
     [
         ln
-        for ln in THIRD_LINES + FOURTH_LINES + FIFTH_LINES
+        for ln in THIRD_LINES + FOURTH_LINES + FIFTH_LINES + SIXTH_LINES
         if ln.split == "written" and ln.expect != "none"
     ],
     ids=lambda ln: ln.line[:60],
@@ -150,7 +159,7 @@ def test_every_line_of_a_source_the_rules_were_written_from_is_detected(line: Li
 def test_the_held_out_lines_whose_sources_changed_a_head_or_rule_are_detected(
     line: Line,
 ) -> None:
-    """The third, fourth and fifth sets' misses that a head or a rule was then written for,
+    """The third to sixth sets' misses that a head or a rule was then written for,
     from the tools' and drivers' own formats: a syslog tag before dmesg's stamp
     (``kernel:[``), grep -n's line number, a console relayed under a program's tag, dmesg
     -H's decimal comma, a stamp's cut fraction, NVMe's polled completion, Intel's transmit
@@ -159,7 +168,13 @@ def test_the_held_out_lines_whose_sources_changed_a_head_or_rule_are_detected(
     tag, the driver's status codes and GSP's PMU halt, an adapter's link lost and reset,
     i40e's failed reset, an unknown NMI, a firmware record's spaced sequence number, a
     module of the accelerator stack that failed to load, libata's errors, an NVMe
-    controller not made live, ext4's recorded errors and iSCSI's ping timeout."""
+    controller not made live, ext4's recorded errors and iSCSI's ping timeout; a CPU's
+    thermal throttling, powerpc's and newer kernels' hard lockups, a machine-check exception
+    cut before its status, the firmware's boot error records, a link trained narrower under
+    a driver's name, DPC's containment, mlx5's health syndromes and lost device, an Intel
+    adapter off the bus, the NVIDIA driver's assertions, GSP and FSP timeouts, confidential
+    computing's fatal state and bad register reads, a disk's unrecovered read, MegaRAID's
+    command resets, Lustre and LNet losing a server, and AHCI's interface fatal error."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
