@@ -196,7 +196,7 @@ def _fail(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
 
 
 def _tainted(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:
-    return {"nodes": nodes.tainted(core)}
+    return {"nodes": nodes.tainted(core, f.added_text("node"))}
 
 
 def _silent(core: client.CoreV1Api, f: Fields) -> dict[str, Any]:

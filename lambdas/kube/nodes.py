@@ -63,11 +63,12 @@ class BootState:
     rebooted: bool
 
 
-def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
+def tainted(core: client.CoreV1Api, only: str | None = None) -> list[dict[str, str]]:
     """The Nodes carrying nodemedic's taint, the ones it took out of service: ``node``,
-    ``instance_id`` and ``fault_id`` (the taint's value) each."""
+    ``instance_id`` and ``fault_id`` (the taint's value) each. ``only``: that Node, read now
+    (none where it is gone or carries no taint any more)."""
     found = []
-    for node in each_node(core):
+    for node in each_node(core) if only is None else _alone(core, only):
         ours = next((t for t in node.spec.taints or [] if t.key == TAINT_KEY), None)
         if ours is not None:
             found.append(
@@ -78,6 +79,13 @@ def tainted(core: client.CoreV1Api) -> list[dict[str, str]]:
                 }
             )
     return found
+
+
+def _alone(core: client.CoreV1Api, name: str) -> list[Any]:
+    try:
+        return [_read(core, name)]
+    except NodeNotFound:
+        return []
 
 
 def ready_nodes(core: client.CoreV1Api) -> list[ReadyNode]:

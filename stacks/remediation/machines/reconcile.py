@@ -6,15 +6,15 @@ one handed off (``nodemedic.remediate.handoff``) is a vendor's until it is taken
 one a person's decision holds out (``parking.HELD_OUT``: a denial, an unanswered request
 that holds) is counted on its group's breaker again; both are ``NodesHeldOut``.
 Any other is *stranded*: its remediation failed or was stopped (a parked lock), or it has
-no lock at all (expired, or lost). For a parked one the reconcile renews the lease and
-counts it on its breaker again (``parking.RENEW``, ``parking.COUNT``), so it stays counted
-for as long as it stays out. The count of stranded nodes is published as
-``StrandedNodes`` (its alarm mails the cluster's topic), and the execution's output names
-them. Then it hears silence (``hear_silence``, ``nodemedic.remediate.silence``): the Ready
-nodes whose agent shipped no heartbeat for three intervals, as ``SilentNodes``. Last it
-tells of the nodes that waited for their deep check past ``deep_check_timeout``
-(``overdue``), and counts the Nodes of each node group by health status for the dashboard
-(``Nodes``).
+no lock at all (expired, or lost) and still carries the taint when read again. For a parked
+one the reconcile renews the lease and counts it on its breaker again (``parking.RENEW``,
+``parking.COUNT``), so it stays counted for as long as it stays out. The count of stranded
+nodes is published as ``StrandedNodes`` (its alarm mails the cluster's topic), and the
+execution's output names them. Then it hears silence (``hear_silence``,
+``nodemedic.remediate.silence``): the Ready nodes whose agent shipped no heartbeat for
+three intervals, as ``SilentNodes``. Last it tells of the nodes that waited for their deep
+check past ``deep_check_timeout`` (``overdue``), and counts the Nodes of each node group by
+health status for the dashboard (``Nodes``).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ NOW: Final = "$.now"
 UNTIL: Final = "$.until"
 LOCK: Final = "$.lock"
 LOCK_GROUP: Final = f"{LOCK}.Item.node_group.S"
+AGAIN: Final = "$.again"
+"""The kube ``tainted`` op's answer for the one node, read again: ``{nodes}``."""
 EXPIRY: Final = "$.expiry"
 """``{at}``: the lock's ``expires_at`` as a number (GetItem gives numbers as strings)."""
 
@@ -148,9 +150,19 @@ def _renewal(flow: Flow, id: str, breakers: list[Item]) -> sfn.TaskStateBase:
 
 
 def _check(flow: Flow) -> sfn.IChainable:
-    """One node: live, or stranded (and, when parked, its lease renewed)."""
+    """One node: live, or stranded (and, when parked, its lease renewed). A node with no
+    live lock is read again first: a remediation that ended after the listing cleared the
+    node before it released the lock, and the node is no longer ours to count."""
     s = flow.scope
     stranded = flow.put("Stranded", "$", node=text_at(NODE))
+    again = flow.kube(
+        "Still tainted?", "tainted", {"node": text_at(NODE)}, result_path=AGAIN, guard=False
+    )
+    again.next(
+        sfn.Choice(s, "Still ours?")
+        .when(sfn.Condition.is_present(f"{AGAIN}.nodes[0]"), stranded)
+        .otherwise(sfn.Pass(s, "Cleared since", result=sfn.Result.from_object({})))
+    )
     cluster = flow.settings.name
     counted = both_breakers(LOCK_GROUP, INSTANCE, cluster, parking.COUNT)
     renew = _renewal(flow, "Renew lease", counted)
@@ -171,7 +183,7 @@ def _check(flow: Flow) -> sfn.IChainable:
             sfn.Condition.number_greater_than_equals_json_path(f"{EXPIRY}.at", NOW),
             sfn.Pass(s, "Live", result=sfn.Result.from_object({})),
         )
-        .otherwise(stranded)
+        .otherwise(again)
     )
     expiry = flow.put(
         "Expiry",
@@ -196,6 +208,6 @@ def _check(flow: Flow) -> sfn.IChainable:
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.HELD_OUT}"), renew_held_out)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{parking.FAILED_AT}"), renew)
         .when(sfn.Condition.is_present(f"{LOCK}.Item.{ledger.EXPIRES_AT}"), expiry)
-        .otherwise(stranded)
+        .otherwise(again)
     )
     return read

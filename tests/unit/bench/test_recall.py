@@ -13,11 +13,11 @@ from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import (
     FIFTH,
     FOURTH,
-    SIXTH,
     FRESH,
     HELDOUT,
     NEURON,
     SETS,
+    SIXTH,
     THIRD,
     Line,
     load_lines,

@@ -19,6 +19,7 @@ from kubernetes import client
 from moto.events.models import EventPattern
 from moto.events.utils import EventMessageType
 
+from lambdas.kube import nodes
 from nodemedic.contracts.kube import (
     FAILED_CONDITION,
     FAULT_REASON_LABEL,
@@ -211,6 +212,33 @@ def test_the_reconcile_finds_the_nodes_left_out_and_keeps_the_failed_ones_counte
 
     assert world.nodes[failed] not in json.loads(second["output"])["nodes"]
     assert int((pipeline.item(failed, "inflight") or {})["expires_at"]) == renewed
+
+
+def test_a_node_cleared_after_the_reconcile_listed_it_is_not_counted_stranded(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing is a snapshot, and a storm's locks take a while to read: a remediation
+    that ends meanwhile clears its node and then releases its lock. Read then, the node has
+    no lock, and no taint either: not stranded (a false page in every storm before)."""
+    (done,) = world.group("trn1-cleared", 1, **NEURON)
+    pipeline = world.pipelines["demo"]
+    listing = nodes.tainted
+
+    def when_listed(core: client.CoreV1Api, only: str | None = None) -> list[dict[str, str]]:
+        found = listing(core, only)
+        if only is None:  # taken while the remediation still held the node
+            found.append(
+                {"node": world.nodes[done], "instance_id": done, "fault_id": "neuron-dma-error"}
+            )
+        return found
+
+    monkeypatch.setattr(nodes, "tainted", when_listed)
+    tick = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+    ran = pipeline.run_as_rule(pipeline.reconcile, tick)
+
+    assert ran["status"] == "SUCCEEDED", ran
+    assert world.nodes[done] not in json.loads(ran["output"])["nodes"]
 
 
 def test_a_held_decision_sweeps_a_holder_whose_lock_ran_out_while_it_waited(
