@@ -76,13 +76,21 @@ def by_reason(world: World, metric: str) -> dict[str, int]:
     return dict(found)
 
 
+def ended_as(record: dict[str, Any]) -> str | None:
+    """How a decision record ended, as ``nodemedic history`` tells it and the dashboard
+    counts it: its outcome, or ``failed`` where the failure phase recorded its state (it
+    writes no outcome); None while it runs."""
+    outcome = record.get("outcome") or ("failed" if record.get("state") == "failed" else None)
+    return None if outcome is None else str(outcome)
+
+
 def after_storm(world: World, began: float) -> dict[str, Any]:
     """What the reconcile finds, and the ledger's and the dashboard's outcomes."""
     reconciled = run_as_scheduled(world, RECONCILE, RECONCILE_SECONDS)
     ledger = Counter(
-        str(r.get("outcome"))
+        ended
         for r in records(world.aws("dynamodb"), world.ledger_table, None)
-        if r.get("outcome")
+        if (ended := ended_as(r))
     )
     # Reading every widget of the dashboard after a storm of 1,500 nodes takes moto a while.
     patient = Config(read_timeout=RECONCILE_SECONDS)
