@@ -128,7 +128,7 @@ class Rule:
     threshold: Threshold | None = None
     term: str = ""
     """The literal the subscription filter selects the rule's lines by, where the pattern's
-    longest one is not the best choice: a shorter one many rules share (``NVRM:``), so the
+    longest one is not the best choice: a shorter one many rules share (``NVRM``), so the
     filter's few characters go further. Empty: the longest (``detect.filterpattern``)."""
 
     @property

@@ -96,8 +96,8 @@ def test_filter_patterns_pass_every_fault_line_and_fit_cloudwatch() -> None:
 
 
 def test_filter_patterns_keep_most_benign_lines_away_from_the_lambda() -> None:
-    """Two of three look-alikes stay away. The NVIDIA driver's own lines all pass: thirteen
-    rules select theirs by ``NVRM:`` alone, a few healthy lines a boot, which frees the
+    """Two of three look-alikes stay away. The NVIDIA driver's own lines all pass: twenty-one
+    rules select theirs by ``NVRM`` alone, a few healthy lines a boot, which frees the
     filter's characters for rules of other families."""
     patterns = subscription_filter_patterns(CATALOG)
     passed = [line for line in benign_lines() if selected(patterns, line)]
