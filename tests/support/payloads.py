@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import copy
-import gzip
 import json
 import time
 from typing import Any
 
 from nodemedic.contracts.jobs import application_log_group
 from tests.support.paths import EVENTS as EVENTS_ROOT
+from world.aws.quotas import subscription_event
 
 EVENTS = EVENTS_ROOT / "subscription"
 
@@ -21,8 +20,7 @@ def decoded(name: str) -> dict[str, Any]:
 
 
 def wrap(data: dict[str, Any]) -> dict[str, Any]:
-    raw = gzip.compress(json.dumps(data).encode())
-    return {"awslogs": {"data": base64.b64encode(raw).decode()}}
+    return subscription_event(data)
 
 
 RECORD: dict[str, Any] = json.loads(

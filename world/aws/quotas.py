@@ -18,7 +18,8 @@ minutes later, and then sends the event to the dead-letter queue with the error
 what failed every time.
 
 Public interface: ``AwsLimits`` and ``aws_limits()`` (both limits), ``TokenBucket``,
-``Deliveries``, ``DEAD_LETTERS``, ``START_EXECUTION_QUOTA``, ``AWS_DELAYS``.
+``Deliveries``, ``subscription_event()``, ``DEAD_LETTERS``, ``START_EXECUTION_QUOTA``,
+``AWS_DELAYS``.
 """
 
 from __future__ import annotations
@@ -163,9 +164,7 @@ def asynchronous_retries(deliveries: Deliveries) -> Iterator[None]:
             "subscriptionFilters": [filter_name],
             "logEvents": log_events,
         }
-        packed = gzip.compress(json.dumps(payload, separators=(",", ":")).encode())
-        event = {"awslogs": {"data": base64.b64encode(packed).decode()}}
-        deliveries.deliver(self._lambdas.get_arn(function_arn), event)
+        deliveries.deliver(self._lambdas.get_arn(function_arn), subscription_event(payload))
 
     try:
         with replaced({SEND_LOG_EVENT: send_log_event}):
@@ -173,6 +172,13 @@ def asynchronous_retries(deliveries: Deliveries) -> Iterator[None]:
     finally:
         deliveries.cancel()
         DEAD_LETTERS.clear()
+
+
+def subscription_event(payload: dict[str, Any]) -> dict[str, Any]:
+    """A subscription's payload as CloudWatch Logs hands it to a function: compact JSON,
+    gzipped, base64 under ``awslogs.data``."""
+    packed = gzip.compress(json.dumps(payload, separators=(",", ":")).encode())
+    return {"awslogs": {"data": base64.b64encode(packed).decode()}}
 
 
 @dataclass
