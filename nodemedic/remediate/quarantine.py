@@ -117,11 +117,16 @@ class Limits:
 
 def limits(group_size: int, cluster_size: int, now_epoch: int, rules: QuarantineRules) -> Limits:
     """The limits of a decision at ``now_epoch``: a group or cluster of unknown size (0)
-    counts as the node alone, never as room for a storm."""
+    counts as the node alone, never as room for a storm.
+
+    The cluster is never smaller than the node's group: the cluster's size is its Nodes,
+    which miss the instances a replace has launched until they join, while the group's
+    desired capacity counts them. Counted from Nodes alone, each replace of the window
+    would shrink the cluster's limit just as the window fills."""
     return Limits(
         window=str(now_epoch // rules.window),
         group=share(rules.group_percent, max(1, group_size)),
-        cluster=share(rules.cluster_percent, max(1, cluster_size)),
+        cluster=share(rules.cluster_percent, max(1, cluster_size, group_size)),
     )
 
 

@@ -60,11 +60,21 @@ def test_the_group_limit_refuses_the_next_node_of_the_window_and_both_items_stay
 
 def test_the_cluster_limit_holds_across_groups_and_a_new_window_has_room_again() -> None:
     table = MemoryLedger()
-    found = limits(group_size=100, cluster_size=20, now_epoch=NOW, rules=RULES)  # 2 of 20
+    found = limits(group_size=10, cluster_size=20, now_epoch=NOW, rules=RULES)  # 2 of 20
     assert [take(table, f"i-{n}", found) for n in range(3)] == [True, True, False]
-    later = limits(group_size=100, cluster_size=20, now_epoch=NOW + RULES.window, rules=RULES)
+    later = limits(group_size=10, cluster_size=20, now_epoch=NOW + RULES.window, rules=RULES)
     assert later.window != found.window
     assert take(table, "i-2", later)
+
+
+def test_a_replace_still_joining_does_not_shrink_the_cluster_under_its_own_group() -> None:
+    # One group of 8 is the whole cluster; three of the window's nodes were replaced and the
+    # last newcomer has not joined yet: 7 Nodes, but the group still wants 8.
+    table = MemoryLedger()
+    rules = QuarantineRules(group_percent=50, cluster_percent=50, window=300)
+    found = limits(group_size=8, cluster_size=7, now_epoch=NOW, rules=rules)
+    assert (found.group, found.cluster) == (4, 4)
+    assert [take(table, f"i-{n}", found) for n in range(5)] == [True] * 4 + [False]
 
 
 def test_a_window_trips_once() -> None:
