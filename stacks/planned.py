@@ -20,7 +20,6 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from nodemedic.contracts.env import ENV_PLANNED, ENV_STATE_MACHINE_ARN
@@ -29,31 +28,28 @@ from nodemedic.settings import ClusterSettings
 from stacks.functions import PythonFunction
 from stacks.nag import acknowledge
 from stacks.remediation.kit.machine import state_machine
+from stacks.remediation.kit.starts import start_remediation
 from stacks.unscoped import UNSCOPED_ACTIONS, unscoped
 from stacks.unscoped import reason as unscoped_reason
 
 PLANNED_TIMEOUT: Final = 365 * 86400
 """A planned execution waits until its notice's ``act_at``, weeks ahead at most (AWS Health
 sends scheduled events about two weeks before); a year is Step Functions' longest."""
-ALREADY_STARTED: Final = "StepFunctions.ExecutionAlreadyExistsException"
 
 
 def wait_then_remediate(scope: Construct, remediation: sfn.IStateMachine) -> sfn.IChainable:
     """The planned machine's states: its input is one planned decision record."""
-    begin = tasks.StepFunctionsStartExecution(
-        scope,
-        "Start remediation",
-        state_machine=remediation,
-        name=sfn.JsonPath.string_at("$.decision_id"),
-        input=sfn.TaskInput.from_json_path_at("$"),
-        associate_with_parent=False,
-        integration_pattern=sfn.IntegrationPattern.REQUEST_RESPONSE,
-        result_path=sfn.JsonPath.DISCARD,
-    )
     done = sfn.Succeed(scope, "Remediation started")
     already = sfn.Pass(scope, "Already started")
     already.next(done)
-    begin.add_catch(already, errors=[ALREADY_STARTED], result_path=sfn.JsonPath.DISCARD)
+    begin = start_remediation(
+        scope,
+        "Start remediation",
+        remediation,
+        name=sfn.JsonPath.string_at("$.decision_id"),
+        input=sfn.TaskInput.from_json_path_at("$"),
+        already=already,
+    )
     begin.next(done)
     wait = sfn.Wait(scope, "Wait for act_at", time=sfn.WaitTime.timestamp_path("$.act_at"))
     return wait.next(begin)

@@ -108,6 +108,7 @@ NODE_GROUPS = (
     "p5-maintenance-gated",
     "p5-ours",
     "p5-retiring",
+    "p5-throttled",
     "p5-capacity-block",
     "g6-reset",
     "g6-reset-fails",

@@ -17,16 +17,15 @@ from __future__ import annotations
 from typing import Final
 
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from nodemedic.remediate import ledger
 from stacks.remediation.kit import state
 from stacks.remediation.kit.flow import Flow
 from stacks.remediation.kit.render import lock_key, text_at
+from stacks.remediation.kit.starts import start_remediation
 
 REQUESTS_SECONDS: Final = 60
 """How often the labels are read: a request starts within a minute of its label."""
-ALREADY_STARTED: Final = "StepFunctions.ExecutionAlreadyExistsException"
 
 REQUESTED: Final = "$.requested"
 """The kube ``requested`` op's answer: ``{nodes: [{node, instance_id, decision}]}``."""
@@ -85,21 +84,14 @@ def _answer(flow: Flow, remediation: sfn.IStateMachine) -> sfn.IChainable:
     """One request: started, or left for a later tick while its node's lock is held."""
     s = flow.scope
     started = flow.put("Started", "$", node=text_at(NODE))
-    begin = tasks.StepFunctionsStartExecution(
+    begin = start_remediation(
         s,
         "Start remediation",
-        state_machine=remediation,
+        remediation,
         name=text_at(f"{DECISION}.decision_id"),
         # The decision as it is, as ``nodemedic reboot|replace`` starts it: no parent id.
         input=sfn.TaskInput.from_json_path_at(DECISION),
-        associate_with_parent=False,
-        integration_pattern=sfn.IntegrationPattern.REQUEST_RESPONSE,
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    begin.add_catch(
-        sfn.Pass(s, "Already started", result=sfn.Result.from_object({})),
-        errors=[ALREADY_STARTED],
-        result_path=sfn.JsonPath.DISCARD,
+        already=sfn.Pass(s, "Already started", result=sfn.Result.from_object({})),
     )
     begin.next(started)
     wait = sfn.Pass(s, "Lock held", result=sfn.Result.from_object({}))

@@ -23,6 +23,7 @@ from lambdas.planned import handler as planned_handler
 from tests.support.flow import GPU, World, asg_instance
 from tests.support.paths import ROOT
 from tests.support.remediation import ACTING, REGION, Pipeline
+from world.aws.quotas import TokenBucket, start_execution_quota
 
 pytestmark = [pytest.mark.kube, pytest.mark.usefixtures("own_nodes")]
 
@@ -104,6 +105,46 @@ def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_
     assert {c["change"] for c in history["node_changes"]} >= {"marked", "drained"}
     subjects = [m["subject"] for m in pipeline.messages(retiring)]
     assert subjects[-1] == f"nodemedic replaced: {retiring}"
+
+
+def _first_start_failed(pipeline: Pipeline, decision_id: str, timeout: float = 180) -> None:
+    """Until the planned execution's start of the remediation failed once, or it ended."""
+    machine = _planned_machine(pipeline)
+    arn = f"{machine.replace(':stateMachine:', ':execution:')}:{decision_id}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = pipeline.sfn.get_execution_history(executionArn=arn)["events"]
+        if any(e["type"] == "TaskFailed" for e in events):
+            return
+        if pipeline.sfn.describe_execution(executionArn=arn)["status"] != "RUNNING":
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{arn} neither failed a start nor ended after {timeout} s")
+
+
+def test_a_planned_start_throttled_in_a_storm_is_retried_once_the_bucket_has_room(
+    world: World,
+) -> None:
+    pipeline = world.pipelines["demo"]
+    retiring, _ = world.group("p5-throttled", 2, **GPU)
+    deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(
+        seconds=ACTING.planned_lead_time + WAIT
+    )
+    event = _notice("aws-health-ec2-instance-retirement-scheduled.json", {})
+    arn = f"arn:aws:ec2:us-east-1:123456789012:instance/{retiring}"
+    event["detail"]["affectedEntities"][0]["entityValue"] = arn
+    event["detail"]["startTime"] = format_datetime(deadline, usegmt=True)
+    # One start in the bucket, the planned Lambda's own: when the lead time is over, the
+    # planned machine's start of the remediation is throttled, botocore's retries too.
+    bucket = TokenBucket(size=1, refill=0)
+    with start_execution_quota(bucket):
+        (decision_id,) = _delivered(pipeline, event)["planned"]
+        _first_start_failed(pipeline, decision_id)
+        assert bucket.throttled >= 1
+        bucket.refill = 10.0  # the storm passed
+        ended = _remediated(pipeline, decision_id)
+    assert ended["status"] == "SUCCEEDED"
+    assert asg_instance(retiring)["HealthStatus"].upper() == "UNHEALTHY"
 
 
 def test_a_capacity_block_warning_drains_its_nodes_and_says_so_without_a_replacement(
