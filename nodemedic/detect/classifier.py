@@ -344,7 +344,7 @@ class Classifier:
                     by_start.setdefault(start, []).append(group)
             self._indexes[source] = _Index(
                 by_needle=scan_needles(groups),
-                suspected=scan_needles(groups, shared_or_needle),
+                suspected=scan_needles(groups, shared_or_needle(groups)),
                 always=tuple(g for g in groups if g.needle is None and g.starts is None),
                 by_start={start: start_of(found) for start, found in by_start.items()},
                 searched=scan_needles([g for g in groups if g.starts is None]),

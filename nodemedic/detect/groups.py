@@ -9,6 +9,7 @@ holds its needle (``matching.required_literal``) or starts as its matches do
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -108,8 +109,18 @@ def scan_needles(
     }
 
 
-def shared_or_needle(group: Group) -> str | None:
-    return group.shared or group.needle
+def shared_or_needle(groups: Sequence[Group]) -> Callable[[Group], str | None]:
+    """What a group's suspects are searched for: its shared literal where other groups
+    share it (one pass for them all), else its own needle. A term one group alone names
+    is only the filter's (``timeout`` for IPoIB's line): searched for, its common word
+    would make every chatter line holding it a suspect, and save no pass."""
+    counts = Counter(g.shared for g in groups if g.shared)
+
+    def of(group: Group) -> str | None:
+        shared = group.shared
+        return shared if shared and counts[shared] > 1 else group.needle
+
+    return of
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -163,11 +163,29 @@ def _starts(items: list[tuple[Any, Any]], starts: frozenset[str]) -> frozenset[s
     return starts
 
 
+def _literals(members: list[tuple[Any, Any]]) -> list[str] | None:
+    """The characters of a class made only of literals and short ranges; None for a
+    negated class, a category (``\\d``, ``\\w``) or more than ``_MAX_PREFIXES``."""
+    chars: list[str] = []
+    for op, arg in members:
+        if op is sre_parse.LITERAL:
+            chars.append(chr(arg))
+        elif op is sre_parse.RANGE and arg[1] - arg[0] < _MAX_PREFIXES:
+            chars.extend(chr(c) for c in range(arg[0], arg[1] + 1))
+        else:
+            return None
+    return chars if len(chars) <= _MAX_PREFIXES else None
+
+
 def _step(op: Any, arg: Any, starts: frozenset[str]) -> frozenset[str] | None:
-    """``starts`` followed by what one element can match first: a literal, a group, a
-    branch, an optional (or once-repeated) element; None for anything else."""
-    if op is sre_parse.LITERAL:
-        return frozenset(s + chr(arg) if len(s) < PREFIX else s for s in starts)
+    """``starts`` followed by what one element can match first: a literal, a class of
+    literals (``sre_parse`` makes one of ``(?:ib0|ib1|ibp)``'s last characters), a group,
+    a branch, an optional (or once-repeated) element; None for anything else."""
+    if op is sre_parse.LITERAL or op is sre_parse.IN:
+        chars = [chr(arg)] if op is sre_parse.LITERAL else _literals(arg)
+        if chars is None:
+            return None
+        return frozenset(s + c if len(s) < PREFIX else s for s in starts for c in chars)
     if op is sre_parse.SUBPATTERN:
         return None if arg[1] or arg[2] else _starts(list(arg[3]), starts)
     if op is sre_parse.BRANCH:

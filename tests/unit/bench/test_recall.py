@@ -196,6 +196,7 @@ def test_the_held_out_lines_whose_sources_changed_a_head_or_rule_are_detected(
 
 SEVENTH_SILENT = (
     "Abandoning msg {",
+    "TX timeout detected, starting reset task",
     "mlx5_pci_slot_reset Device state",
     "ib0: queue stopped",
     "Firmware not ready",
@@ -206,8 +207,9 @@ SEVENTH_SILENT = (
     "VFS: busy inodes on changed media",
 )
 """Lines of the seventh set's written sources left silent on purpose: the detail after a
-line that is detected (bnxt's abandoned firmware message after its fatal reset, IPoIB's
-queue state after its transmit timeout, a disk disabled after its link's failed reset),
+line that is detected (bnxt's abandoned firmware message after its fatal reset, its
+transmit timeout after the kernel's NETDEV WATCHDOG line, IPoIB's queue state after its
+transmit timeout, a disk disabled after its link's failed reset),
 a recovery's success (mlx5's slot reset "recovered"), a warning whose driver goes on
 ("continuing"), a probe that retries ("Firmware not ready"), and three a review against
 the sources found wrong to report: 515.43.04's "missing NVDEC0 engine" (a driver bug on
@@ -230,11 +232,10 @@ def test_the_seventh_set_s_lines_whose_sources_changed_a_rule_are_detected(line:
     """Written from the drivers' own formats: AMD's machine-check decoder and IOMMU, Intel's
     VT-d faults, list corruption, a critical temperature, the 2.4 kernels' panic and i386's
     machine check, a bond's member down, Intel adapters' NVM checksum and e1000e's reset and
-    link, Broadcom's fatal firmware reset and PCI error, transmit timeouts of bnxt and
-    IPoIB, mlx5's PCI error, a port's failed reset, a link not back and EDR, GSP's boot
-    failures, RM's channel watchdog and OS-layer context errors, nvidia-modeset's errors,
-    OpenZFS's panic, libata slowing or giving up on a link, and the SCSI host byte of a
-    failed command."""
+    link, Broadcom's fatal firmware reset and PCI error, IPoIB's transmit timeout, mlx5's
+    PCI error, a port's failed reset, a link not back and EDR, GSP's boot failures, RM's
+    channel watchdog and OS-layer context errors, nvidia-modeset's errors, OpenZFS's panic,
+    libata slowing or giving up on a link, and the SCSI host byte of a failed command."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
