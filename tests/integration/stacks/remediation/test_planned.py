@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
+from console.cli.approval import execution_arn
 from console.cli.history import records
 from console.cli.remediations import entry
 from lambdas.planned import handler as planned_handler
@@ -60,13 +61,20 @@ def _planned_executions(pipeline: Pipeline) -> list[dict[str, Any]]:
     return list(listed["executions"])
 
 
+def _retirement(instance_id: str, deadline: datetime) -> dict[str, Any]:
+    """AWS Health's retirement notice of ``instance_id``, due at ``deadline``."""
+    event = _notice("aws-health-ec2-instance-retirement-scheduled.json", {})
+    arn = f"arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}"
+    event["detail"]["affectedEntities"][0]["entityValue"] = arn
+    event["detail"]["startTime"] = format_datetime(deadline, usegmt=True)
+    return event
+
+
 def _remediated(pipeline: Pipeline, decision_id: str) -> dict[str, Any]:
     """The planned execution ended, and the remediation it started, ended."""
-    machine = _planned_machine(pipeline)
-    planned_arn = f"{machine.replace(':stateMachine:', ':execution:')}:{decision_id}"
-    assert pipeline.finish(planned_arn)["status"] == "SUCCEEDED"
-    remediation = f"{pipeline.arn.replace(':stateMachine:', ':execution:')}:{decision_id}"
-    return pipeline.finish(remediation)
+    planned = execution_arn(_planned_machine(pipeline), decision_id)
+    assert pipeline.finish(planned)["status"] == "SUCCEEDED"
+    return pipeline.finish(execution_arn(pipeline.arn, decision_id))
 
 
 def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_its_deadline(
@@ -76,10 +84,7 @@ def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_
     retiring, _ = world.group("p5-retiring", 2, **GPU)
     noticed = datetime.now(UTC).replace(microsecond=0)
     deadline = noticed + timedelta(seconds=ACTING.planned_lead_time + WAIT)
-    event = _notice("aws-health-ec2-instance-retirement-scheduled.json", {})
-    arn = f"arn:aws:ec2:us-east-1:123456789012:instance/{retiring}"
-    event["detail"]["affectedEntities"][0]["entityValue"] = arn
-    event["detail"]["startTime"] = format_datetime(deadline, usegmt=True)
+    event = _retirement(retiring, deadline)
 
     answer = _delivered(pipeline, event)
     again = _delivered(pipeline, event)  # AWS Health delivers at least once
@@ -109,8 +114,7 @@ def test_a_retirement_notice_is_drained_and_replaced_after_its_lead_time_before_
 
 def _first_start_failed(pipeline: Pipeline, decision_id: str, timeout: float = 180) -> None:
     """Until the planned execution's start of the remediation failed once, or it ended."""
-    machine = _planned_machine(pipeline)
-    arn = f"{machine.replace(':stateMachine:', ':execution:')}:{decision_id}"
+    arn = execution_arn(_planned_machine(pipeline), decision_id)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         events = pipeline.sfn.get_execution_history(executionArn=arn)["events"]
@@ -130,10 +134,7 @@ def test_a_planned_start_throttled_in_a_storm_is_retried_once_the_bucket_has_roo
     deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(
         seconds=ACTING.planned_lead_time + WAIT
     )
-    event = _notice("aws-health-ec2-instance-retirement-scheduled.json", {})
-    arn = f"arn:aws:ec2:us-east-1:123456789012:instance/{retiring}"
-    event["detail"]["affectedEntities"][0]["entityValue"] = arn
-    event["detail"]["startTime"] = format_datetime(deadline, usegmt=True)
+    event = _retirement(retiring, deadline)
     # One start in the bucket, the planned Lambda's own: when the lead time is over, the
     # planned machine's start of the remediation is throttled, botocore's retries too.
     bucket = TokenBucket(size=1, refill=0)
