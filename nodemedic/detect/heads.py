@@ -105,11 +105,12 @@ _SLOTS = (
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
     # -T's ctime (in English, or another locale's names of the day and month, not kept as
     # a time), -H's relative seconds (a decimal comma in some locales) and minute, or a
-    # stamp elided by hand (or its fraction cut off by a paste, "[  240.]").
+    # stamp elided by hand (or its fraction cut off by a paste, "[  240.]"), where a paste
+    # elided a syslog head up to its colon too ("[...]: ").
     r"\[ *(?:(?P<mono>\d+\.\d*)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     rf"|[^\W\d_]{{2,4}}\.? [^\W\d_]{{3,5}}\.? [ \d]\d {_CLOCK} \d{{4}}"
-    r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\] ?",
+    r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\]:? ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
     # write them put the host and tag after the stamp.
     _TAG,
@@ -246,6 +247,11 @@ FORMS = (
         "elided stamp",
         "[...] ",
         "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher.go comments",
+    ),
+    Form(
+        "elided head with its colon",
+        "[...]: ",
+        "amzn/amzn-drivers issue #277 (a syslog head elided up to its colon)",
     ),
     Form(
         "elided stamp, padded",

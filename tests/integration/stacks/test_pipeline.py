@@ -497,13 +497,13 @@ schema: 1
 rules:
   - id: site-psu-failure
     source: kmsg
-    pattern: 'ipmi: PSU (?P<psu>\\d+) failure detected'
+    pattern: 'ipmi: PSU (?P<psu>\\d+) lost its input power'
     component: cpu
     severity: fatal
     action: replace
     metric: SitePsuFailure
     summary: A power supply failed
-    example: 'ipmi: PSU 1 failure detected'
+    example: 'ipmi: PSU 1 lost its input power'
 """
 
 
@@ -525,7 +525,7 @@ def test_a_users_catalog_reaches_filter_alarms_and_the_classifier(
         f["Properties"]["FilterPattern"]
         for f in resources(custom, "AWS::Logs::SubscriptionFilter").values()
     ]
-    assert any('?"failure detected"' in pattern for pattern in patterns)
+    assert any('?"lost its input power"' in pattern for pattern in patterns)
     alarms = [
         a["Properties"]["AlarmName"] for a in resources(custom, "AWS::CloudWatch::Alarm").values()
     ]

@@ -198,6 +198,7 @@ def test_a_pstore_record_is_read_without_its_part_header(
     assert lines[0] == "Panic#2 Part1"
     assert next(m.line_no for m in messages(lines)) == 2, "the header is no kernel line"
     code, out, _ = run(capsys, "triage", "--format", "json", str(dump))
-    (record,) = fault_records(out)
+    trace, record = fault_records(out)
+    assert trace["fault_id"] == "kernel-trace-location", "the oops banner was lost, not its RIP"
     assert (code, record["fault_id"], record["injected"]) == (0, "kernel-panic", False)
-    assert lines[record["line_no"] - 1] == record["line"]
+    assert [lines[r["line_no"] - 1] for r in (trace, record)] == [trace["line"], record["line"]]

@@ -110,12 +110,12 @@ SITE_RULES = """schema: 1
 rules:
   - id: site-psu-failure
     source: kmsg
-    pattern: '^ipmi: PSU (?P<psu>\\d+) failure detected'
+    pattern: '^ipmi: PSU (?P<psu>\\d+) lost its input power'
     component: cpu
     severity: fatal
     action: replace
     metric: SitePsuFailure
-    example: 'ipmi: PSU 1 failure detected'
+    example: 'ipmi: PSU 1 lost its input power'
   - id: site-fan-slow
     source: kmsg
     pattern: '^ipmi: fan (?P<fan>\\d+) speed below threshold'
