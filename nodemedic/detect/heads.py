@@ -77,8 +77,9 @@ _RELAY = rf"[\w.-]++ [\w.-]++\[\d++\]: (?:\w++: )?{_STAMP_NEXT}"
 _SLOTS = (
     # Indentation of a pasted log, or grep -n's line number before a syslog line.
     rf"[ \t]++|\d++:(?={_MONTH_DAY} )",
-    # dmesg -r's <priority> (RFC 5424's, with its version), and a /dev/kmsg record's head.
-    r"<(?P<pri>\d{1,3})>(?:1 )?",
+    # dmesg -r's <priority> (RFC 5424's, with its version, which a paste may space off), and
+    # a /dev/kmsg record's head.
+    r"<(?P<pri>\d{1,3})> ?(?:1 )?",
     KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
     # dmesg --decode's facility and level by name ("kern  :warn  : ").
     rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
@@ -334,6 +335,11 @@ FORMS = (
         "RFC 5424",
         "<4>1 2026-11-22T18:30:01.123456+00:00 ip-10-0-1-23 kernel - - - ",
         "RFC 5424 section 6; rsyslog RSYSLOG_SyslogProtocol23Format template",
+    ),
+    Form(
+        "RFC 5424, spaced after the priority, with dmesg's stamp",
+        "<6> 1 2020-11-20T18:14:19.159536+01:00 LABNBS5B kernel - - - [65818.378296] ",
+        "a bonding report on lore.kernel.org netdev (MN2PR03MB4752..., 2020-11)",
     ),
     Form(
         "journalctl short-precise",

@@ -138,13 +138,6 @@ def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> N
     assert len(needing) >= 50 and len(lines) - len(needing) >= 25
 
 
-def test_the_ninth_set_is_scored_with_no_change_made_from_it() -> None:
-    """Gathered while the eighth set's rules were written, by helpers who did not read them,
-    and scored after them with none made from it: every line is still held out
-    (bench/heldout/README.md)."""
-    assert {line.split for line in NINTH_LINES} == {"held-out"}
-
-
 EIGHTH_REBOOTED = (
     "RmInitAdapter failed! (0x22:0x56:1017)",
     "RmInitAdapter failed! (0x62:0x0:1835)",
@@ -244,6 +237,24 @@ that failed after its admin command's timeout (the timeout is the line detected)
 hpsa abort, a controller's driver no accelerator node here runs."""
 
 
+NINTH_SILENT = (
+    "link reset at upstream device",
+    "AER: Corrected error received",
+    "Hung TX queue",
+    "adding RX filters on PF",
+    "the new active one",
+    "after resume; waiting",
+    "Flip event timeout on head",
+    "kernel: : mpt2sas0:",
+)
+"""Lines of the ninth set's written sources left silent on purpose: the PCI core's debug
+line before "Device recovery failed" (which acts), a corrected AER error (the link
+corrected it; catalog README), i40e's queue detail and its filter notice beside the reset
+that is detected, a bond's failover to a member it still has, a device the PCI core is
+still waiting for, a display flip's timeout, and a SAS controller's fault as a paste left
+it, an empty field before the message (the rule was written from it)."""
+
+
 def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     return [
         ln
@@ -254,7 +265,9 @@ def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
 
 @pytest.mark.parametrize(
     "line",
-    _written(SEVENTH_LINES, SEVENTH_SILENT) + _written(EIGHTH_LINES, EIGHTH_SILENT),
+    _written(SEVENTH_LINES, SEVENTH_SILENT)
+    + _written(EIGHTH_LINES, EIGHTH_SILENT)
+    + _written(NINTH_LINES, NINTH_SILENT),
     ids=lambda ln: ln.line[:60],
 )
 def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Line) -> None:
@@ -273,7 +286,13 @@ def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Li
     pending; RC's critical error, a detached GPU, GSP calls failing, WPR2 left up and
     Booter's unload; md's 2.6 spelling, a SCSI disk offlined or its command aborted,
     OpenZFS's suspended pool, ext4's unwritten extents, XFS's internal errors and corrupt
-    inodes, the IDE driver's unreadable sector and Lustre's LBUG."""
+    inodes, the IDE driver's unreadable sector and Lustre's LBUG. From the ninth: RFC 5424's
+    priority spaced off, DPC's own lines, AER's "cant recover", a PCI device not ready after
+    a reset or that 4.x could not power up, any driver's "TX timeout on queue", Intel's
+    malicious driver detection, a bond with no member left, mlx5's error CQEs, 6.x's WARN
+    banner, IBT's missing ENDBR, nvidia-modeset's push buffers, GHES's error status and
+    AMD's bank status, XFS's CRC errors, a disk's medium error sense key, libata's media
+    error and a SAS controller's fault."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
