@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from bench.classifier import corpus
 from bench.timing import best_rate
-from nodemedic.detect.heads import FORMS
+from nodemedic.detect.headforms import FORMS
 from nodemedic.detect.logformat import message_of
 
 

@@ -1,4 +1,4 @@
-"""Every catalog example in every head form (``nodemedic.detect.heads.FORMS``), with and
+"""Every catalog example in every head form (``nodemedic.detect.headforms.FORMS``), with and
 without trailing whitespace, gets the verdict of the bare line: in the grammar, in triage,
 in the classifier on the line as the agent ships it, and through the subscription filter."""
 
@@ -12,14 +12,8 @@ from console.findings import KernelLogCheck, kernel_findings
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.classifier import Classifier
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
-from nodemedic.detect.heads import (
-    FORMS,
-    INNER_REACH,
-    UNSPELLED,
-    Form,
-    inner_message,
-    strip_head,
-)
+from nodemedic.detect.headforms import FORMS, UNSPELLED, Form
+from nodemedic.detect.heads import INNER_REACH, inner_message, strip_head
 from nodemedic.detect.logformat import Message, message_of
 from tests.support.paths import ROOT
 
