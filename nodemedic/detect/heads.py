@@ -79,7 +79,7 @@ _SLOTS = (
     rf"[ \t]++|\d++:(?={_MONTH_DAY} )",
     # dmesg -r's <priority> (RFC 5424's, with its version, which a paste may space off), and
     # a /dev/kmsg record's head.
-    r"<(?P<pri>\d{1,3})> ?(?:1 )?",
+    r"<(?P<pri>\d{1,3})>(?: ?1 (?=\d{4}-\d\d-\d\dT|- ))?",
     KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
     # dmesg --decode's facility and level by name ("kern  :warn  : ").
     rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
