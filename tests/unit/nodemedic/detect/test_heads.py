@@ -156,7 +156,7 @@ def test_an_ena_probe_failure_behind_a_serial_console_capture_is_found_as_bare()
         ),
         # dmesg -r's priority goes, a message's own first word stays ("1 " is RFC 5424's
         # version only before its time).
-        ("<4> 1 of 2 power supplies failed", "1 of 2 power supplies failed"),
+        ("<4>1 of 2 power supplies failed", "1 of 2 power supplies failed"),
         # A program other than the kernel keeps its tag: no kernel rule matches it.
         ("Mar 27 19:52:25 host systemd[1]: Started foo.", "host systemd[1]: Started foo."),
     ],
