@@ -35,9 +35,11 @@ SEVENTH = HELDOUT.with_name("seventh.yaml")
 EIGHTH = HELDOUT.with_name("eighth.yaml")
 """An eighth, after the seventh set's changes."""
 NINTH = HELDOUT.with_name("ninth.yaml")
-"""A ninth, gathered while the eighth set's rules were written, scored after them with none
+"""A ninth, gathered while the eighth set's rules were written, scored after them."""
+TENTH = HELDOUT.with_name("tenth.yaml")
+"""A tenth, gathered while the ninth set's rules were written, scored after them with none
 made from it."""
-SETS = (HELDOUT, FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH)
+SETS = (HELDOUT, FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH)
 """The kernel lines' sets, judged by the catalog."""
 NEURON = HELDOUT.with_name("neuron.yaml")
 """Neuron runtime lines of jobs' own output, judged by the job monitor's rules

@@ -21,6 +21,7 @@ from bench.recall import (
     SETS,
     SEVENTH,
     SIXTH,
+    TENTH,
     THIRD,
     Line,
     load_lines,
@@ -41,6 +42,7 @@ SIXTH_LINES = load_lines(SIXTH)
 SEVENTH_LINES = load_lines(SEVENTH)
 EIGHTH_LINES = load_lines(EIGHTH)
 NINTH_LINES = load_lines(NINTH)
+TENTH_LINES = load_lines(TENTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
@@ -125,7 +127,9 @@ def test_the_fifth_set_comes_from_sources_no_earlier_set_used() -> None:
     assert len(needing) >= 50 and len(FIFTH_LINES) - len(needing) >= 25
 
 
-@pytest.mark.parametrize("later", [SIXTH, SEVENTH, EIGHTH, NINTH], ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "later", [SIXTH, SEVENTH, EIGHTH, NINTH, TENTH], ids=lambda path: path.name
+)
 def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> None:
     """From the sixth set on, each was gathered after the changes the one before it
     prompted, from sources none of the sets before it (the Neuron set included) used, with
@@ -136,6 +140,13 @@ def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> N
     assert not [line.source for line in lines if line.source in earlier]
     needing = [line for line in lines if line.expect != "none"]
     assert len(needing) >= 50 and len(lines) - len(needing) >= 25
+
+
+def test_the_tenth_set_is_scored_with_no_change_made_from_it() -> None:
+    """Gathered while the ninth set's rules were written, by helpers who did not read them,
+    and scored after them with none made from it: every line is still held out
+    (bench/heldout/README.md)."""
+    assert {line.split for line in TENTH_LINES} == {"held-out"}
 
 
 EIGHTH_REBOOTED = (
@@ -159,6 +170,7 @@ HEALTHY = [
     + SEVENTH_LINES
     + EIGHTH_LINES
     + NINTH_LINES
+    + TENTH_LINES
     if ln.expect == "none" and not any(d in ln.line for d in EIGHTH_REBOOTED)
 ]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
