@@ -300,9 +300,10 @@ def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Li
     OpenZFS's suspended pool, ext4's unwritten extents, XFS's internal errors and corrupt
     inodes, the IDE driver's unreadable sector and Lustre's LBUG. From the ninth: RFC 5424's
     priority spaced off, DPC's own lines, AER's "cant recover", a PCI device not ready after
-    a reset or that 4.x could not power up, any driver's "TX timeout on queue", Intel's
-    malicious driver detection, a bond with no member left, mlx5's error CQEs, 6.x's WARN
-    banner, IBT's missing ENDBR, nvidia-modeset's push buffers, GHES's error status and
+    a reset or that kernels before 5.18 could not power up, any driver's "TX timeout on
+    queue", Intel's malicious driver detection, a bond with no member left, mlx5's error
+    CQEs, the newest kernels' WARN banner, IBT's missing ENDBR, nvidia-modeset's push
+    buffers, GHES's error status and
     AMD's bank status, XFS's CRC errors, a disk's medium error sense key, libata's media
     error and a SAS controller's fault."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
