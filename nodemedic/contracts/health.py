@@ -34,6 +34,10 @@ DEEP_CHECK_VERDICT: Final = "deep-check"
 same word as the stream's source (``logs.DEEP_CHECK_SOURCE``); the subscription filter
 selects verdicts by it."""
 
+REASON_KEY: Final = "reason"
+"""The key under which every result line, healthy or not, names its reason
+(``nodemedic.health.result``): the word the subscription filter selects health lines by."""
+
 HEALTH_CHECKS: Final = (NVIDIA_SMI_CHECK, NEURON_SYSFS_CHECK, EFA_CHECK, NEURON_MONITOR_CHECK)
 """The interval checks, in the order the agent runs them (``agent.checks.all``)."""
 LINE_CHECKS: Final = (

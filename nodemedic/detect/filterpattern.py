@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from nodemedic.catalog import Catalog, CatalogError, Rule
-from nodemedic.contracts.health import DEEP_CHECK_VERDICT
+from nodemedic.contracts.health import DEEP_CHECK_VERDICT, REASON_KEY
 from nodemedic.contracts.logs import AGENT_LINE_PREFIX, DEEP_CHECK_SOURCE
 from nodemedic.contracts.substrates import HYPERPOD_SOURCE
 from nodemedic.detect.matching import holds, required_literal
@@ -39,8 +39,6 @@ HYPERPOD_FILTER_PATTERN = ""
 is quiet (a detection per node condition that changes, a deep health check's results, a
 node's lifecycle script output), and an event that does not parse must reach the classifier
 to be counted, which a JSON pattern would never let through."""
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_STATUS_WORDS = {"ok", "warn", "fail", "skipped"}
 
 
 def _term(rule_id: str, needle: str | None, source: str) -> str:
@@ -53,12 +51,11 @@ def _term(rule_id: str, needle: str | None, source: str) -> str:
         # Every verdict line names its check, and no other line of the stream does.
         return DEEP_CHECK_VERDICT
     if source == "health":
-        # Health lines arrive as JSON, not as the canonical text rules match; the reason
-        # word appears verbatim in both.
-        words = [w for w in _WORD.findall(needle) if w not in _STATUS_WORDS]
-        if not words:
-            raise CatalogError(f"rule {rule_id}: a health pattern must name its reason literally")
-        return str(max(words, key=len))
+        # Health lines arrive as JSON, not as the canonical text rules match, and every one
+        # holds the reason's key: one term for them all, where a word of each rule's reason
+        # took a term each (the healthy results it also selects are a line per check and
+        # device an interval, which the classifier drops).
+        return REASON_KEY
     return max(needle.split('"'), key=len).strip()
 
 

@@ -28,6 +28,11 @@ FORMS = (
         "lnls-dig/bpm-gw issue #73 (pt_BR: terça-feira, setembro)",
     ),
     Form(
+        "dmesg -T, day's padding collapsed",
+        "[Mon Feb 2 22:52:45 2026] ",
+        "sulao.cn/post/1165 (a dmesg -T paste on a web page)",
+    ),
+    Form(
         "dmesg -T with host",
         "[Sun Dec  1 14:54:40 2024] ny2g1r12hh2 kernel: ",
         "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher_test.go",
@@ -44,6 +49,11 @@ FORMS = (
         "elided stamp",
         "[...] ",
         "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher.go comments",
+    ),
+    Form(
+        "redacted stamp",
+        "[xxxxxx] ",
+        "zenwen.tw, e1000e-detected-hardware-unit-hang (a dmesg paste)",
     ),
     Form(
         "elided head with its colon",
@@ -82,6 +92,11 @@ FORMS = (
         "kubernetes/node-problem-detector config/kernel-monitor-filelog.json",
     ),
     Form(
+        "syslog, day's padding collapsed",
+        "Aug 6 13:25:28 yama kernel: [78351.260203] ",
+        "peterkieser.com/?p=439 (a syslog paste on a web page)",
+    ),
+    Form(
         "syslog, stamp after the tag",
         "2022-11-04T14:09:31 server kernel:[75215.928881] ",
         "raspberrypi/linux issue #5239; syslogd's wall message (chia-plotter issue #535)",
@@ -97,6 +112,11 @@ FORMS = (
         "kubernetes/node-problem-detector pkg/systemlogmonitor/logwatchers/filelog tests",
     ),
     Form("syslog without host or tag", "Mar 29 15:38:59 ", "issue 35's field lines (forum pastes)"),
+    Form(
+        "syslog with an empty host",
+        "Sep  3 10:05:39  [193378.950513] ",
+        "intel-wired-lan, 'ixgbe: NETDEV WATCHDOG' report (lore.kernel.org, FA05D61D-...)",
+    ),
     Form(
         "syslog without date",
         "ny2g1r12hh2 kernel: ",

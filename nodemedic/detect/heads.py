@@ -56,7 +56,8 @@ _FACILITY = "|".join(FACILITIES)
 _LEVEL = "emerg|alert|crit|err|warning|warn|notice|info|debug"
 """Syslog's level names, and ``warning`` as logread and Talos spell ``warn``."""
 _HOST = r"[\w.-]++"
-_MONTH_DAY = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d"
+_MONTH_DAY = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?:[ \d]\d|\d)"
+"""A day is padded to two places; a web page collapses the padding (``Feb 2``)."""
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _CLOCK = r"\d\d:\d\d:\d\d"
 _ZONE = r"(?:UTC|[A-Z]{1,4}T)"
@@ -93,8 +94,9 @@ _SLOTS = (
     # it; dmesg's stamp after it times the line. After syslog's time, a host and a program
     # that relays a serial console under its own tag may come before dmesg's stamp
     # ("pi run.sh[75]: UART: "): tried there only, as a bare message's first words would
-    # cost every line the try.
-    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) (?:{_RELAY})?"
+    # cost every line the try. A relay that leaves the host empty writes two spaces before
+    # dmesg's stamp.
+    rf"(?P<short>{_MONTH_DAY} {_CLOCK}(?:\.\d+)?) (?: {_STAMP_NEXT})?(?:{_RELAY})?"
     rf"|(?:{_WEEKDAY} )?(?P<iso>{_ISO})(?: (?P<offset>[+-]\d{{4}}))?(?: {_ZONE})? "
     rf"|(?P<ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}) "
     r"|\d\d+h \d\dm \d\d\.\d{3}s\( *\d+ms\): ",
@@ -106,12 +108,12 @@ _SLOTS = (
     # dmesg's stamp (``_BRACKETED``'s first slot): seconds since boot (with -d's delta),
     # -T's ctime (in English, or another locale's names of the day and month, not kept as
     # a time), -H's relative seconds (a decimal comma in some locales) and minute, or a
-    # stamp elided by hand (or its fraction cut off by a paste, "[  240.]"), where a paste
-    # elided a syslog head up to its colon too ("[...]: ").
+    # stamp elided or redacted by hand ("[...]", "[xxxxxx]"; or its fraction cut off by a
+    # paste, "[  240.]"), where a paste elided a syslog head up to its colon too ("[...]: ").
     r"\[ *(?:(?P<mono>\d+\.\d*)(?: <[ \d.]+>)?|\+\d+[.,]\d+"
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     rf"|[^\W\d_]{{2,4}}\.? [^\W\d_]{{3,5}}\.? [ \d]\d {_CLOCK} \d{{4}}"
-    r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}) *\]:? ?",
+    r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}|x{3,}) *\]:? ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
     # write them put the host and tag after the stamp.
     _TAG,

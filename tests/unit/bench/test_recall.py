@@ -12,6 +12,8 @@ import pytest
 from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import (
     EIGHTH,
+    ELEVENTH,
+    TWELFTH,
     FIFTH,
     FOURTH,
     FRESH,
@@ -43,6 +45,8 @@ SEVENTH_LINES = load_lines(SEVENTH)
 EIGHTH_LINES = load_lines(EIGHTH)
 NINTH_LINES = load_lines(NINTH)
 TENTH_LINES = load_lines(TENTH)
+ELEVENTH_LINES = load_lines(ELEVENTH)
+TWELFTH_LINES = load_lines(TWELFTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 JUDGE = partial(held_out_verdict, Classifier(load_catalog()))
@@ -128,7 +132,9 @@ def test_the_fifth_set_comes_from_sources_no_earlier_set_used() -> None:
 
 
 @pytest.mark.parametrize(
-    "later", [SIXTH, SEVENTH, EIGHTH, NINTH, TENTH], ids=lambda path: path.name
+    "later",
+    [SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH],
+    ids=lambda path: path.name,
 )
 def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> None:
     """From the sixth set on, each was gathered after the changes the one before it
@@ -142,11 +148,11 @@ def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> N
     assert len(needing) >= 50 and len(lines) - len(needing) >= 25
 
 
-def test_the_tenth_set_is_scored_with_no_change_made_from_it() -> None:
-    """Gathered while the ninth set's rules were written, by helpers who did not read them,
-    and scored after them with none made from it: every line is still held out
+def test_the_twelfth_set_is_scored_with_no_change_made_from_it() -> None:
+    """Gathered while the eleventh set's rules were written, by helpers who did not read
+    them, and scored after them with none made from it: every line is still held out
     (bench/heldout/README.md)."""
-    assert {line.split for line in TENTH_LINES} == {"held-out"}
+    assert {line.split for line in TWELFTH_LINES} == {"held-out"}
 
 
 EIGHTH_REBOOTED = (
@@ -171,6 +177,8 @@ HEALTHY = [
     + EIGHTH_LINES
     + NINTH_LINES
     + TENTH_LINES
+    + ELEVENTH_LINES
+    + TWELFTH_LINES
     if ln.expect == "none" and not any(d in ln.line for d in EIGHTH_REBOOTED)
 ]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
@@ -267,6 +275,37 @@ still waiting for, a display flip's timeout, and a SAS controller's fault as a p
 it, an empty field before the message (the rule was written from it)."""
 
 
+TENTH_SILENT = (
+    "writeback error on inode",
+    "RXDCTL.ENABLE on Rx queue",
+    "firmware version: 65535",
+    "CREATE_TIS(0x912)",
+    "RECV for CQE",
+    "nvmet: ctrl 1 fatal error",
+    "not in UNREGISTERED state",
+)
+"""Lines of the tenth set's written sources left silent on purpose: the detail beside a line
+that is detected (the block layer's writeback error under XFS's discarded page, ixgbe's
+receive queue that would not stop under its transmit hang's reset, mlx5's unreadable
+firmware version and a command's bad parameter before the probe failure, NVMe over RDMA's
+failed receive beside mlx5's error completions, ixgbe's MDIO bus torn down after its
+firmware's recovery mode), and an NVMe-over-fabrics target's own fatal error, the side of
+the fabric no accelerator node here serves."""
+
+
+ELEVENTH_SILENT = (
+    "Failed to transition controller to ready",
+    "error loading journal",
+    "Cannot open root device",
+    "xfs_imap_to_bp",
+    "Invalid inode number",
+)
+"""Lines of the eleventh set's written sources left silent on purpose: the MegaRAID
+driver's probe giving up after the firmware's fault that is detected, a root file system
+that never mounted (no agent runs to ship its lines), and XFS's inode lookups of 3.x
+kernels, whose corruption today's kernels report in lines that are detected."""
+
+
 def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     return [
         ln
@@ -279,7 +318,9 @@ def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     "line",
     _written(SEVENTH_LINES, SEVENTH_SILENT)
     + _written(EIGHTH_LINES, EIGHTH_SILENT)
-    + _written(NINTH_LINES, NINTH_SILENT),
+    + _written(NINTH_LINES, NINTH_SILENT)
+    + _written(TENTH_LINES, TENTH_SILENT)
+    + _written(ELEVENTH_LINES, ELEVENTH_SILENT),
     ids=lambda ln: ln.line[:60],
 )
 def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Line) -> None:
@@ -305,7 +346,18 @@ def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Li
     CQEs, the newest kernels' WARN banner, IBT's missing ENDBR, nvidia-modeset's push
     buffers, GHES's error status and
     AMD's bank status, XFS's CRC errors, a disk's medium error sense key, libata's media
-    error and a SAS controller's fault."""
+    error and a SAS controller's fault. From the tenth: a syslog head whose host is empty,
+    2.6's machine check with its status, sb_edac's announcement without a controller, VT-d's
+    "Fault reason", ixgbe's transmit hang and timeout resets, a network adapter's failed
+    probe, Intel's firmware recovery mode, mlx5's command slots exhausted and its error CQEs
+    from mlx5_handle_error_cqe, a hot-plug card gone, swiotlb's bounce buffers full and
+    XFS's discarded page. From the eleventh: dmesg -T and syslog with a day's padding
+    collapsed by a web page, a redacted stamp, BUG()'s "kernel BUG at", mce_panic's reason
+    and a corrected record on 2.6's machine-check line, a module's unknown symbol without
+    its errno, mlx5's fatal health poll and capabilities refused at probe, Intel's
+    malicious driver events that stop a queue, ixgbe's firmware error, a MegaRAID
+    controller's fault, the journal's checksum at recovery and NVMe over RDMA's failed
+    connect."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
