@@ -11,7 +11,7 @@ kernel lines, which hold no needle, are passed over at C speed without one Pytho
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate, compress, count, islice
@@ -36,8 +36,8 @@ from nodemedic.detect.groups import (
     Start,
     catalog_order,
     group_of,
+    needle_search,
     scan_needles,
-    shared_or_needle,
     start_of,
 )
 from nodemedic.detect.hyperpod import hyperpod_text
@@ -191,9 +191,8 @@ class _Index:
     """The groups of one source, by the needle that lets a line reach them."""
 
     by_needle: Mapping[str, tuple[Group, ...]]
-    suspected: Mapping[str, tuple[Group, ...]]
-    """Each group under its shared literal where it has one (``Group.shared``), else its
-    needle: fewer passes over a text to find the lines that may hold a fault."""
+    suspected: Callable[[str], bool]
+    """Whether a line holds any needle (``needle_search``)."""
     always: tuple[Group, ...]
     """Groups with no needle, in catalog order: candidates for every line."""
     by_start: Mapping[str, Start]
@@ -342,9 +341,10 @@ class Classifier:
             for group in groups:
                 for start in group.starts or ():
                     by_start.setdefault(start, []).append(group)
+            needles = scan_needles(groups)
             self._indexes[source] = _Index(
-                by_needle=scan_needles(groups),
-                suspected=scan_needles(groups, shared_or_needle(groups)),
+                by_needle=needles,
+                suspected=needle_search(needles),
                 always=tuple(g for g in groups if g.needle is None and g.starts is None),
                 by_start={start: start_of(found) for start, found in by_start.items()},
                 searched=scan_needles([g for g in groups if g.starts is None]),
@@ -363,7 +363,7 @@ class Classifier:
         holds a kernel message (a log line with its prefix) will do: a rule's needle is in
         the message, so in the line."""
         index = self._indexes["kmsg"]
-        return None if index.always else index.needles_found(texts, index.suspected).keys()
+        return None if index.always else list(compress(count(), map(index.suspected, texts)))
 
     def classify_lines(
         self, lines: Iterable[str], source: Source = "kmsg"
