@@ -44,7 +44,7 @@ ELEVENTH = HELDOUT.with_name("eleventh.yaml")
 none made from it; rules were later written from sixteen of its sources."""
 TWELFTH = HELDOUT.with_name("twelfth.yaml")
 """A twelfth, gathered while the eleventh set's rules were written, scored after them with
-none made from it."""
+none made from it; rules were later written from eight of its sources."""
 SETS = (
     HELDOUT,
     FRESH,

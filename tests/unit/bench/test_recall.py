@@ -148,13 +148,6 @@ def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> N
     assert len(needing) >= 50 and len(lines) - len(needing) >= 25
 
 
-def test_the_twelfth_set_is_scored_with_no_change_made_from_it() -> None:
-    """Gathered while the eleventh set's rules were written, by helpers who did not read
-    them, and scored after them with none made from it: every line is still held out
-    (bench/heldout/README.md)."""
-    assert {line.split for line in TWELFTH_LINES} == {"held-out"}
-
-
 EIGHTH_REBOOTED = (
     "RmInitAdapter failed! (0x22:0x56:1017)",
     "RmInitAdapter failed! (0x62:0x0:1835)",
@@ -306,6 +299,13 @@ that never mounted (no agent runs to ship its lines), and XFS's inode lookups of
 kernels, whose corruption today's kernels report in lines that are detected."""
 
 
+TWELFTH_SILENT = ("Host adapter abort request", "raid level 5 active with 3 out of 4")
+"""Lines of the twelfth set's written sources left silent on purpose: aacraid's abort of a
+command on a 2.6 RAID adapter before the disk is offlined (which is detected), and an md
+array assembled degraded at boot, whose member's failure was told when it failed and
+whose count of devices a pattern cannot compare."""
+
+
 def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     return [
         ln
@@ -320,7 +320,8 @@ def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     + _written(EIGHTH_LINES, EIGHTH_SILENT)
     + _written(NINTH_LINES, NINTH_SILENT)
     + _written(TENTH_LINES, TENTH_SILENT)
-    + _written(ELEVENTH_LINES, ELEVENTH_SILENT),
+    + _written(ELEVENTH_LINES, ELEVENTH_SILENT)
+    + _written(TWELFTH_LINES, TWELFTH_SILENT),
     ids=lambda ln: ln.line[:60],
 )
 def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Line) -> None:
@@ -357,7 +358,10 @@ def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Li
     its errno, mlx5's fatal health poll and capabilities refused at probe, Intel's
     malicious driver events that stop a queue, ixgbe's firmware error, a MegaRAID
     controller's fault, the journal's checksum at recovery and NVMe over RDMA's failed
-    connect."""
+    connect. From the twelfth: skx_edac's machine-check record with "0x", x86's double
+    fault, GSP's "bad state" after a failed boot, 2.x's MegaRAID fault and SCSI offline
+    spellings, a lost page write, RAID 5's uncorrectable read and degraded operation, and
+    NVMe's frozen link."""
     assert JUDGE(line.line) != "none", (line.source, line.line)
 
 
