@@ -13,7 +13,6 @@ from bench.detection import held_out_verdict, job_verdict, load_corpus
 from bench.recall import (
     EIGHTH,
     ELEVENTH,
-    TWELFTH,
     FIFTH,
     FOURTH,
     FRESH,
@@ -25,6 +24,7 @@ from bench.recall import (
     SIXTH,
     TENTH,
     THIRD,
+    TWELFTH,
     Line,
     load_lines,
     recall,
