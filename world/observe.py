@@ -46,6 +46,11 @@ from world.world import World
 QUIET_SECONDS = 3.0
 """How long a line that needs nothing must stay without consequence."""
 
+ENDED_EVENTS = frozenset(
+    {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}
+)
+"""The history events that end an execution: after one, its history no longer grows."""
+
 
 class Observer:
     """Fills in the steps of fault runs from the world's records; one per scenario, so the
@@ -249,7 +254,9 @@ class Observer:
                 kwargs["nextToken"] = page["nextToken"]
         except self.sfn.exceptions.ExecutionDoesNotExist:
             return []
-        if self.sfn.describe_execution(executionArn=arn)["status"] != "RUNNING":
+        # Ended by the history it was read with, not by a status read after it: an execution
+        # that ends between the two reads would keep a history without its last states.
+        if any(e["type"] in ENDED_EVENTS for e in events):
             self._histories[arn] = events
         return events
 

@@ -131,7 +131,7 @@ def test_cloudwatch_away_then_back_gets_every_line_once_in_order(
     for start in range(100, 600, 100):
         append_lines(kmsg, numbered(start, start + 100))
         time.sleep(0.3)
-    wait_for(lambda: running.agent.metrics.events_spooled >= 500, 15, "the outage to be spooled")
+    wait_for(lambda: running.agent.metrics.events_spooled >= 500, 60, "the outage to be spooled")
     assert list(spool.glob("*.batch")), "the lines wait on disk"
     if service_state == "lost":
         logs_backends[DEFAULT_ACCOUNT_ID][REGION].delete_log_group(group)
@@ -174,7 +174,7 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
     for start in range(0, 2000, 250):
         append_lines(Path(cfg.kmsg), lines[start : start + 250])
         time.sleep(0.1)
-    wait_for(lambda: running.agent.metrics.lines_read == 2000, 15, "every line read")
+    wait_for(lambda: running.agent.metrics.lines_read == 2000, 60, "every line read")
     time.sleep(0.5)  # the last batch closes after the flush interval
 
     seen = scrape(port)

@@ -59,7 +59,7 @@ def test_live_while_kmsg_is_idle_and_while_cloudwatch_is_away(
     running = run_agent(_quick(tmp_path, outage.url, instance_id, port))
     outage.stop()
     append_lines(tmp_path / "kmsg", ["a line that cannot ship"])
-    wait_for(lambda: running.agent.metrics.put_failures >= 3, 15, "shipping to fail")
+    wait_for(lambda: running.agent.metrics.put_failures >= 3, 60, "shipping to fail")
     for _ in range(10):  # 2 s: several times every loop's allowance
         assert probe(port) == (200, "ok\n")
         threading.Event().wait(0.2)

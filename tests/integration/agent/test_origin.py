@@ -175,7 +175,7 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     kms.create_alias(
         AliasName=origin_key_alias(cluster), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
     )
-    wait_for(lambda: running.agent.metrics.signing == 1, 10, "the registration")
+    wait_for(lambda: running.agent.metrics.signing == 1, 60, "the registration")
     append_lines(Path(cfg.kmsg), ["after"])
     stream = kmsg_stream(instance_id)
     wait_for(lambda: len(shipped_lines(logs, stream, cluster)) == 2, 15, "the line after")
@@ -206,14 +206,14 @@ def test_the_start_up_deep_check_waits_for_the_boots_key_and_ships_signed(
         sys_root=tmp_path / "sys",
     )
     running = Running(Agent(cfg))
-    wait_for(lambda: running.agent.metrics.registration_failures >= 1, 15, "a failed try")
+    wait_for(lambda: running.agent.metrics.registration_failures >= 1, 60, "a failed try")
     stream = deep_check_stream(instance_id)
     assert events(logs, stream, cluster) == [], "no verdict before the key"
     kms.create_alias(
         AliasName=origin_key_alias(cluster), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
     )
     verdict = lambda: any(DEEP_CHECK_VERDICT in m for _, m in events(logs, stream, cluster))  # noqa: E731
-    wait_for(verdict, 30, "the deep check's verdict")
+    wait_for(verdict, 60, "the deep check's verdict")
     running.close()
 
     (registration,) = registrations(logs, kms, cfg)

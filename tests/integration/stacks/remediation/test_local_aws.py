@@ -225,11 +225,12 @@ def test_a_failing_handler_is_a_function_error_step_functions_can_catch(aws: Non
     assert "SucceedStateEntered" in machine_events
 
 
-def _wait_events(sfn: Any, execution: str) -> list[str]:
-    for _ in range(100):
-        if sfn.describe_execution(executionArn=execution)["status"] != "RUNNING":
-            break
-        threading.Event().wait(0.05)
+def _wait_events(sfn: Any, execution: str, timeout: float = 120) -> list[str]:
+    """The execution's event types once it ended; the deadline only bounds a broken run."""
+    deadline = time.monotonic() + timeout
+    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
+        assert time.monotonic() < deadline, f"{execution} still running after {timeout} s"
+        time.sleep(0.05)
     return [e["type"] for e in sfn.get_execution_history(executionArn=execution)["events"]]
 
 
@@ -278,7 +279,7 @@ class Recorder:
 
     def wait_for(self, call: tuple[str, str]) -> None:
         with self.changed:
-            assert self.changed.wait_for(lambda: call in self.calls, timeout=5), self.calls
+            assert self.changed.wait_for(lambda: call in self.calls, timeout=60), self.calls
 
 
 @pytest.fixture
