@@ -78,7 +78,9 @@ def messages(client: Any, stream: str, group: str = GROUP) -> list[str]:
         return []
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Until ``predicate()`` holds: the agent ships within a second on an idle machine and
+    within tens of seconds on a busy one, so the timeout only bounds a broken run."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -230,6 +230,18 @@ TICK = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 """What EventBridge's schedule hands the aftercare state machines."""
 
 
+def finished(sfn: Any, execution_arn: str, timeout: float = 180) -> dict[str, Any]:
+    """The execution once it ended; the deadline only bounds a broken run (an execution
+    takes seconds on an idle machine, a minute or more on a busy one)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
+        if result["status"] != "RUNNING":
+            return result
+        time.sleep(0.1)
+    raise TimeoutError(f"{execution_arn} still running after {timeout} s")
+
+
 class Pipeline:
     """One cluster's deployed stack: its state machine and what it writes to."""
 
@@ -346,15 +358,7 @@ class Pipeline:
         return arn
 
     def finish(self, execution_arn: str, timeout: float = 180) -> dict[str, Any]:
-        """The execution once it ended; the deadline only bounds a broken run (an execution
-        takes seconds on an idle machine, a minute or more on a busy one)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            result: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
-            if result["status"] != "RUNNING":
-                return result
-            time.sleep(0.1)
-        raise TimeoutError(f"{execution_arn} still running after {timeout} s")
+        return finished(self.sfn, execution_arn, timeout)
 
     def run(self, record: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
         return self.finish(self.start(record), timeout)

@@ -97,7 +97,7 @@ def test_lines_and_health_results_arrive_in_order(
     append_lines(kmsg, numbered(0, 50))
     expected_kmsg = sum(1 for line in recorded.splitlines() if line[:1].isdigit()) + 50
     stream = kmsg_stream(instance_id)
-    wait_for(lambda: len(messages(logs, stream)) == expected_kmsg, 15, "kernel lines")
+    wait_for(lambda: len(messages(logs, stream)) == expected_kmsg, "kernel lines")
     shipped = messages(logs, stream)
     assert shipped[0] == "nvidia: loading out-of-tree module taints kernel."
     assert shipped[-50:] == plain(numbered(0, 50))
@@ -126,19 +126,19 @@ def test_cloudwatch_away_then_back_gets_every_line_once_in_order(
     running = run_agent(cfg)
     append_lines(kmsg, numbered(0, 100))
     first = plain(numbered(0, 100))
-    wait_for(lambda: messages(logs, stream, group) == first, 15, "the first lines")
+    wait_for(lambda: messages(logs, stream, group) == first, "the first lines")
     outage.stop()
     for start in range(100, 600, 100):
         append_lines(kmsg, numbered(start, start + 100))
         time.sleep(0.3)
-    wait_for(lambda: running.agent.metrics.events_spooled >= 500, 60, "the outage to be spooled")
+    wait_for(lambda: running.agent.metrics.events_spooled >= 500, "the outage to be spooled")
     assert list(spool.glob("*.batch")), "the lines wait on disk"
     if service_state == "lost":
         logs_backends[DEFAULT_ACCOUNT_ID][REGION].delete_log_group(group)
     outage.start()
     append_lines(kmsg, numbered(600, 700))
     expected = plain(numbered(0 if service_state == "kept" else 100, 700))
-    wait_for(lambda: len(messages(logs, stream, group)) >= len(expected), 30, "the spool to drain")
+    wait_for(lambda: len(messages(logs, stream, group)) >= len(expected), "the spool to drain")
     time.sleep(0.5)  # a line sent twice would have arrived by now
     assert messages(logs, stream, group) == expected
     assert running.agent.metrics.put_failures > 0
@@ -166,15 +166,13 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
     group, stream = log_group("spool-full"), kmsg_stream(instance_id)
     logs = boto3.client("logs", endpoint_url=outage.url, region_name=REGION)
     running = run_agent(cfg)
-    wait_for(
-        lambda: len(messages(logs, health_stream(instance_id), group)) == 4, 15, "health results"
-    )
+    wait_for(lambda: len(messages(logs, health_stream(instance_id), group)) == 4, "health results")
     outage.stop()
     lines = numbered(0, 2000, "kept or dropped")
     for start in range(0, 2000, 250):
         append_lines(Path(cfg.kmsg), lines[start : start + 250])
         time.sleep(0.1)
-    wait_for(lambda: running.agent.metrics.lines_read == 2000, 60, "every line read")
+    wait_for(lambda: running.agent.metrics.lines_read == 2000, "every line read")
     time.sleep(0.5)  # the last batch closes after the flush interval
 
     seen = scrape(port)
@@ -199,7 +197,7 @@ def test_a_full_spool_drops_the_oldest_and_metrics_tell_it_all(
 
     outage.start()
     last = plain(lines[-1:])[0]
-    wait_for(lambda: last in messages(logs, stream, group), 30, "the spool to drain")
+    wait_for(lambda: last in messages(logs, stream, group), "the spool to drain")
     time.sleep(0.5)
     shipped = messages(logs, stream, group)
     notes = [m for m in shipped if m.startswith("nodemedic: spool full")]
@@ -224,7 +222,7 @@ def test_invalid_utf8_and_2mb_lines_are_shipped_safely(
         handle.write(b"6,7,1,-;caf\\xc3\\xa9 escaped \\xff\n")
         handle.write("ok after: café\n".encode())
     stream = kmsg_stream(instance_id)
-    wait_for(lambda: len(messages(logs, stream)) == 4, 15, "the four lines")
+    wait_for(lambda: len(messages(logs, stream)) == 4, "the four lines")
     bad, huge, escaped, after = messages(logs, stream)
     assert bad == shipped_message("NVRM: bad bytes \\xff\\xfe\\x80 end", None)
     mark = shipped_message("", None)
@@ -259,7 +257,7 @@ def test_a_line_is_sent_within_a_second_of_arriving(
         append_lines(Path(cfg.kmsg), [line])
         written[line] = time.monotonic()
         time.sleep(0.3)
-    wait_for(lambda: len(sent) == 6, 10, "every line sent")
+    wait_for(lambda: len(sent) == 6, "every line sent")
     running.close()
     # 1 s flush interval + at most 0.2 s until the file reader notices the line.
     delays = {line: sent[shipped_message(line, None)] - written[line] for line in written}
@@ -274,14 +272,14 @@ def test_a_new_boot_reads_the_buffer_from_the_start(
     append_lines(Path(cfg.kmsg), numbered(0, 10))
     stream = kmsg_stream(instance_id)
     first = run_agent(cfg)
-    wait_for(lambda: len(messages(logs, stream)) == 10, 15, "first boot")
+    wait_for(lambda: len(messages(logs, stream)) == 10, "first boot")
     first.close()
     same_boot = run_agent(cfg)
     append_lines(Path(cfg.kmsg), numbered(10, 12))
-    wait_for(lambda: len(messages(logs, stream)) == 12, 15, "resumed after the checkpoint")
+    wait_for(lambda: len(messages(logs, stream)) == 12, "resumed after the checkpoint")
     same_boot.close()
     run_agent(replace(cfg, boot_id="22222222-2222-3333-4444-555555555555"))
-    wait_for(lambda: len(messages(logs, stream)) == 24, 15, "the new boot's buffer")
+    wait_for(lambda: len(messages(logs, stream)) == 24, "the new boot's buffer")
     assert messages(logs, stream) == plain(numbered(0, 12)) * 2
 
 
@@ -301,12 +299,12 @@ def test_dev_kmsg_resumes_after_the_last_shipped_record(
     before_text, after_text = (shipped_message(m, LOG_USER) for m in (before, after))
     write_device(device, before, 6)
     first = run_agent(cfg)
-    wait_for(lambda: before_text in messages(logs, stream), 15, "the buffer to the first marker")
+    wait_for(lambda: before_text in messages(logs, stream), "the buffer to the first marker")
     first.close()
     checkpoint = json.loads((tmp_path / "state" / "checkpoint.json").read_text())
     write_device(device, after, 6)
     second = run_agent(cfg)
-    wait_for(lambda: after_text in messages(logs, stream), 15, "the second marker")
+    wait_for(lambda: after_text in messages(logs, stream), "the second marker")
     second.close()
 
     reader = DevKmsgReader(str(device), after=-1, max_lines=1_000_000)
@@ -323,7 +321,7 @@ def test_dev_kmsg_resumes_after_the_last_shipped_record(
     new_boot = replace(cfg, boot_id="new-boot", instance_id=f"{instance_id}-b")
     third = run_agent(new_boot)
     other = kmsg_stream(new_boot.instance_id)
-    wait_for(lambda: after_text in messages(logs, other), 15, "the new boot's buffer")
+    wait_for(lambda: after_text in messages(logs, other), "the new boot's buffer")
     third.close()
     assert messages(logs, other)[:upto] == records[:upto], "a new boot starts at the beginning"
 
@@ -369,7 +367,7 @@ def test_records_the_kernel_overwrote_are_shipped_as_a_count_and_counted(
     monkeypatch.setattr(os, "read", OverwrittenRing())
     running = run_agent(cfg)
     stream = kmsg_stream(instance_id)
-    wait_for(lambda: len(messages(logs, stream)) == 4, 15, "the records and the count")
+    wait_for(lambda: len(messages(logs, stream)) == 4, "the records and the count")
     shipped = messages(logs, stream)
     assert shipped[2] == "nodemedic: kmsg ring buffer overwritten, 1422 records lost"
     assert [fault.rule.id if (fault := classify(m)) else None for m in shipped] == [
@@ -410,9 +408,9 @@ def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
         tmp_path, moto_url, instance_id, "--metrics-port", str(port), "--flush-interval", "1"
     )
     process = agent_process(args)
-    wait_for(lambda: not port_closed(port), 30, "the agent to start")
+    wait_for(lambda: not port_closed(port), "the agent to start")
     append_lines(kmsg, numbered(0, 2000))
-    wait_for(lambda: scrape(port)["nodemedic_agent_lines_read_total"] == 2000, 10, "lines read")
+    wait_for(lambda: scrape(port)["nodemedic_agent_lines_read_total"] == 2000, "lines read")
     process.send_signal(signal.SIGTERM)  # the batch waits for its flush interval: still open
     assert process.wait(timeout=20) == 0, process.stderr.read() if process.stderr else ""
     stream = kmsg_stream(instance_id)
@@ -421,7 +419,7 @@ def test_sigterm_sends_the_open_batch_and_a_restart_repeats_nothing(
     assert checkpoint == {"boot_id": "b-1", "seq": 2000, "offset": kmsg.stat().st_size}
     process = agent_process(args)
     append_lines(kmsg, numbered(2000, 2100))
-    wait_for(lambda: len(messages(logs, stream)) >= 2100, 30, "the lines after the restart")
+    wait_for(lambda: len(messages(logs, stream)) >= 2100, "the lines after the restart")
     time.sleep(0.5)
     process.terminate()
     assert process.wait(timeout=20) == 0
@@ -442,7 +440,7 @@ def test_sigkill_and_restart_lose_nothing_and_repeat_at_most_one_batch(
 
     writer = threading.Thread(target=write)
     writer.start()
-    wait_for(lambda: len(messages(logs, stream)) >= 1000, 30, "some lines shipped")
+    wait_for(lambda: len(messages(logs, stream)) >= 1000, "some lines shipped")
     process.kill()
     process.wait(timeout=10)
     at_kill = len(messages(logs, stream))
@@ -451,7 +449,7 @@ def test_sigkill_and_restart_lose_nothing_and_repeat_at_most_one_batch(
     process = agent_process(args)
     append_lines(kmsg, numbered(6000, 7000))
     every = set(plain(numbered(0, 7000)))
-    wait_for(lambda: set(messages(logs, stream)) == every, 60, "every line")
+    wait_for(lambda: set(messages(logs, stream)) == every, "every line")
     time.sleep(0.5)
     process.terminate()
     process.wait(timeout=20)
@@ -476,7 +474,7 @@ def test_a_burst_of_100k_lines_is_shipped_with_bounded_memory(
     process = agent_process(cli_args(tmp_path, moto_url, instance_id, "--metrics-port", str(port)))
     stream = kmsg_stream(instance_id)
     append_lines(kmsg, ["warm-up: the first call loads what every later call needs"])
-    wait_for(lambda: len(messages(logs, stream)) == 1, 30, "the warm-up line")
+    wait_for(lambda: len(messages(logs, stream)) == 1, "the warm-up line")
     baseline_kb = status_kb(process.pid, "VmRSS")
     Path(f"/proc/{process.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
     xid = "NVRM: Xid (PCI:0000:2b:00): 13, pid=1234, name=python, Graphics SM Warp Exception"
@@ -487,8 +485,8 @@ def test_a_burst_of_100k_lines_is_shipped_with_bounded_memory(
             scrape(port).get(f'nodemedic_agent_events_shipped_total{{stream="{stream}"}}', 0)
             == 100_001
         ),
-        120,
         "the burst",
+        timeout=120,
     )
     growth_mb = (status_kb(process.pid, "VmHWM") - baseline_kb) / 1024
     spooled = scrape(port)["nodemedic_agent_events_spooled_total"]
@@ -532,14 +530,14 @@ def test_the_records_pstore_kept_of_the_boot_that_died_are_shipped_once_marked(
     append_lines(Path(cfg.kmsg), numbered(0, 2))
     stream = kmsg_stream(instance_id)
     first = run_agent(cfg)
-    wait_for(lambda: len(messages(logs, stream)) == 2, 15, "the boot that will die")
+    wait_for(lambda: len(messages(logs, stream)) == 2, "the boot that will die")
     first.close()
     shutil.copytree(EVENTS / "pstore", cfg.pstore_dir, ignore=shutil.ignore_patterns("*.md"))
     expected = [m for d in read_dumps(cfg.pstore_dir, cfg.boot_id, set()) for m in d.messages]
     rebooted = replace(cfg, boot_id="22222222-2222-3333-4444-555555555555")
     after = run_agent(rebooted)
     total = 2 + len(expected) + 2
-    wait_for(lambda: len(messages(logs, stream)) == total, 15, "pstore, then the new boot")
+    wait_for(lambda: len(messages(logs, stream)) == total, "pstore, then the new boot")
     after.close()
     shipped = messages(logs, stream)
     assert shipped[2 : 2 + len(expected)] == expected, "before the new boot's lines"
@@ -550,7 +548,7 @@ def test_the_records_pstore_kept_of_the_boot_that_died_are_shipped_once_marked(
     assert faults and all(f.previous_boot for f in faults)
     restarted = run_agent(rebooted)
     append_lines(Path(cfg.kmsg), numbered(2, 3))
-    wait_for(lambda: len(messages(logs, stream)) == total + 1, 15, "a restart's new line")
+    wait_for(lambda: len(messages(logs, stream)) == total + 1, "a restart's new line")
     restarted.close()
     assert messages(logs, stream)[total:] == plain(numbered(2, 3)), "pstore shipped once"
     assert sorted(p.name for p in cfg.pstore_dir.iterdir()) == sorted(

@@ -48,7 +48,6 @@ def test_the_agent_names_its_stream_after_the_instance(
                 messages(logs, f"{MOTO_INSTANCE_ID}/kmsg", "/nodemedic/imds/nodes")
                 == [shipped_message("NVRM: a line from an instance that knows its name", None)]
             ),
-            30,
             "the line in the instance's stream",
         )
     finally:

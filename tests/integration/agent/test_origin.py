@@ -105,7 +105,7 @@ def run(cfg: Config, lines: list[str], logs: Any, expected: int) -> Running:
     running = Running(Agent(cfg))
     append_lines(Path(cfg.kmsg), lines)
     stream = kmsg_stream(cfg.instance_id)
-    wait_for(lambda: len(shipped_lines(logs, stream, cfg.cluster)) >= expected, 15, "kernel lines")
+    wait_for(lambda: len(shipped_lines(logs, stream, cfg.cluster)) >= expected, "kernel lines")
     return running
 
 
@@ -175,10 +175,10 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     kms.create_alias(
         AliasName=origin_key_alias(cluster), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
     )
-    wait_for(lambda: running.agent.metrics.signing == 1, 60, "the registration")
+    wait_for(lambda: running.agent.metrics.signing == 1, "the registration")
     append_lines(Path(cfg.kmsg), ["after"])
     stream = kmsg_stream(instance_id)
-    wait_for(lambda: len(shipped_lines(logs, stream, cluster)) == 2, 15, "the line after")
+    wait_for(lambda: len(shipped_lines(logs, stream, cluster)) == 2, "the line after")
     running.close()
 
     (registration,) = registrations(logs, kms, cfg)
@@ -206,14 +206,14 @@ def test_the_start_up_deep_check_waits_for_the_boots_key_and_ships_signed(
         sys_root=tmp_path / "sys",
     )
     running = Running(Agent(cfg))
-    wait_for(lambda: running.agent.metrics.registration_failures >= 1, 60, "a failed try")
+    wait_for(lambda: running.agent.metrics.registration_failures >= 1, "a failed try")
     stream = deep_check_stream(instance_id)
     assert events(logs, stream, cluster) == [], "no verdict before the key"
     kms.create_alias(
         AliasName=origin_key_alias(cluster), TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"]
     )
     verdict = lambda: any(DEEP_CHECK_VERDICT in m for _, m in events(logs, stream, cluster))  # noqa: E731
-    wait_for(verdict, 60, "the deep check's verdict")
+    wait_for(verdict, "the deep check's verdict")
     running.close()
 
     (registration,) = registrations(logs, kms, cfg)
@@ -232,7 +232,7 @@ def test_a_running_agent_registers_its_key_again_after_the_interval(
     cfg = config(tmp_path, moto_url, instance_id, sign=True, register_interval=0.3)
     running = run(cfg, ["line"], logs, 1)
     stream = identity_stream(instance_id)
-    wait_for(lambda: len(events(logs, stream)) >= 3, 10, "two registrations more")
+    wait_for(lambda: len(events(logs, stream)) >= 3, "two registrations more")
     running.close()
 
     first, *again = registrations(logs, kms, cfg)

@@ -43,7 +43,7 @@ def test_metrics_show_neuron_and_gpu_telemetry_from_recorded_outputs(
     def families() -> set[str]:
         return {name.split("{")[0] for name in scrape(port)}
 
-    wait_for(lambda: "neuroncore_utilization_ratio" in families(), 15, "the Neuron report")
+    wait_for(lambda: "neuroncore_utilization_ratio" in families(), "the Neuron report")
     seen = scrape(port)
     by_name: dict[str, list[float]] = {}
     for name, value in seen.items():
@@ -76,7 +76,7 @@ def test_telemetry_emf_ships_metrics_the_classifier_never_sees(
             found.add(dimensions[-1])
         return found
 
-    wait_for(lambda: devices() == {"GPU", "NeuronCore", "NeuronDevice"}, 15, "EMF of each kind")
+    wait_for(lambda: devices() == {"GPU", "NeuronCore", "NeuronDevice"}, "EMF of each kind")
     running.close()
     shipped = messages(logs, stream)
     patterns = subscription_filter_patterns(load_catalog())
@@ -97,13 +97,13 @@ def test_without_the_flag_no_telemetry_ships(
     # Each run ships its health lines before its telemetry would: after the third run's
     # lines arrive, the first two runs' telemetry would have.
     first = len(wait_messages(logs, health_stream(instance_id)))
-    wait_for(lambda: len(messages(logs, health_stream(instance_id))) >= 3 * first, 15, "3 runs")
+    wait_for(lambda: len(messages(logs, health_stream(instance_id))) >= 3 * first, "3 runs")
     running.close()
     assert messages(logs, telemetry_stream(instance_id)) == []
 
 
 def wait_messages(logs: Any, stream: str) -> list[str]:
-    wait_for(lambda: bool(messages(logs, stream)), 15, f"lines on {stream}")
+    wait_for(lambda: bool(messages(logs, stream)), f"lines on {stream}")
     return messages(logs, stream)
 
 
@@ -124,7 +124,7 @@ def test_a_healthy_nodes_results_ship_once_while_its_checks_keep_running(
         )["events"]
         return len({e["timestamp"] for e in events})
 
-    wait_for(lambda: runs() >= 4, 15, "three runs more")
+    wait_for(lambda: runs() >= 4, "three runs more")
     running.close()
     shipped = [json.loads(line) for line in messages(logs, health_stream(instance_id))]
     keys = [(r["check"], r["device"], r["reason"]) for r in shipped]

@@ -17,7 +17,13 @@ from moto import mock_aws
 
 from nodemedic.catalog import load_catalog
 from nodemedic.detect.filterpattern import subscription_filter_patterns
-from tests.support.remediation import MOTO, REGION, instances, state_machine_definition
+from tests.support.remediation import (
+    MOTO,
+    REGION,
+    finished,
+    instances,
+    state_machine_definition,
+)
 from world.aws.cloudformation import TemplateError
 from world.aws.hypervisor import Hypervisor, machines
 from world.aws.inprocess import ThreadEnviron, handlers_in_process
@@ -225,12 +231,8 @@ def test_a_failing_handler_is_a_function_error_step_functions_can_catch(aws: Non
     assert "SucceedStateEntered" in machine_events
 
 
-def _wait_events(sfn: Any, execution: str, timeout: float = 120) -> list[str]:
-    """The execution's event types once it ended; the deadline only bounds a broken run."""
-    deadline = time.monotonic() + timeout
-    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
-        assert time.monotonic() < deadline, f"{execution} still running after {timeout} s"
-        time.sleep(0.05)
+def _wait_events(sfn: Any, execution: str) -> list[str]:
+    finished(sfn, execution)
     return [e["type"] for e in sfn.get_execution_history(executionArn=execution)["events"]]
 
 
