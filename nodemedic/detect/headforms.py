@@ -188,6 +188,11 @@ FORMS = (
         "siderolabs/pkgs issue #792, talos-rpi5/talos-builder issue #11 (talosctl dmesg)",
     ),
     Form(
+        "Talos, no node",
+        " kern: warning: [2024-10-29T13:44:17.655294812Z]: ",
+        "openebs/mayastor issue #1330 (talosctl dmesg)",
+    ),
+    Form(
         "indented paste", "    [ 3947.590120] ", "NVIDIA Developer Forums posts (pasted, indented)"
     ),
 )

@@ -84,8 +84,9 @@ _SLOTS = (
     KMSG_PREFIX[1:].replace("?P<pri>", "?P<kpri>"),
     # dmesg --decode's facility and level by name ("kern  :warn  : ").
     rf"(?P<decoded>{_FACILITY}) *:(?:{_LEVEL}) *: ",
-    # Talos' "<node>: kern: warning: [<RFC 3339>]: ".
-    rf"[\w.-]++: (?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[(?P<talos_iso>{_ISO})\]: ",
+    # Talos' "<node>: kern: warning: [<RFC 3339>]: ", the node left out where talosctl
+    # asked one node only.
+    rf"(?:[\w.-]++: )?(?P<talos>{_FACILITY}): *(?:{_LEVEL}): \[(?P<talos_iso>{_ISO})\]: ",
     # A time: syslog's (RFC 3164, journalctl short and short-precise), ISO 8601 (rsyslog's
     # file format, journalctl short-iso and short-full, dmesg --time-format=iso, Go's time
     # format with its zone's name), ctime (OpenWrt's logread), or a serial console
