@@ -88,6 +88,7 @@ def test_a_user_rule_that_replaces_the_xid_rule_cannot_stall_the_reader(
     evil = "NVRM: Xid (PCI:0000:00:06): 79, " + "a" * 24 + "!"
     real = "NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus"
     metrics = Metrics()
+    xid_pattern()  # the catalog read once, before the clock: only the two lines are timed
     started = time.process_time()
     try:
         metrics.read([Line(1, None, evil, 0), Line(2, None, real, 0)])
