@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from agent import bootcheck
 from agent.config import Config
 from agent.main import Agent
 from nodemedic.contracts.health import DEEP_CHECK_VERDICT
@@ -186,7 +187,15 @@ def test_without_the_origin_key_it_ships_unsigned_says_so_and_registers_once_it_
     assert unproven(Known([registration]), instance_id, ts, after) is None
 
 
-@pytest.mark.usefixtures("imds")
+@pytest.fixture
+def patient_key_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent waits three registration tries (3 s in these tests) before it ships
+    unsigned; on a busy machine the key a test registers may come later. A generous
+    deadline, met as soon as the key is registered."""
+    monkeypatch.setattr(bootcheck, "KEY_TRIES", 60)
+
+
+@pytest.mark.usefixtures("imds", "patient_key_wait")
 def test_the_start_up_deep_check_waits_for_the_boots_key_and_ships_signed(
     tmp_path: Path, moto_url: str, logs: Any, kms: Any, instance_id: str
 ) -> None:
