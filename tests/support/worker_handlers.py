@@ -16,8 +16,8 @@ RENDEZVOUS_SECONDS = 60.0
 def function(
     handler: str, name: str = "nodemedic-test", timeout: int = 60, **variables: str
 ) -> Any:
-    """A function whose handler is ``handler`` of this module: the attributes of moto's
-    LambdaFunction that an invocation reads."""
+    """A function whose handler is ``handler`` of this module, or the ``module.function``
+    it names: the attributes of moto's LambdaFunction that an invocation reads."""
     return SimpleNamespace(
         function_name=name,
         version="$LATEST",
@@ -25,7 +25,7 @@ def function(
         memory_size=256,
         timeout=timeout,
         region="us-east-1",
-        handler=f"{__name__}.{handler}",
+        handler=handler if "." in handler else f"{__name__}.{handler}",
         environment_vars=variables,
     )
 

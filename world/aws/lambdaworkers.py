@@ -43,6 +43,10 @@ WORKERS_PER_FUNCTION: Final = 4
 """Concurrent invocations of one function: enough that a burst's deliveries do not queue
 behind the Step Functions tasks of the same function, few enough for two cores."""
 ROOT: Final = Path(__file__).resolve().parents[2]
+WORKER_START_SECONDS: Final = 300.0
+"""How long a new worker may take to import its handler before it is taken for dead: Lambda
+times its init phase apart from the function's timeout, and a busy machine takes seconds to
+import boto3 and Powertools."""
 WORKER_EXIT_SECONDS: Final = 30.0
 """How long a worker told to stop may finish the invocation it is running."""
 TIMED_OUT_ERROR: Final = "Sandbox.Timedout"
@@ -71,15 +75,23 @@ class Called:
 class Worker:
     """One worker process and its pipes; used by one invocation at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, handler: str, environment: dict[str, str]) -> None:
+        """Start it and wait until it has imported ``handler`` (its init phase); one that
+        does not say so in time is killed, and its first call answers that it is gone."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "world.aws.lambdaworker"],
+            [sys.executable, "-m", "world.aws.lambdaworker", handler],
             cwd=ROOT,
+            env=environment,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
         )
+        stdout = self.process.stdout
+        if stdout is None or not select.select([stdout], [], [], WORKER_START_SECONDS)[0]:
+            self.process.kill()
+        elif not stdout.readline():
+            self.process.wait()
 
     def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | TimedOut | None:
         """The worker's reply; None when it is gone (it exited or was killed); ``TIMED_OUT``
@@ -143,7 +155,7 @@ class LambdaWorkers:
         }
         name = function.function_name
         timeout = float(function.timeout)
-        worker = self._take(name)
+        worker = self._take(name, function.handler, request["environment"])
         reply = worker.call(request, timeout)
         self._give_back(name, worker, alive=isinstance(reply, dict))
         if reply is TIMED_OUT:
@@ -165,7 +177,7 @@ class LambdaWorkers:
         for worker in workers:
             worker.stop()
 
-    def _take(self, name: str) -> Worker:
+    def _take(self, name: str, handler: str, environment: dict[str, str]) -> Worker:
         with self._changed:
             while not self._idle[name] and self._started[name] >= self.per_function:
                 if self._closed:
@@ -177,7 +189,7 @@ class LambdaWorkers:
                 return self._idle[name].pop()
             self._started[name] += 1
         try:
-            worker = Worker()  # outside the lock: a start takes a while
+            worker = Worker(handler, environment)  # outside the lock: a start takes a while
         except BaseException:
             self._give_back(name, None, alive=False)
             raise

@@ -74,6 +74,21 @@ def test_a_worker_that_dies_is_an_exit_error_and_the_function_goes_on(
         assert not workers.invoke(again, {})[1]
 
 
+def test_a_workers_start_is_not_timed_against_the_functions_timeout(
+    workers: LambdaWorkers,
+) -> None:
+    """Lambda times the init phase apart: a handler that takes longer to import than its
+    function may run still answers, on a machine too busy to start Python quickly too."""
+    slow_start = function(
+        "tests.support.slow_start_handler.ready",
+        name="nodemedic-slow-start",
+        timeout=1,
+        IMPORT_SECONDS="2",
+    )
+    body, is_error, _ = workers.invoke(slow_start, {})
+    assert not is_error, body
+
+
 def test_an_invocation_past_its_functions_timeout_is_ended_as_lambda_ends_it(
     workers: LambdaWorkers,
 ) -> None:
