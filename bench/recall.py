@@ -74,8 +74,14 @@ EXPECTATIONS = ("none", "notify", "act")
 notification; ``act``: a reboot or replacement is right."""
 
 Judge = Callable[[str], str]
-"""nodemedic's action on a (possibly multi-line) text: ``none``, ``waiting`` (counted towards a
-rule's threshold), ``notify``, ``reboot``..."""
+"""nodemedic's action on a (possibly multi-line) text: ``none``, ``ignore`` (a rule matched
+and leaves it silent), ``waiting`` (counted towards a rule's threshold), ``notify``,
+``reboot``..."""
+MISSED = ("none", "ignore")
+"""Actions that give a line needing attention none: no rule knows it, or a rule knows it and
+leaves it silent by the decision its comment gives (the detail of a line judged on its own,
+a container's OOM kill at its own limit). The table tells the two apart, since only the
+first is a gap in the catalog."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,9 @@ class Recall:
     notifies no one by itself: it counts as detected where attention is needed, and as
     no noise where not."""
     false_actions: int = 0
+    silenced: int = 0
+    """Lines needing attention that a rule matched and left silent (``ignore``): misses by
+    a documented decision, not for want of a rule."""
 
     @property
     def percent(self) -> int:
@@ -123,7 +132,7 @@ def wrong(line: Line, action: str) -> bool:
     or replaced."""
     if line.expect == "none":
         return action in ("reboot", "replace")
-    return action == "none"
+    return action in MISSED
 
 
 def recall(lines: Iterable[Line], judge: Judge) -> dict[tuple[str, str], Recall]:
@@ -135,17 +144,27 @@ def recall(lines: Iterable[Line], judge: Judge) -> dict[tuple[str, str], Recall]
             score = scores.setdefault(key, Recall())
             if line.expect == "none":
                 score.healthy += 1
-                score.notified += action not in ("none", "waiting", "reboot", "replace")
+                score.notified += action not in (*MISSED, "waiting", "reboot", "replace")
                 score.false_actions += wrong(line, action)
             else:
                 score.needing += 1
                 score.detected += not wrong(line, action)
+                score.silenced += action == "ignore"
     return scores
 
 
 def recall_table(scores: dict[tuple[str, str], Recall]) -> str:
     rows: list[tuple[str, ...]] = [
-        ("family", "split", "need attention", "detected", "healthy", "notified", "false actions")
+        (
+            "family",
+            "split",
+            "need attention",
+            "detected",
+            "missed (a rule's silence)",
+            "healthy",
+            "notified",
+            "false actions",
+        )
     ]
     families = [*sorted({family for family, _ in scores if family != "all"}), "all"]
     for family in families:
@@ -159,6 +178,7 @@ def recall_table(scores: dict[tuple[str, str], Recall]) -> str:
                     split,
                     str(s.needing),
                     f"{s.detected} ({s.percent} %)",
+                    f"{s.needing - s.detected} ({s.silenced})",
                     str(s.healthy),
                     str(s.notified),
                     str(s.false_actions),
