@@ -137,6 +137,7 @@ bench: $(INSTALLED) kube
 	$(BIN)/python -m bench.jobs
 	$(BIN)/python -m bench.storm
 	$(BIN)/python -m bench.storm --distinct
+	$(BIN)/python -m bench.sdkcalls
 	$(BIN)/python -m bench.scale
 
 clean:

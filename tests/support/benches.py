@@ -63,6 +63,9 @@ QUICK = {
     "bench.storm --distinct": Quick(
         ("--sizes", "4,6", "--share", "0.5", "--spread", "1"), r"baseline: 4 nodes", True
     ),
+    "bench.sdkcalls": Quick(
+        ("--calls", "40", "--rounds", "1"), r"over HTTP \(baseline\) +[\d.]+ CPU-ms a call", False
+    ),
     "bench.scale": Quick(
         ("--nodes", "30", "--failing", "3", "--burst", "0", "--spread", "1"),
         r"3 of 30, baseline: breaker limits raised",

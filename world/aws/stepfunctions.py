@@ -22,6 +22,9 @@ from typing import Any
 from unittest import mock
 
 import boto3
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from moto.core.botocore_stubber import BotocoreStubber, MockRawResponse
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils import boto_client
 
@@ -36,6 +39,7 @@ from world.aws.motopatch import (
 
 _CLIENT_KEY = ("service_name", "region_name", "endpoint_url", "aws_access_key_id")
 """What tells apart the clients moto's interpreter asks for (the rest is the same each time)."""
+_AWS_ENDPOINTS = Config(ignore_configured_endpoint_urls=True)
 _trees: dict[str, Any] = {}
 _lock = threading.Lock()
 _log = logging.getLogger(__name__)
@@ -82,15 +86,34 @@ def clients_made_once() -> Iterator[None]:
     the service's model and endpoint rules loaded and resolved each time behind botocore's
     locks: in a 150-of-1,500 storm that was the execution threads' largest cost once the
     paths were parsed once. A client is safe to share between threads, and its arguments
-    differ only by region, service and endpoint, so one is made for each of those."""
+    differ only by region, service and endpoint, so one is made for each of those.
+
+    Each one's calls are answered by moto's backends in this process, as moto's own
+    ``mock_aws`` answers them, not over HTTP to the server that also runs here: the request
+    is still made and signed by botocore and read by moto's request handlers, but no socket,
+    server thread or HTTP parse lies between, which each task of every execution paid."""
     made: dict[tuple[str, ...], Any] = {}
     guard = threading.Lock()
+    in_process = BotocoreStubber()
+    in_process.enabled = True
+
+    def answered_here(request: Any, **_: Any) -> Any:
+        response = in_process.process_request(request)
+        if response is None:
+            raise RuntimeError(f"the world's AWS serves no {request.url}")
+        status, headers, body = response
+        return AWSResponse(request.url, status, headers, MockRawResponse(body))
 
     def client(**arguments: Any) -> Any:
         key = tuple(str(arguments.get(k)) for k in _CLIENT_KEY)
         with guard:
             if key not in made:
-                made[key] = boto3.client(**arguments)
+                # Addressed to AWS's own endpoint, whose URL moto's handlers know, not to
+                # the server the world's AWS_ENDPOINT_URL names.
+                config = arguments.get("config") or Config()
+                here = {"endpoint_url": None, "config": config.merge(_AWS_ENDPOINTS)}
+                made[key] = boto3.client(**{**arguments, **here})
+                made[key].meta.events.register("before-send", answered_here)
             return made[key]
 
     with mock.patch.object(boto_client, "boto3", SimpleNamespace(client=client)):

@@ -1,13 +1,20 @@
 """moto's Step Functions parse each JSONPath once and make each task's client once in the
-local world: each was in turn the execution threads' largest cost in a 1,500-node storm,
-and what they give must stay the same."""
+local world, and a task's AWS call is answered in the world's process, not over HTTP: each
+was in turn the execution threads' largest cost in a 1,500-node storm, and what they give
+must stay the same."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import boto3
+import pytest
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 
 from world.aws.motopatch import JSONPATH_PARSE
+from world.aws.motoserver import moto_server
 from world.aws.stepfunctions import clients_made_once, paths_parsed_once
 
 STATE = {"node": {"instance_id": "i-0a", "taints": [{"key": "a"}, {"key": "b"}]}}
@@ -36,3 +43,35 @@ def test_a_tasks_client_is_made_once_per_service_and_region() -> None:
         assert boto_client_for("us-west-2", "dynamodb") is not dynamodb
         assert boto_client_for("us-east-1", "lambda") is not dynamodb
         assert dynamodb.meta.region_name == "us-east-1"
+
+
+def test_a_tasks_call_is_answered_in_process_by_the_backends_the_server_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The state a task reads is the one the world's clients write over HTTP; the task's own
+    call reaches no server (each such request cost twice the CPU of one answered here)."""
+    served: list[str] = []
+    own_call = DomainDispatcherApplication.__call__
+
+    def counted(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        served.append(environ.get("PATH_INFO", ""))
+        return own_call(self, environ, start_response)
+
+    monkeypatch.setattr(DomainDispatcherApplication, "__call__", counted)
+    with moto_server() as endpoint:
+        world = boto3.client("dynamodb", endpoint_url=endpoint)
+        world.create_table(
+            TableName="ledger",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        world.put_item(TableName="ledger", Item={"pk": {"S": "i-0a"}, "state": {"S": "open"}})
+        served.clear()
+
+        task = boto_client_for("us-east-1", "dynamodb")
+        item = task.get_item(TableName="ledger", Key={"pk": {"S": "i-0a"}})["Item"]
+        during = list(served)
+
+    assert item["state"] == {"S": "open"}
+    assert during == []
