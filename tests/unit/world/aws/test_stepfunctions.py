@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from moto import mock_aws
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
@@ -75,3 +76,26 @@ def test_a_tasks_call_is_answered_in_process_by_the_backends_the_server_serves(
 
     assert item["state"] == {"S": "open"}
     assert during == []
+
+
+def test_under_mock_aws_a_tasks_call_is_made_once() -> None:
+    """botocore asks every handler of a request for its answer: with moto's own
+    interceptor on, the world's must step aside, or each write is made twice."""
+    key = {"pk": {"S": "i-0a"}}
+    with mock_aws(), clients_made_once():
+        world = boto3.client("dynamodb", region_name="us-east-1")
+        world.create_table(
+            TableName="counts",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        boto_client_for("us-east-1", "dynamodb").update_item(
+            TableName="counts",
+            Key=key,
+            UpdateExpression="ADD tries :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+        tries = world.get_item(TableName="counts", Key=key)["Item"]["tries"]
+
+    assert tries == {"N": "1"}
