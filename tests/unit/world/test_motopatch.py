@@ -20,6 +20,7 @@ import pytest
 from moto import mock_aws
 
 from tests.support.paths import ROOT
+from tests.support.tables import create_pk_table
 from world.aws import (
     cloudwatch,
     hyperpod,
@@ -330,12 +331,7 @@ def test_a_read_waits_while_a_transaction_writes(monkeypatch: pytest.MonkeyPatch
     with mock_aws(), motopatch.atomic_writes():
         # Made here: boto3 makes clients one thread at a time, not while another does.
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName="ledger",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_pk_table(client, "ledger")
         monkeypatch.setattr("moto.dynamodb.models.copy", SimpleNamespace(deepcopy=copy_table))
         client.transact_write_items(
             TransactItems=[{"Put": {"TableName": "ledger", "Item": {"pk": {"S": "i-0a"}}}}]

@@ -14,6 +14,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 
+from tests.support.tables import create_pk_table
 from world.aws.motopatch import JSONPATH_PARSE
 from world.aws.motoserver import moto_server
 from world.aws.stepfunctions import clients_made_once, paths_parsed_once
@@ -61,12 +62,7 @@ def test_a_tasks_call_is_answered_in_process_by_the_backends_the_server_serves(
     monkeypatch.setattr(DomainDispatcherApplication, "__call__", counted)
     with moto_server() as endpoint:
         world = boto3.client("dynamodb", endpoint_url=endpoint)
-        world.create_table(
-            TableName="ledger",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_pk_table(world, "ledger")
         world.put_item(TableName="ledger", Item={"pk": {"S": "i-0a"}, "state": {"S": "open"}})
         served.clear()
 
@@ -84,12 +80,7 @@ def test_under_mock_aws_a_tasks_call_is_made_once() -> None:
     key = {"pk": {"S": "i-0a"}}
     with mock_aws(), clients_made_once():
         world = boto3.client("dynamodb", region_name="us-east-1")
-        world.create_table(
-            TableName="counts",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_pk_table(world, "counts")
         boto_client_for("us-east-1", "dynamodb").update_item(
             TableName="counts",
             Key=key,
