@@ -103,10 +103,11 @@ def held_out_verdict(classifier: Classifier, text: str) -> str:
     return "waiting" if best == "none" and waiting else best
 
 
-def held_out_judge(catalog: Catalog) -> Judge:
+def held_out_judge(catalog: Catalog, silencing: Silencing) -> Judge:
     """``held_out_verdict`` by ``catalog``, and ``ignore`` where it is ``none`` because a
-    rule that leaves the text silent matched it (the classifier drops such a match)."""
-    classifier, silencing = Classifier(catalog), Silencing(catalog)
+    rule that leaves the text silent matched it (the classifier drops such a match);
+    ``silencing`` is the same catalog's, which names those rules too."""
+    classifier = Classifier(catalog)
 
     def judge(text: str) -> str:
         action = held_out_verdict(classifier, text)
@@ -249,7 +250,8 @@ def main() -> None:
     if args.misses:
         print("\nfamily    peer                              expect  action")
         print("\n".join(misses(entries, catalog)))
-    judge, silencing = held_out_judge(catalog), Silencing(catalog)
+    silencing = Silencing(catalog)
+    judge = held_out_judge(catalog, silencing)
     judges: list[tuple[Path, Judge]] = [(path, judge) for path in SETS]
     for path, judge in [*judges, (NEURON, job_verdict)]:
         lines = load_lines(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.detection import held_out_judge, job_verdict, load_corpus
+from bench.detection import Silencing, held_out_judge, job_verdict, load_corpus
 from bench.recall import (
     EIGHTH,
     ELEVENTH,
@@ -49,7 +49,8 @@ TWELFTH_LINES = load_lines(TWELFTH)
 THIRTEENTH_LINES = load_lines(THIRTEENTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
-JUDGE = held_out_judge(load_catalog())
+CATALOG = load_catalog()
+JUDGE = held_out_judge(CATALOG, Silencing(CATALOG))
 _SKIP = {"node_modules", "cdk.out", "__pycache__"}
 
 
