@@ -24,6 +24,10 @@ from nodemedic.origin.signing import KEY_BYTES, Registration, sign
 
 Batch = tuple[str, list[tuple[int, str]]]
 """(log stream, [(timestamp ms, message)]): one PutLogEvents request."""
+IMDS_READ_SECONDS = 120.0
+"""How long a read of the world's IMDS may take. The agent's 2 s suits an instance's own
+metadata service; the world's is served by the busy world process, which at 1,500 nodes
+under load took longer than that, and a registration that gave up failed the whole run."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ def node_identity(
 ) -> NodeIdentity:
     """A new boot key for ``instance_id``, registered with the identity document the world's
     IMDS at ``metadata(instance_id)`` serves it."""
-    document, signature = identity_document(metadata(instance_id))
+    document, signature = identity_document(metadata(instance_id), IMDS_READ_SECONDS)
     key = secrets.token_bytes(KEY_BYTES)
     sealed = sealed_registration(
         encrypt, cluster, Registration(instance_id, boot_id, key, document, signature)

@@ -5,6 +5,7 @@ registration carries, and as no other instance's."""
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -37,6 +38,16 @@ def kms() -> Iterator[object]:
         key = client.create_key()["KeyMetadata"]["KeyId"]
         client.create_alias(AliasName=origin_key_alias(CLUSTER), TargetKeyId=key)
         yield client
+
+
+class BusyMetadataService(MetadataService):
+    """The world's IMDS while the world's process is busy: its answer comes after the
+    agent's 2 s read timeout."""
+
+    def answer(self, path: str) -> str | None:
+        if path.endswith("/document"):
+            time.sleep(2.5)
+        return super().answer(path)
 
 
 @pytest.fixture
@@ -80,3 +91,15 @@ def test_a_nodes_lines_carry_the_mark_of_its_registered_key_for_that_instance_on
     assert behind == text and mark == (key_id(node.key), mac(node.key, INSTANCE, 1_000, text))
     assert mark[1] != mac(node.key, OTHER, 1_000, text)
     assert mark[1] != mac(node.key, INSTANCE, 2_000, text)
+
+
+def test_a_node_registers_when_the_worlds_metadata_service_answers_slowly(
+    kms: object,
+) -> None:
+    metadata = BusyMetadataService(AUTHORITY, "us-east-1")
+    try:
+        node = node_identity(INSTANCE, "boot-1", CLUSTER, metadata.endpoint, kms_encrypt(kms))
+    finally:
+        metadata.close()
+    (_, sealed) = node.registration[1][1][0]
+    assert opened(kms, sealed, INSTANCE).key == node.key
