@@ -71,7 +71,7 @@ class Metrics:
             self.lines_read += 1
             self.records_lost += line.lost
             if XID_MARK in line.message and (match := xid_pattern().search(line.message)):
-                self.xids[(str(match.group("xid")), str(match.group("pci")).lower())] += 1
+                self.xids[(str(match.group("xid")), str(match.group("pci") or "").lower())] += 1
 
     def families(self) -> list[Family]:
         """The agent's own families, read now."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodemedic.catalog import parse_rules
+from nodemedic.catalog import load_catalog, parse_rules
+from nodemedic.detect.classifier import Classifier
 from scripts import generate_xid_rules as generator
 
 TABLE = (
@@ -53,6 +54,32 @@ def test_a_row_becomes_a_rule_through_its_bucket_and_unused_codes_only_notify() 
         "Xid 2 B_ERROR: unused",
     )
     assert second.example == "Xid 2, seen"
+
+
+@pytest.fixture(scope="module")
+def classifier() -> Classifier:
+    return Classifier(load_catalog())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "79, pid=1234, name=python, GPU has fallen off the bus.",
+        "145, RLW_RXPIPE Fatal XC0 i0 Link 11 (0x00000001 0x00000000)",
+        "154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+        "13, Graphics Exception: ESR 0x57e7b0=0x81e0017",
+    ],
+)
+@pytest.mark.parametrize("hidden", ["...", "xxxx:xx:xx", "XXXX:XX:XX.X", "<bus id>"])
+def test_an_xid_pasted_with_its_address_hidden_is_judged_as_with_it(
+    classifier: Classifier, text: str, hidden: str
+) -> None:
+    """Threads and tickets hide the GPU's address; the fault is the same."""
+    shown = classifier.classify(f"NVRM: Xid (PCI:0000:2b:00): {text}")
+    found = classifier.classify(f"NVRM: Xid (PCI:{hidden}): {text}")
+    assert shown is not None and found is not None
+    assert (found.fault_id, found.action) == (shown.fault_id, shown.action)
+    assert "pci" not in found.groups and shown.groups["pci"] == "0000:2b:00"
 
 
 def test_a_code_the_table_does_not_list_meets_the_last_rule_on_the_shared_pattern() -> None:
