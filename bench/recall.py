@@ -49,6 +49,9 @@ THIRTEENTH = HELDOUT.with_name("thirteenth.yaml")
 """A thirteenth, gathered while the family catch-alls were written from the earlier sets'
 misses, of the hardware accelerator nodes carry, scored after them with none made from it;
 rules were later written from four of its sources."""
+FOURTEENTH = HELDOUT.with_name("fourteenth.yaml")
+"""A fourteenth, gathered 2026-12-03 by helpers who did not read the rules, scored against
+the catalog of that session's start and again after its changes, none of which it prompted."""
 SETS = (
     HELDOUT,
     FRESH,
@@ -63,6 +66,7 @@ SETS = (
     ELEVENTH,
     TWELFTH,
     THIRTEENTH,
+    FOURTEENTH,
 )
 """The kernel lines' sets, judged by the catalog."""
 NEURON = HELDOUT.with_name("neuron.yaml")

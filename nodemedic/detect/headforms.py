@@ -46,6 +46,11 @@ FORMS = (
         "caller id", "[ 3947.590120] [T92772] ", "kernel CONFIG_PRINTK_CALLER (lib/Kconfig.debug)"
     ),
     Form(
+        "dmesg --decode, two time formats, caller id",
+        "kern  :err   : [  +0.001354] [Tue Jan 13 04:33:10 2026] [T88977] ",
+        "longhorn/longhorn issue #12470 (dmesg -x with relative and ctime stamps)",
+    ),
+    Form(
         "elided stamp",
         "[...] ",
         "leptonai/gpud components/accelerator/nvidia/infiniband/kmsg_matcher.go comments",

@@ -115,6 +115,9 @@ _SLOTS = (
     rf"|(?P<dmesg_ctime>{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}})"
     rf"|[^\W\d_]{{2,4}}\.? [^\W\d_]{{3,5}}\.? [ \d]\d {_CLOCK} \d{{4}}"
     r"|[A-Z][a-z]{2}\d\d \d\d:\d\d|\.{3,}|x{3,}) *\]:? ?",
+    # A second stamp, -T's ctime after -H's relative one: dmesg prints each time format it
+    # is given, each in its brackets (``dmesg -x`` with two formats, longhorn issue #12470).
+    rf"\[{_WEEKDAY} {_MONTH_DAY} {_CLOCK} \d{{4}}\] ?",
     # The tag again: dmesg -T's lines as GPUd's data and journalctl -o short-monotonic
     # write them put the host and tag after the stamp.
     _TAG,

@@ -24,6 +24,7 @@ from bench.recall import (
     TENTH,
     THIRD,
     THIRTEENTH,
+    FOURTEENTH,
     TWELFTH,
     Line,
     load_lines,
@@ -47,6 +48,7 @@ TENTH_LINES = load_lines(TENTH)
 ELEVENTH_LINES = load_lines(ELEVENTH)
 TWELFTH_LINES = load_lines(TWELFTH)
 THIRTEENTH_LINES = load_lines(THIRTEENTH)
+FOURTEENTH_LINES = load_lines(FOURTEENTH)
 NEURON_LINES = load_lines(NEURON)
 EVERY_SET = (*SETS, NEURON)
 CATALOG = load_catalog()
@@ -134,20 +136,20 @@ def test_the_fifth_set_comes_from_sources_no_earlier_set_used() -> None:
 
 @pytest.mark.parametrize(
     "later",
-    [SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH],
+    [SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH],
     ids=lambda path: path.name,
 )
 def test_each_later_set_comes_from_sources_no_earlier_set_used(later: Path) -> None:
     """From the sixth set on, each was gathered after the changes the one before it
     prompted, from sources none of the sets before it (the Neuron set included) used, with
-    enough lines of each kind to give a figure. The thirteenth is smaller: the public
-    threads of accelerator nodes' hardware that no set had used ran short."""
+    enough lines of each kind to give a figure. The thirteenth and fourteenth are smaller:
+    the public threads of accelerator nodes' hardware that no set had used ran short."""
     before = (*SETS[: SETS.index(later)], NEURON)
     earlier = {line.source for path in before for line in load_lines(path)}
     lines = load_lines(later)
     assert not [line.source for line in lines if line.source in earlier]
     needing = [line for line in lines if line.expect != "none"]
-    least, healthy = (40, 15) if later == THIRTEENTH else (50, 25)
+    least, healthy = {THIRTEENTH: (40, 15), FOURTEENTH: (35, 20)}.get(later, (50, 25))
     assert len(needing) >= least and len(lines) - len(needing) >= healthy
 
 
@@ -176,6 +178,7 @@ HEALTHY = [
     + ELEVENTH_LINES
     + TWELFTH_LINES
     + THIRTEENTH_LINES
+    + FOURTEENTH_LINES
     if ln.expect == "none" and not any(d in ln.line for d in EIGHTH_REBOOTED)
 ]
 WRITTEN = [ln for ln in LINES if ln.split == "written" and ln.expect != "none"]
@@ -356,7 +359,8 @@ def _written(lines: list[Line], silent: tuple[str, ...]) -> list[Line]:
     + _written(TENTH_LINES, TENTH_SILENT)
     + _written(ELEVENTH_LINES, ELEVENTH_SILENT)
     + _written(TWELFTH_LINES, TWELFTH_SILENT)
-    + _written(THIRTEENTH_LINES, THIRTEENTH_SILENT),
+    + _written(THIRTEENTH_LINES, THIRTEENTH_SILENT)
+    + _written(FOURTEENTH_LINES, ()),
     ids=lambda ln: ln.line[:60],
 )
 def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Line) -> None:
@@ -403,7 +407,9 @@ def test_the_later_sets_lines_whose_sources_changed_a_rule_are_detected(line: Li
     of its device, any other XFS error (all told, none acted on), and i40e's queue that
     would not stop. From the thirteenth: Talos's head without its node, MegaRAID's fault
     without its comma, NVMe over TCP's timeouts and error recovery, and a GPU the NVIDIA
-    driver would not probe."""
+    driver would not probe. From the fourteenth: dmesg's decoded facility before two time
+    formats' stamps and a caller id, the NVIDIA driver's notice of a GPU it cannot use, and
+    its parts of different versions."""
     assert not wrong(line, JUDGE(line.line)), (line.source, line.line)
 
 
