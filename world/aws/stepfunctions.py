@@ -5,9 +5,9 @@ each JSONPath once (``paths_parsed_once``); make each task's AWS client once
 moto's interpreter parses the definition with ANTLR at every ``StartExecution``: about
 0.7 s for nodemedic's 45 kB definition on one core, between the call and the first state,
 a delay the service does not have (it parses at ``CreateStateMachine``). While
-``definitions_parsed_once`` is active (``motopatch.definition_parsing``) the syntax tree of
-each definition text is kept; every execution still gets evaluation components of its own,
-built from that tree.
+``definitions_parsed_once`` is active (``motopatch.definition_parsing``) each definition
+text is parsed, and its evaluation components built, once; every execution of it evaluates
+those same components.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from moto.core import models as moto_models
 from moto.core.botocore_stubber import BotocoreStubber, MockRawResponse
-from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+from moto.stepfunctions.parser.asl.component.component import Component
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.utils import boto_client
 
 from world.aws import motopatch
@@ -41,21 +42,46 @@ from world.aws.motopatch import (
 _CLIENT_KEY = ("service_name", "region_name", "endpoint_url", "aws_access_key_id")
 """What tells apart the clients moto's interpreter asks for (the rest is the same each time)."""
 _AWS_ENDPOINTS = Config(ignore_configured_endpoint_urls=True)
-_trees: dict[str, Any] = {}
+_parsed: dict[str, tuple[Any, Any]] = {}
 _lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
 def _parse(moto_parse: motopatch.Parse, definition: str) -> tuple[Any, Any]:
+    """(program, syntax tree) of ``definition``, made once. Building the program from the
+    tree anew for each execution was a tenth of the world's process in a 150-of-1,500 storm.
+    Executions can share it: an execution's state is in its own environment (its stack, and
+    its heap, where a retrier counts its attempts under the component's ``heap_key``), and
+    the components are only read while they run, except that key, drawn at its first read;
+    so every key is drawn here, before any execution reads one."""
     with _lock:
-        tree = _trees.get(definition)
-    if tree is None:
-        # The first parse of a text checks its syntax and raises as moto does.
-        program, tree = moto_parse(definition)
-        with _lock:
-            _trees[definition] = tree
-        return program, tree
-    return Preprocessor().visit(tree), tree
+        parsed = _parsed.get(definition)
+        if parsed is None:
+            # The first parse of a text checks its syntax and raises as moto does.
+            parsed = moto_parse(definition)
+            _draw_heap_keys(parsed[0])
+            _parsed[definition] = parsed
+    return parsed
+
+
+def _draw_heap_keys(program: Any) -> None:
+    """Read ``heap_key`` of every evaluation component reachable from ``program``: two
+    executions that drew a component's key at once would each keep a different one."""
+    seen: set[int] = set()
+    todo = [program]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Component):
+            if isinstance(item, EvalComponent):
+                item.heap_key  # noqa: B018 (drawn on first read)
+            todo.extend(vars(item).values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
 
 
 @contextlib.contextmanager
@@ -65,7 +91,7 @@ def definitions_parsed_once() -> Iterator[None]:
             yield
         finally:
             with _lock:
-                _trees.clear()
+                _parsed.clear()
 
 
 @contextlib.contextmanager

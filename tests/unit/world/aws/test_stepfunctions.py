@@ -1,10 +1,12 @@
-"""moto's Step Functions parse each JSONPath once and make each task's client once in the
-local world, and a task's AWS call is answered in the world's process, not over HTTP: each
-was in turn the execution threads' largest cost in a 1,500-node storm, and what they give
-must stay the same."""
+"""moto's Step Functions parse each JSONPath once, build each definition's program once and
+make each task's client once in the local world, and a task's AWS call is answered in the
+world's process, not over HTTP: each was in turn the execution threads' largest cost in a
+1,500-node storm, and what they give must stay the same."""
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 import boto3
@@ -14,10 +16,15 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 
+from tests.support.remediation import MOTO
 from tests.support.tables import create_pk_table
-from world.aws.motopatch import JSONPATH_PARSE
+from world.aws.motopatch import JSONPATH_PARSE, PARSE_DEFINITION
 from world.aws.motoserver import moto_server
-from world.aws.stepfunctions import clients_made_once, paths_parsed_once
+from world.aws.stepfunctions import (
+    clients_made_once,
+    definitions_parsed_once,
+    paths_parsed_once,
+)
 
 STATE = {"node": {"instance_id": "i-0a", "taints": [{"key": "a"}, {"key": "b"}]}}
 
@@ -90,3 +97,62 @@ def test_under_mock_aws_a_tasks_call_is_made_once() -> None:
         tries = world.get_item(TableName="counts", Key=key)["Item"]["tries"]
 
     assert tries == {"N": "1"}
+
+
+RETRIED = json.dumps(
+    {
+        "StartAt": "Read",
+        "States": {
+            "Read": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::dynamodb:getItem",
+                "Parameters": {"TableName": "absent", "Key": {"pk": {"S.$": "$.node"}}},
+                "Retry": [
+                    {
+                        "ErrorEquals": ["States.ALL"],
+                        "IntervalSeconds": 1,
+                        "MaxAttempts": 2,
+                        "BackoffRate": 1,
+                    }
+                ],
+                "End": True,
+            }
+        },
+    }
+)
+"""A read of a table that is not there: it fails, and is tried twice again."""
+
+
+def test_a_definitions_program_is_built_once_and_each_execution_counts_its_own_retries() -> None:
+    with mock_aws(config=MOTO), definitions_parsed_once():
+        parse = PARSE_DEFINITION.current()
+        assert parse(RETRIED)[0] is parse(RETRIED)[0]
+
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        machine = sfn.create_state_machine(
+            name="retried",
+            definition=RETRIED,
+            roleArn="arn:aws:iam::123456789012:role/sfn",
+        )["stateMachineArn"]
+        runs = [
+            sfn.start_execution(
+                stateMachineArn=machine, name=node, input=json.dumps({"node": node})
+            )
+            for node in ("i-0a", "i-0b", "i-0c")
+        ]
+        deadline = time.monotonic() + 120
+        while any(
+            sfn.describe_execution(executionArn=run["executionArn"])["status"] == "RUNNING"
+            for run in runs
+        ):
+            assert time.monotonic() < deadline, "the executions did not end"
+            time.sleep(0.2)
+        tries = [
+            sum(
+                event["type"] == "TaskScheduled"
+                for event in sfn.get_execution_history(executionArn=run["executionArn"])["events"]
+            )
+            for run in runs
+        ]
+
+    assert tries == [3, 3, 3]
