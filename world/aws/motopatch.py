@@ -201,6 +201,9 @@ SEND_LOG_EVENT = Target(
     "send_log_event",
     "(self, function_arn, filter_name, log_group_name, log_stream_name, log_events)",
 )
+DESCRIBE_GROUPS = Target(
+    "moto.autoscaling.responses.AutoScalingResponse", "describe_auto_scaling_groups", "(self)"
+)
 _DISPATCHER = "moto.moto_server.werkzeug_app.DomainDispatcherApplication"
 BACKEND_FOR_HOST = Target(_DISPATCHER, "get_backend_for_host", "(self, host)")
 TARGETS = (
@@ -229,6 +232,7 @@ TARGETS = (
     JSONPATH_PARSE,
     START_EXECUTION,
     SEND_LOG_EVENT,
+    DESCRIBE_GROUPS,
 )
 _replacing: set[Target] = set()
 _dynamodb_lock = threading.RLock()

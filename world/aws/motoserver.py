@@ -23,6 +23,7 @@ from unittest import mock
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from world.aws.cloudwatch import metrics_from_logs, metrics_listed_once, percentile_statistics
+from world.aws.groups import instances_left_out
 from world.aws.inprocess import handlers_in_process
 from world.aws.instances import distinct_private_ips
 from world.aws.lambdaworkers import handlers_in_processes
@@ -99,6 +100,7 @@ def moto_server(
         stack.enter_context(metrics_listed_once())
         stack.enter_context(backends_remembered())
         stack.enter_context(distinct_private_ips())
+        stack.enter_context(instances_left_out())
         yield endpoint
 
 

@@ -23,6 +23,7 @@ from tests.support.paths import ROOT
 from tests.support.tables import create_pk_table
 from world.aws import (
     cloudwatch,
+    groups,
     hyperpod,
     instances,
     motopatch,
@@ -116,6 +117,7 @@ def _every_patch() -> list[contextlib.AbstractContextManager[None]]:
         hyperpod.hyperpod_calls(),
         instances.chosen_instance_ids(),
         instances.distinct_private_ips(),
+        groups.instances_left_out(),
         cloudwatch.metrics_from_logs(),
         cloudwatch.percentile_statistics(),
         cloudwatch.metrics_listed_once(),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from lambdas.kube.groups import group_size
@@ -29,3 +31,26 @@ def test_the_size_is_the_groups_desired_capacity_and_nothing_of_its_instances() 
 
 def test_a_group_gone_since_is_no_group_as_for_an_instance_in_none() -> None:
     assert group_size("p5-deleted") == {"name": NO_GROUP, "size": 0, "found": False}
+
+
+def test_the_group_is_asked_for_without_its_instances() -> None:
+    """A group of thousands answers in a few hundred bytes, not ~317 an instance."""
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    group = {
+        "AutoScalingGroupName": "p5-big",
+        "MinSize": 0,
+        "MaxSize": 2000,
+        "DesiredCapacity": 1500,
+        "DefaultCooldown": 300,
+        "AvailabilityZones": ["us-east-1a"],
+        "HealthCheckType": "EC2",
+        "CreatedTime": "2026-12-03T00:00:00Z",
+    }
+    with Stubber(autoscaling) as stub:
+        stub.add_response(
+            "describe_auto_scaling_groups",
+            {"AutoScalingGroups": [group]},
+            {"AutoScalingGroupNames": ["p5-big"], "IncludeInstances": False},
+        )
+        assert group_size("p5-big", autoscaling)["size"] == 1500
+        stub.assert_no_pending_responses()
