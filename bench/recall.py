@@ -50,8 +50,9 @@ THIRTEENTH = HELDOUT.with_name("thirteenth.yaml")
 misses, of the hardware accelerator nodes carry, scored after them with none made from it;
 rules were later written from four of its sources."""
 FOURTEENTH = HELDOUT.with_name("fourteenth.yaml")
-"""A fourteenth, gathered 2026-12-03 by helpers who did not read the rules, scored against
-the catalog of that session's start and again after its changes, none of which it prompted."""
+"""A fourteenth, gathered 2026-12-03 by helpers who did not read the rules, scored first
+against the catalog of that day's start; a head form and two rules were then written from
+four of its sources (README.md beside it)."""
 SETS = (
     HELDOUT,
     FRESH,
