@@ -106,12 +106,17 @@ def held_out_verdict(classifier: Classifier, text: str) -> str:
 def held_out_judge(catalog: Catalog, silencing: Silencing) -> Judge:
     """``held_out_verdict`` by ``catalog``, and ``ignore`` where it is ``none`` because a
     rule that leaves the text silent matched it (the classifier drops such a match);
-    ``silencing`` is the same catalog's, which names those rules too."""
+    ``silencing`` is the same catalog's, which names those rules too. Where the catalog
+    finds nothing, the job monitor's rules judge (``job_verdict``): nodemedic reads a job's
+    own output too, where NCCL, UCX and the Neuron runtime print what they see of the
+    hardware, and a set's line may come from either."""
     classifier = Classifier(catalog)
 
     def judge(text: str) -> str:
         action = held_out_verdict(classifier, text)
-        return "ignore" if action == "none" and silencing.rules(text) else action
+        if action != "none":
+            return action
+        return "ignore" if silencing.rules(text) else job_verdict(text)
 
     return judge
 
@@ -134,7 +139,7 @@ class Silencing:
 
 
 def job_verdict(text: str) -> str:
-    """What the job monitor's Neuron runtime rules make of a job's lines: the strongest
+    """What the job monitor's hardware rules make of a job's lines: the strongest
     rule's action (``notify`` or ``deep-check``), ``none`` if no rule matches."""
     found = hardware.strongest((0.0, line) for line in text.splitlines())
     return "none" if found is None else found.rule.action

@@ -96,7 +96,7 @@ def _by_job(
 ) -> tuple[Work, list[NodeReport]]:
     """Each pod's lines given to the job that controls it, as the API says (one read per pod
     of the delivery, at most ``MAX_PODS``); lines of a pod no job controls are dropped. The
-    same read places the pod on its Node: a Neuron hardware error in its lines is reported
+    same read places the pod on its Node: a hardware error in its lines is reported
     about that node (``lambdas.jobs.nodes``)."""
     if len(by_pod) > MAX_PODS:
         logger.warning("pods past the limit dropped", extra={"pods": len(by_pod)})

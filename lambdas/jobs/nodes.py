@@ -1,6 +1,7 @@
-"""A job's output naming a Neuron hardware error becomes evidence about the pod's Node.
+"""A job's output naming a hardware error (a Neuron device's, the fabric's) becomes
+evidence about the pod's Node.
 
-What is done, and nothing more (docs/jobs.md, "Neuron hardware errors in a job's output"):
+What is done, and nothing more (docs/jobs.md, "Hardware errors in a job's output"):
 a Warning Event on the Node, a mail to the people who run the cluster, and a metric. Where
 AWS's guidance says the hardware is bad, the Event and the mail ask for the node's deep
 check: the job monitor never cordons, drains, reboots or replaces, because the line is the
@@ -54,8 +55,8 @@ def message(cluster: str, report: NodeReport) -> str:
     rule, line = report.finding.rule, report.finding.line
     text = (
         f"Pod {report.namespace}/{report.pod} of job {report.job.namespace}/{report.job.name}"
-        f" on node {report.node} (cluster {cluster}) printed a Neuron runtime hardware error,"
-        f" {rule.id}: {rule.summary}.\nLine: {line[:512]}\nAWS recommends: {rule.aws}.\n"
+        f" on node {report.node} (cluster {cluster}) printed a hardware error, {rule.id}:"
+        f" {rule.summary}.\nLine: {line[:512]}\nIts source recommends: {rule.advice}.\n"
     )
     if rule.action == "deep-check":
         text += (

@@ -68,13 +68,13 @@ NODE_EVIDENCE_EVENT_REASONS: Final = {
     "deep-check": "NodeMedicDeepCheckRequested",
 }
 """Reasons of the Warning Events the job monitor puts on a Node whose pod's output names a
-Neuron hardware error (``nodemedic.jobs.hardware``), by the capped action."""
+hardware error (``nodemedic.jobs.hardware``), by the capped action."""
 NODE_EVENT_NAMESPACE: Final = "default"
 """Where a Node's Events live (a Node has no namespace; ``kubectl describe node`` reads them
 from here)."""
 JOB_NODE_HARDWARE_METRIC: Final = "JobNodeHardwareErrors"
 """Count, dimensions Cluster and Job, one per node and hardware rule told (at most one an
-hour): a job whose output names a Neuron hardware error on its node."""
+hour): a job whose output names a hardware error on its node."""
 JOB_PK_PREFIX: Final = "job#"
 """Ledger: ``job#<namespace>/<name>`` / ``rule#<name>``: one rule's state;
 ``job#<namespace>/<name>`` / ``restarts``: the job's restart history and run epoch. Every key

@@ -1,10 +1,13 @@
-"""Neuron runtime hardware errors in a job's own output, as evidence about its node.
+"""Hardware errors in a job's own output, as evidence about its node.
 
 The Neuron runtime reports a broken device (an uncorrectable memory error, a DMA engine in
 abort, a compute hang) on the job's stdout, where only the job monitor reads it; the agent
 sees the driver's ``NEURON_HW_ERR=`` kernel line only where the driver prints one. The
-rules are built in, in ``neuron_runtime.yaml`` beside this module, each with AWS's source
-and recommended action.
+collective libraries (NCCL, aws-ofi-nccl, UCX, Open MPI) report the fabric under the job
+the same way: a work request that exhausted its retries, a peer the NIC cannot reach, a
+device marked failed; the kernel logs nothing of a link that drops packets. The rules are
+built in, one file per family beside this module (``CATALOGS``), each with its source and
+the source's recommended action.
 
 A job writes its own output: any tenant can print these lines. So a match is never proof,
 and its decision is capped below anything that takes a node's work away: ``notify``, or
@@ -28,8 +31,10 @@ NodeAction = Literal["notify", "deep-check"]
 """From the weaker to the stronger. Nothing stronger exists on purpose: a line the tenant
 may have written must not reboot, drain or replace a node."""
 NODE_ACTIONS: Final[tuple[NodeAction, ...]] = get_args(NodeAction)
-CATALOG: Final = "neuron_runtime.yaml"
-FIELDS: Final = frozenset({"id", "pattern", "action", "aws", "summary", "source", "example"})
+CATALOGS: Final = ("neuron_runtime.yaml", "fabric.yaml")
+"""The built-in files, the family whose rules ask for a deep check first: ``matched`` takes
+the first rule that matches."""
+FIELDS: Final = frozenset({"id", "pattern", "action", "advice", "summary", "source", "example"})
 
 
 class Found(Protocol):
@@ -55,8 +60,8 @@ class HardwareRule:
     expression: str
     pattern: Searching
     action: NodeAction
-    aws: str
-    """AWS's recommended action, for the people told."""
+    advice: str
+    """The source's recommended action (AWS's for the Neuron runtime), for the people told."""
     summary: str
     source: str
     example: str
@@ -71,55 +76,65 @@ class Finding:
     at: float
 
 
-def parse(document: object) -> tuple[HardwareRule, ...]:
-    """The rules of a catalog document; every field checked, every example matched by its
-    own rule (a pattern that misses its own example would never fire)."""
+def parse(document: object, name: str) -> tuple[HardwareRule, ...]:
+    """The rules of catalog document ``name``; every field checked, every example matched
+    by its own rule (a pattern that misses its own example would never fire)."""
     if not isinstance(document, Mapping) or document.get("schema") != 1:
-        raise HardwareCatalogError(f"{CATALOG}: expected a mapping with schema: 1")
+        raise HardwareCatalogError(f"{name}: expected a mapping with schema: 1")
     raw_rules = document.get("rules")
     if not isinstance(raw_rules, list) or not raw_rules:
-        raise HardwareCatalogError(f"{CATALOG}: rules must be a non-empty list")
-    rules = tuple(_rule(raw) for raw in raw_rules)
-    ids = [rule.id for rule in rules]
-    if len(set(ids)) != len(ids):
-        raise HardwareCatalogError(f"{CATALOG}: rule ids must be unique: {ids}")
-    return rules
+        raise HardwareCatalogError(f"{name}: rules must be a non-empty list")
+    return tuple(_rule(raw, name) for raw in raw_rules)
 
 
-def _rule(raw: object) -> HardwareRule:
+def _rule(raw: object, name: str) -> HardwareRule:
     if not isinstance(raw, Mapping) or set(raw) != FIELDS:
-        raise HardwareCatalogError(f"{CATALOG}: each rule has exactly {sorted(FIELDS)}: {raw!r}")
+        raise HardwareCatalogError(f"{name}: each rule has exactly {sorted(FIELDS)}: {raw!r}")
     texts = {key: raw[key] for key in FIELDS}
     if not all(isinstance(value, str) and value for value in texts.values()):
-        raise HardwareCatalogError(f"{CATALOG}: {raw.get('id')!r}: every field is a text")
+        raise HardwareCatalogError(f"{name}: {raw.get('id')!r}: every field is a text")
     action = texts["action"]
     if action not in NODE_ACTIONS:
         raise HardwareCatalogError(
-            f"{CATALOG}: {texts['id']!r}: action must be one of {NODE_ACTIONS}, got {action!r}"
+            f"{name}: {texts['id']!r}: action must be one of {NODE_ACTIONS}, got {action!r}"
         )
     try:
         pattern: Searching = re2.compile(texts["pattern"])
     except re2.error as exc:
-        raise HardwareCatalogError(f"{CATALOG}: {texts['id']!r}: {exc}") from exc
+        raise HardwareCatalogError(f"{name}: {texts['id']!r}: {exc}") from exc
     rule = HardwareRule(
         id=texts["id"],
         expression=texts["pattern"],
         pattern=pattern,
         action=NODE_ACTIONS[NODE_ACTIONS.index(action)],
-        aws=texts["aws"],
+        advice=texts["advice"],
         summary=texts["summary"],
         source=texts["source"],
         example=texts["example"],
     )
     if pattern.search(rule.example) is None:
-        raise HardwareCatalogError(f"{CATALOG}: {rule.id!r}: its pattern misses its example")
+        raise HardwareCatalogError(f"{name}: {rule.id!r}: its pattern misses its example")
     return rule
+
+
+def merged(families: Iterable[tuple[HardwareRule, ...]]) -> tuple[HardwareRule, ...]:
+    """The families' rules in order; an id two rules share is refused (it names an Event
+    and a ledger key)."""
+    rules = tuple(rule for family in families for rule in family)
+    ids = [rule.id for rule in rules]
+    if len(set(ids)) != len(ids):
+        raise HardwareCatalogError(f"rule ids must be unique: {sorted(ids)}")
+    return rules
+
+
+def load(name: str) -> tuple[HardwareRule, ...]:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return parse(yaml.safe_load(text), name)
 
 
 @cache
 def rules() -> tuple[HardwareRule, ...]:
-    text = resources.files(__package__).joinpath(CATALOG).read_text(encoding="utf-8")
-    return parse(yaml.safe_load(text))
+    return merged(load(name) for name in CATALOGS)
 
 
 @cache

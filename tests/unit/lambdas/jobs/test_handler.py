@@ -1,8 +1,9 @@
-"""The job monitor's delivery path for Neuron runtime hardware errors in a job's output: the
-pod's Node, as the API places it, gets a Warning Event and the people a mail, once per node,
-rule and hour; a deep check is asked for where AWS says the hardware is bad, and nothing is
-done to the node itself. The cluster is a stand-in that answers the calls this path makes
-(the pod's placement, an Event's create); the job's own rules are their own tests'."""
+"""The job monitor's delivery path for hardware errors in a job's output (the Neuron
+runtime's, the fabric's): the pod's Node, as the API places it, gets a Warning Event and the
+people a mail, once per node, rule and hour; a deep check is asked for where AWS says the
+hardware is bad, and nothing is done to the node itself. The cluster is a stand-in that
+answers the calls this path makes (the pod's placement, an Event's create); the job's own
+rules are their own tests'."""
 
 from __future__ import annotations
 
@@ -107,3 +108,26 @@ def test_healthy_lines_and_unscheduled_pods_tell_nothing(world: World) -> None:
     assert _deliver("llama-0", ["epoch 1 step 2 training_loss_step 1.5"])["node_evidence"] == []
     assert _deliver("llama-1", [DMA_ABORT])["node_evidence"] == []
     assert world.core.events == {} and world.mails == []
+
+
+def test_a_fabric_error_nccl_prints_is_told_about_the_node_with_its_advice(world: World) -> None:
+    """NCCL's exhausted retry names a path that may fail at either end: told, never more."""
+    line = (
+        "node7:3917:4102 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from"
+        " peer 10.1.22.87<48221> with error 12, opcode 0, len 0, vendor err 129 (Send)"
+    )
+    result = _deliver("llama-0", ["step 9", line])
+    assert result["node_evidence"] == [
+        {
+            "node": "ip-10-0-1-17",
+            "job": "ml-team/llama",
+            "pod": "ml-team/llama-0",
+            "rule": "nccl-ib-retry-exceeded",
+            "action": "notify",
+        }
+    ]
+    (event,) = world.core.events.values()
+    assert event["reason"] == "NodeMedicJobReportedHardwareError"
+    ((_subject, body),) = world.mails
+    assert "10.1.22.87<48221>" in body and "the peer named in the line" in body
+    assert "--deep-check" not in body

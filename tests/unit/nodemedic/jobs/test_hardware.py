@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from nodemedic.jobs import hardware
-from nodemedic.jobs.hardware import HardwareCatalogError, parse, rules, strongest
+from nodemedic.jobs.hardware import CATALOGS, HardwareCatalogError, merged, parse, rules, strongest
+
+NEURON, FABRIC = CATALOGS
 
 PREFIXES = (
     "",
@@ -25,7 +27,7 @@ PREFIXES = (
 
 
 def _document() -> dict[str, Any]:
-    text = resources.files(hardware.__package__).joinpath(hardware.CATALOG).read_text()
+    text = resources.files(hardware.__package__).joinpath(NEURON).read_text()
     loaded: dict[str, Any] = yaml.safe_load(text)
     return loaded
 
@@ -126,7 +128,7 @@ def test_the_strongest_finding_of_a_pods_lines_is_kept_with_its_first_line() -> 
 
 def test_aws_replace_guidance_asks_for_a_deep_check_never_more() -> None:
     by_id = {rule.id: rule for rule in rules()}
-    assert "replace" in by_id["neuron-rt-dma-abort"].aws
+    assert "replace" in by_id["neuron-rt-dma-abort"].advice
     assert by_id["neuron-rt-dma-abort"].action == "deep-check"
     assert by_id["neuron-rt-collectives-hang"].action == "notify"
     assert {rule.action for rule in rules()} <= {"notify", "deep-check"}
@@ -147,7 +149,7 @@ def test_a_rule_asking_for_more_or_not_matching_its_example_is_refused(
     document = copy.deepcopy(_document())
     change(document["rules"][0])
     with pytest.raises(HardwareCatalogError, match=complaint):
-        parse(document)
+        parse(document, NEURON)
 
 
 def test_a_long_deliverys_finding_names_its_own_line_and_time() -> None:
@@ -160,3 +162,83 @@ def test_a_long_deliverys_finding_names_its_own_line_and_time() -> None:
     found = strongest(lines)
     assert found is not None
     assert (found.at, found.line, found.rule.id) == (500.0, lines[500][1], "neuron-rt-dma-abort")
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        # NCCL to 2.19 (S1): "with error %d", the peer or not.
+        (
+            "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<33812> with error 12,"
+            " opcode 1, len 0, vendor err 129",
+            "nccl-ib-retry-exceeded",
+        ),
+        (
+            "NCCL WARN NET/IB : Got completion with error 13, opcode 0, len 0",
+            "nccl-ib-retry-exceeded",
+        ),
+        # NCCL 2.28.7 on: the status's enum name before its number.
+        (
+            "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<33812> with"
+            " status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=0 vendor_err=129"
+            " req_type=Send hca mlx5_0",
+            "nccl-ib-retry-exceeded",
+        ),
+        ("NCCL WARN NET/IB : Got async event : local catastrophic error", "nccl-ib-device-fatal"),
+        ("NCCL WARN NET/IB : mlx5_4:1 Got async error event: port error", "nccl-ib-port-error"),
+        (
+            "NCCL WARN NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 1 marked as failed."
+            " Initiating recovery? No (send comm=0x7f, outstandingRecovery=1)",
+            "nccl-ib-device-failed",
+        ),
+        (
+            "[1709377291.4] [node7:2021:0] ib_mlx5_log.c:171 UCX ERROR Receive-no-ready retry"
+            " count exceeded on mlx5_2:1/RoCE (synd 0x16 vend 0x82 hw_synd 0/0)",
+            "ucx-retry-exceeded",
+        ),
+        ("pml_ucx.c:865  Error: ucx send failed: Endpoint timeout", "ucx-retry-exceeded"),
+        ("Completion with error: status=13(RNR retry counter exceeded)", "verbs-retry-exceeded"),
+        (
+            "error polling HP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR status"
+            " number 13 for wr_id 1 opcode 0  vendor error 136 qp_idx 0",
+            "verbs-retry-exceeded",
+        ),
+        # libfabric 1.22's spelling of EFA's status 13.
+        ("strerror: Unresponsive remote (detected locally) My EFA addr:", "efa-peer-unresponsive"),
+    ],
+)
+def test_the_fabrics_errors_are_found_in_each_librarys_spelling(line: str, rule: str) -> None:
+    found = hardware.matched(line)
+    assert found is not None and found.id == rule
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>",
+        # A flushed request follows an earlier error; a remote access error is the program's
+        # memory registration (S1's other statuses).
+        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with error 5, opcode 0, len 0",
+        "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<1> with status=10 opcode=3 len=0",
+        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with status=120 opcode=0",
+        "NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
+        # EFA's status 15: aws-ofi-nccl points to the security groups, a configuration (S7).
+        "prov_errno: 15, strerror: Unreachable remote - never received a response",
+        "UCX ERROR Remote access error on mlx5_0:1/IB (synd 0x13 vend 0x88 hw_synd 0/0)",
+    ],
+)
+def test_a_programs_own_errors_and_healthy_fabric_lines_are_no_evidence(line: str) -> None:
+    assert hardware.matched(line) is None
+
+
+def test_no_fabric_rule_asks_for_more_than_a_notification() -> None:
+    """A retry that ran out names a path: this node's NIC, the fabric or the peer."""
+    fabric = hardware.load(FABRIC)
+    assert fabric and {rule.action for rule in fabric} == {"notify"}
+
+
+def test_two_families_may_not_share_a_rule_id() -> None:
+    """The id names a Node's Event and its hour's deduplication."""
+    neuron = hardware.load(NEURON)
+    with pytest.raises(HardwareCatalogError, match="unique"):
+        merged([neuron, hardware.load(FABRIC), neuron[:1]])
