@@ -53,6 +53,10 @@ FOURTEENTH = HELDOUT.with_name("fourteenth.yaml")
 """A fourteenth, gathered 2026-12-03 by helpers who did not read the rules, scored first
 against the catalog of that day's start; a head form and two rules were then written from
 four of its sources (README.md beside it)."""
+FIFTEENTH = HELDOUT.with_name("fifteenth.yaml")
+"""A fifteenth, gathered 2026-12-03 by helpers who did not read the rules: kernel lines, and
+a job's own output when the fabric fails (family ``fabric``); scored first, then rules were
+written from nine of its sources (README.md beside it)."""
 SETS = (
     HELDOUT,
     FRESH,
@@ -68,6 +72,7 @@ SETS = (
     TWELFTH,
     THIRTEENTH,
     FOURTEENTH,
+    FIFTEENTH,
 )
 """The kernel lines' sets, judged by the catalog."""
 NEURON = HELDOUT.with_name("neuron.yaml")
