@@ -151,9 +151,19 @@ class World:
     writes the nodes' streams: ``bench/storm.py``, ``bench/scale.py``)."""
     """The machines' GPUs, as the SSM commands sent to them find them."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _clients: dict[str, Any] = field(default_factory=dict)
+    _clients_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def aws(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+        """The world's AWS client of ``service``, made once. A client is safe to share
+        between threads; making one is not (boto3's default session), and it loads and
+        resolves the service's model, which every replaced instance paid in a storm."""
+        with self._clients_lock:
+            made = self._clients.get(service)
+            if made is None:
+                made = boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+                self._clients[service] = made
+        return made
 
     @property
     def state_machine_arn(self) -> str:

@@ -1,8 +1,12 @@
 """``World.instance_state``: a scenario's verdict reads EC2, and a read moto's server
-answered with its HTTP 500 page is asked again instead of failing the scenario."""
+answered with its HTTP 500 page is asked again instead of failing the scenario.
+``World.aws``: each service's client is made once, however many threads ask at once."""
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,3 +52,23 @@ def test_a_server_that_keeps_failing_still_fails_the_read() -> None:
     with pytest.raises(ResponseParserError):
         _state(ec2)
     assert ec2.calls == STATE_READS
+
+
+def test_each_services_client_is_made_once_however_many_threads_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every replaced instance asked for an EC2 client; made anew, each loaded the model."""
+    made: list[str] = []
+
+    def client(service: str, **_: Any) -> object:
+        made.append(service)
+        time.sleep(0.05)  # a client takes a while to make: the threads overlap in it
+        return object()
+
+    monkeypatch.setattr("world.world.boto3.client", client)
+    world = SimpleNamespace(endpoint="http://x", _clients={}, _clients_lock=threading.Lock())
+    with ThreadPoolExecutor(8) as pool:
+        ec2 = list(pool.map(lambda _: World.aws(world, "ec2"), range(8)))  # type: ignore[arg-type]
+    logs = World.aws(world, "logs")  # type: ignore[arg-type]
+    assert made == ["ec2", "logs"]
+    assert all(c is ec2[0] for c in ec2) and logs is not ec2[0]
