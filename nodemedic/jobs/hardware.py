@@ -4,7 +4,7 @@ The Neuron runtime reports a broken device (an uncorrectable memory error, a DMA
 abort, a compute hang) on the job's stdout, where only the job monitor reads it; the agent
 sees the driver's ``NEURON_HW_ERR=`` kernel line only where the driver prints one. The
 collective libraries (NCCL, aws-ofi-nccl, UCX, Open MPI) report the fabric under the job
-the same way: a work request that exhausted its retries, a peer the NIC cannot reach, a
+the same way: a work request that exhausted its retries, a peer that stopped answering, a
 device marked failed; the kernel logs nothing of a link that drops packets. The rules are
 built in, one file per family beside this module (``CATALOGS``), each with its source and
 the source's recommended action.
