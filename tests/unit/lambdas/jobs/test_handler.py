@@ -70,17 +70,20 @@ def _deliver(pod: str, lines: list[str]) -> dict[str, Any]:
     return result
 
 
+def _told(rule: str, action: str) -> dict[str, str]:
+    """The handler's ``node_evidence`` entry for llama-0's node."""
+    return {
+        "node": "ip-10-0-1-17",
+        "job": "ml-team/llama",
+        "pod": "ml-team/llama-0",
+        "rule": rule,
+        "action": action,
+    }
+
+
 def test_a_dma_abort_in_a_jobs_output_asks_for_its_nodes_deep_check_once(world: World) -> None:
     first = _deliver("llama-0", ["step 1", DMA_ABORT, DMA_ABORT])
-    assert first["node_evidence"] == [
-        {
-            "node": "ip-10-0-1-17",
-            "job": "ml-team/llama",
-            "pod": "ml-team/llama-0",
-            "rule": "neuron-rt-dma-abort",
-            "action": "deep-check",
-        }
-    ]
+    assert first["node_evidence"] == [_told("neuron-rt-dma-abort", "deep-check")]
     (event,) = world.core.events.values()
     assert event["namespace"] == "default"
     assert event["involvedObject"]["kind"] == "Node"
@@ -117,15 +120,7 @@ def test_a_fabric_error_nccl_prints_is_told_about_the_node_with_its_advice(world
         " peer 10.1.22.87<48221> with error 12, opcode 0, len 0, vendor err 129 (Send)"
     )
     result = _deliver("llama-0", ["step 9", line])
-    assert result["node_evidence"] == [
-        {
-            "node": "ip-10-0-1-17",
-            "job": "ml-team/llama",
-            "pod": "ml-team/llama-0",
-            "rule": "nccl-ib-retry-exceeded",
-            "action": "notify",
-        }
-    ]
+    assert result["node_evidence"] == [_told("nccl-ib-retry-exceeded", "notify")]
     (event,) = world.core.events.values()
     assert event["reason"] == "NodeMedicJobReportedHardwareError"
     ((_subject, body),) = world.mails

@@ -1,6 +1,7 @@
-"""The built-in Neuron runtime rules of job output (``nodemedic.jobs.hardware``): the lines
-AWS documents are found in the forms launchers print them, healthy and software lines are
-not, the stronger finding wins, and no rule can ask for more than a deep check."""
+"""The built-in rules of job output (``nodemedic.jobs.hardware``), the Neuron runtime's and
+the fabric's: the lines their sources document are found in the forms launchers and library
+versions print them, healthy and software lines are not, the stronger finding wins, and no
+rule can ask for more than a deep check (a fabric rule, than a notification)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,45 @@ def test_every_documented_line_is_found_whatever_the_launcher_prints_before_it(
             " future impact from the hardware error.",
             "neuron-rt-hbm-uncorrectable",
         ),
+        # The fabric's, in each library's and version's spelling.
+        # NCCL to 2.19 (S1): "with error %d", the peer or not.
+        (
+            "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<33812> with error 12,"
+            " opcode 1, len 0, vendor err 129",
+            "nccl-ib-retry-exceeded",
+        ),
+        (
+            "NCCL WARN NET/IB : Got completion with error 13, opcode 0, len 0",
+            "nccl-ib-retry-exceeded",
+        ),
+        # NCCL 2.28.7 on: the status's enum name before its number.
+        (
+            "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<33812> with"
+            " status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=0 vendor_err=129"
+            " req_type=Send hca mlx5_0",
+            "nccl-ib-retry-exceeded",
+        ),
+        ("NCCL WARN NET/IB : Got async event : local catastrophic error", "nccl-ib-device-fatal"),
+        ("NCCL WARN NET/IB : mlx5_4:1 Got async error event: port error", "nccl-ib-port-error"),
+        (
+            "NCCL WARN NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 1 marked as failed."
+            " Initiating recovery? No (send comm=0x7f, outstandingRecovery=1)",
+            "nccl-ib-device-failed",
+        ),
+        (
+            "[1709377291.4] [node7:2021:0] ib_mlx5_log.c:171 UCX ERROR Receive-no-ready retry"
+            " count exceeded on mlx5_2:1/RoCE (synd 0x16 vend 0x82 hw_synd 0/0)",
+            "ucx-retry-exceeded",
+        ),
+        ("pml_ucx.c:865  Error: ucx send failed: Endpoint timeout", "ucx-retry-exceeded"),
+        ("Completion with error: status=13(RNR retry counter exceeded)", "verbs-retry-exceeded"),
+        (
+            "error polling HP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR status"
+            " number 13 for wr_id 1 opcode 0  vendor error 136 qp_idx 0",
+            "verbs-retry-exceeded",
+        ),
+        # libfabric 1.22's spelling of EFA's status 13.
+        ("strerror: Unresponsive remote (detected locally) My EFA addr:", "efa-peer-unresponsive"),
     ],
 )
 def test_the_forms_beyond_the_documented_example_are_found(line: str, rule: str) -> None:
@@ -104,6 +144,16 @@ def test_the_forms_beyond_the_documented_example_are_found(line: str, rule: str)
         "ERROR  NRT:nrt_allocate_neuron_cores NeuronCore(s) not available - Requested:nc1-nc1",
         "status=12010 rows written",
         "DMA TX engine 0 is healthy",
+        "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>",
+        # A flushed request follows an earlier error; a remote access error is the program's
+        # memory registration (S1's other statuses).
+        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with error 5, opcode 0, len 0",
+        "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<1> with status=10 opcode=3 len=0",
+        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with status=120 opcode=0",
+        "NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
+        # EFA's status 15: aws-ofi-nccl points to the security groups, a configuration (S7).
+        "prov_errno: 15, strerror: Unreachable remote - never received a response",
+        "UCX ERROR Remote access error on mlx5_0:1/IB (synd 0x13 vend 0x88 hw_synd 0/0)",
     ],
 )
 def test_healthy_and_software_lines_are_no_evidence(line: str) -> None:
@@ -162,73 +212,6 @@ def test_a_long_deliverys_finding_names_its_own_line_and_time() -> None:
     found = strongest(lines)
     assert found is not None
     assert (found.at, found.line, found.rule.id) == (500.0, lines[500][1], "neuron-rt-dma-abort")
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    [
-        # NCCL to 2.19 (S1): "with error %d", the peer or not.
-        (
-            "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<33812> with error 12,"
-            " opcode 1, len 0, vendor err 129",
-            "nccl-ib-retry-exceeded",
-        ),
-        (
-            "NCCL WARN NET/IB : Got completion with error 13, opcode 0, len 0",
-            "nccl-ib-retry-exceeded",
-        ),
-        # NCCL 2.28.7 on: the status's enum name before its number.
-        (
-            "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<33812> with"
-            " status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=0 vendor_err=129"
-            " req_type=Send hca mlx5_0",
-            "nccl-ib-retry-exceeded",
-        ),
-        ("NCCL WARN NET/IB : Got async event : local catastrophic error", "nccl-ib-device-fatal"),
-        ("NCCL WARN NET/IB : mlx5_4:1 Got async error event: port error", "nccl-ib-port-error"),
-        (
-            "NCCL WARN NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 1 marked as failed."
-            " Initiating recovery? No (send comm=0x7f, outstandingRecovery=1)",
-            "nccl-ib-device-failed",
-        ),
-        (
-            "[1709377291.4] [node7:2021:0] ib_mlx5_log.c:171 UCX ERROR Receive-no-ready retry"
-            " count exceeded on mlx5_2:1/RoCE (synd 0x16 vend 0x82 hw_synd 0/0)",
-            "ucx-retry-exceeded",
-        ),
-        ("pml_ucx.c:865  Error: ucx send failed: Endpoint timeout", "ucx-retry-exceeded"),
-        ("Completion with error: status=13(RNR retry counter exceeded)", "verbs-retry-exceeded"),
-        (
-            "error polling HP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR status"
-            " number 13 for wr_id 1 opcode 0  vendor error 136 qp_idx 0",
-            "verbs-retry-exceeded",
-        ),
-        # libfabric 1.22's spelling of EFA's status 13.
-        ("strerror: Unresponsive remote (detected locally) My EFA addr:", "efa-peer-unresponsive"),
-    ],
-)
-def test_the_fabrics_errors_are_found_in_each_librarys_spelling(line: str, rule: str) -> None:
-    found = hardware.matched(line)
-    assert found is not None and found.id == rule
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>",
-        # A flushed request follows an earlier error; a remote access error is the program's
-        # memory registration (S1's other statuses).
-        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with error 5, opcode 0, len 0",
-        "NCCL WARN NET/IB: Got completion from peer 10.0.3.4<1> with status=10 opcode=3 len=0",
-        "NCCL WARN NET/IB : Got completion from peer 10.0.3.4<1> with status=120 opcode=0",
-        "NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
-        # EFA's status 15: aws-ofi-nccl points to the security groups, a configuration (S7).
-        "prov_errno: 15, strerror: Unreachable remote - never received a response",
-        "UCX ERROR Remote access error on mlx5_0:1/IB (synd 0x13 vend 0x88 hw_synd 0/0)",
-    ],
-)
-def test_a_programs_own_errors_and_healthy_fabric_lines_are_no_evidence(line: str) -> None:
-    assert hardware.matched(line) is None
 
 
 def test_no_fabric_rule_asks_for_more_than_a_notification() -> None:
