@@ -60,9 +60,12 @@ def test_kube_scheduler_binds_a_pod_to_a_node_that_takes_it(
     scheduled = next(c for c in pod.status.conditions if c.type == "PodScheduled")
     assert scheduled.status == "True"
     events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=placed")
-    assert [(e.reason, e.reporting_component) for e in events.items] == [
-        ("Scheduled", "default-scheduler")
-    ]
+    said = [(e.reason, e.reporting_component) for e in events.items]
+    # On a busy machine the scheduler may meet the pod before its cache has the new free
+    # node Ready, and says so (FailedScheduling) before it binds: it never binds elsewhere.
+    assert said[-1] == ("Scheduled", "default-scheduler"), said
+    assert set(said[:-1]) <= {("FailedScheduling", "default-scheduler")}, said
+    assert events.items[-1].message.endswith(f"placed to {free.name}")
 
 
 @pytest.mark.slow
