@@ -18,6 +18,7 @@ its kernel lines and health checks proved by its own key, is what reboots or rep
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -121,9 +122,9 @@ def merged(families: Iterable[tuple[HardwareRule, ...]]) -> tuple[HardwareRule, 
     """The families' rules in order; an id two rules share is refused (it names an Event
     and a ledger key)."""
     rules = tuple(rule for family in families for rule in family)
-    ids = [rule.id for rule in rules]
-    if len(set(ids)) != len(ids):
-        raise HardwareCatalogError(f"rule ids must be unique: {sorted(ids)}")
+    ids = Counter(rule.id for rule in rules)
+    if shared := sorted(rule_id for rule_id, count in ids.items() if count > 1):
+        raise HardwareCatalogError(f"rule ids must be unique; more than one rule has {shared}")
     return rules
 
 

@@ -223,5 +223,6 @@ def test_no_fabric_rule_asks_for_more_than_a_notification() -> None:
 def test_two_families_may_not_share_a_rule_id() -> None:
     """The id names a Node's Event and its hour's deduplication."""
     neuron = hardware.load(NEURON)
-    with pytest.raises(HardwareCatalogError, match="unique"):
+    with pytest.raises(HardwareCatalogError, match="unique") as refused:
         merged([neuron, hardware.load(FABRIC), neuron[:1]])
+    assert f"more than one rule has {[neuron[0].id]}" in str(refused.value)
