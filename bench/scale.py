@@ -43,7 +43,7 @@ from bench.mttr import acting_faults, percentile
 from bench.scalefaults import after_storm, by_reason, refusing
 from bench.scalereport import report, whole
 from bench.scalewriters import SignedWriters, identities
-from bench.storm import dead_letters, fault_lines, wait_decided
+from bench.storm import dead_letter_errors, dead_letters, fault_lines, wait_decided
 from console.cli.breaker import status
 from console.cli.history import records
 from console.cli.remediations import entry
@@ -222,6 +222,7 @@ def run_case(
             "executions_failed": statuses.get("FAILED", 0) + statuses.get("TIMED_OUT", 0),
             "errors": len(writers.failures) + dead_letters(world),
             "dead_letters": dead_letters(world),
+            "dead_letter_errors": dead_letter_errors(world),
             "failures": writers.failures[:5],
             "breaker_state": breaker["state"],
             "lambda_per_node": lambda_calls / stormed_nodes,

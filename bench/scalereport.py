@@ -61,5 +61,5 @@ def report(results: list[dict[str, Any]]) -> None:
             f"    Step Functions throttled {r['starts_throttled']} starts; the classifier "
             f"counted {sum(r['aws_throttled'].values())} throttled calls "
             f"{r['aws_throttled'] or ''}; {r['deliveries_failed']} deliveries failed and "
-            f"were run again, {r['dead_letters']} dead-lettered"
+            f"were run again, {r['dead_letters']} dead-lettered {r['dead_letter_errors'] or ''}"
         )

@@ -59,6 +59,7 @@ from nodemedic.contracts.logs import (
     node_log_group,
     shipped_message,
 )
+from nodemedic.contracts.stack import DEAD_LETTER_ATTRIBUTES
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
 from world.scenarios.kit import DMA_ERROR
@@ -172,6 +173,19 @@ def dead_letters(world: World) -> int:
         QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessages"]
     )["Attributes"]
     return int(attributes["ApproximateNumberOfMessages"])
+
+
+def dead_letter_errors(world: World) -> list[str]:
+    """The errors Lambda gave with the first dead-lettered events, so that a run that
+    dead-lettered one names its cause; a zero visibility timeout leaves them where they were."""
+    queue = world.deployment.find("AWS::SQS::Queue", "IngestDeadLetters").ref
+    messages = world.aws("sqs").receive_message(
+        QueueUrl=queue, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
+    )
+    return [
+        m.get("MessageAttributes", {}).get(DEAD_LETTER_ATTRIBUTES[2], {}).get("StringValue", "")
+        for m in messages.get("Messages", [])
+    ]
 
 
 def fault_lines(count: int, distinct: bool, settings: Any) -> list[str]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 import boto3
 from aws_lambda_powertools.utilities.idempotency import (
@@ -15,6 +16,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from lambdas.classify.errors import error_code, is_transient, retryable
@@ -25,6 +27,17 @@ from nodemedic.remediate.decision import Decision, recent
 from nodemedic.remediate.silence import AGENT_STATE, HEARD_AT, NOTIFIED_AT
 
 _CONFLICT_RETRIES = 5
+START_ATTEMPTS: Final = 8
+"""Tries of one start within an invocation. Step Functions' ``StartExecution`` bucket
+refills many times a second (docs/scale.md): a start it throttled is tried again after a
+wait of full jitter (``START_FIRST_WAIT`` doubling to ``START_WAIT_CAP``), and the node is
+cordoned seconds later, not after Lambda's run of the batch a minute later."""
+START_FIRST_WAIT: Final = 0.25
+START_WAIT_CAP: Final = 4.0
+START_RESERVE: Final = 8.0
+"""Seconds of the invocation kept for the rest of its batch: a start still refused with
+less left fails the invocation as retryable (``errors.Retryable``), and Lambda runs the
+batch again."""
 
 
 class DynamoHitCounter:
@@ -101,6 +114,33 @@ class DynamoHeartbeats:
                 raise
 
 
+def _seconds_left(config: IdempotencyConfig) -> float:
+    """The invocation's time left, as its context tells; none where no context was given."""
+    context = config.lambda_context
+    return context.get_remaining_time_in_millis() / 1000 if context else 0.0
+
+
+def _start(sfn: Any, config: IdempotencyConfig, **request: str) -> bool:
+    """Start the execution; False where Step Functions has it already. A throttled or failed
+    start is tried again while the invocation has time; past that it raises ``Retryable``."""
+    attempt = 0
+    while True:
+        try:
+            sfn.start_execution(**request)
+        except ClientError as exc:
+            if error_code(exc) == "ExecutionAlreadyExists":
+                return False
+            if not is_transient(exc):
+                raise
+            attempt += 1
+            wait = random.uniform(0, min(START_WAIT_CAP, START_FIRST_WAIT * 2**attempt))
+            if attempt == START_ATTEMPTS or _seconds_left(config) - wait < START_RESERVE:
+                raise retryable(exc, f"starting {request['name']}") from exc
+            time.sleep(wait)
+        else:
+            return True
+
+
 def execution_starter(
     state_machine_arn: str,
     table_name: str,
@@ -116,7 +156,8 @@ def execution_starter(
 
     The config comes back too: the handler registers each invocation's context on it, so
     an in-progress record expires with the invocation that wrote it, not an hour later."""
-    sfn = client or boto3.client("stepfunctions")
+    # The start's retries are this function's, which know the invocation's time left.
+    sfn = client or boto3.client("stepfunctions", config=Config(retries={"total_max_attempts": 1}))
     dynamodb = boto3.client("dynamodb")
     config = IdempotencyConfig(
         event_key_jmespath="decision_id",
@@ -129,19 +170,14 @@ def execution_starter(
         decision = request["decision"]
         if ledger_table:
             record_start(dynamodb, ledger_table, decision, starts_at=time.time())
-        try:
-            sfn.start_execution(
-                stateMachineArn=state_machine_arn,
-                name=decision["decision_id"],
-                input=json.dumps(decision),
-            )
-        except ClientError as exc:
-            if is_transient(exc):
-                raise retryable(exc, f"starting {decision['decision_id']}") from exc
-            if error_code(exc) != "ExecutionAlreadyExists":
-                raise
-            return {"caller": None}
-        return {"caller": request["caller"]}
+        started = _start(
+            sfn,
+            config,
+            stateMachineArn=state_machine_arn,
+            name=decision["decision_id"],
+            input=json.dumps(decision),
+        )
+        return {"caller": request["caller"] if started else None}
 
     start_once: Callable[..., dict[str, Any]] = idempotent_function(
         start_execution, data_keyword_argument="request", persistence_store=store, config=config

@@ -4,7 +4,7 @@ whole, so ``bench.scale`` never breaks unseen between full runs. Meanwhile the A
 refuses the remediator (its load shed to one request at a time, its first writes to Nodes
 failed by a webhook), and Step Functions' ``StartExecution`` bucket holds one start and
 refills one every 5 s: the starts it throttles are counted where they happen and ridden
-over (botocore's retries, then Lambda's run of the batch again). After the storm no node is
+over (the classifier's tries within its invocation, then Lambda's run of the batch again). After the storm no node is
 left cordoned without a remediation, and the dashboard's outcomes are the ledger's."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_signed_distinct_faults_on_a_kwok_world_are_cordoned_and_repaired_throug
     figures = run_case(
         30, 3, raised=True, spread=1.0, workdir=tmp_path, refuse=4, starts=(1.0, 0.2)
     )
-    assert figures["errors"] == 0, (figures["failures"], figures["dead_letters"])
+    assert figures["errors"] == 0, (figures["failures"], figures["dead_letter_errors"])
     # KWOK made the 30 Nodes Ready; every failing node got one execution, all ended well.
     assert figures["kwok_ready_s"] is not None
     assert figures["statuses"] == {"SUCCEEDED": 3}, figures

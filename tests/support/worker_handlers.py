@@ -67,3 +67,9 @@ def linger(event: dict[str, Any], context: Any) -> int:
     """Take ``event["seconds"]``, however long the function may run."""
     time.sleep(event["seconds"])
     return os.getpid()
+
+
+def time_left(event: dict[str, Any], context: Any) -> int:
+    """Take ``event["seconds"]``, then tell the time the context says is left."""
+    time.sleep(event["seconds"])
+    return int(context.get_remaining_time_in_millis())

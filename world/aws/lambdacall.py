@@ -17,6 +17,7 @@ import json
 import logging
 import sys
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,9 +39,14 @@ class Context:
     log_group_name: str
     log_stream_name: str
     timeout_seconds: int
+    deadline: float | None = None
+    """When the invocation times out (epoch seconds, so a worker process reads it alike);
+    None: the call has just begun whenever asked (a test's context)."""
 
     def get_remaining_time_in_millis(self) -> int:
-        return self.timeout_seconds * 1000
+        if self.deadline is None:
+            return self.timeout_seconds * 1000
+        return max(0, int((self.deadline - time.time()) * 1000))
 
 
 def context_of(function: Any) -> Context:
@@ -54,6 +60,7 @@ def context_of(function: Any) -> Context:
         log_group_name=f"/aws/lambda/{function.function_name}",
         log_stream_name="local",
         timeout_seconds=int(function.timeout),
+        deadline=time.time() + int(function.timeout),
     )
 
 

@@ -150,12 +150,13 @@ class LambdaWorkers:
         request = {
             "handler": function.handler,
             "event": event.decode() if isinstance(event, bytes) else event,
-            "context": dataclasses.asdict(context_of(function)),
             "environment": {**os.environ, **variables_of(function)},
         }
         name = function.function_name
         timeout = float(function.timeout)
         worker = self._take(name, function.handler, request["environment"])
+        # The timeout runs from here, the worker's init phase behind it, as Lambda times it.
+        request["context"] = dataclasses.asdict(context_of(function))
         reply = worker.call(request, timeout)
         self._give_back(name, worker, alive=isinstance(reply, dict))
         if reply is TIMED_OUT:

@@ -89,6 +89,14 @@ def test_a_workers_start_is_not_timed_against_the_functions_timeout(
     assert not is_error, body
 
 
+def test_the_context_tells_the_time_left_as_the_invocation_runs(workers: LambdaWorkers) -> None:
+    """A handler bounds its own retries by it (the classifier's throttled starts)."""
+    body, is_error, _ = workers.invoke(function("time_left", timeout=5), {"seconds": 1})
+
+    assert not is_error, body
+    assert 0 < int(body) <= 4000
+
+
 def test_an_invocation_past_its_functions_timeout_is_ended_as_lambda_ends_it(
     workers: LambdaWorkers,
 ) -> None:
