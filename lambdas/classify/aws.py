@@ -133,7 +133,7 @@ def _start(sfn: Any, config: IdempotencyConfig, **request: str) -> bool:
             if not is_transient(exc):
                 raise
             attempt += 1
-            wait = random.uniform(0, min(START_WAIT_CAP, START_FIRST_WAIT * 2**attempt))
+            wait = random.uniform(0, min(START_WAIT_CAP, START_FIRST_WAIT * 2 ** (attempt - 1)))
             if attempt == START_ATTEMPTS or _seconds_left(config) - wait < START_RESERVE:
                 raise retryable(exc, f"starting {request['name']}") from exc
             time.sleep(wait)
