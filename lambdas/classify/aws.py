@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.classify.errors import error_code, is_transient, retryable
 from lambdas.recorded import record_start
@@ -120,15 +120,16 @@ def _seconds_left(config: IdempotencyConfig) -> float:
     return context.get_remaining_time_in_millis() / 1000 if context else 0.0
 
 
-def _start(sfn: Any, config: IdempotencyConfig, **request: str) -> bool:
+def start_while_time_left(sfn: Any, config: IdempotencyConfig, **request: str) -> bool:
     """Start the execution; False where Step Functions has it already. A throttled or failed
-    start is tried again while the invocation has time; past that it raises ``Retryable``."""
+    start, or one whose connection failed, is tried again while the invocation has time
+    (botocore's own retries are off for this client); past that it raises ``Retryable``."""
     attempt = 0
     while True:
         try:
             sfn.start_execution(**request)
-        except ClientError as exc:
-            if error_code(exc) == "ExecutionAlreadyExists":
+        except (ClientError, BotoCoreError) as exc:
+            if isinstance(exc, ClientError) and error_code(exc) == "ExecutionAlreadyExists":
                 return False
             if not is_transient(exc):
                 raise
@@ -170,7 +171,7 @@ def execution_starter(
         decision = request["decision"]
         if ledger_table:
             record_start(dynamodb, ledger_table, decision, starts_at=time.time())
-        started = _start(
+        started = start_while_time_left(
             sfn,
             config,
             stateMachineArn=state_machine_arn,

@@ -4,8 +4,9 @@ whole, so ``bench.scale`` never breaks unseen between full runs. Meanwhile the A
 refuses the remediator (its load shed to one request at a time, its first writes to Nodes
 failed by a webhook), and Step Functions' ``StartExecution`` bucket holds one start and
 refills one every 5 s: the starts it throttles are counted where they happen and ridden
-over (the classifier's tries within its invocation, then Lambda's run of the batch again). After the storm no node is
-left cordoned without a remediation, and the dashboard's outcomes are the ledger's."""
+over (the classifier's tries within its invocation, then Lambda's run of the batch again).
+After the storm no node is left cordoned without a remediation, and the dashboard's outcomes
+are the ledger's."""
 
 from __future__ import annotations
 

@@ -11,8 +11,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+from botocore.exceptions import ClientError, EndpointConnectionError
 
-from lambdas.classify.aws import START_ATTEMPTS, START_RESERVE
+from lambdas.classify.aws import START_ATTEMPTS, START_RESERVE, start_while_time_left
 from lambdas.classify.errors import Retryable
 from nodemedic.contracts.metrics import AWS_THROTTLED_METRIC
 from tests.support.classify import CONTEXT, World, executions
@@ -82,3 +84,31 @@ def test_a_throttled_start_with_too_little_time_left_is_started_when_lambda_runs
         [first["logStream"][:19], OTHER_NODE]
     )
     assert throttled(capsys) == {}
+
+
+def test_a_start_whose_connection_dropped_is_tried_again_and_a_refused_one_is_not() -> None:
+    """botocore's retries are off for the starts, so the classifier's own tries must take
+    a connection that failed on the way, as botocore's would have."""
+    sent: list[dict[str, str]] = []
+
+    class Flaky:
+        def start_execution(self, **request: str) -> None:
+            sent.append(request)
+            if len(sent) == 1:
+                raise EndpointConnectionError(endpoint_url="https://states.us-east-1.amazonaws.com")
+
+    config = IdempotencyConfig()
+    config.register_lambda_context(CONTEXT)
+
+    assert start_while_time_left(Flaky(), config, name="d-1", input="{}")
+    assert [r["name"] for r in sent] == ["d-1", "d-1"]
+
+    class Refusing:
+        def start_execution(self, **request: str) -> None:
+            sent.append(request)
+            raise ClientError({"Error": {"Code": "AccessDeniedException"}}, "StartExecution")
+
+    sent.clear()
+    with pytest.raises(ClientError, match="AccessDenied"):
+        start_while_time_left(Refusing(), config, name="d-2", input="{}")
+    assert len(sent) == 1
