@@ -39,10 +39,11 @@ ASKING = ClusterSettings(
     name="asking",
     node_groups=("trn1-approved", "trn1-denied", "trn1-unanswered", "trn1-handoff"),
     approval="replace",
-    approval_timeout=8,
+    approval_timeout=30,
     **FAST,
 )
-"""Replacements wait for a person, 8 s at most, then the node is held (the default)."""
+"""Replacements wait for a person, 30 s at most, then the node is held (the default): the
+test's answer, on a busy machine, may come seconds after the request (as ``SCARCE``'s)."""
 PROCEEDING = ClusterSettings(
     name="proceeding",
     node_groups=("trn1-unanswered-go",),
