@@ -138,7 +138,8 @@ def test_a_job_that_never_checkpoints_is_evicted_when_its_grace_ends(
 
     execution = pipeline.start(decision(gpu, "nvidia-xid-48", cluster=POLICIES.name))
     seen = asked(admin, namespace, "llama-late")
-    time.sleep(GRACE - 2)
+    # The grace runs from the drain's start, a busy machine's seconds before ``seen``.
+    time.sleep(GRACE / 2)
     assert exists(world.core, namespace, pod), "waited for within its grace"
 
     wait_for(lambda: not exists(world.core, namespace, pod), what=f"{pod} evicted")
@@ -160,15 +161,17 @@ def test_a_pod_allowed_to_complete_is_evicted_once_it_finished(
     )
     pipeline = world.pipelines[POLICIES.name]
 
-    began = time.monotonic()
     execution = pipeline.start(decision(gpu, "nvidia-xid-48", cluster=POLICIES.name))
     wait_for(lambda: not exists(world.core, namespace, "web"), what="web evicted at once")
+    # The drain's first round is behind: its grace runs from at most now, however long a
+    # busy machine took to plan, lock and cordon first.
+    began = time.monotonic()
     assert running(world.core, namespace, "eval"), "still at work: waited for"
 
     world.core.patch_namespaced_pod_status("eval", namespace, {"status": {"phase": "Succeeded"}})
 
     wait_for(lambda: not exists(world.core, namespace, "eval"), what="eval evicted")
-    assert time.monotonic() - began < GRACE, "evicted once finished, not at the grace's end"
+    assert time.monotonic() - began < GRACE - 5, "evicted once finished, not at the grace's end"
     assert pipeline.finish(execution)["status"] == "SUCCEEDED"
 
 
