@@ -172,6 +172,8 @@ def test_a_deferred_node_s_jobs_resume_once_hyperpod_repaired_it(
         bind_pod(world.core, namespace, f"{name}-{rank}", world.nodes[instance], owner=job)
     pipeline = world.pipelines[HYPER.name]
     record = decision(sick, "nvidia-xid-79", cluster=HYPER.name)
+    # Made before the watch begins: its few rounds are not spent on a busy machine's client.
+    sagemaker = boto3.client("sagemaker", region_name=REGION)
     execution = pipeline.start(record)
     wait_for(
         lambda: (pipeline.ledger(record) or {}).get("jobs"),
@@ -179,7 +181,6 @@ def test_a_deferred_node_s_jobs_resume_once_hyperpod_repaired_it(
         what="the jobs on the deferred node recorded",
     )
     # HyperPod's own recovery repairs the node, through the calls it answers.
-    sagemaker = boto3.client("sagemaker", region_name=REGION)
     batch = (
         sagemaker.batch_reboot_cluster_nodes
         if repair == "reboot"
