@@ -17,6 +17,7 @@ from nodemedic.contracts.jobs import (
     application_log_group,
 )
 from tests.support.e2e import run_scenario
+from world.pace import MAX_PACE
 from world.scenarios.jobs import JobsView
 from world.scenarios.kit import Result
 from world.scenarios.registry import SETTINGS
@@ -50,8 +51,8 @@ def test_a_stalled_log_and_a_missing_first_line_restart_their_jobs(
     assert any("'Progress': job hanging" in e for e in view.events["stall"])
     assert any("'FirstStep': job hanging" in e for e in view.events["nostart"])
     # The silence was caught within a demo schedule period (2 s) and a pass or two, at the
-    # world's pace.
-    assert 0 <= view.lateness[0] <= 6 * view.timings.pace
+    # world's slowest pace: the pace sampled when the jobs began may be a quieter moment's.
+    assert 0 <= view.lateness[0] <= 6 * MAX_PACE
 
 
 def test_five_losses_over_two_restart_a_job_and_four_do_not(world: World, result: Result) -> None:
