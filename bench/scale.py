@@ -195,6 +195,7 @@ def run_case(
         steps = step_seconds(world, writers.began)
         breaker = status(world.aws("dynamodb"), world.ledger_table, settings.name, int(time.time()))
         stormed_nodes = len(stormed)
+        dead = dead_letters(world)
         sfn_calls = sum(v for k, v in used.items() if k.startswith("call:stepfunctions:"))
         lambda_calls = used["lambda:delivery"] + used["lambda:filtered"] + used["lambda:invocation"]
         return {
@@ -220,8 +221,8 @@ def run_case(
             "decided_s": written_s + waited,
             "statuses": dict(statuses),
             "executions_failed": statuses.get("FAILED", 0) + statuses.get("TIMED_OUT", 0),
-            "errors": len(writers.failures) + dead_letters(world),
-            "dead_letters": dead_letters(world),
+            "errors": len(writers.failures) + dead,
+            "dead_letters": dead,
             "dead_letter_errors": dead_letter_errors(world),
             "failures": writers.failures[:5],
             "breaker_state": breaker["state"],

@@ -49,6 +49,7 @@ from bench.cost import benign_lines, diff
 from bench.meter import Meter, metering
 from bench.mttr import acting_faults, percentile, rotation
 from console.cli.breaker import status
+from console.cli.deadletters import dead_letter
 from nodemedic.catalog import load_catalog
 from nodemedic.contracts.health import NVIDIA_SMI_CHECK
 from nodemedic.contracts.kube import FLEET_LABEL
@@ -59,7 +60,6 @@ from nodemedic.contracts.logs import (
     node_log_group,
     shipped_message,
 )
-from nodemedic.contracts.stack import DEAD_LETTER_ATTRIBUTES
 from nodemedic.detect.filterpattern import selected, subscription_filter_patterns
 from nodemedic.health.result import Result, utc_stamp
 from world.scenarios.kit import DMA_ERROR
@@ -182,10 +182,7 @@ def dead_letter_errors(world: World) -> list[str]:
     messages = world.aws("sqs").receive_message(
         QueueUrl=queue, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
     )
-    return [
-        m.get("MessageAttributes", {}).get(DEAD_LETTER_ATTRIBUTES[2], {}).get("StringValue", "")
-        for m in messages.get("Messages", [])
-    ]
+    return [dead_letter(m).error or "" for m in messages.get("Messages", [])]
 
 
 def fault_lines(count: int, distinct: bool, settings: Any) -> list[str]:

@@ -85,8 +85,9 @@ overloaded or broken, or that could not reach it (``KUBE_UNAVAILABLE``), with th
 API server."""
 AWS_THROTTLED_METRIC: Final = "AwsThrottled"
 """Published by the classifier for each answer of AWS that throttled one of its calls
-(before the retry, botocore's or the classifier's own, which may then succeed), with the dimensions ``Cluster`` and
-``REASON_DIMENSION``: the service and operation (``states.StartExecution``)."""
+(before the retry, botocore's or the classifier's own, which may then succeed), with the
+dimensions ``Cluster`` and ``REASON_DIMENSION``: the service and operation
+(``states.StartExecution``)."""
 STRANDED_METRIC: Final = "StrandedNodes"
 """Gauge (Count, dimension Cluster only): nodes carrying nodemedic's taint with no live
 remediation, published by the reconcile at every run."""
