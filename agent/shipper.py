@@ -34,6 +34,7 @@ from agent.batch import Batch
 from agent.liveness import Liveness
 from agent.metrics import Metrics
 from agent.outbox import Outbox
+from nodemedic.backoff import backoff
 
 log = logging.getLogger(__name__)
 SHIPPER_LOOP = "shipper"
@@ -83,11 +84,6 @@ def retry_later(what: str, exc: ClientError | BotoCoreError) -> RetryLater:
     return (CredentialsFailed if isinstance(exc, _CREDENTIAL_ERRORS) else RetryLater)(
         f"{what}: {exc}"
     )
-
-
-def backoff(attempt: int, base: float, cap: float, rng: Callable[[], float]) -> float:
-    """Full jitter: uniform in [0, min(cap, base * 2**attempt)]."""
-    return float(rng() * min(cap, base * 2 ** min(attempt, 30)))
 
 
 class Shipper:

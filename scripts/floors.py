@@ -24,7 +24,7 @@ HOUSE: tuple[tuple[str, ...], ...] = (
 )
 """The repository's packages and top-level modules (``app.py``), ground floor first."""
 DOMAIN: tuple[tuple[str, ...], ...] = (
-    ("contracts",),
+    ("contracts", "backoff"),
     ("catalog", "health", "origin"),
     ("detect", "dumps"),
     ("remediate",),
@@ -32,10 +32,11 @@ DOMAIN: tuple[tuple[str, ...], ...] = (
     ("settings",),
     ("schemas",),
 )
-"""The rooms of ``nodemedic``, ground floor first: the names every process shares, then
-what reads a node (the catalog, health verdicts, proof of origin), what reads its lines
-and dumps, what decides and remediates, the job monitor, the cluster settings (which
-gather every floor's knobs) and the schemas generated from them."""
+"""The rooms of ``nodemedic``, ground floor first: the names every process shares and the
+backoff every retrying process waits by, then what reads a node (the catalog, health
+verdicts, proof of origin), what reads its lines and dumps, what decides and remediates,
+the job monitor, the cluster settings (which gather every floor's knobs) and the schemas
+generated from them."""
 MODULES = ("app",)
 """The floors that are one module, not a package."""
 Graph = dict[str, set[str]]
@@ -103,6 +104,10 @@ HOLDS: dict[str, tuple[str, str]] = {
         "every name that crosses a process boundary: log group and stream names, environment "
         "variables, metric names, ledger keys, labels, taints, conditions",
         "everywhere",
+    ),
+    "backoff": (
+        "full-jitter backoff, which the agent's shipper and the classifier's starts wait by",
+        "agent, Lambda",
     ),
     "catalog": (
         "the fault catalog: rules as data by family, the loader, the rule file's JSON Schema "

@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.classify.errors import error_code, is_transient, retryable
 from lambdas.recorded import record_start
+from nodemedic.backoff import backoff
 from nodemedic.contracts.ledger import HEARTBEAT_PK
 from nodemedic.remediate.batch import Starter
 from nodemedic.remediate.decision import Decision, recent
@@ -134,7 +135,7 @@ def start_while_time_left(sfn: Any, config: IdempotencyConfig, **request: str) -
             if not is_transient(exc):
                 raise
             attempt += 1
-            wait = random.uniform(0, min(START_WAIT_CAP, START_FIRST_WAIT * 2 ** (attempt - 1)))
+            wait = backoff(attempt - 1, START_FIRST_WAIT, START_WAIT_CAP, random.random)
             if attempt == START_ATTEMPTS or _seconds_left(config) - wait < START_RESERVE:
                 raise retryable(exc, f"starting {request['name']}") from exc
             time.sleep(wait)

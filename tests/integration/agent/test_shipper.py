@@ -21,7 +21,7 @@ from agent.batch import Batch
 from agent.main import logs_client
 from agent.metrics import Metrics
 from agent.outbox import Outbox
-from agent.shipper import Shipper, backoff
+from agent.shipper import Shipper
 from agent.spool import Spool
 from tests.support.agent import GROUP, REGION, messages
 
@@ -104,16 +104,6 @@ def test_throttling_and_server_errors_are_retried_with_growing_delays(
     assert len(gaps) == 5
     for gap, delay in zip(gaps, (0.1, 0.2, 0.4, 0.8), strict=False):
         assert delay <= gap < delay + 1.0, gaps
-
-
-def test_backoff_is_full_jitter_capped() -> None:
-    assert backoff(1, 0.2, 30.0, lambda: 1.0) == 0.4
-    assert backoff(10, 0.2, 30.0, lambda: 1.0) == 30.0
-    assert backoff(10, 0.2, 30.0, lambda: 0.5) == 15.0
-    assert backoff(100, 0.2, 30.0, lambda: 0.0) == 0.0
-    # Agents throttled together do not retry together.
-    waits = {backoff(3, 0.2, 30.0, random.random) for _ in range(50)}
-    assert len(waits) == 50 and all(0 <= w <= 1.6 for w in waits)
 
 
 def test_a_refused_batch_is_restamped_once_then_dropped_and_counted(
